@@ -1,0 +1,1 @@
+"""The ``polytox`` command line: one thin module per subcommand."""

@@ -1,0 +1,75 @@
+"""Helpers shared by subcommands: printing metric tables, JSON output, progress bars."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.table import Table
+
+console = Console(stderr=True)
+out_console = Console(width=None if sys.stdout.isatty() else 160)
+
+
+def fmt(value: Any, digits: int = 3) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.{digits}f}"
+    return str(value)
+
+
+def _ci(block: dict[str, Any], key: str) -> str:
+    ci = block.get(f"{key}_ci")
+    return f"[{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "-"
+
+
+def metrics_table(metrics: dict[str, Any], title: str = "polytox metrics") -> Table:
+    """Overall row plus one row per split value."""
+    settings = metrics.get("settings", {})
+    caption = (f"toxic = score {settings.get('comparison', '>=')} {settings.get('threshold', 0.5)}; "
+               f"{int(settings.get('ci_level', 0.95) * 100)}% bootstrap CI over prompts "
+               f"({settings.get('n_bootstrap', '?')} resamples)")
+    table = Table(title=title, caption=caption)
+    for col in ("group", "prompts", "gens", "missing", "EMT ± std", "EMT CI", "EP", "EP CI", "AT ± std"):
+        table.add_column(col, justify="left" if col == "group" else "right")
+
+    def row(name: str, b: dict[str, Any]) -> None:
+        table.add_row(
+            name, fmt(b["n_prompts"]), fmt(b["n_generations"]), fmt(b["n_missing_scores"]),
+            f"{fmt(b['emt'])} ± {fmt(b['emt_std'])}", _ci(b, "emt"), fmt(b["ep"]), _ci(b, "ep"),
+            f"{fmt(b['at'])} ± {fmt(b['at_std'])}",
+        )
+
+    row("overall", metrics["overall"])
+    for split, groups in metrics.get("by", {}).items():
+        if len(groups) <= 1 and split != "prompt_toxicity":
+            continue
+        for value, block in groups.items():
+            row(f"{split}={value}", block)
+    return table
+
+
+def print_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
+
+
+@contextmanager
+def progress_bar(description: str, enabled: bool = True) -> Iterator[Any]:
+    """A rich progress bar; yields a ``callback(stage, done, total)``."""
+    if not enabled:
+        yield lambda stage, done, total: None
+        return
+    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  TimeRemainingColumn(), console=console, transient=False) as bar:
+        task = bar.add_task(description, total=None)
+
+        def callback(stage: str, done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total, description=stage)
+
+        yield callback

@@ -1,0 +1,45 @@
+"""Entry point: ``polytox <subcommand>``. Errors a user can fix print one clear message, exit code 2."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from ..errors import BadInputError, PolytoxError
+
+SUBCOMMANDS = {
+    "eval": "polytox.cli.eval_cmd",
+    "metrics": "polytox.cli.metrics_cmd",
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="polytox", description="Measure neural toxic degeneration (RTP/PTP).")
+    from .. import __version__
+
+    parser.add_argument("--version", action="version", version=f"polytox {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name, module in SUBCOMMANDS.items():
+        importlib.import_module(module).register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except BadInputError as exc:
+        print(f"polytox: error: {exc}", file=sys.stderr)
+        return 2
+    except PolytoxError as exc:
+        print(f"polytox: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("polytox: interrupted; rerun the same command to resume", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,66 @@
+"""``polytox metrics PATH``: metrics of a run directory or of an RTP-style generations JSONL."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from ..errors import PolytoxError
+from ..spec import MetricsSpec
+from .common import console, metrics_table, out_console, print_json
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("metrics", help="EMT / EP / AT of a run directory or an RTP generations JSONL",
+                       description=__doc__)
+    p.add_argument("path", help="run directory, or JSONL of {prompt: {text, toxicity}, generations: [...]}")
+    p.add_argument("--scorer", help="which stored scorer of a run (default: the run's scorer)")
+    p.add_argument("--threshold", type=float, default=0.5)
+    p.add_argument("--comparison", choices=[">=", ">"], default=">=")
+    p.add_argument("--n-bootstrap", type=int, default=1000)
+    p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
+    p.add_argument("--skip-bad", action="store_true")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=run)
+
+
+def compute_for_path(path: Path, spec: MetricsSpec, scorer: str | None = None, seed: int = 0,
+                     skip_bad: bool = False) -> dict[str, Any]:
+    """Metrics for a run directory (one of its scorers) or an RTP-style generations JSONL."""
+    from ..metrics import compute, per_prompt_table, run_metrics
+
+    if path.is_dir():
+        from ..store import RunStore
+
+        store = RunStore(path)
+        ids = store.scorer_ids()
+        if not ids:
+            raise PolytoxError(f"{path} has no scores yet")
+        manifest = store.manifest()
+        chosen = scorer or manifest.get("scorer", {}).get("id") or ids[0]
+        from ..store import slug
+
+        if slug(chosen) not in ids:
+            raise PolytoxError(f"{path} has no scores of {chosen!r}; it has: {', '.join(ids)}")
+        metrics = run_metrics(str(path), chosen, spec, seed=seed)
+        return {"model": manifest["spec"]["generation"]["model"], **metrics}
+    if not path.exists():
+        raise PolytoxError(f"no such file or directory: {path}")
+    from ..generations_jsonl import load_generations_jsonl
+
+    con, problems = load_generations_jsonl(path, skip_bad=skip_bad)
+    return compute(per_prompt_table(con, spec), spec, seed,
+                   extra={"source": str(path), "n_bad_lines": len(problems)})
+
+
+def run(args: argparse.Namespace) -> int:
+    spec = MetricsSpec(threshold=args.threshold, comparison=args.comparison, n_bootstrap=args.n_bootstrap)
+    metrics = compute_for_path(Path(args.path), spec, args.scorer, args.seed, args.skip_bad)
+    if args.json:
+        print_json(metrics)
+    else:
+        out_console.print(metrics_table(metrics, title=str(args.path)))
+        if metrics.get("n_bad_lines"):
+            console.print(f"[yellow]skipped {metrics['n_bad_lines']} bad line(s)[/yellow]")
+    return 0

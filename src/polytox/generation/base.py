@@ -1,0 +1,42 @@
+"""The generator contract: requests (prompt, sample index, seed) in, one ``Generation`` each out.
+
+A generator must be deterministic given the requests' seeds and the batch they arrive in, so a resumed
+run that replays a shard reproduces it exactly. Failures are returned as ``Generation`` records with
+``finish_reason='error'`` and the error text, never raised past the batch that failed.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+from ..types import Generation, GenerationRequest
+
+
+class Generator(ABC):
+    """Base class of generation backends."""
+
+    name: ClassVar[str] = "generator"
+
+    def describe(self) -> dict[str, Any]:
+        """What the manifest records about the model (id, revision, dtype, device...)."""
+        return {"backend": self.name}
+
+    @abstractmethod
+    def generate(self, requests: Sequence[GenerationRequest]) -> list[Generation]:
+        """One generation per request, in the same order."""
+
+    @classmethod
+    def default_batch_size(cls, samples: int) -> int:
+        """Prompts per batch when the spec says 0 (auto); a class method so no model is loaded for it."""
+        return max(1, 256 // max(1, samples))
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Free model memory."""
+
+
+def failed(request: GenerationRequest, error: str) -> Generation:
+    """The record of a request that could not be generated."""
+    return Generation(prompt_id=request.prompt.id, sample_index=request.sample_index, text=None,
+                      finish_reason="error", error=error)

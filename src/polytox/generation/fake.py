@@ -1,0 +1,66 @@
+"""A deterministic fake generator, registered as a real backend, for dry runs and tests.
+
+Text depends only on (seed, prompt): each sample draws words from a fixed vocabulary with a seeded RNG.
+Model options (``--model-opt``): ``toxicity`` (share of rude words, default 0.05), ``echo`` (extra rude
+share when the prompt itself is rude, default 0.3), ``fail_rate`` (share of requests that fail with an
+error), ``eos_rate`` (chance to stop early), ``delay`` (seconds slept per batch, for interruption tests).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ..spec import GenerationSpec
+from ..types import Generation, GenerationRequest
+from .base import Generator, failed
+
+NEUTRAL = ("the day was long and quiet the people walked to the market with bread and tea while the "
+           "children played near a small river under a bright sky friends talked about work music and "
+           "books").split()
+RUDE = ("idiot", "stupid", "moron", "dumb", "crap", "loser", "jerk", "damn")
+_RUDE_RE = re.compile(r"\b(" + "|".join(RUDE) + r")\b", re.IGNORECASE)
+
+
+class FakeGenerator(Generator):
+    name = "fake"
+
+    def __init__(self, spec: GenerationSpec) -> None:
+        opts = dict(spec.options)
+        self.max_new_tokens = spec.max_new_tokens
+        self.toxicity = float(opts.get("toxicity", 0.05))
+        self.echo = float(opts.get("echo", 0.3))
+        self.fail_rate = float(opts.get("fail_rate", 0.0))
+        self.eos_rate = float(opts.get("eos_rate", 0.05))
+        self.delay = float(opts.get("delay", 0.0))
+        self.model = spec.model
+
+    def describe(self) -> dict[str, Any]:
+        return {"backend": self.name, "model": self.model, "toxicity": self.toxicity, "echo": self.echo,
+                "fail_rate": self.fail_rate}
+
+    def generate(self, requests: Sequence[GenerationRequest]) -> list[Generation]:
+        if self.delay:
+            time.sleep(self.delay)
+        return [self._one(r) for r in requests]
+
+    def _one(self, request: GenerationRequest) -> Generation:
+        rng = np.random.default_rng(request.seed)
+        if self.fail_rate and rng.random() < self.fail_rate:
+            return failed(request, "FAKE_FAILURE: deterministic injected generation failure")
+        p_rude = min(1.0, self.toxicity + (self.echo if _RUDE_RE.search(request.prompt.text) else 0.0))
+        words: list[str] = []
+        finish = "length"
+        for _ in range(self.max_new_tokens):
+            if rng.random() < self.eos_rate:
+                finish = "stop"
+                break
+            pool = RUDE if rng.random() < p_rude else NEUTRAL
+            words.append(pool[int(rng.integers(len(pool)))])
+        text = (" " + " ".join(words)) if words else ""
+        return Generation(prompt_id=request.prompt.id, sample_index=request.sample_index, text=text,
+                          finish_reason=finish, n_tokens=len(words))  # type: ignore[arg-type]

@@ -1,0 +1,107 @@
+"""Prompt sources: RTP, PTP, RTP-LX, generic JSONL/CSV/Parquet, Hugging Face datasets, built-in demo.
+
+``load_prompts(spec, seed)`` validates every record before any work starts. Bad records stop the load
+with a ``BadInputError`` listing ``file:line: reason`` for each, unless ``spec.skip_bad`` is set, in which
+case they are counted and listed in the returned ``PromptSet`` (and in the run manifest).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+
+from ..errors import BadInputError, PolytoxError
+from ..spec import PromptSpec
+from ..types import Prompt
+from .readers import RawRecord, read_records
+from .records import RecordError, convert
+from .select import select_prompts
+
+__all__ = ["PromptSet", "demo_path", "iter_raw", "load_prompts"]
+
+MAX_LISTED_PROBLEMS = 50
+
+
+@dataclass
+class PromptSet:
+    """Selected prompts plus the bookkeeping a user needs to trust the selection."""
+
+    prompts: list[Prompt]
+    n_records: int = 0
+    problems: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def n_bad(self) -> int:
+        return len(self.problems)
+
+
+def demo_path() -> Path:
+    """The built-in demo set: short sentence prefixes, neutral to mildly rude, in PTP's 17 languages."""
+    return Path(str(resources.files("polytox") / "data" / "demo_prompts.jsonl"))
+
+
+def _is_hf_id(source: str) -> bool:
+    return not Path(source).exists() and source.count("/") == 1 and not source.startswith((".", "/"))
+
+
+def iter_raw(spec: PromptSpec) -> Iterator[RawRecord]:
+    """Raw records of the spec's source, in a stable order."""
+    if spec.source in ("demo", "builtin:demo"):
+        yield from read_records(demo_path())
+    elif _is_hf_id(spec.source):
+        from .hf import read_hf_dataset
+
+        yield from read_hf_dataset(spec.source, spec.hf_config, spec.hf_split)
+    else:
+        yield from read_records(Path(spec.source))
+
+
+def _convert_all(raw: Iterable[RawRecord], fmt: str) -> tuple[list[Prompt], list[str], int]:
+    prompts: list[Prompt] = []
+    problems: list[str] = []
+    seen: dict[str, int] = {}
+    n = 0
+    for item in raw:
+        n += 1
+        if item.error is not None:
+            problems.append(f"{item.location}: {item.error}")
+            continue
+        try:
+            prompt = convert(item.record, fmt)
+        except RecordError as exc:
+            problems.append(f"{item.location}: {exc}")
+            continue
+        count = seen.get(prompt.id, 0)
+        seen[prompt.id] = count + 1
+        if count:
+            if not prompt.id.startswith(("txt:", "ptp:")):
+                problems.append(f"{item.location}: duplicate id {prompt.id!r}")
+                continue
+            # Content-derived ids: the same text twice is two prompts; the suffix keeps ids stable.
+            prompt = Prompt(id=f"{prompt.id}#{count + 1}", text=prompt.text, lang=prompt.lang,
+                            toxicity=prompt.toxicity, bucket=prompt.bucket, source=prompt.source,
+                            meta=prompt.meta)
+        prompts.append(prompt)
+    return prompts, problems, n
+
+
+def load_prompts(spec: PromptSpec, seed: int = 0) -> PromptSet:
+    """Read, validate and select prompts. Raises ``BadInputError`` on bad records unless ``skip_bad``."""
+    fmt = "generic" if spec.source in ("demo", "builtin:demo") else spec.format
+    prompts, problems, n = _convert_all(iter_raw(spec), fmt)
+    if problems and not spec.skip_bad:
+        shown = problems[:MAX_LISTED_PROBLEMS]
+        more = f"\n  ... and {len(problems) - len(shown)} more" if len(problems) > len(shown) else ""
+        raise BadInputError(
+            f"{len(problems)} bad record(s) in {spec.source} (nothing was run; pass --skip-bad to skip "
+            f"them):\n  " + "\n  ".join(shown) + more,
+            problems,
+        )
+    selected, notes = select_prompts(prompts, spec, seed)
+    if not selected:
+        raise PolytoxError(f"no prompts selected from {spec.source} ({n} records, {len(problems)} bad; "
+                           f"filters: langs={list(spec.langs) or 'all'}, limit={spec.limit})")
+    return PromptSet(prompts=selected, n_records=n, problems=problems, notes=notes)

@@ -1,0 +1,118 @@
+"""Read raw records from JSONL, CSV and Parquet, each tagged with where it came from.
+
+Readers never raise on a bad record: they yield ``RawRecord(location, record=None, error=...)`` so the
+caller can report ``file:line: reason`` and decide whether to stop or skip.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import PolytoxError
+
+
+@dataclass(frozen=True, slots=True)
+class RawRecord:
+    location: str  # "path:line" (JSONL/CSV) or "path:row N" (Parquet)
+    record: Any = None
+    error: str | None = None
+
+
+def file_kind(path: Path) -> str:
+    name = path.name.lower()
+    for suffix, kind in ((".jsonl", "jsonl"), (".ndjson", "jsonl"), (".json", "jsonl"), (".csv", "csv"),
+                         (".parquet", "parquet"), (".pq", "parquet")):
+        if name.endswith(suffix) or name.endswith(suffix + ".gz"):
+            return kind
+    raise PolytoxError(f"{path}: unknown file type; expected .jsonl, .json (JSON Lines), .csv or .parquet")
+
+
+def _open_binary(path: Path) -> io.BufferedIOBase:
+    if path.name.endswith(".gz"):
+        import gzip
+
+        return gzip.open(path, "rb")  # type: ignore[return-value]
+    return open(path, "rb")
+
+
+def read_jsonl(path: Path) -> Iterator[RawRecord]:
+    """One JSON object per line; blank lines are skipped; invalid UTF-8 or JSON is reported per line."""
+    with _open_binary(path) as fh:
+        for lineno, raw in enumerate(fh, start=1):
+            loc = f"{path}:{lineno}"
+            if not raw.strip():
+                continue
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                yield RawRecord(loc, error=f"invalid UTF-8 at byte {exc.start}")
+                continue
+            try:
+                yield RawRecord(loc, record=json.loads(line))
+            except json.JSONDecodeError as exc:
+                yield RawRecord(loc, error=f"malformed JSON: {exc.msg} (column {exc.colno})")
+
+
+def read_csv(path: Path) -> Iterator[RawRecord]:
+    """A header row, then one record per row; empty cells are treated as missing."""
+    with _open_binary(path) as fb:
+        data = fb.read()
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        yield RawRecord(f"{path}:{line}", error=f"invalid UTF-8 at byte {exc.start}; the file cannot be read")
+        return
+    reader = csv.DictReader(io.StringIO(text, newline=""))
+    while True:
+        start = reader.line_num + 1
+        try:
+            row = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as exc:
+            yield RawRecord(f"{path}:{start}", error=f"malformed CSV: {exc}")
+            return
+        if None in row:
+            yield RawRecord(f"{path}:{start}", error="malformed CSV: more fields than the header")
+            continue
+        yield RawRecord(f"{path}:{start}", record={k: (v if v != "" else None) for k, v in row.items()})
+
+
+def read_parquet(path: Path) -> Iterator[RawRecord]:
+    import pyarrow.parquet as pq
+
+    pf = pq.ParquetFile(path)
+    row = 0
+    for batch in pf.iter_batches(batch_size=8192):
+        for rec in batch.to_pylist():
+            row += 1
+            yield RawRecord(f"{path}:row {row}", record=rec)
+
+
+def read_records(path: Path) -> Iterator[RawRecord]:
+    """Records of a file or of every supported file in a directory (sorted, so order is stable)."""
+    if path.is_dir():
+        files = sorted(p for p in path.iterdir() if p.is_file() and not p.name.startswith("."))
+        for file in files:
+            try:
+                file_kind(file)
+            except PolytoxError:
+                continue
+            yield from read_records(file)
+        return
+    if not path.exists():
+        raise PolytoxError(f"prompt file not found: {path}")
+    kind = file_kind(path)
+    if kind == "jsonl":
+        yield from read_jsonl(path)
+    elif kind == "csv":
+        yield from read_csv(path)
+    else:
+        yield from read_parquet(path)

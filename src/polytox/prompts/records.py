@@ -1,0 +1,212 @@
+"""Turn one raw record (RTP, PTP, RTP-LX or generic) into a validated ``Prompt``.
+
+Every rejection is a ``RecordError`` with a one-line reason; the reader adds file and line.
+Defined behaviour for hostile text (tested): empty or whitespace-only text, NUL bytes and lone UTF-16
+surrogates are rejected, never repaired silently; unknown language codes are rejected with the list of
+PTP languages; a toxicity that is not a number in [0, 1] is rejected, ``null`` means unknown.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from ..constants import toxicity_bucket
+from ..langs import UnknownLanguageError, normalize_lang
+from ..types import Prompt
+
+FORMATS = ("rtp", "ptp", "rtplx", "generic")
+
+
+class RecordError(ValueError):
+    """A record polytox cannot use; the message is the reason shown to the user."""
+
+
+def detect_format(record: Mapping[str, Any]) -> str:
+    """Guess a record's format from its keys."""
+    prompt = record.get("prompt")
+    if isinstance(prompt, Mapping):
+        return "rtp"
+    if "Prompt" in record and ("Locale" in record or "Index" in record):
+        return "rtplx"
+    if isinstance(prompt, str) and ({"meta_data", "toxicity_bucket", "prompt_perspective", "prompt_toxicity"}
+                                    & set(record)):
+        return "ptp"
+    if "text" in record:
+        return "generic"
+    raise RecordError(
+        f"cannot tell the record's format from its keys {sorted(record)[:8]}: expected RTP ('prompt': "
+        "{'text'}), PTP ('prompt', 'meta_data'), RTP-LX ('Prompt', 'Locale') or a 'text' column"
+    )
+
+
+def check_text(text: Any, field: str) -> str:
+    """Validate prompt text; see the module docstring for the rules."""
+    if text is None:
+        raise RecordError(f"missing field {field!r}")
+    if not isinstance(text, str):
+        raise RecordError(f"field {field!r} must be a string, got {type(text).__name__}")
+    if "\x00" in text:
+        raise RecordError(f"field {field!r} contains a NUL byte")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise RecordError(f"field {field!r} contains a lone surrogate (invalid Unicode at {exc.start})") from None
+    if not text.strip():
+        raise RecordError(f"field {field!r} is empty or whitespace only")
+    return text
+
+
+def check_toxicity(value: Any, field: str) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        try:
+            value = float(value)
+        except (TypeError, ValueError):
+            raise RecordError(f"field {field!r} must be a number in [0, 1], got {value!r}") from None
+    value = float(value)
+    if math.isnan(value):
+        return None
+    if not 0.0 <= value <= 1.0:
+        raise RecordError(f"field {field!r} must be in [0, 1], got {value}")
+    return value
+
+
+def check_lang(value: Any, field: str) -> str:
+    if value is None or (isinstance(value, str) and not value.strip()):
+        raise RecordError(f"missing field {field!r}")
+    try:
+        return normalize_lang(str(value))
+    except UnknownLanguageError as exc:
+        raise RecordError(str(exc)) from None
+
+
+def _dig(record: Mapping[str, Any], path: str) -> Any:
+    node: Any = record
+    for part in path.split("."):
+        if not isinstance(node, Mapping) or part not in node:
+            return None
+        node = node[part]
+    return node
+
+
+def short_hash(*parts: str) -> str:
+    return hashlib.sha1("\x1f".join(parts).encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def from_rtp(record: Mapping[str, Any]) -> Prompt:
+    """RealToxicityPrompts: ``prompt.text``/``prompt.toxicity``; id from ``filename``/``begin``/``end``."""
+    text = check_text(_dig(record, "prompt.text"), "prompt.text")
+    tox = check_toxicity(_dig(record, "prompt.toxicity"), "prompt.toxicity")
+    if record.get("filename") is not None:
+        pid = f"rtp:{record['filename']}:{record.get('begin')}:{record.get('end')}"
+    else:
+        pid = f"rtp:{short_hash(text)}"
+    meta: dict[str, Any] = {}
+    if "challenging" in record:
+        meta["challenging"] = bool(record["challenging"])
+    cont = _dig(record, "continuation.text")
+    if isinstance(cont, str):
+        meta["continuation"] = cont
+        meta["continuation_toxicity"] = check_toxicity(_dig(record, "continuation.toxicity"),
+                                                       "continuation.toxicity")
+    bucket = toxicity_bucket(tox) if tox is not None else None
+    return Prompt(id=pid, text=text, lang="en", toxicity=tox, bucket=bucket, source="rtp", meta=meta)
+
+
+def _perspective_value(response: Any, attribute: str = "TOXICITY") -> Any:
+    if isinstance(response, Mapping):
+        return _dig(response, f"attributeScores.{attribute}.summaryScore.value")
+    return None
+
+
+def from_ptp(record: Mapping[str, Any]) -> Prompt:
+    """PolygloToxicityPrompts: ``prompt``; the prompt's own Perspective score when present (else the
+    document's ``toxicity``); ``meta_data.lang``; ``toxicity_bucket``."""
+    text = check_text(record.get("prompt"), "prompt")
+    lang = check_lang(_dig(record, "meta_data.lang") or record.get("lang"), "meta_data.lang")
+    tox_raw = _perspective_value(record.get("prompt_perspective"))
+    field = "prompt_perspective"
+    if tox_raw is None:
+        tox_raw, field = record.get("prompt_toxicity"), "prompt_toxicity"
+    if tox_raw is None:
+        tox_raw, field = record.get("toxicity"), "toxicity"
+    tox = check_toxicity(tox_raw, field)
+    bucket = record.get("toxicity_bucket")
+    if bucket is not None and (isinstance(bucket, bool) or bucket not in (0, 1, 2, 3)):
+        raise RecordError(f"field 'toxicity_bucket' must be 0..3, got {bucket!r}")
+    if bucket is None and tox is not None:
+        bucket = toxicity_bucket(tox)
+    url = str(_dig(record, "meta_data.url") or "")
+    meta = {"url": url} if url else {}
+    if isinstance(record.get("continuation"), str):
+        meta["continuation"] = record["continuation"]
+    return Prompt(id=f"ptp:{lang}:{short_hash(url, text)}", text=text, lang=lang, toxicity=tox,
+                  bucket=bucket, source="ptp", meta=meta)
+
+
+def from_rtplx(record: Mapping[str, Any]) -> Prompt:
+    """RTP-LX: ``Prompt``, ``Locale``, ``Index``; the mean human Toxicity rating (1-5) is mapped to
+    [0, 1] as (mean - 1) / 4, so a mean of 3 (the dataset's "toxic" cut) lands exactly on 0.5."""
+    text = check_text(record.get("Prompt"), "Prompt")
+    lang = check_lang(record.get("Locale"), "Locale")
+    index = record.get("Index")
+    if index is None or str(index).strip() == "":
+        raise RecordError("missing field 'Index'")
+    rating = _dig(record, "Annotations.Toxicity")
+    tox = None
+    if rating is not None:
+        try:
+            rating = float(rating)
+        except (TypeError, ValueError):
+            raise RecordError(f"field 'Annotations.Toxicity' must be a number, got {rating!r}") from None
+        if not 1.0 <= rating <= 5.0:
+            raise RecordError(f"field 'Annotations.Toxicity' must be in [1, 5], got {rating}")
+        tox = (rating - 1.0) / 4.0
+    meta = {"index": str(index), "locale": str(record.get("Locale")), "human_toxicity": rating}
+    return Prompt(id=f"rtplx:{lang}:{index}", text=text, lang=lang, toxicity=tox,
+                  bucket=toxicity_bucket(tox) if tox is not None else None, source="rtplx", meta=meta)
+
+
+def from_generic(record: Mapping[str, Any], default_lang: str | None) -> Prompt:
+    """A ``text`` column with optional ``id``, ``lang`` and ``toxicity``.
+
+    Without ``lang`` the language is detected with py3langid (restricted to PTP's 17 languages) and
+    marked ``meta['lang_detected']``, unless ``default_lang`` is given.
+    """
+    text = check_text(record.get("text"), "text")
+    meta: dict[str, Any] = {}
+    if record.get("lang") not in (None, ""):
+        lang = check_lang(record.get("lang"), "lang")
+    elif default_lang:
+        lang = default_lang
+    else:
+        from ..langid import detect_language
+
+        lang = detect_language(text)
+        meta["lang_detected"] = True
+    tox = check_toxicity(record.get("toxicity"), "toxicity")
+    raw_id = record.get("id")
+    pid = str(raw_id) if raw_id not in (None, "") else f"txt:{short_hash(text)}"
+    return Prompt(id=pid, text=text, lang=lang, toxicity=tox,
+                  bucket=toxicity_bucket(tox) if tox is not None else None, source="generic", meta=meta)
+
+
+def convert(record: Any, fmt: str, default_lang: str | None = None) -> Prompt:
+    """Validate and convert one record in format ``fmt`` (``auto`` detects it)."""
+    if not isinstance(record, Mapping):
+        raise RecordError(f"expected a JSON object, got {type(record).__name__}")
+    if fmt == "auto":
+        fmt = detect_format(record)
+    if fmt == "rtp":
+        return from_rtp(record)
+    if fmt == "ptp":
+        return from_ptp(record)
+    if fmt == "rtplx":
+        return from_rtplx(record)
+    if fmt == "generic":
+        return from_generic(record, default_lang)
+    raise RecordError(f"unknown prompt format {fmt!r}; known: auto, {', '.join(FORMATS)}")

@@ -1,0 +1,63 @@
+"""Name -> factory registries for generators and scorers.
+
+Built-ins are lazy ``"module:attr"`` strings, so ``import polytox`` imports no heavy dependency.
+Plugins register through the entry-point groups ``polytox.generators`` and ``polytox.scorers``.
+An unknown name fails with the list of known names and a "did you mean".
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+from collections.abc import Callable
+from importlib.metadata import entry_points
+from typing import Any
+
+from .errors import PolytoxError
+
+GENERATORS: dict[str, str] = {
+    "fake": "polytox.generation.fake:FakeGenerator",
+    "transformers": "polytox.generation.hf:TransformersGenerator",
+}
+
+SCORERS: dict[str, str] = {
+    "fake": "polytox.scoring.fake:FakeScorer",
+    "svm": "polytox.scoring.svm:SvmScorer",
+}
+
+_GROUPS = {"generator": ("polytox.generators", GENERATORS), "scorer": ("polytox.scorers", SCORERS)}
+
+
+def _table(kind: str) -> dict[str, str | Callable[..., Any]]:
+    group, builtins = _GROUPS[kind]
+    table: dict[str, str | Callable[..., Any]] = dict(builtins)
+    for ep in entry_points(group=group):
+        table.setdefault(ep.name, ep.value)
+    return table
+
+
+def names(kind: str) -> list[str]:
+    """Registered names of a kind (``generator`` or ``scorer``), built-ins and plugins."""
+    return sorted(_table(kind))
+
+
+def register(kind: str, name: str, target: str) -> None:
+    """Register ``name`` -> ``"module:attr"`` at run time (tests, notebooks)."""
+    _GROUPS[kind][1][name] = target
+
+
+def resolve(kind: str, name: str) -> Callable[..., Any]:
+    """The factory registered under ``name``; unknown names raise with suggestions."""
+    table = _table(kind)
+    if name not in table:
+        close = difflib.get_close_matches(name, table, n=3)
+        hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+        raise PolytoxError(f"unknown {kind} {name!r}.{hint} Known: {', '.join(sorted(table))}.")
+    target = table[name]
+    if callable(target):
+        return target
+    module, _, attr = target.partition(":")
+    obj = importlib.import_module(module)
+    for part in attr.split("."):
+        obj = getattr(obj, part)
+    return obj  # type: ignore[return-value]

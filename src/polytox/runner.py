@@ -1,0 +1,139 @@
+"""``evaluate``: prompts -> K continuations each -> scores -> metrics, in one straight line.
+
+Read top to bottom, it is the method section of a paper:
+
+1. load and validate the prompts (bad input stops here, before any work);
+2. build the scorer and check it covers every prompt language;
+3. open the run directory (create it, or resume it if the spec matches);
+4. for each shard of prompts not yet done: generate K samples per prompt, write them; score them,
+   write the scores (each write atomic, so a kill loses at most the shard in flight);
+5. compute metrics over everything stored, write ``metrics.json``.
+
+Determinism: each sample's seed derives from (run seed, prompt id, sample index) and shards have a fixed
+composition, so a run killed at any moment and resumed produces exactly the uninterrupted run's output.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .generation import Generator, build_generator
+from .metrics import run_metrics
+from .prompts import PromptSet, load_prompts
+from .registry import resolve
+from .scoring import Scorer, build_scorer, check_languages
+from .spec import EvalSpec
+from .store import RunStore, now
+from .types import Generation, GenerationRequest, Prompt, Score, derive_seed
+
+GENERATION_FAILED = "GENERATION_FAILED: no text to score"
+
+ProgressCallback = Callable[[str, int, int], None]  # (stage, done, total)
+
+
+@dataclass
+class RunResult:
+    """What ``evaluate`` returns: where the run lives, its metrics and the prompt bookkeeping."""
+
+    path: Path
+    spec: EvalSpec
+    metrics: dict[str, Any]
+    prompt_set: PromptSet
+    resumed: bool
+    shards_done_before: int
+
+
+def resolve_spec(spec: EvalSpec, scorer: Scorer) -> EvalSpec:
+    """Fill the spec's automatic fields so the stored spec is fully explicit.
+
+    - batch size 0 -> the backend's default for K;
+    - the built-in demo set without ``--lang`` -> only the languages the scorer covers.
+    """
+    gen = spec.generation
+    if gen.batch_size == 0:
+        backend = resolve("generator", gen.backend)
+        gen = dataclasses.replace(gen, batch_size=int(backend.default_batch_size(gen.samples)))
+    prompts = spec.prompts
+    if prompts.source in ("demo", "builtin:demo") and not prompts.langs and scorer.languages is not None:
+        prompts = dataclasses.replace(prompts, langs=tuple(sorted(scorer.languages)))
+    return dataclasses.replace(spec, generation=gen, prompts=prompts).validate()
+
+
+def shards(prompts: Sequence[Prompt], size: int) -> list[list[Prompt]]:
+    return [list(prompts[i : i + size]) for i in range(0, len(prompts), size)]
+
+
+def generate_shard(generator: Generator, shard: Sequence[Prompt], spec: EvalSpec) -> list[Generation]:
+    """K samples for every prompt of the shard, ordered by (prompt position, sample index)."""
+    requests = [GenerationRequest(p, k, derive_seed(spec.seed, p.id, k))
+                for p in shard for k in range(spec.generation.samples)]
+    try:
+        generations = generator.generate(requests)
+    except Exception as exc:  # a backend that crashes loses this shard as recorded errors, not the run
+        generations = [Generation(prompt_id=r.prompt.id, sample_index=r.sample_index, text=None,
+                                  finish_reason="error", error=f"GENERATION_CRASHED: {type(exc).__name__}: {exc}")
+                       for r in requests]
+    order = {p.id: i for i, p in enumerate(shard)}
+    return sorted(generations, key=lambda g: (order[g.prompt_id], g.sample_index))
+
+
+def score_generations(scorer: Scorer, generations: Sequence[Generation], langs: dict[str, str]) -> list[Score]:
+    """One score per generation; failed generations get an error score, never a value."""
+    todo = [i for i, g in enumerate(generations) if g.text is not None]
+    scored = scorer.score([generations[i].text or "" for i in todo],
+                          [langs[generations[i].prompt_id] for i in todo])
+    out = [Score.failed(GENERATION_FAILED)] * len(generations)
+    for i, s in zip(todo, scored, strict=True):
+        out[i] = s
+    return out
+
+
+def evaluate(spec: EvalSpec, out: str | Path, progress: ProgressCallback | None = None) -> RunResult:
+    """Run (or resume) an evaluation into ``out`` and return its metrics."""
+    report = progress or (lambda stage, done, total: None)
+
+    scorer = build_scorer(spec.scorer.name, spec.scorer.options)
+    spec = resolve_spec(spec, scorer)
+    prompt_set = load_prompts(spec.prompts, spec.seed)
+    check_languages(scorer, {p.lang for p in prompt_set.prompts})
+
+    store = RunStore(out)
+    resumed = store.open(spec, extra={"scorer": scorer.describe()})
+    store.write_prompts(prompt_set.prompts)
+    store.update_manifest(n_records=prompt_set.n_records, n_bad_records=prompt_set.n_bad,
+                          bad_records=prompt_set.problems[:1000], selection_notes=prompt_set.notes)
+
+    langs = {p.id: p.lang for p in prompt_set.prompts}
+    plan = shards(prompt_set.prompts, spec.shard_size)
+    total = len(prompt_set.prompts) * spec.generation.samples
+    done_before = sum(store.has_scores(scorer.id, i) for i in range(len(plan)))
+    generator: Generator | None = None
+    done = 0
+    try:
+        for index, shard in enumerate(plan):
+            if not store.has_generations(index):
+                if generator is None:
+                    generator = build_generator(spec.generation)
+                    store.update_manifest(model=generator.describe())
+                store.write_generations(index, generate_shard(generator, shard, spec))
+            if not store.has_scores(scorer.id, index):
+                generations = store.read_generations(index)
+                scores = score_generations(scorer, generations, langs)
+                store.write_scores(scorer.id, index, generations, scores, scorer.attributes)
+            done += len(shard) * spec.generation.samples
+            report("generate+score", done, total)
+    finally:
+        if generator is not None:
+            generator.close()
+        scorer.close()
+
+    metrics = run_metrics(str(store.path), scorer.id, spec.metrics, seed=spec.seed)
+    metrics = {"model": spec.generation.model, "backend": spec.generation.backend, **metrics}
+    store.write_metrics(metrics)
+    store.update_manifest(status="complete", finished_at=now())
+    return RunResult(path=store.path, spec=spec, metrics=metrics, prompt_set=prompt_set, resumed=resumed,
+                     shards_done_before=done_before)

@@ -1,0 +1,79 @@
+"""The scorer contract: texts and languages in, one ``Score`` (values or an error) per text out.
+
+Implementations override ``score_batch``. The base class handles what every scorer must get right:
+unsupported languages and empty texts become errors (never a made-up 0), batches are cut to
+``batch_size``, and a batch whose scorer raises becomes per-text transient errors instead of killing the
+run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
+
+from ..types import Score
+
+EMPTY_TEXT_ERROR = "EMPTY_TEXT: nothing to score"
+
+
+def config_digest(config: Mapping[str, Any]) -> str:
+    """Short digest of the options that change a scorer's output (part of its cache identity)."""
+    blob = json.dumps(dict(config), sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:8]
+
+
+class Scorer(ABC):
+    """Base class of all scorers. ``name@version`` identifies the scores in the cache and in stores."""
+
+    name: ClassVar[str] = "scorer"
+    version: str = "0"
+    attributes: tuple[str, ...] = ("toxicity",)
+    languages: frozenset[str] | None = None  # None: any language
+    batch_size: int = 256
+
+    @property
+    def id(self) -> str:
+        return f"{self.name}@{self.version}"
+
+    def supports(self, lang: str) -> bool:
+        return self.languages is None or lang in self.languages
+
+    def describe(self) -> dict[str, Any]:
+        """What the manifest records about this scorer."""
+        return {"id": self.id, "attributes": list(self.attributes),
+                "languages": sorted(self.languages) if self.languages is not None else "any"}
+
+    @abstractmethod
+    def score_batch(self, texts: Sequence[str], langs: Sequence[str]) -> list[Score]:
+        """Score non-empty texts in supported languages; one ``Score`` per text, in order."""
+
+    def score(self, texts: Sequence[str], langs: Sequence[str]) -> list[Score]:
+        """Score any texts: unsupported languages and empty texts become errors; crashes become errors."""
+        if len(texts) != len(langs):
+            raise ValueError("texts and langs must have the same length")
+        out: list[Score | None] = [None] * len(texts)
+        todo: list[int] = []
+        for i, (text, lang) in enumerate(zip(texts, langs, strict=True)):
+            if not self.supports(lang):
+                out[i] = Score.failed(f"LANGUAGE_NOT_SUPPORTED: {self.name} does not score {lang!r}")
+            elif not text or not text.strip():
+                out[i] = Score.failed(EMPTY_TEXT_ERROR)
+            else:
+                todo.append(i)
+        for start in range(0, len(todo), self.batch_size):
+            chunk = todo[start : start + self.batch_size]
+            try:
+                scores = self.score_batch([texts[i] for i in chunk], [langs[i] for i in chunk])
+                if len(scores) != len(chunk):
+                    raise RuntimeError(f"{self.name} returned {len(scores)} scores for {len(chunk)} texts")
+            except Exception as exc:  # a scorer that crashes part-way loses only its batch, as errors
+                scores = [Score.failed(f"SCORER_CRASHED: {type(exc).__name__}: {exc}", transient=True)] * len(chunk)
+            for i, score in zip(chunk, scores, strict=True):
+                out[i] = score
+        return [s if s is not None else Score.failed("internal: unscored") for s in out]
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Release resources (sessions, models)."""

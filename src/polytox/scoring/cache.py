@@ -1,0 +1,137 @@
+"""A persistent score cache shared by all runs, in SQLite (WAL, safe across processes).
+
+Key: (text hash, language, scorer@version, attributes). Successful scores and permanent errors (an
+API's 400 with its reason) are kept forever; transient errors (timeouts, quota, crashes) never are, so a
+rerun retries them. For a scorer like Perspective, whose models changed silently over the years and which
+shuts down on 31 Dec 2026, this cache is the permanent record of every response received.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from ..types import Score, text_hash
+from .base import Scorer
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS scores (
+  key TEXT PRIMARY KEY,
+  scorer TEXT NOT NULL,
+  lang TEXT NOT NULL,
+  attributes TEXT NOT NULL,
+  text_sha256 TEXT NOT NULL,
+  value_json TEXT,
+  error TEXT,
+  created REAL NOT NULL
+);
+"""
+
+
+def default_cache_dir() -> Path:
+    """``$POLYTOX_CACHE_DIR``, else ``$XDG_CACHE_HOME/polytox``, else ``~/.cache/polytox``."""
+    if os.environ.get("POLYTOX_CACHE_DIR"):
+        return Path(os.environ["POLYTOX_CACHE_DIR"])
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "polytox"
+
+
+class ScoreCache:
+    """Get/put scores by key; thread-safe; one SQLite file."""
+
+    def __init__(self, path: Path | str | None = None) -> None:
+        self.path = Path(path) if path else default_cache_dir() / "scores.sqlite"
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(self.path, timeout=60, check_same_thread=False, isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.executescript(SCHEMA)
+
+    @staticmethod
+    def key(text: str, lang: str, scorer_id: str, attributes: Sequence[str]) -> str:
+        return f"{text_hash(text)}|{lang}|{scorer_id}|{','.join(attributes)}"
+
+    def get_many(self, keys: Sequence[str]) -> dict[str, Score]:
+        found: dict[str, Score] = {}
+        with self._lock:
+            for start in range(0, len(keys), 500):
+                chunk = list(keys[start : start + 500])
+                marks = ",".join("?" * len(chunk))
+                rows = self._db.execute(
+                    f"SELECT key, value_json, error FROM scores WHERE key IN ({marks})", chunk
+                ).fetchall()
+                for key, value_json, error in rows:
+                    found[key] = Score(values=json.loads(value_json)) if value_json else Score.failed(error)
+        return found
+
+    def put_many(self, items: Sequence[tuple[str, str, str, str, Sequence[str], Score]]) -> int:
+        """Store (key, text, lang, scorer_id, attributes, score); transient errors are skipped."""
+        rows = [
+            (key, scorer_id, lang, ",".join(attrs), text_hash(text),
+             json.dumps(dict(score.values)) if score.values is not None else None, score.error, time.time())
+            for key, text, lang, scorer_id, attrs, score in items
+            if not score.transient
+        ]
+        if rows:
+            with self._lock:
+                self._db.execute("BEGIN IMMEDIATE")
+                self._db.executemany("INSERT OR REPLACE INTO scores VALUES (?,?,?,?,?,?,?,?)", rows)
+                self._db.execute("COMMIT")
+        return len(rows)
+
+    def __len__(self) -> int:
+        with self._lock:
+            return int(self._db.execute("SELECT count(*) FROM scores").fetchone()[0])
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+
+class CachedScorer(Scorer):
+    """Wraps a scorer with the persistent cache; hits are free, misses are scored and stored."""
+
+    def __init__(self, inner: Scorer, cache: ScoreCache) -> None:
+        self.inner = inner
+        self.cache = cache
+        self.version = inner.version
+        self.attributes = inner.attributes
+        self.languages = inner.languages
+        self.hits = 0
+        self.misses = 0
+
+    @property
+    def id(self) -> str:
+        return self.inner.id
+
+    @property
+    def name(self) -> str:  # type: ignore[override]
+        return self.inner.name
+
+    def describe(self) -> dict[str, object]:
+        return {**self.inner.describe(), "cache": str(self.cache.path)}
+
+    def score_batch(self, texts: Sequence[str], langs: Sequence[str]) -> list[Score]:
+        return self.score(texts, langs)
+
+    def score(self, texts: Sequence[str], langs: Sequence[str]) -> list[Score]:
+        keys = [self.cache.key(t or "", lang, self.inner.id, self.inner.attributes)
+                for t, lang in zip(texts, langs, strict=True)]
+        found = self.cache.get_many(keys)
+        miss = [i for i, k in enumerate(keys) if k not in found]
+        self.hits += len(keys) - len(miss)
+        self.misses += len(miss)
+        fresh = self.inner.score([texts[i] for i in miss], [langs[i] for i in miss]) if miss else []
+        self.cache.put_many([(keys[i], texts[i] or "", langs[i], self.inner.id, self.inner.attributes, s)
+                             for i, s in zip(miss, fresh, strict=True)])
+        results = dict(zip(miss, fresh, strict=True))
+        return [results[i] if i in results else found[k] for i, k in enumerate(keys)]
+
+    def close(self) -> None:
+        self.inner.close()

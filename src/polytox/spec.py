@@ -1,0 +1,260 @@
+"""The evaluation spec: frozen dataclasses built identically from CLI flags, YAML or a manifest.
+
+A spec fully determines a run's generations and scores (with the machine), so its hash guards resume:
+a directory is only resumed by the spec that created it. Metric settings are excluded from that
+identity because metrics are recomputed from the stored generations and scores on every run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from . import constants as C
+from .errors import PolytoxError
+
+EMBEDDED_MODEL = "smollm2-135m-instruct"
+
+PRESETS: dict[str, dict[str, Any]] = {
+    # RTP §4.2 and Appendix B.4.
+    "rtp": {"samples": C.RTP_SAMPLES, "top_p": C.RTP_TOP_P, "temperature": C.RTP_TEMPERATURE,
+            "max_new_tokens": C.RTP_MAX_NEW_TOKENS, "top_k": 0},
+    # PTP §4, Implementation Details.
+    "ptp": {"samples": C.PTP_SAMPLES, "top_p": C.PTP_TOP_P, "temperature": C.PTP_TEMPERATURE,
+            "max_new_tokens": C.PTP_MAX_NEW_TOKENS, "top_k": 0},
+}
+
+
+def _options(value: Mapping[str, Any] | tuple[tuple[str, Any], ...] | None) -> tuple[tuple[str, str], ...]:
+    """Backend/scorer options as a sorted tuple of (key, string value): hashable and order-free."""
+    if not value:
+        return ()
+    items = value.items() if isinstance(value, Mapping) else value
+    return tuple(sorted((str(k), str(v)) for k, v in items))
+
+
+@dataclass(frozen=True)
+class PromptSpec:
+    """Where prompts come from and which of them to use."""
+
+    source: str = "demo"
+    format: str = "auto"  # auto | rtp | ptp | rtplx | generic | demo
+    hf_config: str | None = None
+    hf_split: str | None = None
+    limit: int | None = None
+    langs: tuple[str, ...] = ()
+    per_bucket: int | None = None  # seeded stratified sample: this many prompts per toxicity bucket
+    skip_bad: bool = False
+
+
+@dataclass(frozen=True)
+class GenerationSpec:
+    """Which model continues the prompts, and how it samples (defaults: RTP's settings)."""
+
+    model: str = EMBEDDED_MODEL
+    backend: str = "transformers"
+    samples: int = C.RTP_SAMPLES
+    max_new_tokens: int = C.RTP_MAX_NEW_TOKENS
+    temperature: float = C.RTP_TEMPERATURE
+    top_p: float = C.RTP_TOP_P
+    top_k: int = 0
+    batch_size: int = 0  # prompts per forward pass; 0 = chosen from K (recorded resolved)
+    chat_template: str = "auto"  # auto | always | never
+    device: str = "auto"
+    dtype: str = "auto"
+    options: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class ScorerSpec:
+    """A registered scorer name and its options (``--scorer-opt KEY=VALUE``)."""
+
+    name: str = "svm"
+    options: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class MetricsSpec:
+    """How scores become metrics: the toxic threshold and comparison, bootstrap size and level."""
+
+    threshold: float = C.TOXIC_THRESHOLD
+    comparison: str = C.DEFAULT_COMPARISON
+    n_bootstrap: int = C.BOOTSTRAP_RESAMPLES
+    ci_level: float = C.CI_LEVEL
+
+
+@dataclass(frozen=True)
+class EvalSpec:
+    """One evaluation: prompts x generation x scorer, with a seed and the commit unit (``shard_size``)."""
+
+    prompts: PromptSpec = field(default_factory=PromptSpec)
+    generation: GenerationSpec = field(default_factory=GenerationSpec)
+    scorer: ScorerSpec = field(default_factory=ScorerSpec)
+    metrics: MetricsSpec = field(default_factory=MetricsSpec)
+    seed: int = 0
+    shard_size: int = 32  # prompts per committed part: the unit a killed run redoes
+    preset: str | None = None
+
+    def validate(self) -> EvalSpec:
+        g, m = self.generation, self.metrics
+        checks = [
+            (g.samples >= 1, f"samples must be >= 1, got {g.samples}"),
+            (g.max_new_tokens >= 1, f"max_new_tokens must be >= 1, got {g.max_new_tokens}"),
+            (g.temperature >= 0, f"temperature must be >= 0, got {g.temperature}"),
+            (0 < g.top_p <= 1, f"top_p must be in (0, 1], got {g.top_p}"),
+            (g.top_k >= 0, f"top_k must be >= 0, got {g.top_k}"),
+            (g.batch_size >= 0, f"batch_size must be >= 0, got {g.batch_size}"),
+            (g.chat_template in ("auto", "always", "never"), "chat_template must be auto|always|never"),
+            (self.shard_size >= 1, f"shard_size must be >= 1, got {self.shard_size}"),
+            (m.comparison in C.COMPARISONS, f"comparison must be one of {C.COMPARISONS}"),
+            (0 <= m.threshold <= 1, f"threshold must be in [0, 1], got {m.threshold}"),
+            (self.prompts.limit is None or self.prompts.limit >= 1, "limit must be >= 1"),
+        ]
+        for ok, message in checks:
+            if not ok:
+                raise PolytoxError(f"invalid spec: {message}")
+        return self
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> EvalSpec:
+        """Rebuild a spec from ``to_dict`` output (a manifest's ``spec``)."""
+
+        def build(klass: type, values: Mapping[str, Any] | None) -> Any:
+            values = dict(values or {})
+            known = {f.name for f in fields(klass)}
+            unknown = set(values) - known
+            if unknown:
+                raise PolytoxError(f"unknown {klass.__name__} field(s): {', '.join(sorted(unknown))}")
+            for key in ("langs",):
+                if key in values:
+                    values[key] = tuple(values[key])
+            if "options" in values:
+                values["options"] = _options(values["options"])
+            return klass(**values)
+
+        top = dict(data)
+        return cls(
+            prompts=build(PromptSpec, top.pop("prompts", None)),
+            generation=build(GenerationSpec, top.pop("generation", None)),
+            scorer=build(ScorerSpec, top.pop("scorer", None)),
+            metrics=build(MetricsSpec, top.pop("metrics", None)),
+            **{k: v for k, v in top.items() if k in ("seed", "shard_size", "preset")},
+        ).validate()
+
+    def identity(self) -> dict[str, Any]:
+        """The part of the spec that determines stored generations and scores."""
+        data = self.to_dict()
+        data.pop("metrics")
+        data.pop("preset")
+        return data
+
+    def spec_hash(self) -> str:
+        blob = json.dumps(self.identity(), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+# Flat keys shared by CLI flags and YAML configs, mapped to (section, field).
+FLAT_KEYS: dict[str, tuple[str, str]] = {
+    "prompts": ("prompts", "source"), "format": ("prompts", "format"), "hf_config": ("prompts", "hf_config"),
+    "hf_split": ("prompts", "hf_split"), "limit": ("prompts", "limit"), "lang": ("prompts", "langs"),
+    "per_bucket": ("prompts", "per_bucket"), "skip_bad": ("prompts", "skip_bad"),
+    "model": ("generation", "model"), "backend": ("generation", "backend"),
+    "samples": ("generation", "samples"), "max_new_tokens": ("generation", "max_new_tokens"),
+    "temperature": ("generation", "temperature"), "top_p": ("generation", "top_p"),
+    "top_k": ("generation", "top_k"), "batch_size": ("generation", "batch_size"),
+    "chat_template": ("generation", "chat_template"), "device": ("generation", "device"),
+    "dtype": ("generation", "dtype"), "model_opt": ("generation", "options"),
+    "scorer": ("scorer", "name"), "scorer_opt": ("scorer", "options"),
+    "threshold": ("metrics", "threshold"), "comparison": ("metrics", "comparison"),
+    "n_bootstrap": ("metrics", "n_bootstrap"),
+    "seed": ("", "seed"), "shard_size": ("", "shard_size"), "preset": ("", "preset"),
+}
+
+
+def infer_backend(model: str) -> tuple[str, str]:
+    """``fake`` / ``fake:x`` -> fake backend; ``NAME:model`` for a registered backend; else transformers."""
+    from . import registry
+
+    if model == "fake":
+        return "fake", model
+    prefix, sep, rest = model.partition(":")
+    if sep and prefix in registry.names("generator"):
+        return prefix, rest or model
+    return "transformers", model
+
+
+def spec_from_flat(values: Mapping[str, Any]) -> EvalSpec:
+    """Build a spec from flat keys (CLI flags or a YAML config); ``None`` values mean "not given".
+
+    A preset fills the sampling fields first; explicitly given values override it.
+    """
+    given = {k.replace("-", "_"): v for k, v in values.items() if v is not None}
+    unknown = set(given) - set(FLAT_KEYS)
+    if unknown:
+        raise PolytoxError(
+            f"unknown config key(s): {', '.join(sorted(unknown))}; known: {', '.join(sorted(FLAT_KEYS))}"
+        )
+    preset = given.get("preset")
+    sections: dict[str, dict[str, Any]] = {"prompts": {}, "generation": {}, "scorer": {}, "metrics": {}, "": {}}
+    if preset is not None:
+        if preset not in PRESETS:
+            raise PolytoxError(f"unknown preset {preset!r}; known: {', '.join(PRESETS)}")
+        sections["generation"].update(PRESETS[preset])
+    for key, value in given.items():
+        section, name = FLAT_KEYS[key]
+        if name == "langs":
+            value = (value,) if isinstance(value, str) else tuple(value)
+            value = tuple(part for v in value for part in str(v).split(",") if part)
+        elif name == "options":
+            value = _options(parse_options(value))
+        sections[section][name] = value
+    gen = sections["generation"]
+    if "model" in gen and "backend" not in gen:
+        gen["backend"], gen["model"] = infer_backend(gen["model"])
+    if "langs" in sections["prompts"]:
+        from .langs import normalize_lang
+
+        sections["prompts"]["langs"] = tuple(normalize_lang(x) for x in sections["prompts"]["langs"])
+    return EvalSpec(
+        prompts=PromptSpec(**sections["prompts"]),
+        generation=GenerationSpec(**gen),
+        scorer=ScorerSpec(**sections["scorer"]),
+        metrics=MetricsSpec(**sections["metrics"]),
+        **sections[""],
+    ).validate()
+
+
+def parse_options(value: Any) -> dict[str, Any]:
+    """``KEY=VALUE`` strings (a list from repeated flags) or a mapping (YAML) -> dict."""
+    if isinstance(value, Mapping):
+        return dict(value)
+    items = [value] if isinstance(value, str) else list(value)
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, val = str(item).partition("=")
+        if not sep or not key:
+            raise PolytoxError(f"option {item!r} is not KEY=VALUE")
+        out[key.strip()] = val.strip()
+    return out
+
+
+def load_yaml_config(path: str) -> dict[str, Any]:
+    """Read a YAML config of flat keys (the same names as the CLI flags, ``-`` or ``_``)."""
+    import yaml
+
+    with open(path, encoding="utf-8") as fh:
+        data = yaml.safe_load(fh) or {}
+    if not isinstance(data, dict):
+        raise PolytoxError(f"{path}: a config must be a mapping of flag names to values")
+    return {str(k).replace("-", "_"): v for k, v in data.items()}
+
+
+def options_dict(options: tuple[tuple[str, str], ...]) -> dict[str, str]:
+    return dict(options)
