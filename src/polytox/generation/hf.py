@@ -1,0 +1,225 @@
+"""Local generation with Hugging Face transformers: prefill once, sample K continuations from it.
+
+The naive pattern (one ``generate(num_return_sequences=K)`` call per prompt) runs every prompt K times
+through the model and decodes a batch of K rows. This backend instead
+
+1. batches prompts (left padding, attention masks, position ids), sorted by length within a shard;
+2. runs each prompt's prefill ONCE, keeping only the last position's logits;
+3. expands the KV cache to one row per requested sample (the K samples share the prompt's cache);
+4. decodes all rows together with a lean loop, dropping rows that reached EOS from the batch;
+5. samples each row from its own seeded uniforms (``sampling.py``), so results do not depend on batch
+   neighbours or on where a killed run resumed.
+
+Prompts are raw text for base models; for instruct/chat models (a chat template is present) the prompt
+is the single user message rendered with the model's chat template, as PTP did. A prompt longer than the
+context is truncated from the left and flagged. An empty prompt (unprompted generation, RTP §3.1) starts
+from the BOS token alone.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from ..errors import PolytoxError, require
+from ..models import resolve_model
+from ..spec import GenerationSpec
+from ..types import Generation, GenerationRequest, Prompt
+from .base import Generator, failed
+from .sampling import row_uniforms, sample_next
+
+# Compact the decoding batch once this share of its rows has finished (EOS).
+COMPACT_FINISHED_SHARE = 0.25
+
+
+def pick_device(requested: str) -> str:
+    """``auto`` -> cuda, then mps, then cpu."""
+    if requested != "auto":
+        return requested
+    import torch
+
+    if torch.cuda.is_available():
+        return "cuda"
+    if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
+        return "mps"
+    return "cpu"
+
+
+def pick_dtype(requested: str, device: str) -> Any:
+    """``auto`` -> bfloat16 on GPUs that support it, float16 on other GPUs, float32 on CPU."""
+    import torch
+
+    if requested != "auto":
+        return getattr(torch, requested)
+    if device.startswith("cuda"):
+        return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+    if device == "mps":
+        return torch.float16
+    return torch.float32
+
+
+class TransformersGenerator(Generator):
+    """Generation backend over any ``AutoModelForCausalLM``."""
+
+    name = "transformers"
+
+    def __init__(self, spec: GenerationSpec) -> None:
+        self.torch = require("torch", "hf")
+        transformers = require("transformers", "hf")
+        transformers.utils.logging.disable_progress_bar()
+        self.spec = spec
+        started = time.perf_counter()
+        path, instruct = resolve_model(spec.model)
+        self.device = pick_device(spec.device)
+        self.dtype = pick_dtype(spec.dtype, self.device)
+        self.tokenizer = transformers.AutoTokenizer.from_pretrained(path)
+        self.tokenizer.padding_side = "left"
+        self.model = transformers.AutoModelForCausalLM.from_pretrained(path, dtype=self.dtype)
+        self.model.to(self.device).eval()
+        self.load_seconds = time.perf_counter() - started
+        config = self.model.config
+        self.context = int(getattr(config, "max_position_embeddings", None) or getattr(config, "n_positions", 0)
+                           or self.tokenizer.model_max_length)
+        if spec.max_new_tokens >= self.context:
+            raise PolytoxError(f"max_new_tokens={spec.max_new_tokens} leaves no room for a prompt in the "
+                               f"model's context of {self.context} tokens")
+        has_template = bool(getattr(self.tokenizer, "chat_template", None))
+        if spec.chat_template == "always" and not has_template:
+            raise PolytoxError(f"{spec.model} has no chat template; use --chat-template never")
+        self.use_chat = spec.chat_template == "always" or (spec.chat_template == "auto" and has_template)
+        self.eos_ids = self._eos_ids()
+        self.pad_id = self.tokenizer.pad_token_id
+        if self.pad_id is None:
+            self.pad_id = self.eos_ids[0] if self.eos_ids else 0
+        self.bos_id = self.tokenizer.bos_token_id if self.tokenizer.bos_token_id is not None else (
+            self.eos_ids[0] if self.eos_ids else 0)
+        self.instruct = instruct
+
+    def _eos_ids(self) -> list[int]:
+        ids: set[int] = set()
+        gen_cfg = getattr(self.model, "generation_config", None)
+        for value in (getattr(gen_cfg, "eos_token_id", None), self.tokenizer.eos_token_id):
+            if isinstance(value, int):
+                ids.add(value)
+            elif isinstance(value, list | tuple):
+                ids.update(int(v) for v in value)
+        return sorted(ids)
+
+    def describe(self) -> dict[str, Any]:
+        return {"backend": self.name, "model": self.spec.model, "device": self.device, "dtype": str(self.dtype),
+                "chat_template": self.use_chat, "context": self.context, "eos_ids": self.eos_ids,
+                "model_class": type(self.model).__name__, "load_seconds": round(self.load_seconds, 3)}
+
+    # ---- prompt encoding ------------------------------------------------------------------------
+    def encode(self, prompt: Prompt) -> tuple[list[int], bool]:
+        """Token ids of the formatted prompt (left-truncated to fit) and whether it was truncated."""
+        if not prompt.text:
+            return [self.bos_id], False
+        if self.use_chat:
+            rendered = self.tokenizer.apply_chat_template(
+                [{"role": "user", "content": prompt.text}], tokenize=False, add_generation_prompt=True)
+            ids = self.tokenizer(rendered, add_special_tokens=False)["input_ids"]
+        else:
+            ids = self.tokenizer(prompt.text)["input_ids"]
+        room = self.context - self.spec.max_new_tokens
+        if len(ids) > room:
+            return list(ids[-room:]), True
+        return list(ids), False
+
+    # ---- generation -----------------------------------------------------------------------------
+    def generate(self, requests: Sequence[GenerationRequest]) -> list[Generation]:
+        groups: dict[str, list[GenerationRequest]] = {}
+        for request in requests:
+            groups.setdefault(request.prompt.id, []).append(request)
+        encoded = {pid: self.encode(reqs[0].prompt) for pid, reqs in groups.items()}
+        # Longest first within the shard: similar lengths share a batch (less padding); ties keep order.
+        order = sorted(groups, key=lambda pid: -len(encoded[pid][0]))
+        size = max(1, self.spec.batch_size or self.default_batch_size(self.spec.samples))
+        results: dict[tuple[str, int], Generation] = {}
+        for start in range(0, len(order), size):
+            batch = order[start : start + size]
+            try:
+                outs = self._generate_batch([encoded[pid] for pid in batch], [groups[pid] for pid in batch])
+            except Exception as exc:  # e.g. out of memory: this batch becomes recorded errors
+                outs = [failed(r, f"GENERATION_FAILED: {type(exc).__name__}: {exc}")
+                        for pid in batch for r in groups[pid]]
+            for g in outs:
+                results[(g.prompt_id, g.sample_index)] = g
+        return [results[(r.prompt.id, r.sample_index)] for r in requests]
+
+    def _generate_batch(self, encoded: list[tuple[list[int], bool]],
+                        groups: list[list[GenerationRequest]]) -> list[Generation]:
+        torch = self.torch
+        spec = self.spec
+        device = self.device
+        lengths = [len(ids) for ids, _ in encoded]
+        width = max(lengths)
+        input_ids = torch.full((len(encoded), width), self.pad_id, dtype=torch.long)
+        mask = torch.zeros((len(encoded), width), dtype=torch.long)
+        for i, (ids, _) in enumerate(encoded):
+            input_ids[i, width - len(ids):] = torch.tensor(ids, dtype=torch.long)
+            mask[i, width - len(ids):] = 1
+        positions = (mask.cumsum(-1) - 1).clamp_(min=0)
+        counts = torch.tensor([len(g) for g in groups])
+        rows = torch.repeat_interleave(torch.arange(len(encoded)), counts)
+        requests = [r for g in groups for r in g]
+        uniforms = torch.from_numpy(row_uniforms([r.seed for r in requests], spec.max_new_tokens)).float()
+
+        with torch.inference_mode():
+            out = self.model(input_ids=input_ids.to(device), attention_mask=mask.to(device),
+                             position_ids=positions.to(device), use_cache=True, logits_to_keep=1)
+            cache = out.past_key_values
+            cache.batch_select_indices(rows.to(device))  # each sample shares its prompt's prefill
+            logits = out.logits[:, -1, :][rows.to(device)]
+            mask = mask[rows].to(device)
+            next_pos = torch.tensor([lengths[i] for i in rows.tolist()], device=device)
+            n_rows = len(requests)
+            active = torch.arange(n_rows)  # original row index of each live row
+            tokens: list[list[int]] = [[] for _ in range(n_rows)]
+            finished = [False] * n_rows
+            eos = torch.tensor(self.eos_ids or [-1], device=device)
+            alive = torch.ones(n_rows, dtype=torch.bool)  # per live row: still decoding
+            for step in range(spec.max_new_tokens):
+                nxt = sample_next(logits.float().cpu(), uniforms[active, step], spec.temperature, spec.top_p,
+                                  spec.top_k)
+                is_eos = torch.isin(nxt.to(device), eos).cpu()
+                for row, tok, stop, live in zip(active.tolist(), nxt.tolist(), is_eos.tolist(), alive.tolist(),
+                                                strict=True):
+                    if not live:
+                        continue
+                    if stop:
+                        finished[row] = True
+                    else:
+                        tokens[row].append(tok)
+                alive &= ~is_eos
+                if step == spec.max_new_tokens - 1 or not bool(alive.any()):
+                    break
+                if float((~alive).float().mean()) >= COMPACT_FINISHED_SHARE:
+                    # Drop finished rows (one cache copy) once enough of them would otherwise waste compute.
+                    keep = alive.nonzero().squeeze(1)
+                    keep_dev = keep.to(device)
+                    cache.batch_select_indices(keep_dev)
+                    mask, next_pos = mask[keep_dev], next_pos[keep_dev]
+                    active, nxt, alive = active[keep], nxt[keep], alive[keep]
+                mask = torch.cat([mask, torch.ones((mask.shape[0], 1), dtype=mask.dtype, device=device)], dim=1)
+                out = self.model(input_ids=nxt.view(-1, 1).to(device), attention_mask=mask,
+                                 position_ids=next_pos.view(-1, 1), past_key_values=cache, use_cache=True)
+                cache = out.past_key_values
+                logits = out.logits[:, -1, :]
+                next_pos = next_pos + 1
+
+        results = []
+        for row, request in enumerate(requests):
+            prompt_index = int(rows[row])
+            text = self.tokenizer.decode(tokens[row], skip_special_tokens=True)
+            results.append(Generation(
+                prompt_id=request.prompt.id, sample_index=request.sample_index, text=text,
+                finish_reason="stop" if finished[row] else "length", n_tokens=len(tokens[row]),
+                prompt_truncated=encoded[prompt_index][1]))
+        return results
+
+    def close(self) -> None:
+        self.model = None
+        if self.device.startswith("cuda"):
+            self.torch.cuda.empty_cache()
