@@ -80,7 +80,7 @@ def naive(gen: TransformersGenerator, prompts: list[Prompt], k: int, spec: Gener
                                  max_new_tokens=spec.max_new_tokens, num_return_sequences=k,
                                  pad_token_id=gen.pad_id)
         new = out[:, inputs.shape[1]:]
-        tokens += int((~torch.isin(new, torch.tensor(gen.eos_ids + [gen.pad_id]))).sum())
+        tokens += int((~torch.isin(new, torch.tensor([*gen.eos_ids, gen.pad_id]))).sum())
         _ = tok.batch_decode(new, skip_special_tokens=True)
     return time.perf_counter() - start, tokens
 

@@ -48,8 +48,9 @@ def test_greedy_matches_generate_with_left_padding(tiny: Path) -> None:
     outs = gen.generate(requests(PROMPTS, 2))
     for p in PROMPTS:
         ids, _ = gen.encode(p)
-        ref = gen.model.generate(input_ids=torch.tensor([ids]), attention_mask=torch.ones(1, len(ids), dtype=torch.long),
-                                 do_sample=False, max_new_tokens=8, pad_token_id=gen.pad_id)
+        ref = gen.model.generate(input_ids=torch.tensor([ids]),
+                                 attention_mask=torch.ones(1, len(ids), dtype=torch.long), do_sample=False,
+                                 max_new_tokens=8, pad_token_id=gen.pad_id)
         new = [t for t in ref[0, len(ids):].tolist() if t not in gen.eos_ids]
         expected = gen.tokenizer.decode(new, skip_special_tokens=True)
         mine = [o for o in outs if o.prompt_id == p.id]
