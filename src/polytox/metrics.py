@@ -40,6 +40,7 @@ GROUP BY g.prompt_id
 JOIN_PROMPTS_SQL = """
 SELECT pp.*, p.lang, p.toxicity AS prompt_toxicity, p.bucket AS toxicity_bucket
 FROM per_prompt pp LEFT JOIN prompts p USING (prompt_id)
+ORDER BY pp.prompt_id  -- a fixed row order keeps float sums and bootstrap draws identical run to run
 """
 
 
