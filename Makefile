@@ -4,7 +4,7 @@
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
-PIP := $(PY) -m pip --disable-pip-version-check -q
+PIP := $(PY) -m pip --disable-pip-version-check -qq
 STAMP := $(VENV)/.polytox-installed
 TORCH_PIN ?= torch==2.13.0
 OUT ?= runs/demo

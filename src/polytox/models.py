@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import fcntl
 import importlib.util
+import logging
 import os
 import shutil
 import tempfile
@@ -20,6 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from .errors import MissingDependencyError, require
+
+log = logging.getLogger("polytox")
 from .scoring.cache import default_cache_dir
 
 
@@ -89,6 +92,8 @@ def convert_embedded(model: EmbeddedModel, target: Path) -> Path:
     transformers.utils.logging.disable_progress_bar()
     target.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f".tmp-{model.name}-", dir=target.parent))
+    quiet = os.environ.get("TQDM_DISABLE")
+    os.environ["TQDM_DISABLE"] = "1"  # the GGUF reader's own progress bars
     try:
         directory, filename = _gguf_location(model, work)
         tok = transformers.AutoTokenizer.from_pretrained(str(directory), gguf_file=filename)
@@ -102,6 +107,10 @@ def convert_embedded(model: EmbeddedModel, target: Path) -> Path:
         os.replace(out, target)
     finally:
         shutil.rmtree(work, ignore_errors=True)
+        if quiet is None:
+            os.environ.pop("TQDM_DISABLE", None)
+        else:
+            os.environ["TQDM_DISABLE"] = quiet
     return target
 
 
@@ -117,5 +126,6 @@ def resolve_model(name: str) -> tuple[str, bool | None]:
     if not (target / "config.json").exists():
         with _lock(models_dir() / f".{model.name}.lock"):
             if not (target / "config.json").exists():
+                log.info("converting the embedded %s GGUF once into %s (about 20 s)", model.name, target)
                 convert_embedded(model, target)
     return str(target), model.instruct

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import importlib
 import sys
 
@@ -28,6 +29,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="polytox: %(message)s", stream=sys.stderr)
     try:
         return int(args.func(args) or 0)
     except BadInputError as exc:
