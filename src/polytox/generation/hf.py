@@ -59,6 +59,20 @@ def pick_dtype(requested: str, device: str) -> Any:
     return torch.float32
 
 
+def select_rows(cache: Any, index: Any) -> None:
+    """Keep (or repeat) batch rows ``index`` of a KV cache, in place."""
+    from transformers.cache_utils import StaticLayer
+
+    layers = getattr(cache, "layers", None)
+    if layers and all(type(layer) is StaticLayer for layer in layers):
+        for layer in layers:
+            layer.keys = layer.keys[index]
+            layer.values = layer.values[index]
+            layer.batch_size = len(index)
+    else:
+        cache.batch_select_indices(index)
+
+
 class TransformersGenerator(Generator):
     """Generation backend over any ``AutoModelForCausalLM``."""
 
@@ -95,6 +109,7 @@ class TransformersGenerator(Generator):
         self.bos_id = self.tokenizer.bos_token_id if self.tokenizer.bos_token_id is not None else (
             self.eos_ids[0] if self.eos_ids else 0)
         self.instruct = instruct
+        self.static_cache = dict(spec.options).get("static_cache", "true").lower() != "false"
 
     def _eos_ids(self) -> list[int]:
         ids: set[int] = set()
@@ -167,10 +182,12 @@ class TransformersGenerator(Generator):
         uniforms = torch.from_numpy(row_uniforms([r.seed for r in requests], spec.max_new_tokens)).float()
 
         with torch.inference_mode():
+            cache = self._new_cache(width + spec.max_new_tokens)
             out = self.model(input_ids=input_ids.to(device), attention_mask=mask.to(device),
-                             position_ids=positions.to(device), use_cache=True, logits_to_keep=1)
+                             position_ids=positions.to(device), past_key_values=cache, use_cache=True,
+                             logits_to_keep=1, cache_position=torch.arange(width, device=device))
             cache = out.past_key_values
-            cache.batch_select_indices(rows.to(device))  # each sample shares its prompt's prefill
+            select_rows(cache, rows.to(device))  # each sample shares its prompt's prefill
             logits = out.logits[:, -1, :][rows.to(device)]
             mask = mask[rows].to(device)
             next_pos = torch.tensor([lengths[i] for i in rows.tolist()], device=device)
@@ -199,12 +216,13 @@ class TransformersGenerator(Generator):
                     # Drop finished rows (one cache copy) once enough of them would otherwise waste compute.
                     keep = alive.nonzero().squeeze(1)
                     keep_dev = keep.to(device)
-                    cache.batch_select_indices(keep_dev)
+                    select_rows(cache, keep_dev)
                     mask, next_pos = mask[keep_dev], next_pos[keep_dev]
                     active, nxt, alive = active[keep], nxt[keep], alive[keep]
                 mask = torch.cat([mask, torch.ones((mask.shape[0], 1), dtype=mask.dtype, device=device)], dim=1)
                 out = self.model(input_ids=nxt.view(-1, 1).to(device), attention_mask=mask,
-                                 position_ids=next_pos.view(-1, 1), past_key_values=cache, use_cache=True)
+                                 position_ids=next_pos.view(-1, 1), past_key_values=cache, use_cache=True,
+                                 cache_position=torch.tensor([width + step], device=device))
                 cache = out.past_key_values
                 logits = out.logits[:, -1, :]
                 next_pos = next_pos + 1
@@ -218,6 +236,20 @@ class TransformersGenerator(Generator):
                 finish_reason="stop" if finished[row] else "length", n_tokens=len(tokens[row]),
                 prompt_truncated=encoded[prompt_index][1]))
         return results
+
+    def _new_cache(self, max_len: int) -> Any:
+        """A preallocated KV cache (in-place writes; a growing cache re-copies itself every step), or None
+        (the model's own dynamic cache) for architectures with sliding-window or other special layers."""
+        if not self.static_cache:
+            return None
+        from transformers import StaticCache
+        from transformers.cache_utils import StaticLayer
+
+        cache = StaticCache(config=self.model.config, max_cache_len=max_len)
+        if not all(type(layer) is StaticLayer for layer in cache.layers):
+            self.static_cache = False
+            return None
+        return cache
 
     def close(self) -> None:
         self.model = None
