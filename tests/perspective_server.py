@@ -18,6 +18,7 @@ import random
 import re
 import threading
 import time
+import unicodedata
 from collections import deque
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -39,6 +40,11 @@ def model_score(text: str, attribute: str = "TOXICITY") -> float:
     digest = hashlib.blake2b(f"{attribute}\x1f{text}".encode(), digest_size=8).digest()
     jitter = int.from_bytes(digest, "big") / 2**64 * 0.1
     return round(min(1.0, 0.02 + jitter + 0.35 * len(RUDE.findall(text))), 6)
+
+
+def _is_empty(text: str) -> bool:
+    """Nothing but whitespace and invisible format characters (zero-width spaces, BOM)."""
+    return all(ch.isspace() or unicodedata.category(ch) == "Cf" for ch in text)
 
 
 def detect(text: str) -> str | None:
@@ -99,6 +105,7 @@ class FakePerspective:
         self._slow_done: set[str] = set()
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
+        self._url: str | None = None
 
     # ---- lifecycle ---------------------------------------------------------------------------------
     def start(self) -> FakePerspective:
@@ -128,6 +135,8 @@ class FakePerspective:
         self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
                                         daemon=True)
         self._thread.start()
+        host, port = self._httpd.server_address[:2]
+        self._url = f"http://{host}:{port}"
         return self
 
     def stop(self) -> None:
@@ -144,9 +153,9 @@ class FakePerspective:
 
     @property
     def url(self) -> str:
-        assert self._httpd is not None
-        host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}"
+        """The base URL (kept after ``stop`` so tests can still compare against it)."""
+        assert self._url is not None, "server not started"
+        return self._url
 
     # ---- counts for tests and benchmarks ---------------------------------------------------------------
     def count(self, status: int | None = None) -> int:
@@ -186,9 +195,9 @@ class FakePerspective:
         parts = urlsplit(raw_path)
         key = (parse_qs(parts.query).get("key") or [None])[0]
         rec = RequestRecord(t=now, status=0, nbytes=0, key=key)
+        self._record(rec)  # logged on arrival (status 0 until answered), so slow requests are seen at once
         status, payload, headers = self._handle(parts.path, key, raw, rec, now)
         rec.status = status
-        self._record(rec)
         return status, payload, headers
 
     def _handle(self, path: str, key: str | None, raw: bytes, rec: RequestRecord,
@@ -234,7 +243,7 @@ class FakePerspective:
         if delay:
             time.sleep(delay)
 
-        if not isinstance(text, str) or not text.strip():
+        if not isinstance(text, str) or _is_empty(text):
             return 400, _error(400, "INVALID_ARGUMENT", "Comment must be non-empty.", "COMMENT_EMPTY"), {}
         if rec.nbytes > MAX_BYTES:
             return 400, _error(400, "INVALID_ARGUMENT", f"Comment text too long: {rec.nbytes} bytes.",
