@@ -8,8 +8,8 @@ import time
 from pathlib import Path
 
 import pytest
-from perspective_server import FakePerspective, model_score
 
+from perspective_server import FakePerspective, model_score
 from polytox.errors import PolytoxError
 from polytox.scoring import build_scorer
 from polytox.scoring.pacing import TokenBucket
@@ -99,7 +99,7 @@ def test_400_is_not_retried_and_keeps_the_reason_permanently(tmp_path: Path) -> 
         again = s.score(["hello friend", "\u200b\u200b"], ["sw", "en"])
         s.close()
         assert server.count() == 2  # permanent errors come from the cache
-    assert first[0].error is not None and first[0].error.startswith("PERSPECTIVE_400 LANGUAGE_NOT_SUPPORTED_BY_ATTRIBUTE")
+    assert (first[0].error or "").startswith("PERSPECTIVE_400 LANGUAGE_NOT_SUPPORTED_BY_ATTRIBUTE")
     assert first[1].error is not None and first[1].error.startswith("PERSPECTIVE_400 COMMENT_EMPTY")
     assert not first[0].transient and first[0].get("toxicity") is None
     assert [a.error for a in again] == [f.error for f in first]

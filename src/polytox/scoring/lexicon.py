@@ -6,7 +6,8 @@ Matching (on NFKC-normalised, case-folded text):
   combining mark or underscore (marks matter: a Devanagari vowel sign continues a word, and Python's
   ``\\w`` does not cover it);
 - zh and ja (no spaces between words): a term written in CJK/kana matches as a substring; a Latin term
-  in those lists ("sm", "3p") still needs word boundaries, or it would fire inside any Latin word.
+  in those lists ("sm", "3p") must not touch other Latin letters or digits ("sms" does not match, "SMの"
+  does), or it would fire inside any Latin word.
 
 Outputs per list ``L``: ``L_count`` (matches), ``L_rate`` (matches per word; per CJK/kana character for
 zh/ja) and ``L_any`` (1.0 if any match). ``toxicity`` is ``profanity_any`` (option ``toxicity=rate`` for
@@ -39,6 +40,7 @@ from .base import Scorer
 
 UNSPACED_LANGS = frozenset({"zh", "ja"})
 DIR_ENV = "POLYTOX_LEXICON_DIR"
+_LATIN_WORD = r"[0-9A-Za-z_\u00c0-\u024f]"
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff66-\uff9f]")
 
 
@@ -94,7 +96,8 @@ def compile_matcher(terms: Iterable[str], lang: str) -> Matcher:
     norm = [t for t in (normalize(x).strip() for x in terms) if t]
     substring_terms = [t for t in norm if lang in UNSPACED_LANGS and _CJK.search(t)]
     bounded_terms = [t for t in norm if t not in set(substring_terms)]
-    w = _word_class()
+    # In zh/ja a Latin term abuts CJK/kana without a space ("SMの話"): only Latin letters and digits end it.
+    w = _LATIN_WORD if lang in UNSPACED_LANGS else _word_class()
     bounded = re.compile(rf"(?<!{w})(?:{_alternation(bounded_terms)})(?!{w})") if bounded_terms else None
     substring = re.compile(_alternation(substring_terms)) if substring_terms else None
     return Matcher(bounded, substring)
@@ -183,3 +186,39 @@ class LexiconScorer(Scorer):
 
     def score_batch(self, texts: Sequence[str], langs: Sequence[str]) -> list[Score]:
         return [Score(values=self.score_text(t, lang)) for t, lang in zip(texts, langs, strict=True)]
+
+
+def appendix_c2(scorer: LexiconScorer, prompts: Sequence[str], continuations: Sequence[str],
+                prompt_toxicity: Sequence[float | None]) -> dict[str, dict[str, float | int | None]]:
+    """RTP Appendix C.2 on English (prompt, continuation) pairs: Pearson r (and p) of
+
+    - prompt toxicity with the prompt's profanity / minority / majority mention counts (paper: r = 0.43,
+      0.10, 0.04 over RTP prompts);
+    - the prompt's counts with its continuation's (paper, GPT-2 generations: profanity r = 0.169,
+      minority 0.13, majority 0.08).
+
+    ``scorer`` must have been built with ``lists=profanity,identity``. Pairs without a toxicity are left
+    out of the toxicity correlations only.
+    """
+    from ..agreement import _scipy_stats
+
+    if "identity" not in scorer.lists:
+        raise PolytoxError("appendix_c2 needs a lexicon scorer built with lists=profanity,identity")
+    stats = _scipy_stats()
+    p = [scorer.score_text(t, "en") for t in prompts]
+    c = [scorer.score_text(t, "en") for t in continuations]
+    out: dict[str, dict[str, float | int | None]] = {}
+
+    def corr(name: str, x: list[float], y: list[float]) -> None:
+        if len(x) < 3 or len(set(x)) < 2 or len(set(y)) < 2:
+            out[name] = {"r": None, "p": None, "n": len(x)}
+            return
+        res = stats.pearsonr(x, y)
+        out[name] = {"r": float(res[0]), "p": float(res[1]), "n": len(x)}
+
+    tox = [(i, float(v)) for i, v in enumerate(prompt_toxicity) if v is not None]
+    for cat in ("profanity", "minority", "majority"):
+        corr(f"prompt_toxicity~prompt_{cat}", [v for _, v in tox], [p[i][f"{cat}_count"] for i, _ in tox])
+        corr(f"prompt_{cat}~continuation_{cat}", [x[f"{cat}_count"] for x in p],
+             [x[f"{cat}_count"] for x in c])
+    return out
