@@ -36,6 +36,7 @@ test-fast: install
 bench: install
 	$(PY) benchmarks/bench_metrics.py
 	$(PY) benchmarks/bench_generation.py
+	$(PY) benchmarks/bench_perspective.py
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache .mypy_cache .ruff_cache

@@ -177,6 +177,8 @@ def _retry_after(headers: Mapping[str, str]) -> float | None:
 
 class PerspectiveScorer(Scorer):
     name = "perspective"
+    thread_safe = True
+    batch_size = 1_000_000  # never cut: one call's texts share the worker pool, so no batch waits on a slow one
 
     def __init__(self, url: str = DEFAULT_URL, qps: str | float = C.PERSPECTIVE_DEFAULT_QPS,
                  attributes: str = "TOXICITY", concurrency: str | int = 0, timeout: str | float = 30.0,
@@ -205,7 +207,6 @@ class PerspectiveScorer(Scorer):
         self.backoff = float(backoff)
         self.backoff_max = float(backoff_max)
         self.concurrency = int(concurrency) or min(64, max(4, math.ceil(2 * self.qps)))
-        self.batch_size = max(64, 8 * self.concurrency)
 
         parts = urlsplit(url.rstrip("/"))
         if parts.scheme not in ("http", "https") or not parts.hostname:
@@ -384,9 +385,11 @@ class PerspectiveScorer(Scorer):
         return Score(values=values)
 
     def score_batch(self, texts: Sequence[str], langs: Sequence[str]) -> list[Score]:
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="perspective")
-        return list(self._pool.map(self.score_one, texts, langs))
+        with self._stats_lock:  # several callers may share this scorer (thread_safe): one pool for all
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="perspective")
+            pool = self._pool
+        return list(pool.map(self.score_one, texts, langs))
 
     def close(self) -> None:
         if self._pool is not None:
