@@ -19,7 +19,9 @@ from ..spec import GenerationSpec
 from ..types import Generation, GenerationRequest
 from .base import Generator, failed
 
-NEUTRAL = ["the", "day", "was", "long", "and", "quiet", "the", "people", "walked", "to", "the", "market", "with", "bread", "and", "tea", "while", "the", "children", "played", "near", "a", "small", "river", "under", "a", "bright", "sky", "friends", "talked", "about", "work", "music", "and", "books"]
+NEUTRAL = ("the day was long and quiet the people walked to the market with bread and tea while the "
+           "children played near a small river under a bright sky friends talked about work music and "
+           "books").split()
 RUDE = ("idiot", "stupid", "moron", "dumb", "crap", "loser", "jerk", "damn")
 _RUDE_RE = re.compile(r"\b(" + "|".join(RUDE) + r")\b", re.IGNORECASE)
 
