@@ -9,11 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from perspective_server import FakePerspective, model_score
 from polytox.errors import PolytoxError
 from polytox.scoring import build_scorer
 from polytox.scoring.pacing import TokenBucket
 from polytox.scoring.perspective import PerspectiveScorer, parse_error, truncate_utf8
+
+from .perspective_server import FakePerspective, model_score
 
 KEY = "test-key-7f3a9c"
 

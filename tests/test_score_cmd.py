@@ -11,9 +11,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from perspective_server import FakePerspective, model_score
 from polytox.cli.main import main
 from polytox.scoring.fake import FakeScorer
+
+from .perspective_server import FakePerspective, model_score
 
 
 def fake_values(texts: list[str], **opts: Any) -> list[float | None]:
