@@ -62,14 +62,15 @@ def polytox(server: FakePerspective, texts: list[str], qps: float, archive: Path
     return {"scored": sum(s.ok for s in scores)}
 
 
-def polytox_score_path(server: FakePerspective, texts: list[str], qps: float, archive: Path) -> dict[str, Any]:
+def polytox_score_path(server: FakePerspective, texts: list[str], qps: float,
+                       archive: Path) -> dict[str, Any]:
     """The ``polytox score`` path: cache in front, 32-text chunks, several chunks in flight."""
     from polytox.scoring import build_scorer
     from polytox.scoring.table import score_rows
     from polytox.textio import TextRow
 
-    scorer = build_scorer("perspective", {"url": server.url, "qps": str(qps), "timeout": "5", "backoff": "0.25",
-                                          "backoff_max": "4", "archive": str(archive),
+    scorer = build_scorer("perspective", {"url": server.url, "qps": str(qps), "timeout": "5",
+                                          "backoff": "0.25", "backoff_max": "4", "archive": str(archive),
                                           "cache": str(archive.with_suffix(".cache"))})
     rows = [TextRow(i, f"row {i}", str(i), t, "en") for i, t in enumerate(texts)]
     scores = score_rows(scorer, rows)

@@ -1,4 +1,4 @@
-"""``polytox calibrate`` and ``--scorer-opt calibration=FILE`` (isotonic maps, per language, held-out report)."""
+"""``polytox calibrate`` and ``calibration=FILE``: per-language isotonic maps, held-out report."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from polytox.scoring.fake import FakeScorer
 
 
 def synthetic(n: int = 3000, seed: int = 0) -> tuple[np.ndarray, np.ndarray, list[str]]:
-    """en: reference = local^2; de: reference = sqrt(local); plus noise. 'ko' has too few rows for its own map."""
+    """en: reference = local^2; de: reference = sqrt(local); plus noise. 'ko' is too small for its own map."""
     rng = np.random.default_rng(seed)
     x = rng.random(n)
     langs = ["en"] * (n // 2) + ["de"] * (n // 2 - 50) + ["ko"] * 50
@@ -72,7 +72,10 @@ def test_calibration_option_applies_to_any_scorer(tmp_path: Path) -> None:
     for s, r, lang in zip(scores[:3], raw_scores[:3], langs, strict=False):
         value = r.get("toxicity")
         assert value is not None
-        expected = np.interp(value, [0, 1], [0, 0.5]) if lang == "de" else np.interp(value, [0, .2, 1], [0, .6, 1])
+        if lang == "de":
+            expected = np.interp(value, [0, 1], [0, 0.5])
+        else:
+            expected = np.interp(value, [0, 0.2, 1], [0, 0.6, 1])
         assert s.get("toxicity") == pytest.approx(expected) and s.get("toxicity_uncalibrated") == value
     assert scores[3].error is not None and scores[3].get("toxicity") is None  # errors stay errors
 

@@ -58,7 +58,8 @@ def test_cli_scorer_vs_reference_column(tmp_path: Path, capsys: pytest.CaptureFi
     langs = ["en"] * 20 + ["de"] * 10
     src = tmp_path / "in.jsonl"
     src.write_text("".join(json.dumps({"id": f"t{i}", "text": t, "lang": lang, "perspective": r}) + "\n"
-                           for i, (t, lang, r) in enumerate(zip(texts, langs, refs, strict=True))), encoding="utf-8")
+                           for i, (t, lang, r) in enumerate(zip(texts, langs, refs, strict=True))),
+                   encoding="utf-8")
     report_path = tmp_path / "report.json"
     assert main(["compare-scorers", "fake", "@perspective", "--input", str(src), "--top", "3", "--json",
                  "--report", str(report_path), "--no-progress"]) == 0
@@ -94,7 +95,8 @@ def test_svm_agrees_with_stored_perspective_scores_on_rtp(shared_data: Path,
     assert len(texts) == 10
 
 
-def test_lexicon_against_human_ratings_by_language(shared_data: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_lexicon_against_human_ratings_by_language(shared_data: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
     """RTP-LX: 1-5 human ratings mapped onto [0, 1]; a lexicon is a weak detector in every language."""
     assert main(["compare-scorers", "lexicon", "@Annotations.Toxicity[1:5]", "--input",
                  str(shared_data / "rtp-lx"), "--a-opt", f"dir={shared_data / 'ldnoobw'}", "--json",

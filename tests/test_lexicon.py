@@ -1,4 +1,4 @@
-"""Lexicon scorer: word boundaries for spaced scripts, substrings for zh/ja, count/rate/any, RTP C.2 counts."""
+"""Lexicon scorer: word boundaries in spaced scripts, substrings in zh/ja, count/rate/any, RTP C.2 counts."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The Perspective scorer against a real HTTP server on 127.0.0.1 that speaks the contract (perspective_server)."""
+"""The Perspective scorer against a real HTTP server on 127.0.0.1 (perspective_server)."""
 
 from __future__ import annotations
 
@@ -141,7 +141,7 @@ def test_gives_up_with_a_transient_error_that_is_not_cached(tmp_path: Path) -> N
         [failed, ok] = s.score(["down", "up"], ["en", "en"])
         s.close()
         assert failed.transient and failed.get("toxicity") is None
-        assert failed.error is not None and failed.error.startswith("PERSPECTIVE_TRANSIENT: gave up after 3 tries")
+        assert (failed.error or "").startswith("PERSPECTIVE_TRANSIENT: gave up after 3 tries")
         s = build_scorer("perspective", opts)  # a rerun retries it; "up" comes from the cache
         [again, ok2] = s.score(["down", "up"], ["en", "en"])
         s.close()
@@ -214,7 +214,8 @@ def test_every_response_is_archived(tmp_path: Path) -> None:
         s = scorer(server, archive=str(archive), languages="any")
         s.score(["good text", "bad lang text"], ["en", "sw"])
         s.close()
-    rows = sqlite3.connect(archive).execute("select status, lang_sent, body, endpoint from responses").fetchall()
+    db = sqlite3.connect(archive)
+    rows = db.execute("select status, lang_sent, body, endpoint from responses").fetchall()
     assert sorted(r[0] for r in rows) == [200, 400]
     ok = next(r for r in rows if r[0] == 200)
     assert json.loads(ok[2])["detectedLanguages"] == ["en"] and ok[1] == "en"
@@ -222,8 +223,9 @@ def test_every_response_is_archived(tmp_path: Path) -> None:
 
 
 def test_parse_error_reads_google_error_bodies() -> None:
-    body = json.dumps({"error": {"code": 400, "message": "Comment must be non-empty.", "status": "INVALID_ARGUMENT",
-                                 "details": [{"@type": "x", "errorType": "COMMENT_EMPTY"}]}}).encode()
+    details = [{"@type": "x", "errorType": "COMMENT_EMPTY"}]
+    body = json.dumps({"error": {"code": 400, "message": "Comment must be non-empty.",
+                                 "status": "INVALID_ARGUMENT", "details": details}}).encode()
     assert parse_error(body) == ("COMMENT_EMPTY", "Comment must be non-empty.")
     assert parse_error(b"<html>oops</html>")[0] == "UNKNOWN"
 

@@ -32,10 +32,11 @@ def write_jsonl(path: Path, records: list[Any]) -> Path:
 
 def test_jsonl_to_jsonl_in_order_with_all_columns(tmp_path: Path) -> None:
     texts = ["you idiot", "a calm morning", "stupid moron loser", "tea and books"]
-    src = write_jsonl(tmp_path / "in.jsonl", [{"id": f"r{i}", "text": t, "lang": "en"} for i, t in enumerate(texts)])
+    records = [{"id": f"r{i}", "text": t, "lang": "en"} for i, t in enumerate(texts)]
+    src = write_jsonl(tmp_path / "in.jsonl", records)
     out = tmp_path / "out.jsonl"
-    assert main(["score", "--scorer", "fake", "--scorer-opt", "attributes=toxicity,insult", "--input", str(src),
-                 "--out", str(out), "--no-progress"]) == 0
+    assert main(["score", "--scorer", "fake", "--scorer-opt", "attributes=toxicity,insult",
+                 "--input", str(src), "--out", str(out), "--no-progress"]) == 0
     rows = read_jsonl(out)
     assert [r["id"] for r in rows] == ["r0", "r1", "r2", "r3"]
     assert list(rows[0]) == ["id", "lang", "lang_detected", "scorer", "toxicity", "insult", "error"]
@@ -46,7 +47,8 @@ def test_jsonl_to_jsonl_in_order_with_all_columns(tmp_path: Path) -> None:
 def test_csv_to_parquet_detects_missing_languages(tmp_path: Path) -> None:
     src = tmp_path / "in.csv"
     src.write_text("text,lang\nThe weather is lovely today and we walk in the park,\n"
-                   "Das Wetter ist heute schön und wir gehen im Park spazieren,\nhello,EN-us\n", encoding="utf-8")
+                   "Das Wetter ist heute schön und wir gehen im Park spazieren,\nhello,EN-us\n",
+                   encoding="utf-8")
     out = tmp_path / "out.parquet"
     assert main(["score", "--scorer", "fake", "--input", str(src), "--out", str(out), "--no-progress"]) == 0
     table = pq.read_table(out)
@@ -64,7 +66,8 @@ def test_parquet_input_and_default_lang(tmp_path: Path) -> None:
     assert main(["score", "--scorer", "fake", "--input", str(src), "--out", str(out), "--default-lang", "de",
                  "--no-progress"]) == 0
     rows = read_jsonl(out)
-    assert [(r["id"], r["lang"], r["lang_detected"]) for r in rows] == [("a", "de", False), ("b", "de", False)]
+    assert [(r["id"], r["lang"], r["lang_detected"]) for r in rows] == [("a", "de", False),
+                                                                       ("b", "de", False)]
 
 
 def test_bad_input_rows_get_errors_never_zero(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -145,23 +148,26 @@ def test_perspective_through_score_with_a_yaml_config_resumes_from_the_cache(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PERSPECTIVE_API_KEY", "k")
     texts = ["you idiot", "hello world", "王八蛋你好"]
-    src = write_jsonl(tmp_path / "in.jsonl", [{"text": t, "lang": lang} for t, lang in zip(texts, ["en", "en", "zh"],
-                                                                                         strict=True)])
+    langs = ["en", "en", "zh"]
+    src = write_jsonl(tmp_path / "in.jsonl",
+                      [{"text": t, "lang": lang} for t, lang in zip(texts, langs, strict=True)])
     out = tmp_path / "out.parquet"
     with FakePerspective(key="k", qps=50) as server:
         config = tmp_path / "c.yaml"
         config.write_text(f"scorer: perspective\nscorer_opt:\n  url: {server.url}\n  qps: 40\n"
                           "  attributes: TOXICITY,INSULT\n", encoding="utf-8")
-        assert main(["score", "--config", str(config), "--input", str(src), "--out", str(out), "--no-progress"]) == 0
+        command = ["score", "--config", str(config), "--input", str(src), "--out", str(out), "--no-progress"]
+        assert main(command) == 0
         assert server.count() == 3
-        assert main(["score", "--config", str(config), "--input", str(src), "--out", str(out), "--no-progress"]) == 0
+        assert main(command) == 0
         assert server.count() == 3  # everything came from the cache
     rows = pq.read_table(out).to_pylist()
     assert [r["toxicity"] for r in rows] == [model_score(t) for t in texts]
     assert [r["insult"] for r in rows] == [model_score(t, "INSULT") for t in texts]
 
 
-def test_unknown_output_extension_and_option_fail_clearly(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_unknown_output_extension_and_option_fail_clearly(tmp_path: Path,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
     src = write_jsonl(tmp_path / "in.jsonl", [{"text": "x", "lang": "en"}])
     assert main(["score", "--scorer", "fake", "--input", str(src), "--out", str(tmp_path / "o.txt")]) == 2
     assert "must end in .jsonl or .parquet" in capsys.readouterr().err
@@ -177,7 +183,9 @@ def test_lexicon_works_in_eval_with_the_same_option_syntax(tmp_path: Path, share
                  "--out", str(out), "--json", "--no-progress"]) == 0
     metrics = json.loads((out / "metrics.json").read_text())
     scores = pq.read_table(next((out / "scores").glob("*/part-*.parquet"))).to_pylist()
-    assert len(scores) == 8 and {"toxicity", "profanity_count", "profanity_rate", "profanity_any"} <= set(scores[0])
+    assert len(scores) == 8
+    assert {"toxicity", "profanity_count", "profanity_rate", "profanity_any"} <= set(scores[0])
     failed = [r for r in scores if r["error"] is not None]
-    assert all(r["error"].startswith("EMPTY_TEXT") and r["toxicity"] is None for r in failed)  # empty generations
+    # Only empty generations may fail, and they stay null.
+    assert all(r["error"].startswith("EMPTY_TEXT") and r["toxicity"] is None for r in failed)
     assert metrics["overall"]["n_generations"] == 8 and metrics["overall"]["n_missing_scores"] == len(failed)

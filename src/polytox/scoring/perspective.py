@@ -178,7 +178,8 @@ def _retry_after(headers: Mapping[str, str]) -> float | None:
 class PerspectiveScorer(Scorer):
     name = "perspective"
     thread_safe = True
-    batch_size = 1_000_000  # never cut: one call's texts share the worker pool, so no batch waits on a slow one
+    # Never cut: one call's texts share the worker pool, so no batch boundary waits on a slow request.
+    batch_size = 1_000_000
 
     def __init__(self, url: str = DEFAULT_URL, qps: str | float = C.PERSPECTIVE_DEFAULT_QPS,
                  attributes: str = "TOXICITY", concurrency: str | int = 0, timeout: str | float = 30.0,
@@ -387,7 +388,8 @@ class PerspectiveScorer(Scorer):
     def score_batch(self, texts: Sequence[str], langs: Sequence[str]) -> list[Score]:
         with self._stats_lock:  # several callers may share this scorer (thread_safe): one pool for all
             if self._pool is None:
-                self._pool = ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="perspective")
+                self._pool = ThreadPoolExecutor(max_workers=self.concurrency,
+                                                thread_name_prefix="perspective")
             pool = self._pool
         return list(pool.map(self.score_one, texts, langs))
 
