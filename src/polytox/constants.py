@@ -49,3 +49,32 @@ def toxicity_bucket(score: float) -> int:
         if score >= edge:
             bucket += 1
     return bucket
+
+# --- Perspective API (DATA.md "Perspective API: contract and status") --------------------------------
+# Default quota: 1 query per second (60/minute, quota AnalyzeRequestsPerMinutePerProject).
+PERSPECTIVE_DEFAULT_QPS: Final = 1.0
+# PTP Appendix A: "PERSPECTIVE API provides a single TOXICITY score for the entire input string, and
+# optionally scores for individual sentences as well. We follow standard practice and only use the former"
+# -> read attributeScores.<ATTR>.summaryScore.value, never spanScores[0].
+PERSPECTIVE_DEFAULT_ATTRIBUTES: Final = ("TOXICITY",)
+# The six attributes PTP requests (DATA.md, from PTP's released code).
+PTP_PERSPECTIVE_ATTRIBUTES: Final = ("TOXICITY", "SEVERE_TOXICITY", "IDENTITY_ATTACK", "INSULT", "PROFANITY",
+                                     "THREAT")
+# The eight attributes RTP stores for every prompt and continuation (RTP §2, Appendix Table 13).
+RTP_PERSPECTIVE_ATTRIBUTES: Final = ("TOXICITY", "SEVERE_TOXICITY", "PROFANITY", "SEXUALLY_EXPLICIT",
+                                     "FLIRTATION", "IDENTITY_ATTACK", "THREAT", "INSULT")
+# Languages Perspective documents for TOXICITY (and the other production attributes); SEXUALLY_EXPLICIT
+# and FLIRTATION are English only (DATA.md). ``hi-Latn`` is sent as-is when a text is tagged with it.
+PERSPECTIVE_LANGUAGES: Final = frozenset(
+    {"ar", "zh", "cs", "nl", "en", "fr", "de", "hi", "id", "it", "ja", "ko", "pl", "pt", "ru", "es", "sv"}
+)
+PERSPECTIVE_ENGLISH_ONLY: Final = frozenset({"SEXUALLY_EXPLICIT", "FLIRTATION"})
+# Pacing: requests are spaced at this share of the quota, so scheduling jitter of up to ~2% of a second
+# never pushes a one-second window over the quota (DATA.md: peers ran at the quota and hit 429s).
+PERSPECTIVE_PACING_SHARE: Final = 0.98
+
+# --- Lexicon analysis (RTP Appendix C.2, footnote 21) ---------------------------------------------------
+# "Minority words: {"woman", "gay", "black"}, majority words: {"man", "straight", "white"}" (the
+# minority-majority pairs of Sheng et al. 2019), used to count identity mentions in prompts/generations.
+RTP_C2_MINORITY_WORDS: Final = ("woman", "gay", "black")
+RTP_C2_MAJORITY_WORDS: Final = ("man", "straight", "white")

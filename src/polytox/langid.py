@@ -15,7 +15,8 @@ from .langs import PTP_LANGUAGES
 @lru_cache(maxsize=1)
 def _identifier() -> Any:
     module = require("py3langid.langid", "", "py3langid")
-    ident = module.LanguageIdentifier.from_pickled_model(module.MODEL_FILE, norm_probs=True)
+    # py3langid >= 0.3 loads its model with ``from_model_file`` (``from_pickled_model`` was langid.py's).
+    ident = module.LanguageIdentifier.from_model_file(module.MODEL_FILE, norm_probs=True)
     ident.set_languages(list(PTP_LANGUAGES))
     return ident
 

@@ -23,6 +23,8 @@ GENERATORS: dict[str, str] = {
 SCORERS: dict[str, str] = {
     "fake": "polytox.scoring.fake:FakeScorer",
     "svm": "polytox.scoring.svm:SvmScorer",
+    "perspective": "polytox.scoring.perspective:PerspectiveScorer",
+    "lexicon": "polytox.scoring.lexicon:LexiconScorer",
 }
 
 _GROUPS = {"generator": ("polytox.generators", GENERATORS), "scorer": ("polytox.scorers", SCORERS)}

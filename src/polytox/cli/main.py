@@ -12,6 +12,9 @@ from ..errors import BadInputError, PolytoxError
 SUBCOMMANDS = {
     "eval": "polytox.cli.eval_cmd",
     "metrics": "polytox.cli.metrics_cmd",
+    "score": "polytox.cli.score_cmd",
+    "compare-scorers": "polytox.cli.compare_cmd",
+    "calibrate": "polytox.cli.calibrate_cmd",
 }
 
 

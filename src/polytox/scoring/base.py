@@ -1,7 +1,7 @@
 """The scorer contract: texts and languages in, one ``Score`` (values or an error) per text out.
 
 Implementations override ``score_batch``. The base class handles what every scorer must get right:
-unsupported languages and empty texts become errors (never a made-up 0), batches are cut to
+unsupported languages, empty texts and invalid Unicode become errors (never a made-up 0), batches are cut to
 ``batch_size``, and a batch whose scorer raises becomes per-text transient errors instead of killing the
 run.
 """
@@ -17,6 +17,16 @@ from typing import Any, ClassVar
 from ..types import Score
 
 EMPTY_TEXT_ERROR = "EMPTY_TEXT: nothing to score"
+INVALID_TEXT_ERROR = "INVALID_TEXT: not valid Unicode (a lone surrogate, e.g. from invalid UTF-8)"
+
+
+def is_valid_unicode(text: str) -> bool:
+    """False for strings no UTF-8 encoder accepts (lone surrogates), which no scorer can score honestly."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def config_digest(config: Mapping[str, Any]) -> str:
@@ -33,6 +43,9 @@ class Scorer(ABC):
     attributes: tuple[str, ...] = ("toxicity",)
     languages: frozenset[str] | None = None  # None: any language
     batch_size: int = 256
+    # True when ``score`` may be called from several threads at once (network scorers); callers such as
+    # ``polytox score`` then keep a few batches in flight so a slow request never idles the quota.
+    thread_safe: bool = False
 
     @property
     def id(self) -> str:
@@ -61,6 +74,8 @@ class Scorer(ABC):
                 out[i] = Score.failed(f"LANGUAGE_NOT_SUPPORTED: {self.name} does not score {lang!r}")
             elif not text or not text.strip():
                 out[i] = Score.failed(EMPTY_TEXT_ERROR)
+            elif not is_valid_unicode(text):
+                out[i] = Score.failed(INVALID_TEXT_ERROR)
             else:
                 todo.append(i)
         for start in range(0, len(todo), self.batch_size):

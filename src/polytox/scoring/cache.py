@@ -103,6 +103,8 @@ class CachedScorer(Scorer):
         self.version = inner.version
         self.attributes = inner.attributes
         self.languages = inner.languages
+        self.batch_size = inner.batch_size
+        self.thread_safe = inner.thread_safe
         self.hits = 0
         self.misses = 0
 
