@@ -72,10 +72,7 @@ def test_calibration_option_applies_to_any_scorer(tmp_path: Path) -> None:
     for s, r, lang in zip(scores[:3], raw_scores[:3], langs, strict=False):
         value = r.get("toxicity")
         assert value is not None
-        if lang == "de":
-            expected = np.interp(value, [0, 1], [0, 0.5])
-        else:
-            expected = np.interp(value, [0, 0.2, 1], [0, 0.6, 1])
+        expected = np.interp(value, [0, 1], [0, 0.5]) if lang == "de" else np.interp(value, [0, 0.2, 1], [0, 0.6, 1])
         assert s.get("toxicity") == pytest.approx(expected) and s.get("toxicity_uncalibrated") == value
     assert scores[3].error is not None and scores[3].get("toxicity") is None  # errors stay errors
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import logging
 import importlib
+import logging
 import sys
 
 from ..errors import BadInputError, PolytoxError
