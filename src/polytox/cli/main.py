@@ -11,6 +11,9 @@ from ..errors import BadInputError, PolytoxError
 SUBCOMMANDS = {
     "eval": "polytox.cli.eval_cmd",
     "metrics": "polytox.cli.metrics_cmd",
+    "leaderboard": "polytox.cli.leaderboard_cmd",
+    "analyze": "polytox.cli.analyze_cmd",
+    "report": "polytox.cli.report_cmd",
 }
 
 
