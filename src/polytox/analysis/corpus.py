@@ -14,6 +14,7 @@ A run that lacks the requested scorer or attribute is left out *and named* in ``
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -66,6 +67,8 @@ class Corpus:
         self.by_id = {r.run_id: r for r in self.runs}
         self.metrics = metrics or MetricsSpec()
         self.notes: list[str] = []
+        # (kind, scorer, attribute) -> (table, selection): analyses of one report share their reads.
+        self._cache: dict[tuple[str, str | None, str], tuple[pa.Table, Selection]] = {}
         self.con = duckdb.connect()
         self._load()
 
@@ -199,6 +202,9 @@ class Corpus:
         self, scorer: str | None = None, attribute: str = "toxicity"
     ) -> tuple[pa.Table, Selection]:
         """One row per stored continuation of the runs that have the scorer."""
+        key = ("generation", scorer, attribute)
+        if key in self._cache:
+            return self._cached(key)
         sel = self.select(scorer, attribute)
         sql = f"""
         SELECT g.run_id, r.model, r.prompt_set, r.family, r.params, r.params_label, r.category, r.alignment,
@@ -213,12 +219,16 @@ class Corpus:
         WHERE g.run_id IN {self._run_filter(sel)}
         ORDER BY g.run_id, g.prompt_id, g.sample_index
         """
-        return self.con.sql(sql).to_arrow_table(), sel
+        self._cache[key] = (self.con.sql(sql).to_arrow_table(), sel)
+        return self._cached(key)
 
     def per_prompt(
         self, scorer: str | None = None, attribute: str = "toxicity"
     ) -> tuple[pa.Table, Selection]:
         """One row per (run, prompt): the K-continuation reduction of ``polytox.metrics``."""
+        key = ("prompt", scorer, attribute)
+        if key in self._cache:
+            return self._cached(key)
         sel = self.select(scorer, attribute)
         cmp = ">=" if self.metrics.comparison == ">=" else ">"
         sql = f"""
@@ -244,7 +254,12 @@ class Corpus:
         ORDER BY pp.run_id, pp.prompt_id
         """
         table = self.con.sql(sql, params={"threshold": self.metrics.threshold}).to_arrow_table()
-        return table, sel
+        self._cache[key] = (table, sel)
+        return self._cached(key)
+
+    def _cached(self, key: tuple[str, str | None, str]) -> tuple[pa.Table, Selection]:
+        table, sel = self._cache[key]
+        return table, dataclasses.replace(sel, used=dict(sel.used), notes=list(sel.notes))
 
 
 def _quote_ident(name: str) -> str:

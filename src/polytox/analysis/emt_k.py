@@ -12,6 +12,8 @@ import math
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from .common import generations_table
 from .corpus import Corpus
@@ -29,31 +31,51 @@ def _default_ks(k_max: int) -> list[int]:
 
 
 def curves(
-    scores_by_prompt: list[np.ndarray], ks: list[int], threshold: float, comparison: str
+    flat: np.ndarray, lengths: np.ndarray, n_prompts: int, ks: list[int], threshold: float, comparison: str
 ) -> dict[int, tuple[float | None, float | None, int, int]]:
-    """``{k: (EMT_k, EP_k, prompts used, prompts left out)}``, vectorised over prompts with the same n."""
-    by_n: dict[int, list[np.ndarray]] = {}
-    for s in scores_by_prompt:
-        if len(s):
-            by_n.setdefault(len(s), []).append(np.sort(s))
+    """``{k: (EMT_k, EP_k, prompts used, prompts left out)}``.
+
+    ``flat`` holds every prompt's scored values back to back, ``lengths`` how many each prompt has;
+    ``n_prompts`` counts prompts with no score too. Prompts with the same n are stacked into one matrix,
+    sorted row-wise and reduced with the C(i-1, k-1) / C(n, k) weights in one product.
+    """
+    offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+    mats: dict[int, np.ndarray] = {}
+    for n in np.unique(lengths):
+        if n == 0:
+            continue
+        starts = offsets[lengths == n]
+        mats[int(n)] = np.sort(flat[starts[:, None] + np.arange(n)], axis=1)
     out: dict[int, tuple[float | None, float | None, int, int]] = {}
-    total = len(scores_by_prompt)
     for k in ks:
         emt_sum = ep_sum = 0.0
         used = 0
-        for n, rows in by_n.items():
+        for n, mat in mats.items():
             if n < k:
                 continue
-            mat = np.vstack(rows)
-            weights = np.array(
-                [math.comb(i - 1, k - 1) for i in range(1, n + 1)], dtype=np.float64
-            ) / math.comb(n, k)
+            total = math.comb(n, k)
+            weights = np.array([math.comb(i - 1, k - 1) for i in range(1, n + 1)], dtype=np.float64) / total
             emt_sum += float((mat @ weights).sum())
             toxic = (mat >= threshold if comparison == ">=" else mat > threshold).sum(axis=1)
-            ep_sum += float(sum(1.0 - math.comb(n - int(m), k) / math.comb(n, k) for m in toxic))
-            used += len(rows)
-        out[k] = (emt_sum / used if used else None, ep_sum / used if used else None, used, total - used)
+            p_none = np.array([math.comb(n - m, k) / total for m in range(n + 1)], dtype=np.float64)
+            ep_sum += float((1.0 - p_none[toxic]).sum())
+            used += len(mat)
+        out[k] = (emt_sum / used if used else None, ep_sum / used if used else None, used, n_prompts - used)
     return out
+
+
+def _scores_by_prompt(sub: pa.Table) -> tuple[np.ndarray, np.ndarray, int]:
+    """(flat scores grouped by prompt, scores per prompt, number of prompts) of one model's rows."""
+    keys = ["run_id", "prompt_id"]
+    n_prompts = sub.select(keys).group_by(keys, use_threads=False).aggregate([]).num_rows
+    ok = sub.filter(pc.is_valid(sub.column("score")))
+    if ok.num_rows == 0:
+        return np.empty(0), np.empty(0, dtype=np.int64), n_prompts
+    lists = ok.select([*keys, "score"]).group_by(keys, use_threads=False).aggregate([("score", "list")])
+    column = lists.column("score_list").combine_chunks()
+    flat = np.asarray(column.values.to_numpy(zero_copy_only=False), dtype=np.float64)
+    lengths = np.asarray(pc.list_value_length(column).to_numpy(zero_copy_only=False), dtype=np.int64)
+    return flat, lengths, n_prompts
 
 
 def analyze(corpus: Corpus, opts: AnalysisOptions) -> AnalysisResult:
@@ -68,25 +90,14 @@ def analyze(corpus: Corpus, opts: AnalysisOptions) -> AnalysisResult:
     spec = corpus.metrics
     groups = split(table, ["model", "prompt_set"])
     k_max = 0
-    prompt_scores: dict[tuple[Any, ...], list[np.ndarray]] = {}
+    prompt_scores: dict[tuple[Any, ...], tuple[np.ndarray, np.ndarray, int]] = {}
     for key, sub in groups.items():
-        per: dict[tuple[str, str], list[float]] = {}
-        for rid, pid, score in zip(
-            sub.column("run_id").to_pylist(),
-            sub.column("prompt_id").to_pylist(),
-            sub.column("score").to_pylist(),
-            strict=True,
-        ):
-            bucket = per.setdefault((rid, pid), [])
-            if score is not None:
-                bucket.append(float(score))
-        arrays = [np.asarray(v, dtype=np.float64) for v in per.values()]
-        prompt_scores[key] = arrays
-        k_max = max(k_max, max((len(a) for a in arrays), default=0))
+        prompt_scores[key] = _scores_by_prompt(sub)
+        k_max = max(k_max, int(prompt_scores[key][1].max(initial=0)))
     ks = sorted(k for k in opts.ks if k >= 1) or _default_ks(k_max)
     emt_rows, ep_rows, series = [], [], []
-    for (model, prompt_set), arrays in prompt_scores.items():
-        c = curves(arrays, ks, spec.threshold, spec.comparison)
+    for (model, prompt_set), (flat, lengths, n_prompts) in prompt_scores.items():
+        c = curves(flat, lengths, n_prompts, ks, spec.threshold, spec.comparison)
         emt_rows.append([model, prompt_set, *[num(c[k][0]) for k in ks]])
         ep_rows.append([model, prompt_set, *[num(c[k][1]) for k in ks]])
         series.append(

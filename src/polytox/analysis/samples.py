@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 
 from .common import generations_table
 from .corpus import Corpus
@@ -36,21 +37,21 @@ def analyze(corpus: Corpus, opts: AnalysisOptions) -> AnalysisResult:
                 "are not ranked"
             )
         order = ok[np.argsort(-score[ok], kind="stable")]
-        cols = {c: sub.column(c).to_pylist() for c in ("lang", "prompt_text", "text", "prompt_id")}
-        rows = [
-            [
-                model,
-                prompt_set,
-                cols["lang"][i],
-                float(score[i]),
-                cols["prompt_text"][i],
-                cols["text"][i],
-                cols["prompt_id"][i],
+        for target, picked in ((most, order[: opts.top]), (least, order[::-1][: opts.top])):
+            part = sub.take(pa.array(picked, type=pa.int64()))
+            cols = {c: part.column(c).to_pylist() for c in ("lang", "prompt_text", "text", "prompt_id")}
+            target += [
+                [
+                    model,
+                    prompt_set,
+                    cols["lang"][j],
+                    float(score[i]),
+                    cols["prompt_text"][j],
+                    cols["text"][j],
+                    cols["prompt_id"][j],
+                ]
+                for j, i in enumerate(picked)
             ]
-            for i in (int(j) for j in order)
-        ]
-        most += rows[: opts.top]
-        least += rows[::-1][: opts.top]
     columns = ["model", "prompt set", "lang", "score", "prompt", "continuation", "prompt id"]
     res.tables.append(
         Table.build("most_toxic", f"Most toxic continuations (top {opts.top} per model)", columns, most)

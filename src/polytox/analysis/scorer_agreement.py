@@ -16,6 +16,7 @@ import numpy as np
 from ..errors import PolytoxError
 from .common import generations_table
 from .corpus import Corpus
+from .groups import values
 from .options import AnalysisOptions
 from .result import AnalysisResult, Table
 from .stats import pearson
@@ -45,13 +46,10 @@ def analyze(corpus: Corpus, opts: AnalysisOptions) -> AnalysisResult:
     """).to_arrow_table()
     con.unregister("agree_a")
     con.unregister("agree_b")
-    sa = np.asarray(joined.column("score_a").to_pylist(), dtype=object)
-    sb = np.asarray(joined.column("score_b").to_pylist(), dtype=object)
-    has_a = np.array([v is not None for v in sa], dtype=bool)
-    has_b = np.array([v is not None for v in sb], dtype=bool)
+    sa, sb = values(joined, "score_a"), values(joined, "score_b")
+    has_a, has_b = ~np.isnan(sa), ~np.isnan(sb)
     both = has_a & has_b
-    x = np.array([float(v) for v in sa[both]], dtype=np.float64)
-    y = np.array([float(v) for v in sb[both]], dtype=np.float64)
+    x, y = sa[both], sb[both]
     counts = {
         "continuations in both": len(joined),
         "scored by both": int(both.sum()),
