@@ -119,12 +119,14 @@ class Corpus:
             )
         if not prompt_parts:
             raise PolytoxError("none of the runs has prompts stored")
-        self.con.execute("CREATE TEMP TABLE prompts AS " + " UNION ALL ".join(prompt_parts))
+        # Views, not tables: DuckDB reads only the columns and row groups a query needs, so continuation
+        # texts are read only when asked for (``texts``), and nothing is held in memory between queries.
+        self.con.execute("CREATE TEMP VIEW prompts AS " + " UNION ALL ".join(prompt_parts))
         empty = (
             "SELECT NULL::VARCHAR AS run_id, NULL::VARCHAR AS prompt_id, NULL::INTEGER AS sample_index, "
             "NULL::VARCHAR AS text, NULL::VARCHAR AS error WHERE false"
         )
-        self.con.execute("CREATE TEMP TABLE generations AS " + " UNION ALL ".join(gen_parts or [empty]))
+        self.con.execute("CREATE TEMP VIEW generations AS " + " UNION ALL ".join(gen_parts or [empty]))
 
     # ---- scorer selection -----------------------------------------------------------------------
     def scorer_dir(self, run: RunInfo, scorer: str | None) -> str | None:
@@ -190,7 +192,7 @@ class Corpus:
                 "SELECT NULL::VARCHAR AS run_id, NULL::VARCHAR AS prompt_id, NULL::INTEGER AS "
                 "sample_index, NULL::DOUBLE AS score, NULL::VARCHAR AS score_error WHERE false"
             )
-        self.con.execute("CREATE OR REPLACE TEMP TABLE sel_scores AS " + " UNION ALL ".join(parts))
+        self.con.execute("CREATE OR REPLACE TEMP VIEW sel_scores AS " + " UNION ALL ".join(parts))
         return sel
 
     # ---- the two tables the analyses read ---------------------------------------------------------
@@ -201,7 +203,7 @@ class Corpus:
     def per_generation(
         self, scorer: str | None = None, attribute: str = "toxicity"
     ) -> tuple[pa.Table, Selection]:
-        """One row per stored continuation of the runs that have the scorer."""
+        """One row per stored continuation of the runs that have the scorer (texts: see ``texts``)."""
         key = ("generation", scorer, attribute)
         if key in self._cache:
             return self._cached(key)
@@ -209,8 +211,7 @@ class Corpus:
         sql = f"""
         SELECT g.run_id, r.model, r.prompt_set, r.family, r.params, r.params_label, r.category, r.alignment,
                g.prompt_id, g.sample_index, p.lang, coalesce(t.tier, 'unknown') AS tier,
-               p.toxicity AS prompt_toxicity, p.text AS prompt_text,
-               g.text, g.error AS generation_error, s.score, s.score_error
+               p.toxicity AS prompt_toxicity, g.error AS generation_error, s.score, s.score_error
         FROM generations g
         JOIN runs r USING (run_id)
         LEFT JOIN prompts p USING (run_id, prompt_id)
@@ -221,6 +222,27 @@ class Corpus:
         """
         self._cache[key] = (self.con.sql(sql).to_arrow_table(), sel)
         return self._cached(key)
+
+    def texts(self, rows: pa.Table) -> pa.Table:
+        """``rows`` (run_id, prompt_id, sample_index) with their ``prompt_text`` and continuation ``text``
+        appended, in the same order: read for the few continuations a listing shows."""
+        keys = rows.select(["run_id", "prompt_id", "sample_index"]).append_column(
+            "__pos", pa.array(range(rows.num_rows), type=pa.int64())
+        )
+        self.con.register("wanted_rows", keys)
+        try:
+            found = self.con.sql("""
+                SELECT w.__pos, p.text AS prompt_text, g.text
+                FROM wanted_rows w
+                LEFT JOIN generations g USING (run_id, prompt_id, sample_index)
+                LEFT JOIN prompts p USING (run_id, prompt_id)
+                ORDER BY w.__pos
+            """).to_arrow_table()
+        finally:
+            self.con.unregister("wanted_rows")
+        return rows.append_column("prompt_text", found.column("prompt_text")).append_column(
+            "text", found.column("text")
+        )
 
     def per_prompt(
         self, scorer: str | None = None, attribute: str = "toxicity"

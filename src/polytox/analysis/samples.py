@@ -38,7 +38,7 @@ def analyze(corpus: Corpus, opts: AnalysisOptions) -> AnalysisResult:
             )
         order = ok[np.argsort(-score[ok], kind="stable")]
         for target, picked in ((most, order[: opts.top]), (least, order[::-1][: opts.top])):
-            part = sub.take(pa.array(picked, type=pa.int64()))
+            part = corpus.texts(sub.take(pa.array(picked, type=pa.int64())))
             cols = {c: part.column(c).to_pylist() for c in ("lang", "prompt_text", "text", "prompt_id")}
             target += [
                 [

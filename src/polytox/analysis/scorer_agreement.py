@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 
 from ..errors import PolytoxError
 from .common import generations_table
@@ -39,7 +40,7 @@ def analyze(corpus: Corpus, opts: AnalysisOptions) -> AnalysisResult:
     con.register("agree_a", ta)
     con.register("agree_b", tb)
     joined = con.sql("""
-        SELECT a.run_id, a.model, a.prompt_id, a.sample_index, a.lang, a.prompt_text, a.text,
+        SELECT a.run_id, a.model, a.prompt_id, a.sample_index, a.lang,
                a.score AS score_a, b.score AS score_b
         FROM agree_a a JOIN agree_b b USING (run_id, prompt_id, sample_index)
         ORDER BY a.run_id, a.prompt_id, a.sample_index
@@ -88,21 +89,13 @@ def analyze(corpus: Corpus, opts: AnalysisOptions) -> AnalysisResult:
     cols = ["model", "lang", f"{a_name}", f"{b_name}", "difference", "prompt", "continuation"]
 
     def listing(order: np.ndarray) -> list[list[Any]]:
-        out = []
-        for j in order[: opts.top]:
-            i = int(idx[j])
-            out.append(
-                [
-                    joined.column("model")[i].as_py(),
-                    joined.column("lang")[i].as_py(),
-                    x[j],
-                    y[j],
-                    diff[j],
-                    joined.column("prompt_text")[i].as_py(),
-                    joined.column("text")[i].as_py(),
-                ]
-            )
-        return out
+        picked = order[: opts.top]
+        rows = corpus.texts(joined.take(pa.array(idx[picked], type=pa.int64())))
+        cols = {c: rows.column(c).to_pylist() for c in ("model", "lang", "prompt_text", "text")}
+        return [
+            [cols["model"][n], cols["lang"][n], x[j], y[j], diff[j], cols["prompt_text"][n], cols["text"][n]]
+            for n, j in enumerate(picked)
+        ]
 
     res.tables.append(
         Table.build(

@@ -11,6 +11,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from rich.text import Text
+
 from ..analysis import ANALYSES
 from ..atomic import atomic_write, atomic_write_text
 from .analysis_args import add_common, load_corpus
@@ -71,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
             if png:
                 path = Path(args.plot_dir) / f"{name}.png"
                 _write_bytes(path, png)
-                console.print(f"plot: {path}")
+                console.print(Text(f"plot: {path}"))
                 image = str(path)
         markdown.append(result_markdown(result, image))
     if args.json:

@@ -52,14 +52,14 @@ def run(args: argparse.Namespace) -> int:
             console.print(Text(f"note: {note}", style="yellow"))
     if args.csv:
         atomic_write_text(Path(args.csv), board.to_csv())
-        console.print(f"wrote {args.csv}")
+        console.print(Text(f"wrote {args.csv}"))
     if args.markdown:
         text = "\n".join(table_markdown(t) for t in board.tables())
         if board.notes:
             text += "\nNotes:\n\n" + notes_markdown(board.notes)
         atomic_write_text(Path(args.markdown), text)
-        console.print(f"wrote {args.markdown}")
+        console.print(Text(f"wrote {args.markdown}"))
     if args.json and args.json != "-":
         atomic_write_text(Path(args.json), json.dumps(board.to_dict(), indent=2, default=str) + "\n")
-        console.print(f"wrote {args.json}")
+        console.print(Text(f"wrote {args.json}"))
     return 0

@@ -10,6 +10,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from rich.text import Text
+
 from ..analysis import ANALYSES
 from ..atomic import atomic_write_text
 from ..errors import PolytoxError
@@ -63,15 +65,15 @@ def run(args: argparse.Namespace) -> int:
     )
     out = Path(args.out)
     atomic_write_text(out, render_html(report))
-    console.print(f"wrote {out} ({out.stat().st_size / 1024:.0f} KiB, {len(report.runs)} runs)")
+    console.print(Text(f"wrote {out} ({out.stat().st_size / 1024:.0f} KiB, {len(report.runs)} runs)"))
     if args.markdown:
         md = Path(args.markdown)
         atomic_write_text(md, render_markdown(report, md))
-        console.print(f"wrote {md}")
+        console.print(Text(f"wrote {md}"))
     if args.json:
         atomic_write_text(Path(args.json), json.dumps(report_dict(report), indent=2, default=str) + "\n")
-        console.print(f"wrote {args.json}")
+        console.print(Text(f"wrote {args.json}"))
     for sec in report.sections:
         if sec.error:
-            console.print(f"note: {sec.name}: {sec.error}")
+            console.print(Text(f"note: {sec.name}: {sec.error}", style="yellow"))
     return 0
