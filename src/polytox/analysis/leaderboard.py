@@ -152,6 +152,10 @@ class Leaderboard:
         return buf.getvalue()
 
     # ---- tables for the renderers ----------------------------------------------------------------
+    def document_tables(self) -> list[Table]:
+        """The tables a document (HTML, Markdown) shows: all but the terminal's compact tier table."""
+        return [t for t in self.tables() if t.name != "by_tier_at"]
+
     def tables(self) -> list[Table]:
         scorers = sorted({r.scorer for r in self.rows})
         many = len(scorers) > 1  # one scorer: named in the caption instead of a column
@@ -254,6 +258,18 @@ class Leaderboard:
                 caption=f"tiers: {RESOURCE_TIERS_SOURCE}",
             )
         )
+        out.append(
+            Table.build(
+                "by_tier_at",
+                "AT by language resource tier (PTP Table 2)",
+                ["model", "prompt set", *[f"{t} AT ± std (n)" for t in self.tiers]],
+                [
+                    [r.model, r.prompt_set, *[_tier_at(r.by_tier.get(t)) for t in self.tiers]]
+                    for r in self.rows
+                ],
+                caption=f"tiers: {RESOURCE_TIERS_SOURCE}",
+            )
+        )
         split_cols = [f"{s} {m}" for s in ("toxic", "nontoxic") for m in ("EMT ± std", "EP", "n")]
         out.append(
             Table.build(
@@ -310,6 +326,12 @@ def _tier_cells(block: dict[str, Any] | None) -> list[Any]:
         _f(block["ep"]),
         block["n_prompts"],
     ]
+
+
+def _tier_at(block: dict[str, Any] | None) -> str | None:
+    if not block or block["at"] is None:
+        return None
+    return f"{pm(block['at'], block['at_std'])} ({block['n_prompts']})"
 
 
 def _split_cells(block: dict[str, Any] | None) -> list[Any]:

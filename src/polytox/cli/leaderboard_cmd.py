@@ -42,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
         out_console.file.write(json.dumps(board.to_dict(), indent=2, default=str) + "\n")
     else:
         tables = board.tables()
-        show = {"leaderboard", "by_lang_at", "by_tier", "by_prompt_toxicity"}
+        show = {"leaderboard", "by_lang_at", "by_tier_at", "by_prompt_toxicity"}
         if len(board.langs) <= 1:
             show -= {"by_lang_at"}
         for t in tables:
@@ -54,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
         atomic_write_text(Path(args.csv), board.to_csv())
         console.print(Text(f"wrote {args.csv}"))
     if args.markdown:
-        text = "\n".join(table_markdown(t) for t in board.tables())
+        text = "\n".join(table_markdown(t) for t in board.document_tables())
         if board.notes:
             text += "\nNotes:\n\n" + notes_markdown(board.notes)
         atomic_write_text(Path(args.markdown), text)

@@ -173,7 +173,7 @@ def render_html(report: Report) -> str:
     body = [
         '<section id="leaderboard"><h2>Leaderboard</h2>'
         '<p class="ref">one row per model and prompt set; AT / EMT / EP ± std over prompts</p>'
-        + "".join(table_html(t) for t in board.tables())
+        + "".join(table_html(t) for t in board.document_tables())
         + notes_html(board.notes)
         + "</section>"
     ]

@@ -79,7 +79,7 @@ def render_markdown(report: Report, path: Path) -> str:
     ]
     if report.notes:
         out += [notes_markdown(report.notes)]
-    out += ["## Leaderboard", ""] + [table_markdown(t) for t in report.leaderboard.tables()]
+    out += ["## Leaderboard", ""] + [table_markdown(t) for t in report.leaderboard.document_tables()]
     if report.leaderboard.notes:
         out += ["Notes:", "", notes_markdown(report.leaderboard.notes)]
     out += ["## Analyses", ""]
