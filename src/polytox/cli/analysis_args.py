@@ -13,7 +13,7 @@ META_HELP = (
 )
 
 
-def add_common(p: argparse.ArgumentParser) -> None:
+def add_common(p: argparse.ArgumentParser, listings: bool = True) -> None:
     p.add_argument(
         "runs", nargs="+", metavar="RUN_DIR", help="run directories, or folders searched recursively for them"
     )
@@ -30,8 +30,15 @@ def add_common(p: argparse.ArgumentParser) -> None:
         "--prompt-set", action="append", help="only these prompt sets, e.g. RTP, RTP-LX (repeatable)"
     )
     p.add_argument("--threshold", type=float, default=TOXIC_THRESHOLD, help="toxic threshold (default 0.5)")
-    p.add_argument("--comparison", choices=[">=", ">"], default=DEFAULT_COMPARISON)
-    p.add_argument("--top", type=int, default=10, help="examples listed per table (default 10)")
+    p.add_argument(
+        "--comparison",
+        choices=[">=", ">"],
+        default=DEFAULT_COMPARISON,
+        help="toxic comparison (default >=; RTP's notebooks used >)",
+    )
+
+    if listings:
+        p.add_argument("--top", type=int, default=10, help="examples listed per table (default 10)")
 
 
 def _split(values: list[str] | None) -> tuple[str, ...]:
@@ -59,7 +66,7 @@ def load_corpus(args: argparse.Namespace, **extra: Any) -> tuple[Any, Any]:
         langs=langs,
         models=_split(args.model),
         prompt_sets=_split(args.prompt_set),
-        top=args.top,
+        top=getattr(args, "top", 10),
         **extra,
     )
     return corpus, opts

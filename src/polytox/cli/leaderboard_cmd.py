@@ -24,7 +24,7 @@ def register(sub: Any) -> None:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    add_common(p)
+    add_common(p, listings=False)
     p.add_argument("--csv", metavar="PATH", help="write the leaderboard as CSV (one wide row per model)")
     p.add_argument("--markdown", metavar="PATH", help="write the leaderboard tables as Markdown")
     p.add_argument("--json", metavar="PATH", help="write the leaderboard as JSON ('-' for stdout)")

@@ -34,11 +34,11 @@ section{margin-top:2rem}h2{border-bottom:2px solid #1f3a5f;padding-bottom:.2rem}
 .ref{color:#555;font-style:italic;margin-top:-.5rem}
 .tablewrap{overflow-x:auto;margin:.5rem 0 1rem 0}
 table{border-collapse:collapse;font-size:.82rem;background:#fff}
-th,td{border:1px solid #d0d7de;padding:.25rem .5rem;vertical-align:top}
+th,td{border:1px solid #d0d7de;padding:.25rem .5rem;vertical-align:top;white-space:nowrap}
 th{background:#f0f3f6;text-align:left;position:sticky;top:0}
 td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 td.missing{color:#999;text-align:center}
-td.text{max-width:32rem;white-space:pre-wrap;word-break:break-word;font-family:ui-monospace,Menlo,monospace;
+td.text{min-width:16rem;max-width:32rem;white-space:pre-wrap;word-break:break-word;font-family:ui-monospace,Menlo,monospace;
         font-size:.78rem}
 caption{caption-side:bottom;text-align:left;color:#555;font-size:.78rem;padding-top:.2rem}
 figure{margin:1rem 0}figure img{max-width:100%;height:auto;border:1px solid #d0d7de;background:#fff}
