@@ -21,9 +21,11 @@ MAX_LEGEND = 14
 
 def _figure(ncols: int = 1, width: float = 7.0, height: float = 4.2) -> tuple[Any, list[Any]]:
     require("matplotlib", "report")
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=(width * ncols if ncols > 1 else width, height), dpi=100, layout="constrained")
+    FigureCanvasAgg(fig)  # the Agg raster backend, whatever matplotlib's default backend is
     axes = [fig.add_subplot(1, ncols, i + 1) for i in range(ncols)]
     return fig, axes
 
