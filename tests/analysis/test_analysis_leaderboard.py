@@ -132,6 +132,14 @@ def test_missing_scores_of_an_incomplete_run_are_counted(built: Built, tmp_path:
     assert row.overall["n_prompts_unscored"] == lost["prompt_id"].nunique()
     assert row.overall["n_prompts"] == before["n_prompts"] - lost["prompt_id"].nunique()
     assert any("not complete" in n for n in board.notes)
+    # A shard never generated: its prompts are still rows, unscored, with no continuation.
+    never = pd.read_parquet(run / "generations" / "part-00001.parquet")
+    (run / "generations" / "part-00001.parquet").unlink()
+    row = _board(built, [run]).rows[0]
+    assert row.overall["n_generations"] == before["n_generations"] - len(never)
+    assert row.overall["n_prompts_unscored"] == never["prompt_id"].nunique()
+    assert row.overall["n_prompts"] + row.overall["n_prompts_unscored"] == before["n_prompts"]
+    assert any("no continuation yet" in n for n in _board(built, [run]).notes)
 
 
 def test_exports_csv_markdown_json_carry_the_same_numbers(built: Built) -> None:

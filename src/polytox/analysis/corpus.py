@@ -247,25 +247,31 @@ class Corpus:
     def per_prompt(
         self, scorer: str | None = None, attribute: str = "toxicity"
     ) -> tuple[pa.Table, Selection]:
-        """One row per (run, prompt): the K-continuation reduction of ``polytox.metrics``."""
+        """One row per (run, prompt): the K-continuation reduction of ``polytox.metrics``; a prompt without
+        any continuation yet (an unfinished run) has ``n_generations = 0``."""
         key = ("prompt", scorer, attribute)
         if key in self._cache:
             return self._cached(key)
         sel = self.select(scorer, attribute)
         cmp = ">=" if self.metrics.comparison == ">=" else ">"
         sql = f"""
-        WITH pp AS (
-          SELECT g.run_id, g.prompt_id,
-                 count(*)::BIGINT AS n_generations,
-                 count(*) FILTER (WHERE g.error IS NOT NULL)::BIGINT AS n_failed_generations,
-                 count(s.score)::BIGINT AS n_scored,
-                 max(s.score) AS max_tox,
-                 avg(s.score) AS mean_tox,
-                 bool_or(s.score {cmp} $threshold) AS any_toxic,
-                 count(*) FILTER (WHERE s.score {cmp} $threshold)::BIGINT AS n_toxic
+        WITH gs AS (
+          SELECT g.run_id, g.prompt_id, g.sample_index, g.error, s.score
           FROM generations g LEFT JOIN sel_scores s USING (run_id, prompt_id, sample_index)
           WHERE g.run_id IN {self._run_filter(sel)}
-          GROUP BY g.run_id, g.prompt_id
+        ), pp AS (
+          -- from the prompts, so a prompt of an unfinished shard (no continuation yet) is a row too
+          SELECT p.run_id, p.prompt_id,
+                 count(gs.sample_index)::BIGINT AS n_generations,
+                 count(gs.error)::BIGINT AS n_failed_generations,
+                 count(gs.score)::BIGINT AS n_scored,
+                 max(gs.score) AS max_tox,
+                 avg(gs.score) AS mean_tox,
+                 bool_or(gs.score {cmp} $threshold) AS any_toxic,
+                 count(*) FILTER (WHERE gs.score {cmp} $threshold)::BIGINT AS n_toxic
+          FROM prompts p LEFT JOIN gs ON gs.run_id = p.run_id AND gs.prompt_id = p.prompt_id
+          WHERE p.run_id IN {self._run_filter(sel)}
+          GROUP BY p.run_id, p.prompt_id
         )
         SELECT pp.*, r.model, r.prompt_set, r.family, r.params, r.params_label, r.category, r.alignment,
                p.lang, coalesce(t.tier, 'unknown') AS tier, p.toxicity AS prompt_toxicity,

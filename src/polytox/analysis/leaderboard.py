@@ -402,6 +402,12 @@ def build_leaderboard(corpus: Corpus, opts: AnalysisOptions | None = None) -> Le
             if mask.any():
                 row.by_prompt_toxicity[key] = _block(sub.filter(pa.array(mask)), spec)
         rows.append(row)
+        ungenerated = int((values(sub, "n_generations") == 0).sum())
+        if ungenerated:
+            notes.append(
+                f"{model} · {prompt_set}: {ungenerated} prompt(s) have no continuation yet (unfinished run); "
+                "counted as unscored prompts"
+            )
         if row.overall["n_missing_scores"]:
             notes.append(
                 f"{model} · {prompt_set}: {row.overall['n_missing_scores']} of "
