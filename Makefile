@@ -45,6 +45,7 @@ browser:
 bench: install
 	$(PY) benchmarks/bench_metrics.py
 	$(PY) benchmarks/bench_generation.py
+	$(PY) benchmarks/bench_analysis.py
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache .mypy_cache .ruff_cache

@@ -12,6 +12,7 @@ import re
 from pathlib import Path
 
 from ..analysis.result import AnalysisResult, Table
+from ..atomic import atomic_write
 from .build import Report
 from .cells import format_cell
 
@@ -90,7 +91,7 @@ def render_markdown(report: Report, path: Path) -> str:
         link = None
         if sec.png:
             images.mkdir(parents=True, exist_ok=True)
-            (images / f"{sec.name}.png").write_bytes(sec.png)
+            _write_png(images / f"{sec.name}.png", sec.png)
             link = f"{images.name}/{sec.name}.png"
         out.append(result_markdown(sec.result, link))
     out += ["## Most and least toxic continuations", ""] + [table_markdown(t) for t in report.samples.tables]
@@ -101,3 +102,10 @@ def render_markdown(report: Report, path: Path) -> str:
             f"scorers {md_escape(', '.join(r.scorer_ids))}, status {md_escape(r.status)}"
         )
     return "\n".join(out) + "\n"
+
+
+def _write_png(path: Path, data: bytes) -> None:
+    def write(tmp: str) -> None:
+        Path(tmp).write_bytes(data)
+
+    atomic_write(path, write)
