@@ -181,3 +181,19 @@ def test_report_cli(built: Built, tmp_path: Path) -> None:
     assert json.loads(js.read_text())["title"] == "CLI <report>"
     assert (tmp_path / "r_files" / "size.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert main(["report", str(built.root / "rtp"), "--out", str(out), "--analyses", "nope"]) == 2
+
+
+def test_a_failing_analysis_does_not_lose_the_report(built: Built, monkeypatch: pytest.MonkeyPatch) -> None:
+    import polytox.analysis.size as size
+
+    def boom(corpus: Corpus, opts: AnalysisOptions) -> None:
+        raise ZeroDivisionError("injected")
+
+    monkeypatch.setattr(size, "analyze", boom)
+    report = build_report(
+        Corpus(load_runs([built.root / "rtp"])), AnalysisOptions(), analyses=["size", "emt-k"], plots=False
+    )
+    by = {s.name: s for s in report.sections}
+    assert by["size"].error == "the analysis failed: ZeroDivisionError: injected"
+    assert by["emt-k"].result is not None
+    assert any("size: the analysis failed" in n for n in report.notes)

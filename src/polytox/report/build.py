@@ -1,8 +1,8 @@
 """Assemble a report: the leaderboard, every analysis with its plot, per-run details and a browsable
 sample of continuations, computed once and rendered to HTML, Markdown and JSON by the sibling modules.
 
-An analysis that cannot run on the given runs (e.g. no run stores two scorers) becomes a section with
-its reason, not a failed report.
+An analysis that cannot run on the given runs (e.g. no run stores two scorers), or that fails, becomes a
+section with its reason, not a failed report.
 """
 
 from __future__ import annotations
@@ -86,6 +86,9 @@ def build_report(
             section.result = run_analysis(name, corpus, run_opts)
         except PolytoxError as exc:
             section.error = str(exc)
+        except Exception as exc:  # a bug in one analysis must not lose the rest of the report
+            section.error = f"the analysis failed: {type(exc).__name__}: {exc}"
+            notes.append(f"{name}: {section.error} (please report this)")
         if section.result is not None and plots:
             try:
                 from .plots import plot_png
