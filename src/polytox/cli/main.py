@@ -15,6 +15,9 @@ SUBCOMMANDS = {
     "score": "polytox.cli.score_cmd",
     "compare-scorers": "polytox.cli.compare_cmd",
     "calibrate": "polytox.cli.calibrate_cmd",
+    "leaderboard": "polytox.cli.leaderboard_cmd",
+    "analyze": "polytox.cli.analyze_cmd",
+    "report": "polytox.cli.report_cmd",
 }
 
 

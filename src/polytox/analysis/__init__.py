@@ -1,0 +1,86 @@
+"""Cross-run analyses: the leaderboard and the papers' research questions, read from run directories.
+
+Each analysis is a module with ``analyze(corpus, options) -> AnalysisResult``; ``ANALYSES`` maps the
+names ``polytox analyze`` accepts to them, in report order. Importing this package is cheap (the CLI
+builds its parser from ``ANALYSES``); DuckDB and friends load with the first real use.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from .corpus import Corpus
+    from .options import AnalysisOptions
+    from .result import AnalysisResult
+
+ANALYSES: dict[str, tuple[str, str]] = {
+    # name: (module, one-line description)
+    "language": (
+        "polytox.analysis.language",
+        "AT per language per model and by resource tier (PTP Fig. 3, Tab. 2)",
+    ),
+    "size": (
+        "polytox.analysis.size",
+        "AT vs parameter count within a family, Cohen's d + Welch t (PTP Fig. 4)",
+    ),
+    "category": (
+        "polytox.analysis.category",
+        "base vs instruct vs preference, alignment methods (PTP Fig. 6-7)",
+    ),
+    "prompt-toxicity": (
+        "polytox.analysis.prompt_toxicity",
+        "Pearson r prompt vs continuation toxicity (PTP §4.5)",
+    ),
+    "scorers": (
+        "polytox.analysis.scorer_agreement",
+        "two scorers on the same continuations (PTP §4.4, Tab. 5)",
+    ),
+    "challenging": ("polytox.analysis.challenging", "prompts toxic for every model (RTP §5.3)"),
+    "sources": ("polytox.analysis.sources", "the same model over several prompt sets (PTP Fig. 9)"),
+    "emt-k": ("polytox.analysis.emt_k", "EMT and EP vs K continuations per prompt"),
+}
+
+_LAZY = {
+    "Corpus": "polytox.analysis.corpus",
+    "AnalysisOptions": "polytox.analysis.options",
+    "AnalysisResult": "polytox.analysis.result",
+    "Table": "polytox.analysis.result",
+    "RunInfo": "polytox.analysis.runs",
+    "load_runs": "polytox.analysis.runs",
+    "load_meta_file": "polytox.analysis.runs",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'polytox.analysis' has no attribute {name!r}")
+
+
+def analysis_function(name: str) -> Callable[[Corpus, AnalysisOptions], AnalysisResult]:
+    """The ``analyze`` function of a named analysis."""
+    module, _ = ANALYSES[name]
+    fn: Callable[[Corpus, AnalysisOptions], AnalysisResult] = importlib.import_module(module).analyze
+    return fn
+
+
+def run_analysis(name: str, corpus: Corpus, opts: AnalysisOptions) -> AnalysisResult:
+    return analysis_function(name)(corpus, opts)
+
+
+__all__ = [
+    "ANALYSES",
+    "AnalysisOptions",
+    "AnalysisResult",
+    "Corpus",
+    "RunInfo",
+    "Table",
+    "analysis_function",
+    "load_meta_file",
+    "load_runs",
+    "run_analysis",
+]

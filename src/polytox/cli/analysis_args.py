@@ -1,0 +1,72 @@
+"""Flags shared by ``leaderboard``, ``analyze`` and ``report``: which runs, which scorer, which subset."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from ..constants import DEFAULT_COMPARISON, TOXIC_THRESHOLD
+
+META_HELP = (
+    "YAML of model metadata: 'models: {NAME: {family, params, category, alignment}}' and optional "
+    "'runs: {RUN_DIR_NAME: {model, prompt_set, ...}}'; overrides a manifest's model_meta"
+)
+
+
+def add_common(p: argparse.ArgumentParser, listings: bool = True) -> None:
+    p.add_argument(
+        "runs", nargs="+", metavar="RUN_DIR", help="run directories, or folders searched recursively for them"
+    )
+    p.add_argument("--meta", metavar="YAML", help=META_HELP)
+    p.add_argument(
+        "--scorer",
+        help="stored scorer to use: full id, directory name or bare name such as 'svm' "
+        "(default: each run's own)",
+    )
+    p.add_argument("--attribute", default="toxicity", help="score attribute (default: toxicity)")
+    p.add_argument("--lang", action="append", help="only these languages (repeatable or comma list)")
+    p.add_argument("--model", action="append", help="only these models (repeatable)")
+    p.add_argument(
+        "--prompt-set", action="append", help="only these prompt sets, e.g. RTP, RTP-LX (repeatable)"
+    )
+    p.add_argument("--threshold", type=float, default=TOXIC_THRESHOLD, help="toxic threshold (default 0.5)")
+    p.add_argument(
+        "--comparison",
+        choices=[">=", ">"],
+        default=DEFAULT_COMPARISON,
+        help="toxic comparison (default >=; RTP's notebooks used >)",
+    )
+
+    if listings:
+        p.add_argument("--top", type=int, default=10, help="examples listed per table (default 10)")
+
+
+def _split(values: list[str] | None) -> tuple[str, ...]:
+    return tuple(part.strip() for v in values or [] for part in v.split(",") if part.strip())
+
+
+def load_corpus(args: argparse.Namespace, **extra: Any) -> tuple[Any, Any]:
+    """(Corpus, AnalysisOptions) from the common flags."""
+    from ..analysis import AnalysisOptions, Corpus, load_meta_file, load_runs
+    from ..errors import PolytoxError
+    from ..langs import UnknownLanguageError, normalize_lang
+    from ..spec import MetricsSpec
+
+    if not 0.0 <= args.threshold <= 1.0:
+        raise PolytoxError(f"--threshold must be in [0, 1], got {args.threshold}")
+    try:
+        langs = tuple(normalize_lang(x) for x in _split(args.lang))
+    except UnknownLanguageError as exc:
+        raise PolytoxError(f"--lang: {exc}") from None
+    runs = load_runs(args.runs, load_meta_file(args.meta))
+    corpus = Corpus(runs, MetricsSpec(threshold=args.threshold, comparison=args.comparison))
+    opts = AnalysisOptions(
+        scorer=args.scorer,
+        attribute=args.attribute,
+        langs=langs,
+        models=_split(args.model),
+        prompt_sets=_split(args.prompt_set),
+        top=getattr(args, "top", 10),
+        **extra,
+    )
+    return corpus, opts
