@@ -80,7 +80,8 @@ def read_csv(path: Path) -> Iterator[RawRecord]:
         data = data[3:]
     text = data.decode("utf-8", "surrogateescape")
     reader = csv.DictReader(io.StringIO(text, newline=""))
-    if reader.fieldnames is not None and _has_undecodable(dict.fromkeys(reader.fieldnames, "")):
+    if reader.fieldnames is not None and _has_undecodable(dict.fromkeys(reader.fieldnames, "")
+                                                          | {"": "".join(reader.fieldnames)}):
         yield RawRecord(f"{path}:1", error="invalid UTF-8 in the header row; the file cannot be read")
         return
     while True:
