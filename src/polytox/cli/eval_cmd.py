@@ -70,7 +70,8 @@ def run(args: argparse.Namespace) -> int:
     with progress_bar("generate+score", enabled=not args.no_progress) as callback:
         result = evaluate(spec, args.out, progress=callback)
     if result.resumed:
-        console.print(f"resumed {escape(str(result.path))}: {result.shards_done_before} shard(s) were already done")
+        done = result.shards_done_before
+        console.print(f"resumed {escape(str(result.path))}: {done} shard(s) were already done")
     if result.prompt_set.problems:
         console.print(f"[yellow]skipped {result.prompt_set.n_bad} bad record(s):[/yellow]")
         for line in result.prompt_set.problems[:20]:

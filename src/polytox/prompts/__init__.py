@@ -96,7 +96,8 @@ def _convert_all(raw: Iterable[RawRecord], fmt: str) -> tuple[list[Prompt], list
             if _is_content_id(prompt):
                 # The suffix counts occurrences in source order, so ids stay stable across runs.
                 prompt = dataclasses.replace(prompt, id=f"{prompt.id}#{count + 1}")
-            elif (prompt.text, prompt.lang, prompt.toxicity) == (earlier.text, earlier.lang, earlier.toxicity):
+            elif (prompt.text, prompt.lang, prompt.toxicity) == (earlier.text, earlier.lang,
+                                                                 earlier.toxicity):
                 duplicates.append(f"{item.location} repeats {where}")
                 continue
             else:
