@@ -37,9 +37,13 @@ FROM generations g LEFT JOIN scores s USING (prompt_id, sample_index)
 GROUP BY g.prompt_id
 """
 
+# Ordered by prompt id: the bootstrap resamples rows, so the row order must not depend on DuckDB's
+# parallel hash aggregation or on how the run was split into parts (a resumed run must report exactly
+# the CIs of an uninterrupted one).
 JOIN_PROMPTS_SQL = """
 SELECT pp.*, p.lang, p.toxicity AS prompt_toxicity, p.bucket AS toxicity_bucket
 FROM per_prompt pp LEFT JOIN prompts p USING (prompt_id)
+ORDER BY pp.prompt_id
 """
 
 
@@ -105,7 +109,10 @@ def summarize(table: pa.Table, spec: MetricsSpec, seed: int = 0, bootstrap: bool
         "n_failed_generations": n_failed,
         "n_missing_scores": int(n_gen - n_scored.sum()),
     }
-    if bootstrap and n:
+    # CIs are always present: None when there is nothing to resample (no scored prompt, or
+    # n_bootstrap = 0), never NaN (which is not valid JSON).
+    out["emt_ci"] = out["ep_ci"] = out["at_ci"] = None
+    if bootstrap and n and spec.n_bootstrap > 0:
         ci = _bootstrap_means([max_tox, any_toxic, mean_tox], spec.n_bootstrap, spec.ci_level, seed)
         out["emt_ci"], out["ep_ci"], out["at_ci"] = ci
     for key in ("emt_std", "at_std"):
