@@ -242,7 +242,8 @@ def test_duplicate_ids(tmp_path: Path) -> None:
     assert only_problem(path) == f"{path}:2: duplicate id 'a' with another text or score than at {path}:1"
     loaded = load_prompts(PromptSpec(source=str(path), skip_bad=True))
     assert [p.id for p in loaded.prompts] == ["a", "b"]
-    assert loaded.notes == [f"1 exact duplicate record(s) of the same prompt skipped ({path}:4 repeats {path}:3)"]
+    assert loaded.notes == [
+        f"1 exact duplicate record(s) of the same prompt skipped ({path}:4 repeats {path}:3)"]
 
 
 # ---- CSV ----------------------------------------------------------------------------------------------

@@ -12,8 +12,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from core_helpers import write_jsonl
 
+from core_helpers import write_jsonl
 from polytox.constants import toxicity_bucket
 from polytox.errors import PolytoxError
 from polytox.langs import PTP_LANGUAGES
@@ -87,9 +87,9 @@ def ptp_record(prompt: str, lang: str, **extra: Any) -> dict[str, Any]:
 
 
 def perspective(value: float) -> dict[str, Any]:
-    return {"attributeScores": {"TOXICITY": {"summaryScore": {"value": value, "type": "PROBABILITY"},
-                                             "spanScores": [{"begin": 0, "end": 3, "score": {"value": 0.99}}]}},
-            "languages": ["de"]}
+    toxicity = {"summaryScore": {"value": value, "type": "PROBABILITY"},
+                "spanScores": [{"begin": 0, "end": 3, "score": {"value": 0.99}}]}
+    return {"attributeScores": {"TOXICITY": toxicity}, "languages": ["de"]}
 
 
 def test_ptp_records(tmp_path: Path) -> None:
@@ -176,8 +176,10 @@ def write_generic(tmp_path: Path, kind: str, rows: list[dict[str, Any]]) -> Path
 def test_generic_sources_agree(tmp_path: Path, kind: str) -> None:
     prompts = load(write_generic(tmp_path, kind, ROWS))
     assert [(p.id, p.text, p.lang, p.toxicity, p.bucket, p.source) for p in prompts] == [
-        ("g1", ROWS[0]["text"], "en", 0.1, 0, "generic"), ("g2", ROWS[1]["text"], "de", 0.6, 2, "generic"),
-        ("g3", ROWS[2]["text"], "en", 0.9, 3, "generic"), ("g4", ROWS[3]["text"], "es", None, None, "generic")]
+        ("g1", ROWS[0]["text"], "en", 0.1, 0, "generic"),
+        ("g2", ROWS[1]["text"], "de", 0.6, 2, "generic"),
+        ("g3", ROWS[2]["text"], "en", 0.9, 3, "generic"),
+        ("g4", ROWS[3]["text"], "es", None, None, "generic")]
 
 
 @pytest.mark.parametrize("kind", ["jsonl", "csv", "parquet"])

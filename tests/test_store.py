@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-from core_helpers import eval_args, only_scores_dir, read_json, read_parts, run_cli, write_jsonl
 
+from core_helpers import eval_args, only_scores_dir, read_json, read_parts, run_cli, write_jsonl
 from polytox import evaluate
 from polytox.atomic import atomic_write, atomic_write_json
 from polytox.errors import SpecMismatchError
@@ -149,7 +149,8 @@ def test_run_directory_contents(tmp_path: Path) -> None:
     assert EvalSpec.from_dict(manifest["spec"]) == result.spec
     assert manifest["spec_hash"] == result.spec.spec_hash()
     assert manifest["seed"] == 5 and manifest["status"] == "complete"
-    assert {"created_at", "finished_at", "versions", "git_commit", "platform", "scorer", "model"} <= set(manifest)
+    assert {"created_at", "finished_at", "versions", "git_commit", "platform", "scorer",
+            "model"} <= set(manifest)
     assert {"polytox", "numpy", "pyarrow", "duckdb", "python"} <= set(manifest["versions"])
     assert manifest["n_records"] == 104 and manifest["n_bad_records"] == 0
     gens = pq.read_table(out / "generations")
