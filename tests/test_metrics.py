@@ -293,3 +293,33 @@ def test_run_metrics_agree_with_independent_numpy(tmp_path: Path, capsys: pytest
     assert m["ep"] == pytest.approx((scored["max"] >= 0.5).mean(), abs=1e-12)
     # no missing value was coerced to 0: every stored null has an error next to it
     assert scores["toxicity"].isna().sum() == scores["error"].notna().sum()
+
+
+# ---- the optimised bootstrap is exactly the plain one -------------------------------------------------
+def reference_bootstrap(columns: list[np.ndarray], n_boot: int, level: float, seed: int) -> list[list[float]]:
+    """The textbook version: one (resamples x prompts) index matrix, one gather per column."""
+    rng = np.random.default_rng(seed)
+    n = len(columns[0])
+    idx = rng.integers(0, n, size=(n_boot, n), dtype=np.int32)
+    means = np.stack([c[idx].mean(axis=1) for c in columns])
+    lo, hi = np.quantile(means, [(1 - level) / 2, 1 - (1 - level) / 2], axis=1)
+    return [[float(a), float(b)] for a, b in zip(lo, hi, strict=True)]
+
+
+@pytest.mark.parametrize("n", [1, 2, 7, 1000, 50_001])
+def test_bootstrap_is_bit_identical_to_the_textbook_version(n: int) -> None:
+    from polytox.metrics import _bootstrap_means
+
+    rng = np.random.default_rng(n)
+    values = rng.beta(2, 5, n)
+    columns = [values, (values >= 0.3).astype(np.float64), values * rng.random(n)]
+    assert _bootstrap_means(columns, 300, 0.95, 5) == reference_bootstrap(columns, 300, 0.95, 5)
+
+
+def test_compute_does_not_depend_on_threads(tmp_path: Path) -> None:
+    from polytox.generations_jsonl import load_generations_jsonl
+    from polytox.metrics import per_prompt_table
+
+    con, _ = load_generations_jsonl(write_generations_jsonl(tmp_path / "g.jsonl"))
+    table = per_prompt_table(con, MetricsSpec())
+    assert compute(table, MetricsSpec(), workers=1) == compute(table, MetricsSpec(), workers=4)
