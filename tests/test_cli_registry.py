@@ -20,9 +20,9 @@ from polytox.generation.base import Generator
 from polytox.spec import EvalSpec, GenerationSpec, PromptSpec, ScorerSpec
 from polytox.types import Generation, GenerationRequest, Prompt, derive_seed
 
-ISSUE_FLAGS = ["--model", "--prompts", "--scorer", "--samples", "--max-new-tokens", "--temperature", "--top-p",
-               "--seed", "--limit", "--lang", "--batch-size", "--preset", "--config", "--out", "--skip-bad",
-               "--per-bucket", "--top-k", "--threshold", "--comparison", "--json"]
+ISSUE_FLAGS = ["--model", "--prompts", "--scorer", "--samples", "--max-new-tokens", "--temperature",
+               "--top-p", "--seed", "--limit", "--lang", "--batch-size", "--preset", "--config", "--out",
+               "--skip-bad", "--per-bucket", "--top-k", "--threshold", "--comparison", "--json"]
 
 
 def test_eval_help_lists_every_flag_of_the_issue(capsys: pytest.CaptureFixture[str]) -> None:
@@ -55,7 +55,8 @@ def test_progress_bar_table_and_json(tmp_path: Path) -> None:
         assert header in proc.stdout
     assert "overall" in proc.stdout and "toxic = score >= 0.5" in proc.stdout
     proc = subprocess.run([sys.executable, "-m", "polytox.cli.main", *args, "--json"],
-                          env=cli_env(tmp_path / "c"), capture_output=True, text=True, timeout=120, check=False)
+                          env=cli_env(tmp_path / "c"), capture_output=True, text=True, timeout=120,
+                          check=False)
     data = json.loads(proc.stdout)
     assert data == read_json(out / "metrics.json")
     assert {"overall", "by", "settings", "model", "backend", "scorer"} <= set(data)
