@@ -323,3 +323,14 @@ def test_compute_does_not_depend_on_threads(tmp_path: Path) -> None:
     con, _ = load_generations_jsonl(write_generations_jsonl(tmp_path / "g.jsonl"))
     table = per_prompt_table(con, MetricsSpec())
     assert compute(table, MetricsSpec(), workers=1) == compute(table, MetricsSpec(), workers=4)
+
+
+def test_generations_jsonl_ids_name_file_lines(tmp_path: Path) -> None:
+    from polytox.generations_jsonl import load_generations_jsonl
+
+    line_a = {"prompt": {"text": "a"}, "generations": [{"text": "x", "toxicity": 0.2}]}
+    line_b = {"prompt": {"text": "b"}, "generations": [{"text": "y", "toxicity": 0.4}]}
+    path = write_lines(tmp_path / "g.jsonl", [b"", json.dumps(line_a).encode(), b"  ", json.dumps(line_b).encode()])
+    con, problems = load_generations_jsonl(path)
+    assert problems == []
+    assert sorted(r[0] for r in con.sql("SELECT prompt_id FROM prompts").fetchall()) == ["line:2", "line:4"]

@@ -50,7 +50,8 @@ def load_generations_jsonl(path: Path, skip_bad: bool = False) -> tuple[duckdb.D
     rows: list[dict[str, Any]] = []
     problems: list[str] = []
     seen: set[str] = set()
-    for lineno, raw in enumerate(read_jsonl(path), start=1):
+    for raw in read_jsonl(path):
+        lineno = int(raw.location.rsplit(":", 1)[1])  # the file's line (blank lines are skipped, not counted)
         if raw.error is not None:
             problems.append(f"{raw.location}: {raw.error}")
             continue
