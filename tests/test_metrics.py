@@ -330,7 +330,8 @@ def test_generations_jsonl_ids_name_file_lines(tmp_path: Path) -> None:
 
     line_a = {"prompt": {"text": "a"}, "generations": [{"text": "x", "toxicity": 0.2}]}
     line_b = {"prompt": {"text": "b"}, "generations": [{"text": "y", "toxicity": 0.4}]}
-    path = write_lines(tmp_path / "g.jsonl", [b"", json.dumps(line_a).encode(), b"  ", json.dumps(line_b).encode()])
+    path = write_lines(tmp_path / "g.jsonl",
+                       [b"", json.dumps(line_a).encode(), b"  ", json.dumps(line_b).encode()])
     con, problems = load_generations_jsonl(path)
     assert problems == []
     assert sorted(r[0] for r in con.sql("SELECT prompt_id FROM prompts").fetchall()) == ["line:2", "line:4"]
