@@ -14,11 +14,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from core_helpers import eval_args, read_json, run_cli, write_jsonl, write_lines
 from polytox.errors import BadInputError, PolytoxError
 from polytox.prompts import load_prompts
 from polytox.prompts.readers import read_records
 from polytox.spec import PromptSpec
+
+from .core_helpers import eval_args, read_json, run_cli, write_jsonl, write_lines
 
 GOOD = {"text": "The weather this morning was", "lang": "en"}
 

@@ -12,13 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from core_helpers import cli_env, eval_args, read_json, read_parts, run_cli
 from polytox import evaluate, load_run, registry
 from polytox.errors import MissingDependencyError, PolytoxError, require
 from polytox.generation import build_generator
 from polytox.generation.base import Generator
 from polytox.spec import EvalSpec, GenerationSpec, PromptSpec, ScorerSpec
 from polytox.types import Generation, GenerationRequest, Prompt, derive_seed
+
+from .core_helpers import cli_env, eval_args, read_json, read_parts, run_cli
 
 ISSUE_FLAGS = ["--model", "--prompts", "--scorer", "--samples", "--max-new-tokens", "--temperature",
                "--top-p", "--seed", "--limit", "--lang", "--batch-size", "--preset", "--config", "--out",

@@ -10,8 +10,9 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from core_helpers import eval_args, only_scores_dir, read_json, read_parts, run_cli, write_jsonl
 from polytox.constants import toxicity_bucket
+
+from .core_helpers import eval_args, only_scores_dir, read_json, read_parts, run_cli, write_jsonl
 
 
 def unique_rtp_records(folder: Path) -> dict[tuple[str, int, int], dict[str, object]]:

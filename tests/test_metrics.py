@@ -31,13 +31,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from core_helpers import approx_block, eval_args, read_json, run_cli, write_jsonl, write_lines
 from polytox.cli.metrics_cmd import compute_for_path
 from polytox.errors import BadInputError
 from polytox.metrics import compute
 from polytox.spec import EvalSpec, GenerationSpec, MetricsSpec
 from polytox.store import RunStore
 from polytox.types import Generation, Prompt, Score
+
+from .core_helpers import approx_block, eval_args, read_json, run_cli, write_jsonl, write_lines
 
 # (prompt id, prompt toxicity or "absent", lang, [(generation text or None, score or None)])
 FIXTURE: list[tuple[str, Any, str, list[tuple[str | None, float | None]]]] = [

@@ -13,13 +13,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from core_helpers import write_jsonl
 from polytox.constants import toxicity_bucket
 from polytox.errors import PolytoxError
 from polytox.langs import PTP_LANGUAGES
 from polytox.prompts import demo_path, load_prompts
 from polytox.spec import PromptSpec
 from polytox.types import Prompt
+
+from .core_helpers import write_jsonl
 
 
 def load(source: Path | str, **kw: Any) -> list[Prompt]:

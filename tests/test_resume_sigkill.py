@@ -18,7 +18,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from core_helpers import cli_command, cli_env, eval_args, only_scores_dir, read_parts
+from .core_helpers import cli_command, cli_env, eval_args, only_scores_dir, read_parts
 
 N_PROMPTS = 40  # the demo set's English prompts
 SAMPLES = 4

@@ -9,13 +9,14 @@ from typing import ClassVar
 
 import pytest
 
-from core_helpers import eval_args, only_scores_dir, read_json, read_parts, run_cli
 from polytox import evaluate, registry
 from polytox.scoring import CachedScorer, ScoreCache, build_scorer
 from polytox.scoring.base import EMPTY_TEXT_ERROR, Scorer
 from polytox.scoring.fake import FakeScorer
 from polytox.spec import EvalSpec, GenerationSpec, PromptSpec, ScorerSpec
 from polytox.types import Score
+
+from .core_helpers import eval_args, only_scores_dir, read_json, read_parts, run_cli
 
 
 class CountingScorer(Scorer):

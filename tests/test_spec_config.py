@@ -8,11 +8,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from core_helpers import eval_args, read_json, run_cli
 from polytox.cli.eval_cmd import spec_from_args
 from polytox.cli.main import build_parser
 from polytox.errors import PolytoxError
 from polytox.spec import EMBEDDED_MODEL, EvalSpec, spec_from_flat
+
+from .core_helpers import eval_args, read_json, run_cli
 
 
 def spec_of(*argv: str) -> EvalSpec:

@@ -10,12 +10,13 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from core_helpers import eval_args, only_scores_dir, read_json, read_parts, run_cli, write_jsonl
 from polytox import evaluate
 from polytox.atomic import atomic_write, atomic_write_json
 from polytox.errors import SpecMismatchError
 from polytox.spec import EvalSpec, GenerationSpec, MetricsSpec, PromptSpec, ScorerSpec
 from polytox.store import RunStore
+
+from .core_helpers import eval_args, only_scores_dir, read_json, read_parts, run_cli, write_jsonl
 
 
 def small_spec(**gen: object) -> EvalSpec:

@@ -15,8 +15,7 @@ from .langs import PTP_LANGUAGES
 @lru_cache(maxsize=1)
 def _identifier() -> Any:
     module = require("py3langid.langid", "", "py3langid")
-    # py3langid's own loader (the model ships inside the wheel: offline); ``from_model_file`` resolves
-    # the bundled file name against the package's model folder.
+    # py3langid >= 0.3 loads its model with ``from_model_file`` (``from_pickled_model`` was langid.py's).
     ident = module.LanguageIdentifier.from_model_file(module.MODEL_FILE, norm_probs=True)
     ident.set_languages(list(PTP_LANGUAGES))
     return ident

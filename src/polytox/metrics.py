@@ -39,13 +39,10 @@ FROM generations g LEFT JOIN scores s USING (prompt_id, sample_index)
 GROUP BY g.prompt_id
 """
 
-# Ordered by prompt id: the bootstrap resamples rows, so the row order must not depend on DuckDB's
-# parallel hash aggregation or on how the run was split into parts (a resumed run must report exactly
-# the CIs of an uninterrupted one).
 JOIN_PROMPTS_SQL = """
 SELECT pp.*, p.lang, p.toxicity AS prompt_toxicity, p.bucket AS toxicity_bucket
 FROM per_prompt pp LEFT JOIN prompts p USING (prompt_id)
-ORDER BY pp.prompt_id
+ORDER BY pp.prompt_id  -- a fixed row order keeps float sums and bootstrap draws identical run to run
 """
 
 

@@ -55,7 +55,7 @@ def resolve_spec(spec: EvalSpec, scorer: Scorer) -> EvalSpec:
     """
     gen = spec.generation
     if gen.batch_size == 0:
-        backend = resolve("generator", gen.backend)
+        backend: Any = resolve("generator", gen.backend)
         gen = dataclasses.replace(gen, batch_size=int(backend.default_batch_size(gen.samples)))
     prompts = spec.prompts
     if prompts.source in ("demo", "builtin:demo") and not prompts.langs and scorer.languages is not None:
