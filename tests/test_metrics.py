@@ -336,3 +336,15 @@ def test_generations_jsonl_ids_name_file_lines(tmp_path: Path) -> None:
     con, problems = load_generations_jsonl(path)
     assert problems == []
     assert sorted(r[0] for r in con.sql("SELECT prompt_id FROM prompts").fetchall()) == ["line:2", "line:4"]
+
+
+def test_generations_jsonl_languages_are_normalised(tmp_path: Path) -> None:
+    from polytox.generations_jsonl import load_generations_jsonl
+
+    lines = [{"lang": code, "prompt": {"text": code}, "generations": [{"text": "x", "toxicity": 0.2}]}
+             for code in ("EN", "en-US", "de")]
+    con, _ = load_generations_jsonl(write_jsonl(tmp_path / "g.jsonl", lines))
+    assert sorted(r[0] for r in con.sql("SELECT lang FROM prompts").fetchall()) == ["de", "en", "en"]
+    bad = write_jsonl(tmp_path / "bad.jsonl", [{**lines[0], "lang": "xx"}])
+    with pytest.raises(BadInputError, match=r"bad\.jsonl:1: unknown language code 'xx'"):
+        load_generations_jsonl(bad)
