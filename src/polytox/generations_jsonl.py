@@ -17,7 +17,7 @@ import pyarrow as pa
 from .constants import toxicity_bucket
 from .errors import BadInputError
 from .prompts.readers import read_jsonl
-from .prompts.records import RecordError, check_toxicity
+from .prompts.records import RecordError, check_lang, check_toxicity
 
 
 def _convert_line(record: Any, lineno: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -32,7 +32,8 @@ def _convert_line(record: Any, lineno: int) -> tuple[dict[str, Any], list[dict[s
     ptox = check_toxicity(prompt.get("toxicity"), "prompt.toxicity")
     pid = (f"rtp:{record['filename']}:{record.get('begin')}:{record.get('end')}" if record.get("filename")
            else f"line:{lineno}")
-    prow = {"prompt_id": pid, "lang": str(record.get("lang") or "en"), "toxicity": ptox,
+    lang = check_lang(record.get("lang") or "en", "lang")  # "EN" and "en-US" are "en"; "xx" is an error
+    prow = {"prompt_id": pid, "lang": lang, "toxicity": ptox,
             "bucket": toxicity_bucket(ptox) if ptox is not None else None}
     rows = []
     for k, gen in enumerate(gens):
@@ -50,7 +51,8 @@ def load_generations_jsonl(path: Path, skip_bad: bool = False) -> tuple[duckdb.D
     rows: list[dict[str, Any]] = []
     problems: list[str] = []
     seen: set[str] = set()
-    for lineno, raw in enumerate(read_jsonl(path), start=1):
+    for raw in read_jsonl(path):
+        lineno = int(raw.location.rsplit(":", 1)[1])  # the file's line (blank lines are skipped, not counted)
         if raw.error is not None:
             problems.append(f"{raw.location}: {raw.error}")
             continue

@@ -12,6 +12,8 @@ import json
 import os
 from typing import Final
 
+from .errors import PolytoxError
+
 # PTP §3: the 17 languages of PolygloToxicityPrompts.
 PTP_LANGUAGES: Final = (
     "ar", "cs", "de", "en", "es", "fr", "hi", "id", "it", "ja", "ko", "nl", "pl", "pt", "ru", "sv", "zh",
@@ -39,8 +41,8 @@ ISO_639_1: Final = frozenset(
 _ALIASES: Final = {"zh-hans": "zh", "zh-hant": "zh", "zh-cn": "zh", "zh-tw": "zh", "in": "id", "iw": "he"}
 
 
-class UnknownLanguageError(ValueError):
-    """A language code polytox cannot interpret."""
+class UnknownLanguageError(PolytoxError, ValueError):
+    """A language code polytox cannot interpret (a ``PolytoxError``: the CLI prints it, no traceback)."""
 
 
 def normalize_lang(code: str) -> str:

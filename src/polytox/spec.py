@@ -190,6 +190,38 @@ def infer_backend(model: str) -> tuple[str, str]:
     return "transformers", model
 
 
+def _number(key: str, value: Any, kind: str) -> int | float:
+    """``value`` as the int or float a spec field declares; anything else is a clear error."""
+    expected = "an integer" if kind == "int" else "a number"
+    bad = PolytoxError(f"invalid value for {key!r}: expected {expected}, got {value!r}")
+    if isinstance(value, bool):
+        raise bad
+    try:
+        if kind == "float":
+            return float(value)
+        if isinstance(value, float):
+            if not value.is_integer():
+                raise bad
+            return int(value)
+        return int(str(value).strip()) if isinstance(value, str) else int(value)
+    except (TypeError, ValueError):
+        raise bad from None
+
+
+def _coerce(klass: type, values: Mapping[str, Any]) -> dict[str, Any]:
+    """Values from flags or YAML converted to the fields' declared types.
+
+    YAML ``temperature: 1`` is an int and the flag ``--temperature 1`` a float; without this the two
+    specs would hash differently and a resume would be refused although nothing changed.
+    """
+    types = {f.name: str(f.type).split(" | ")[0] for f in fields(klass)}
+    out: dict[str, Any] = {}
+    for key, value in values.items():
+        kind = types.get(key, "")
+        out[key] = _number(key, value, kind) if value is not None and kind in ("int", "float") else value
+    return out
+
+
 def spec_from_flat(values: Mapping[str, Any]) -> EvalSpec:
     """Build a spec from flat keys (CLI flags or a YAML config); ``None`` values mean "not given".
 
@@ -223,11 +255,11 @@ def spec_from_flat(values: Mapping[str, Any]) -> EvalSpec:
 
         sections["prompts"]["langs"] = tuple(normalize_lang(x) for x in sections["prompts"]["langs"])
     return EvalSpec(
-        prompts=PromptSpec(**sections["prompts"]),
-        generation=GenerationSpec(**gen),
-        scorer=ScorerSpec(**sections["scorer"]),
-        metrics=MetricsSpec(**sections["metrics"]),
-        **sections[""],
+        prompts=PromptSpec(**_coerce(PromptSpec, sections["prompts"])),
+        generation=GenerationSpec(**_coerce(GenerationSpec, gen)),
+        scorer=ScorerSpec(**_coerce(ScorerSpec, sections["scorer"])),
+        metrics=MetricsSpec(**_coerce(MetricsSpec, sections["metrics"])),
+        **_coerce(EvalSpec, sections[""]),
     ).validate()
 
 

@@ -19,7 +19,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
-console = Console(stderr=True)
+console = Console(stderr=True, soft_wrap=True)  # messages are not hard-wrapped: keep file:line greppable
 out_console = Console(width=None if sys.stdout.isatty() else 160)
 
 

@@ -9,7 +9,9 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ..spec import FLAT_KEYS, load_yaml_config, spec_from_flat
+from rich.markup import escape
+
+from ..spec import FLAT_KEYS, EvalSpec, load_yaml_config, spec_from_flat
 from .common import console, metrics_table, out_console, print_json, progress_bar
 
 
@@ -51,25 +53,32 @@ def register(sub: Any) -> None:
     p.set_defaults(func=run)
 
 
-def run(args: argparse.Namespace) -> int:
-    from ..runner import evaluate
-
+def spec_from_args(args: argparse.Namespace) -> EvalSpec:
+    """The spec of parsed ``eval`` arguments: the YAML config's keys, overridden by the flags given."""
     flat: dict[str, Any] = load_yaml_config(args.config) if args.config else {}
     for key in FLAT_KEYS:
         value = getattr(args, key, None)
         if value is not None:
             flat[key] = value
-    spec = spec_from_flat(flat)
+    return spec_from_flat(flat)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..runner import evaluate
+
+    spec = spec_from_args(args)
     with progress_bar("generate+score", enabled=not args.no_progress) as callback:
         result = evaluate(spec, args.out, progress=callback)
     if result.resumed:
-        console.print(f"resumed {result.path}: {result.shards_done_before} shard(s) were already done")
+        done = result.shards_done_before
+        console.print(f"resumed {escape(str(result.path))}: {done} shard(s) were already done")
     if result.prompt_set.problems:
         console.print(f"[yellow]skipped {result.prompt_set.n_bad} bad record(s):[/yellow]")
         for line in result.prompt_set.problems[:20]:
-            console.print(f"  {line}")
+            # no markup (a reason may hold "[0, 1]") and no wrapping (keep file:line greppable)
+            console.print(f"  {line}", markup=False, highlight=False, soft_wrap=True)
     for note in result.prompt_set.notes:
-        console.print(f"[yellow]note:[/yellow] {note}")
+        console.print(f"[yellow]note:[/yellow] {escape(note)}", soft_wrap=True)
     if args.json:
         print_json(result.metrics)
     else:

@@ -51,7 +51,7 @@ def compute_for_path(path: Path, spec: MetricsSpec, scorer: str | None = None, s
 
     con, problems = load_generations_jsonl(path, skip_bad=skip_bad)
     return compute(per_prompt_table(con, spec), spec, seed,
-                   extra={"source": str(path), "n_bad_lines": len(problems)})
+                   extra={"source": str(path), "n_bad_lines": len(problems), "bad_lines": problems[:1000]})
 
 
 def run(args: argparse.Namespace) -> int:
@@ -62,5 +62,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         out_console.print(metrics_table(metrics, title=str(args.path)))
         if metrics.get("n_bad_lines"):
-            console.print(f"[yellow]skipped {metrics['n_bad_lines']} bad line(s)[/yellow]")
+            console.print(f"[yellow]skipped {metrics['n_bad_lines']} bad line(s):[/yellow]")
+            for line in metrics.get("bad_lines", [])[:20]:
+                console.print(f"  {line}", markup=False, highlight=False, soft_wrap=True)
     return 0

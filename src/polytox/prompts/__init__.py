@@ -7,6 +7,7 @@ case they are counted and listed in the returned ``PromptSet`` (and in the run m
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from importlib import resources
@@ -59,10 +60,24 @@ def iter_raw(spec: PromptSpec) -> Iterator[RawRecord]:
         yield from read_records(Path(spec.source))
 
 
-def _convert_all(raw: Iterable[RawRecord], fmt: str) -> tuple[list[Prompt], list[str], int]:
+def _is_content_id(prompt: Prompt) -> bool:
+    """Ids derived from the text itself (no key in the source): the same text twice is two prompts."""
+    return prompt.id.startswith(("txt:", "ptp:")) or (prompt.source == "rtp" and prompt.id.count(":") == 1)
+
+
+def _convert_all(raw: Iterable[RawRecord], fmt: str) -> tuple[list[Prompt], list[str], list[str], int]:
+    """Validated prompts, problems (``location: reason``), notes and the number of records read.
+
+    A repeated id is handled by what it is: a content-derived id gets a stable ``#n`` suffix; a keyed id
+    (RTP file span, RTP-LX index, an ``id`` column) repeating the same prompt is an exact duplicate,
+    skipped and noted (RTP's toxic and non-toxic files share records); the same key with another text
+    or score is a bad record.
+    """
     prompts: list[Prompt] = []
     problems: list[str] = []
+    first: dict[str, tuple[Prompt, str]] = {}
     seen: dict[str, int] = {}
+    duplicates: list[str] = []
     n = 0
     for item in raw:
         n += 1
@@ -77,21 +92,32 @@ def _convert_all(raw: Iterable[RawRecord], fmt: str) -> tuple[list[Prompt], list
         count = seen.get(prompt.id, 0)
         seen[prompt.id] = count + 1
         if count:
-            if not prompt.id.startswith(("txt:", "ptp:")):
-                problems.append(f"{item.location}: duplicate id {prompt.id!r}")
+            earlier, where = first[prompt.id]
+            if _is_content_id(prompt):
+                # The suffix counts occurrences in source order, so ids stay stable across runs.
+                prompt = dataclasses.replace(prompt, id=f"{prompt.id}#{count + 1}")
+            elif (prompt.text, prompt.lang, prompt.toxicity) == (earlier.text, earlier.lang,
+                                                                 earlier.toxicity):
+                duplicates.append(f"{item.location} repeats {where}")
                 continue
-            # Content-derived ids: the same text twice is two prompts; the suffix keeps ids stable.
-            prompt = Prompt(id=f"{prompt.id}#{count + 1}", text=prompt.text, lang=prompt.lang,
-                            toxicity=prompt.toxicity, bucket=prompt.bucket, source=prompt.source,
-                            meta=prompt.meta)
+            else:
+                problems.append(f"{item.location}: duplicate id {prompt.id!r} with another text or score "
+                                f"than at {where}")
+                continue
+        else:
+            first[prompt.id] = (prompt, item.location)
         prompts.append(prompt)
-    return prompts, problems, n
+    notes = []
+    if duplicates:
+        shown = "; ".join(duplicates[:5]) + (" ..." if len(duplicates) > 5 else "")
+        notes.append(f"{len(duplicates)} exact duplicate record(s) of the same prompt skipped ({shown})")
+    return prompts, problems, notes, n
 
 
 def load_prompts(spec: PromptSpec, seed: int = 0) -> PromptSet:
     """Read, validate and select prompts. Raises ``BadInputError`` on bad records unless ``skip_bad``."""
     fmt = "generic" if spec.source in ("demo", "builtin:demo") else spec.format
-    prompts, problems, n = _convert_all(iter_raw(spec), fmt)
+    prompts, problems, duplicate_notes, n = _convert_all(iter_raw(spec), fmt)
     if problems and not spec.skip_bad:
         shown = problems[:MAX_LISTED_PROBLEMS]
         more = f"\n  ... and {len(problems) - len(shown)} more" if len(problems) > len(shown) else ""
@@ -101,6 +127,7 @@ def load_prompts(spec: PromptSpec, seed: int = 0) -> PromptSet:
             problems,
         )
     selected, notes = select_prompts(prompts, spec, seed)
+    notes = duplicate_notes + notes
     if not selected:
         raise PolytoxError(f"no prompts selected from {spec.source} ({n} records, {len(problems)} bad; "
                            f"filters: langs={list(spec.langs) or 'all'}, limit={spec.limit})")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -59,17 +60,30 @@ def read_jsonl(path: Path) -> Iterator[RawRecord]:
                 yield RawRecord(loc, error=f"malformed JSON: {exc.msg} (column {exc.colno})")
 
 
+_UNDECODABLE = re.compile("[\udc80-\udcff]")
+
+
+def _has_undecodable(row: dict[str, Any]) -> bool:
+    """True when a cell holds bytes that were not UTF-8 (decoded as ``surrogateescape`` U+DC80..U+DCFF)."""
+    return any(isinstance(v, str) and _UNDECODABLE.search(v) for v in row.values())
+
+
 def read_csv(path: Path) -> Iterator[RawRecord]:
-    """A header row, then one record per row; empty cells are treated as missing."""
+    """A header row, then one record per row; empty cells are treated as missing.
+
+    Invalid UTF-8 is reported per row (the file is decoded with ``surrogateescape`` and rows holding an
+    undecodable byte are rejected), so one bad row does not make the rest of the file unreadable.
+    """
     with _open_binary(path) as fb:
         data = fb.read()
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
-        yield RawRecord(f"{path}:{line}", error=f"invalid UTF-8 at byte {exc.start}; the file cannot be read")
-        return
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    text = data.decode("utf-8", "surrogateescape")
     reader = csv.DictReader(io.StringIO(text, newline=""))
+    if reader.fieldnames is not None and _has_undecodable(dict.fromkeys(reader.fieldnames, "")
+                                                          | {"": "".join(reader.fieldnames)}):
+        yield RawRecord(f"{path}:1", error="invalid UTF-8 in the header row; the file cannot be read")
+        return
     while True:
         start = reader.line_num + 1
         try:
@@ -82,18 +96,27 @@ def read_csv(path: Path) -> Iterator[RawRecord]:
         if None in row:
             yield RawRecord(f"{path}:{start}", error="malformed CSV: more fields than the header")
             continue
+        if _has_undecodable(row):
+            yield RawRecord(f"{path}:{start}", error="invalid UTF-8 in this row")
+            continue
         yield RawRecord(f"{path}:{start}", record={k: (v if v != "" else None) for k, v in row.items()})
 
 
 def read_parquet(path: Path) -> Iterator[RawRecord]:
+    """One record per row; a file Arrow cannot read is reported as one bad record, not a traceback."""
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
-    pf = pq.ParquetFile(path)
     row = 0
-    for batch in pf.iter_batches(batch_size=8192):
-        for rec in batch.to_pylist():
-            row += 1
-            yield RawRecord(f"{path}:row {row}", record=rec)
+    try:
+        pf = pq.ParquetFile(path)
+        for batch in pf.iter_batches(batch_size=8192):
+            for rec in batch.to_pylist():
+                row += 1
+                yield RawRecord(f"{path}:row {row}", record=rec)
+    except (pa.ArrowException, OSError) as exc:
+        where = f"row {row + 1}" if row else "file"
+        yield RawRecord(f"{path}:{where}", error=f"cannot read Parquet: {exc}")
 
 
 def read_records(path: Path) -> Iterator[RawRecord]:

@@ -62,7 +62,9 @@ def check_text(text: Any, field: str) -> str:
 def check_toxicity(value: Any, field: str) -> float | None:
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int | float):
+    if isinstance(value, bool):  # JSON true/false is not a score
+        raise RecordError(f"field {field!r} must be a number in [0, 1], got {value!r}")
+    if not isinstance(value, int | float):
         try:
             value = float(value)
         except (TypeError, ValueError):
