@@ -127,6 +127,11 @@ def evaluate(spec: EvalSpec, out: str | Path, progress: ProgressCallback | None 
 
     metrics = run_metrics(str(store.path), scorer.id, spec.metrics, seed=spec.seed)
     metrics = {"model": spec.generation.model, "backend": spec.generation.backend, **metrics}
+    if spec.prompts.unprompted:  # RTP §3.1: bootstrap expected max toxicity of n <= N generations
+        from .unprompted import unprompted_report
+
+        metrics["unprompted"] = unprompted_report(store, scorer.id, spec.metrics.n_bootstrap,
+                                                  spec.metrics.ci_level, spec.seed)
     store.write_metrics(metrics)
     store.update_manifest(status="complete", finished_at=now())
     return RunResult(path=store.path, spec=spec, metrics=metrics, prompt_set=prompt_set, resumed=resumed,
