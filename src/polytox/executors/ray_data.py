@@ -192,8 +192,12 @@ class RayExecutor(Executor):
         started = self._init(ray, work)
         stats.details["ray_init_seconds"] = round(time.perf_counter() - wall, 3)
         model_recorded = False
+        first: float | None = None
         try:
             for row in self._dataset(ray, work, todo).iter_rows():
+                if first is None:  # actor start-up (processes, imports, model load) ends here
+                    first = time.perf_counter()
+                    stats.details["first_result_seconds"] = round(first - wall, 3)
                 index = int(row["shard"])
                 generations = generations_from_json(row["generations"])
                 if row["model"] and not model_recorded:
@@ -219,4 +223,6 @@ class RayExecutor(Executor):
             if started:
                 ray.shutdown()
         stats.wall_seconds = time.perf_counter() - wall
+        if first is not None:  # steady state: from the first finished shard to the last
+            stats.details["steady_seconds"] = round(time.perf_counter() - first, 3)
         return stats
