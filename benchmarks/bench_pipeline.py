@@ -19,9 +19,9 @@ from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from polytox.executors import ExecutorConfig  # noqa: E402
-from polytox.runner import evaluate  # noqa: E402
-from polytox.spec import EvalSpec, GenerationSpec, PromptSpec, ScorerSpec  # noqa: E402
+from polytox.executors import ExecutorConfig
+from polytox.runner import evaluate
+from polytox.spec import EvalSpec, GenerationSpec, PromptSpec, ScorerSpec
 
 SCENARIOS = [  # name, generator seconds per shard, scorer, scorer options
     ("generation-bound (gen 0.20 s, score 0.10 s)", 0.20, "fake", {"delay": "0.10"}),
@@ -53,7 +53,8 @@ def run_one(tmp: Path, name: str, executor: str, gen: float, scorer: str, opts: 
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--shards", type=int, default=10)
     parser.add_argument("--samples", type=int, default=10)
     parser.add_argument("--shard-size", type=int, default=4)
@@ -73,7 +74,8 @@ def main() -> None:
                 except ImportError:
                     print(f"| {name:<44} | skipped: pip install 'polytox[svm]' |")
                     continue
-            rows = {ex: run_one(Path(tmp), name, ex, gen, scorer, opts, args) for ex in ("serial", "pipelined")}
+            rows = {ex: run_one(Path(tmp), name, ex, gen, scorer, opts, args)
+                    for ex in ("serial", "pipelined")}
             base = rows["serial"]["wall"]
             for ex, r in rows.items():
                 same = "yes" if r["emt"] == rows["serial"]["emt"] else "NO"

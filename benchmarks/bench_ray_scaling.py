@@ -21,13 +21,14 @@ from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from polytox.executors import ExecutorConfig  # noqa: E402
-from polytox.runner import evaluate  # noqa: E402
-from polytox.spec import EvalSpec, GenerationSpec, PromptSpec, ScorerSpec  # noqa: E402
+from polytox.executors import ExecutorConfig
+from polytox.runner import evaluate
+from polytox.spec import EvalSpec, GenerationSpec, PromptSpec, ScorerSpec
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--shards", type=int, default=24)
     parser.add_argument("--shard-size", type=int, default=4)
     parser.add_argument("--samples", type=int, default=10)
@@ -57,9 +58,12 @@ def main() -> None:
         for name, config in configs:
             out = Path(tmp) / name.replace(" ", "_").replace(",", "")
             marks: list[float] = []
+
+            def mark(stage: str, done: int, total: int, marks: list[float] = marks) -> None:
+                marks.append(time.perf_counter())
+
             start = time.perf_counter()
-            result = evaluate(spec, out, executor=config,
-                              progress=lambda stage, done, total: marks.append(time.perf_counter()))
+            result = evaluate(spec, out, executor=config, progress=mark)
             wall = time.perf_counter() - start
             details = json.loads((out / "manifest.json").read_text())["executor"]["details"]
             ray_start = float(details.get("ray_init_seconds", 0.0))
