@@ -2,8 +2,9 @@
 
 Needs a CUDA GPU and ``pip install 'polytox[vllm,hf,svm]'``. Offline: the model is a randomly initialised
 Llama-style model of a real size (default: Llama-3.2-1B's layers with a 32K vocabulary, 1.04B
-parameters, bfloat16) with a synthetic word-level tokenizer, written to a temporary folder; random weights are fine for throughput
-(decoding cost does not depend on the values; EOS is almost never drawn, so lengths are ~max_new_tokens).
+parameters, bfloat16) with a synthetic word-level tokenizer, written to a temporary folder. Random
+weights are fine for throughput: decoding cost does not depend on the values, and EOS is almost never
+drawn, so lengths are ~max_new_tokens.
 
 Each measurement runs in its own subprocess (one CUDA context / vLLM engine at a time), engine start-up
 excluded, and prints one table:
