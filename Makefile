@@ -9,7 +9,7 @@ STAMP := $(VENV)/.polytox-installed
 TORCH_PIN ?= torch==2.13.0
 OUT ?= runs/demo
 
-.PHONY: install demo test test-fast lint bench clean
+.PHONY: install demo test test-fast lint bench bench-gpu clean
 
 $(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
@@ -36,6 +36,12 @@ test-fast: install
 bench: install
 	$(PY) benchmarks/bench_metrics.py
 	$(PY) benchmarks/bench_generation.py
+	$(PY) benchmarks/bench_pipeline.py
+	$(PY) benchmarks/bench_ray_scaling.py
+
+# Needs a CUDA GPU and polytox[vllm]: vLLM vs transformers, end-to-end vs vLLM alone, bandwidth roofline.
+bench-gpu: install
+	$(PY) benchmarks/bench_gpu.py
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache .mypy_cache .ruff_cache

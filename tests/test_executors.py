@@ -85,3 +85,21 @@ def test_an_interrupted_run_resumes_to_the_same_result_with_either_executor(
 def test_unknown_executor_is_a_clear_error() -> None:
     with pytest.raises(PolytoxError, match="unknown executor 'dask'"):
         build_executor(ExecutorConfig(kind="dask"))
+
+
+def test_cli_execution_flags_and_yaml_keys(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from polytox.cli.eval_cmd import executor_config
+    from polytox.cli.main import build_parser, main
+
+    config = tmp_path / "run.yaml"
+    config.write_text("executor: serial\nqueue_depth: 3\nmodel: fake\nscorer: fake\nlimit: 6\nsamples: 2\n")
+    code = main(["eval", "--config", str(config), "--out", str(tmp_path / "r"), "--no-progress", "--json"])
+    assert code == 0
+    assert json.loads(capsys.readouterr().out)["overall"]["n_generations"] == 12
+    assert json.loads((tmp_path / "r" / "manifest.json").read_text())["executor"]["executor"] == "serial"
+    args = build_parser().parse_args(["eval", "--out", "x", "--executor", "ray", "--workers", "2",
+                                      "--gpus-per-worker", "1", "--ray-address", "auto"])
+    flat = {"score_workers": 3, "model": "fake"}
+    assert executor_config(flat, args) == ExecutorConfig(kind="ray", gen_workers=2, gpus_per_gen_worker=1.0,
+                                                         ray_address="auto", score_workers=3)
+    assert flat == {"model": "fake"}  # execution keys never reach the spec
