@@ -40,15 +40,12 @@ GROUP BY g.prompt_id
 JOIN_PROMPTS_SQL = """
 SELECT pp.*, p.lang, p.toxicity AS prompt_toxicity, p.bucket AS toxicity_bucket
 FROM per_prompt pp LEFT JOIN prompts p USING (prompt_id)
-ORDER BY pp.prompt_id
+ORDER BY pp.prompt_id  -- a fixed row order keeps float sums and bootstrap draws identical run to run
 """
 
 
 def per_prompt_table(con: duckdb.DuckDBPyConnection, spec: MetricsSpec) -> pa.Table:
     """One row per prompt from the views ``generations``, ``scores`` and ``prompts`` registered on ``con``.
-
-    Rows are ordered by prompt id: DuckDB's parallel aggregation returns groups in no fixed order, and
-    the bootstrap (which resamples row indices) and float sums must not depend on it.
 
     ``generations(prompt_id, sample_index, error)``, ``scores(prompt_id, sample_index, toxicity)``,
     ``prompts(prompt_id, lang, toxicity, bucket)``.
