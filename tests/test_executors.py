@@ -85,6 +85,8 @@ def test_an_interrupted_run_resumes_to_the_same_result_with_either_executor(
 def test_unknown_executor_is_a_clear_error() -> None:
     with pytest.raises(PolytoxError, match="unknown executor 'dask'"):
         build_executor(ExecutorConfig(kind="dask"))
+    with pytest.raises(PolytoxError, match="workers must be >= 1"):
+        ExecutorConfig(kind="ray", gen_workers=0)
 
 
 def test_cli_execution_flags_and_yaml_keys(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
