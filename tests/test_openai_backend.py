@@ -9,7 +9,6 @@ from typing import Any
 
 import pytest
 
-from openai_server import FakeOpenAI
 from polytox.errors import PolytoxError
 from polytox.generation.openai_backend import OpenAIGenerator, plan_calls
 from polytox.generation.vllm_backend import api_seed
@@ -17,6 +16,8 @@ from polytox.ratelimit import RateLimiter
 from polytox.runner import evaluate
 from polytox.spec import EvalSpec, GenerationSpec, PromptSpec, ScorerSpec
 from polytox.types import GenerationRequest, Prompt, derive_seed
+
+from .openai_server import FakeOpenAI
 
 FAST = (("backoff", "0.01"), ("max_backoff", "0.05"), ("max_retries", "2"), ("timeout", "5"))
 

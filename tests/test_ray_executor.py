@@ -10,7 +10,8 @@ import pytest
 
 from polytox.executors import ExecutorConfig
 from polytox.runner import evaluate
-from test_executors import Interrupt, fake_spec, parts
+
+from .test_executors import Interrupt, fake_spec, parts
 
 pytest.importorskip("ray")
 pytestmark = pytest.mark.slow

@@ -14,8 +14,9 @@ import pytest
 from polytox.executors import ExecutorConfig
 from polytox.runner import evaluate
 from polytox.spec import EvalSpec, GenerationSpec, PromptSpec, ScorerSpec
-from scale_helpers import WORDS, tiny_tokenizer
-from test_executors import parts
+
+from .scale_helpers import WORDS, tiny_tokenizer
+from .test_executors import parts
 
 pytest.importorskip("polytox.generation.hf")
 

@@ -28,7 +28,8 @@ from polytox.generation.vllm_backend import (
 from polytox.runner import evaluate
 from polytox.spec import EvalSpec, GenerationSpec, PromptSpec, ScorerSpec
 from polytox.types import GenerationRequest, Prompt, derive_seed
-from scale_helpers import WORDS, StandInLLM, StandInSamplingParams, tiny_tokenizer
+
+from .scale_helpers import WORDS, StandInLLM, StandInSamplingParams, tiny_tokenizer
 
 
 def gen_spec(**kw: Any) -> GenerationSpec:
