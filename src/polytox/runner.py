@@ -6,7 +6,8 @@ Read top to bottom, it is the method section of a paper:
 2. build the scorer and check it covers every prompt language;
 3. open the run directory (create it, or resume it if the spec matches);
 4. for each shard of prompts not yet done: generate K samples per prompt, write them; score them,
-   write the scores (each write atomic, so a kill loses at most the shard in flight);
+   write the scores (each write atomic, so a kill loses at most the shards in flight); an executor
+   (``polytox.executors``: serial, pipelined, Ray Data) runs this step;
 5. compute metrics over everything stored, write ``metrics.json``.
 
 Determinism: each sample's seed derives from (run seed, prompt id, sample index) and shards have a fixed
@@ -21,7 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .generation import Generator, build_generator
+from .executors import ExecutorConfig, Work, build_executor
+from .generation import Generator
 from .metrics import run_metrics
 from .prompts import PromptSet, load_prompts
 from .registry import resolve
@@ -92,8 +94,13 @@ def score_generations(scorer: Scorer, generations: Sequence[Generation], langs: 
     return out
 
 
-def evaluate(spec: EvalSpec, out: str | Path, progress: ProgressCallback | None = None) -> RunResult:
-    """Run (or resume) an evaluation into ``out`` and return its metrics."""
+def evaluate(spec: EvalSpec, out: str | Path, progress: ProgressCallback | None = None,
+             executor: ExecutorConfig | None = None) -> RunResult:
+    """Run (or resume) an evaluation into ``out`` and return its metrics.
+
+    ``executor`` chooses how shards run (default: pipelined, scoring overlapping generation); it is not
+    part of the spec, so a run may be resumed with another executor.
+    """
     report = progress or (lambda stage, done, total: None)
 
     scorer = build_scorer(spec.scorer.name, spec.scorer.options)
@@ -109,30 +116,22 @@ def evaluate(spec: EvalSpec, out: str | Path, progress: ProgressCallback | None 
 
     langs = {p.id: p.lang for p in prompt_set.prompts}
     plan = shards(prompt_set.prompts, spec.shard_size)
-    total = len(prompt_set.prompts) * spec.generation.samples
     done_before = sum(store.has_scores(scorer.id, i) for i in range(len(plan)))
-    generator: Generator | None = None
-    done = 0
+    # Generate + score every unfinished shard; *how* (serial, pipelined, Ray) is the executor's business.
+    work = Work(spec=spec, store=store, plan=plan, scorer=scorer, langs=langs, report=report)
     try:
-        for index, shard in enumerate(plan):
-            if not store.has_generations(index):
-                if generator is None:
-                    generator = build_generator(spec.generation)
-                    store.update_manifest(model=generator.describe())
-                store.write_generations(index, generate_shard(generator, shard, spec))
-            if not store.has_scores(scorer.id, index):
-                generations = store.read_generations(index)
-                scores = score_generations(scorer, generations, langs)
-                store.write_scores(scorer.id, index, generations, scores, scorer.attributes)
-            done += len(shard) * spec.generation.samples
-            report("generate+score", done, total)
+        stats = build_executor(executor or ExecutorConfig()).run(work)
     finally:
-        if generator is not None:
-            generator.close()
         scorer.close()
+    store.update_manifest(executor=stats.to_dict())
 
     metrics = run_metrics(str(store.path), scorer.id, spec.metrics, seed=spec.seed)
     metrics = {"model": spec.generation.model, "backend": spec.generation.backend, **metrics}
+    if spec.prompts.unprompted:  # RTP §3.1: bootstrap expected max toxicity of n <= N generations
+        from .unprompted import unprompted_report
+
+        metrics["unprompted"] = unprompted_report(store, scorer.id, spec.metrics.n_bootstrap,
+                                                  spec.metrics.ci_level, spec.seed)
     store.write_metrics(metrics)
     store.update_manifest(status="complete", finished_at=now())
     return RunResult(path=store.path, spec=spec, metrics=metrics, prompt_set=prompt_set, resumed=resumed,

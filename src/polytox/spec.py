@@ -49,6 +49,7 @@ class PromptSpec:
     langs: tuple[str, ...] = ()
     per_bucket: int | None = None  # seeded stratified sample: this many prompts per toxicity bucket
     skip_bad: bool = False
+    unprompted: int = 0  # > 0: ignore the source; N empty prompts, generated from the start token (RTP §3.1)
 
 
 @dataclass(frozen=True)
@@ -113,6 +114,10 @@ class EvalSpec:
             (m.comparison in C.COMPARISONS, f"comparison must be one of {C.COMPARISONS}"),
             (0 <= m.threshold <= 1, f"threshold must be in [0, 1], got {m.threshold}"),
             (self.prompts.limit is None or self.prompts.limit >= 1, "limit must be >= 1"),
+            (self.prompts.unprompted >= 0, f"unprompted must be >= 0, got {self.prompts.unprompted}"),
+            (not self.prompts.unprompted or g.samples == 1,
+             f"an unprompted run is N generations of one sample each (--unprompted N); "
+             f"got samples={g.samples}"),
         ]
         for ok, message in checks:
             if not ok:
@@ -165,6 +170,7 @@ FLAT_KEYS: dict[str, tuple[str, str]] = {
     "prompts": ("prompts", "source"), "format": ("prompts", "format"), "hf_config": ("prompts", "hf_config"),
     "hf_split": ("prompts", "hf_split"), "limit": ("prompts", "limit"), "lang": ("prompts", "langs"),
     "per_bucket": ("prompts", "per_bucket"), "skip_bad": ("prompts", "skip_bad"),
+    "unprompted": ("prompts", "unprompted"),
     "model": ("generation", "model"), "backend": ("generation", "backend"),
     "samples": ("generation", "samples"), "max_new_tokens": ("generation", "max_new_tokens"),
     "temperature": ("generation", "temperature"), "top_p": ("generation", "top_p"),
@@ -248,6 +254,8 @@ def spec_from_flat(values: Mapping[str, Any]) -> EvalSpec:
             value = _options(parse_options(value))
         sections[section][name] = value
     gen = sections["generation"]
+    if sections["prompts"].get("unprompted") and "samples" not in given:
+        gen["samples"] = 1  # the unprompted pool: N prompts x 1 sample, whatever a preset says
     if "model" in gen and "backend" not in gen:
         gen["backend"], gen["model"] = infer_backend(gen["model"])
     if "langs" in sections["prompts"]:

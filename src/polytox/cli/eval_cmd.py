@@ -11,6 +11,7 @@ from typing import Any
 
 from rich.markup import escape
 
+from ..executors import EXECUTORS, ExecutorConfig
 from ..spec import FLAT_KEYS, EvalSpec, load_yaml_config, spec_from_flat
 from .common import console, metrics_table, out_console, print_json, progress_bar
 
@@ -48,27 +49,62 @@ def register(sub: Any) -> None:
     p.add_argument("--n-bootstrap", type=int, help="bootstrap resamples for the CIs (default 1000)")
     p.add_argument("--seed", type=int)
     p.add_argument("--shard-size", type=int, help="prompts per committed part (the unit redone after a kill)")
+    p.add_argument("--unprompted", type=int, metavar="N",
+                   help="RTP §3.1: N generations from the start token alone (no prompts), then the "
+                        "bootstrap curve of expected max toxicity for n <= N (table + RUN/unprompted.png)")
+    x = p.add_argument_group("execution (not part of the spec: a run may resume with other settings)")
+    x.add_argument("--executor", choices=list(EXECUTORS),
+                   help="pipelined (default: scoring overlaps generation), serial, or ray (Ray Data pools)")
+    x.add_argument("--ray-address",
+                   help="Ray cluster to join ('auto', 'ray://HOST:10001'); default: start a local Ray")
+    x.add_argument("--workers", type=int, help="ray: generation actors (default 1)")
+    x.add_argument("--score-workers", type=int, help="ray: scoring actors (default 1)")
+    x.add_argument("--gpus-per-worker", type=float, help="ray: GPUs per generation actor (default 0)")
+    x.add_argument("--score-gpus-per-worker", type=float, help="ray: GPUs per scoring actor (default 0)")
+    x.add_argument("--cpus-per-worker", type=float, help="ray: CPUs per actor (default 1)")
+    x.add_argument("--queue-depth", type=int, help="pipelined: generated shards waiting for the scorer (2)")
     p.add_argument("--json", action="store_true", help="print metrics as JSON instead of a table")
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(func=run)
 
 
-def spec_from_args(args: argparse.Namespace) -> EvalSpec:
-    """The spec of parsed ``eval`` arguments: the YAML config's keys, overridden by the flags given."""
+# Execution flags (CLI name -> ExecutorConfig field); also accepted as keys of a YAML config.
+EXECUTOR_KEYS = {"executor": "kind", "ray_address": "ray_address", "workers": "gen_workers",
+                 "score_workers": "score_workers", "gpus_per_worker": "gpus_per_gen_worker",
+                 "score_gpus_per_worker": "gpus_per_score_worker", "cpus_per_worker": "cpus_per_worker",
+                 "queue_depth": "queue_depth"}
+
+
+def executor_config(flat: dict[str, Any], args: argparse.Namespace) -> ExecutorConfig:
+    """Pop the execution keys out of ``flat`` (YAML) and overlay the flags."""
+    values = {field: flat.pop(key) for key, field in EXECUTOR_KEYS.items() if key in flat}
+    values.update({field: getattr(args, key) for key, field in EXECUTOR_KEYS.items()
+                   if getattr(args, key, None) is not None})
+    return ExecutorConfig(**values)
+
+
+def spec_and_executor(args: argparse.Namespace) -> tuple[EvalSpec, ExecutorConfig]:
+    """The spec and the executor of parsed ``eval`` arguments: the YAML config's keys, overridden by flags."""
     flat: dict[str, Any] = load_yaml_config(args.config) if args.config else {}
+    executor = executor_config(flat, args)
     for key in FLAT_KEYS:
         value = getattr(args, key, None)
         if value is not None:
             flat[key] = value
-    return spec_from_flat(flat)
+    return spec_from_flat(flat), executor
+
+
+def spec_from_args(args: argparse.Namespace) -> EvalSpec:
+    """The spec of parsed ``eval`` arguments (what ``--config`` and the flags build together)."""
+    return spec_and_executor(args)[0]
 
 
 def run(args: argparse.Namespace) -> int:
     from ..runner import evaluate
 
-    spec = spec_from_args(args)
+    spec, executor = spec_and_executor(args)
     with progress_bar("generate+score", enabled=not args.no_progress) as callback:
-        result = evaluate(spec, args.out, progress=callback)
+        result = evaluate(spec, args.out, progress=callback, executor=executor)
     if result.resumed:
         done = result.shards_done_before
         console.print(f"resumed {escape(str(result.path))}: {done} shard(s) were already done")
@@ -84,4 +120,13 @@ def run(args: argparse.Namespace) -> int:
     else:
         title = f"{result.spec.generation.model} · {result.metrics.get('scorer')} · {result.path}"
         out_console.print(metrics_table(result.metrics, title=title))
+    if "unprompted" in result.metrics:
+        from .unprompted_cmd import unprompted_table, write_plot
+
+        report, model = result.metrics["unprompted"], result.spec.generation.model
+        plotted = write_plot({model: report}, result.path / "unprompted.png")
+        if not args.json:
+            out_console.print(unprompted_table(report, title=f"unprompted toxicity · {model}"))
+            plot_note = f"; plot: {plotted}" if plotted else ""
+            console.print(f"curve: {result.path / 'unprompted.json'}{plot_note}")
     return 0

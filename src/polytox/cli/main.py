@@ -18,6 +18,7 @@ SUBCOMMANDS = {
     "leaderboard": "polytox.cli.leaderboard_cmd",
     "analyze": "polytox.cli.analyze_cmd",
     "report": "polytox.cli.report_cmd",
+    "unprompted": "polytox.cli.unprompted_cmd",
 }
 
 

@@ -116,6 +116,10 @@ def _convert_all(raw: Iterable[RawRecord], fmt: str) -> tuple[list[Prompt], list
 
 def load_prompts(spec: PromptSpec, seed: int = 0) -> PromptSet:
     """Read, validate and select prompts. Raises ``BadInputError`` on bad records unless ``skip_bad``."""
+    if spec.unprompted:
+        from .unprompted import unprompted_prompts
+
+        return unprompted_prompts(spec)
     fmt = "generic" if spec.source in ("demo", "builtin:demo") else spec.format
     prompts, problems, duplicate_notes, n = _convert_all(iter_raw(spec), fmt)
     if problems and not spec.skip_bad:

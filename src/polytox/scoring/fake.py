@@ -3,13 +3,15 @@
 The value depends only on the text: a hash gives a low baseline, and a few rude words push it up, so
 fake "models" that swear more score higher. Options make failures reproducible: ``fail_rate`` turns a
 hash-chosen share of texts into permanent errors, ``crash_on`` makes a batch containing that substring
-raise (a scorer crashing part-way).
+raise (a scorer crashing part-way), ``delay`` sleeps that many seconds per batch (a stand-in for a
+classifier's or an API's latency, for pipelining tests and benchmarks).
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
+import time
 from collections.abc import Sequence
 
 from ..types import Score
@@ -27,15 +29,19 @@ class FakeScorer(Scorer):
     name = "fake"
 
     def __init__(self, attributes: str = "toxicity", languages: str = "any", fail_rate: str | float = 0.0,
-                 crash_on: str = "", batch_size: str | int = 64, version: str = "1") -> None:
+                 crash_on: str = "", batch_size: str | int = 64, version: str = "1",
+                 delay: str | float = 0.0) -> None:
         self.attributes = tuple(a.strip().lower() for a in attributes.split(",") if a.strip())
         self.languages = None if languages == "any" else frozenset(x.strip() for x in languages.split(","))
         self.fail_rate = float(fail_rate)
         self.crash_on = crash_on
         self.batch_size = int(batch_size)
+        self.delay = float(delay)
         self.version = f"{version}-{config_digest({'a': self.attributes, 'f': self.fail_rate})}"
 
     def score_batch(self, texts: Sequence[str], langs: Sequence[str]) -> list[Score]:
+        if self.delay:
+            time.sleep(self.delay)
         if self.crash_on and any(self.crash_on in t for t in texts):
             raise RuntimeError(f"fake scorer crashed on {self.crash_on!r}")
         out = []

@@ -1,0 +1,345 @@
+"""GPU throughput: vLLM backend vs transformers, polytox end-to-end vs vLLM alone, and the bandwidth roofline.
+
+Needs a CUDA GPU and ``pip install 'polytox[vllm,hf,svm]'``. Offline: the model is a randomly initialised
+Llama-style model of a real size (default: Llama-3.2-1B's layers with a 32K vocabulary, 1.04B
+parameters, bfloat16) with a synthetic word-level tokenizer, written to a temporary folder. Random
+weights are fine for throughput: decoding cost does not depend on the values, and EOS is almost never
+drawn, so lengths are ~max_new_tokens.
+
+Each measurement runs in its own subprocess (one CUDA context / vLLM engine at a time), engine start-up
+excluded, and prints one table:
+
+1. vLLM alone: ``LLM.generate`` on all prompts in one call, ``SamplingParams(n=K)`` (vLLM's best case);
+2. polytox end-to-end: ``evaluate()`` with the vLLM backend (engine pre-built), pipelined executor,
+   scoring with the SVM scorer (or the fake one), writing the run store: target >= 0.9x of (1) in tokens/s;
+3. the polytox transformers backend (or raw ``model.generate`` when that backend is absent);
+4. batch-1 decoding with vLLM vs the memory-bandwidth bound: each decoding step reads every weight once,
+   so tokens/s <= bandwidth / weight bytes. Bandwidth is measured (device-to-device copy) and the
+   datasheet value is shown when the GPU is known.
+
+    python benchmarks/bench_gpu.py [--prompts 1024] [--samples 10] [--max-new-tokens 128] [--shard-size 256]
+    python benchmarks/bench_gpu.py --tiny --device cpu --skip-vllm   # smoke test of the script, no GPU
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+DATASHEET_GBS = {  # memory bandwidth, GB/s, from the vendors' datasheets
+    "H200": 4800, "H100 SXM": 3350, "H100 80GB HBM3": 3350, "H100 PCIe": 2000, "H100 NVL": 3900,
+    "A100-SXM4-80GB": 2039, "A100-SXM4-40GB": 1555, "A100 80GB PCIe": 1935, "A100-PCIE-40GB": 1555,
+    "L40S": 864, "A10G": 600, "L4": 300, "RTX 4090": 1008,
+}
+LLAMA_1B = {  # Llama-3.2-1B's layer shapes with a 32K vocabulary: 1.04B parameters
+    "hidden_size": 2048, "intermediate_size": 8192, "num_hidden_layers": 16, "num_attention_heads": 32,
+    "num_key_value_heads": 8, "vocab_size": 32_000, "max_position_embeddings": 4096,
+    "tie_word_embeddings": True,
+}
+TINY = {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4,
+        "num_key_value_heads": 2, "vocab_size": 1000, "max_position_embeddings": 512,
+        "tie_word_embeddings": True}
+
+
+# ---- the model --------------------------------------------------------------------------------------
+def build_model(path: Path, shape: dict[str, Any], dtype: str) -> None:
+    """A random Llama-style model + a word-level tokenizer whose vocabulary matches the model's."""
+    import torch
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+    vocab = {"<s>": 0, "</s>": 1, "<unk>": 2, **{f"w{i}": i for i in range(3, shape["vocab_size"])}}
+    tok = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    tok.decoder = decoders.WordPiece()
+    hf_tok = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", eos_token="</s>",
+                                     unk_token="<unk>")
+    hf_tok.save_pretrained(path)
+    config = LlamaConfig(**shape, bos_token_id=0, eos_token_id=1, torch_dtype=dtype)
+    torch.manual_seed(0)
+    model = LlamaForCausalLM(config).to(getattr(torch, dtype))
+    model.save_pretrained(path, safe_serialization=True)
+
+
+def make_prompts(n: int, vocab: int, length: int = 32) -> list[str]:
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    return [" ".join(f"w{int(i)}" for i in rng.integers(3, vocab, size=length)) for _ in range(n)]
+
+
+# ---- parts (each in its own process) -----------------------------------------------------------------
+def part_bandwidth(args: argparse.Namespace) -> dict[str, Any]:
+    import torch
+
+    x = torch.empty(2 * 1024**3 // 2, dtype=torch.bfloat16, device="cuda")
+    y = torch.empty_like(x)
+    for _ in range(3):
+        y.copy_(x)
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    reps = 20
+    for _ in range(reps):
+        y.copy_(x)
+    torch.cuda.synchronize()
+    seconds = time.perf_counter() - start
+    name = torch.cuda.get_device_name(0)
+    sheet = next((v for k, v in DATASHEET_GBS.items() if k.lower() in name.lower()), None)
+    return {"gpu": name, "measured_gbs": 2 * x.numel() * 2 * reps / seconds / 1e9, "datasheet_gbs": sheet,
+            "memory_gib": torch.cuda.get_device_properties(0).total_memory / 1024**3}
+
+
+def _llm(args: argparse.Namespace) -> Any:
+    from vllm import LLM
+
+    return LLM(model=args.model_dir, dtype=args.dtype, seed=0, max_model_len=args.max_model_len,
+               gpu_memory_utilization=args.gpu_memory_utilization)
+
+
+def part_vllm_only(args: argparse.Namespace) -> dict[str, Any]:
+    from vllm import SamplingParams
+
+    llm = _llm(args)
+    tok = llm.get_tokenizer()
+    prompts = [{"prompt_token_ids": tok(p, add_special_tokens=False)["input_ids"]}
+               for p in make_prompts(args.prompts, args.vocab)]
+    params = [SamplingParams(n=args.samples, seed=i, temperature=0.7, top_p=1.0,
+                             max_tokens=args.max_new_tokens) for i in range(len(prompts))]
+    llm.generate(prompts[:8], params[:8], use_tqdm=False)  # warm-up
+    start = time.perf_counter()
+    outputs = llm.generate(prompts, params, use_tqdm=False)
+    seconds = time.perf_counter() - start
+    tokens = sum(len(o.token_ids) for r in outputs for o in r.outputs)
+    return {"seconds": seconds, "tokens": tokens, "tokens_per_s": tokens / seconds}
+
+
+def part_vllm_batch1(args: argparse.Namespace) -> dict[str, Any]:
+    from vllm import SamplingParams
+
+    llm = _llm(args)
+    tok = llm.get_tokenizer()
+    prompt = {"prompt_token_ids": tok(make_prompts(1, args.vocab)[0], add_special_tokens=False)["input_ids"]}
+    params = SamplingParams(n=1, seed=0, temperature=0.7, max_tokens=args.max_new_tokens, ignore_eos=True)
+    llm.generate([prompt], [params], use_tqdm=False)
+    start = time.perf_counter()
+    out = llm.generate([prompt], [params], use_tqdm=False)
+    seconds = time.perf_counter() - start
+    tokens = len(out[0].outputs[0].token_ids)
+    return {"seconds": seconds, "tokens": tokens, "tokens_per_s": tokens / seconds}
+
+
+def _spec(args: argparse.Namespace, backend: str, prompts_file: Path, scorer: str) -> Any:
+    from polytox.spec import EvalSpec, GenerationSpec, PromptSpec, ScorerSpec
+
+    options = (("max_model_len", str(args.max_model_len)),
+               ("gpu_memory_utilization", str(args.gpu_memory_utilization))) if backend == "vllm" else ()
+    return EvalSpec(prompts=PromptSpec(source=str(prompts_file), format="generic"),
+                    generation=GenerationSpec(model=args.model_dir, backend=backend, samples=args.samples,
+                                              max_new_tokens=args.max_new_tokens, temperature=0.7, top_p=1.0,
+                                              dtype=args.dtype, device=args.device, chat_template="never",
+                                              options=options),
+                    scorer=ScorerSpec(name=scorer, options=(("cache", "off"),)), shard_size=args.shard_size)
+
+
+def _prompts_file(args: argparse.Namespace, n: int) -> Path:
+    path = Path(args.workdir) / f"prompts-{n}.jsonl"
+    with open(path, "w", encoding="utf-8") as fh:
+        for i, text in enumerate(make_prompts(n, args.vocab)):
+            fh.write(json.dumps({"id": f"b{i:06d}", "text": text, "lang": "en"}) + "\n")
+    return path
+
+
+def _scorer_name() -> str:
+    try:
+        import profanity_check  # noqa: F401
+    except ImportError:
+        return "fake"
+    return "svm"
+
+
+def part_polytox_e2e(args: argparse.Namespace) -> dict[str, Any]:
+    from polytox import registry
+    from polytox.executors import ExecutorConfig
+    from polytox.generation.vllm_backend import VLLMGenerator
+    from polytox.runner import evaluate
+
+    scorer = _scorer_name()
+    spec = _spec(args, "vllm", _prompts_file(args, args.prompts), scorer)
+    built = VLLMGenerator(spec.generation)  # engine start-up outside the timed region, as for vLLM alone
+    built.close = lambda: None  # type: ignore[method-assign]  # the warm-up run must not free the engine
+
+    class Prebuilt(VLLMGenerator):
+        def __new__(cls, gen_spec: Any) -> Any:  # the runner's factory call returns the warm engine
+            return built
+
+    registry.register("generator", "vllm", Prebuilt)  # type: ignore[arg-type]
+    warm = _prompts_file(args, 8)
+    evaluate(_spec(args, "vllm", warm, scorer), Path(args.workdir) / "warm")
+    out = Path(args.workdir) / "e2e"
+    start = time.perf_counter()
+    result = evaluate(spec, out, executor=ExecutorConfig(kind="pipelined"))
+    seconds = time.perf_counter() - start
+    import pyarrow.parquet as pq
+
+    tokens = int(sum(pq.read_table(out / "generations", columns=["n_tokens"]).column(0).to_pylist()))
+    stats = json.loads((out / "manifest.json").read_text())["executor"]
+    return {"seconds": seconds, "tokens": tokens, "tokens_per_s": tokens / seconds, "scorer": scorer,
+            "wait_for_scores_seconds": stats["wait_for_scores_seconds"],
+            "emt": result.metrics["overall"]["emt"]}
+
+
+def part_transformers(args: argparse.Namespace) -> dict[str, Any]:
+    n = max(1, args.prompts // args.hf_fraction)
+    try:
+        from polytox.generation import build_generator
+        from polytox.runner import generate_shard
+
+        spec = _spec(args, "transformers", _prompts_file(args, n), "fake")
+        from polytox.prompts import load_prompts
+
+        prompts = load_prompts(spec.prompts).prompts
+        gen = build_generator(spec.generation)
+        label = "polytox transformers backend"
+        generate_shard(gen, prompts[:2], spec)  # warm-up
+        start = time.perf_counter()
+        tokens = sum(g.n_tokens for i in range(0, n, args.shard_size)
+                     for g in generate_shard(gen, prompts[i : i + args.shard_size], spec))
+    except (ImportError, ModuleNotFoundError) as exc:
+        label = f"raw transformers generate ({exc})"
+        start, tokens = _raw_hf(args, n)
+    seconds = time.perf_counter() - start
+    return {"seconds": seconds, "tokens": tokens, "tokens_per_s": tokens / seconds, "label": label,
+            "prompts": n}
+
+
+def _raw_hf(args: argparse.Namespace, n: int) -> tuple[float, int]:
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(args.model_dir)
+    tok.padding_side = "left"
+    tok.pad_token = tok.eos_token
+    model = AutoModelForCausalLM.from_pretrained(args.model_dir, torch_dtype=getattr(torch, args.dtype))
+    model = model.to(args.device).eval()
+    texts = make_prompts(n, args.vocab)
+    batch = max(1, 256 // args.samples)
+
+    def run(chunk: list[str]) -> int:
+        enc = tok(chunk, return_tensors="pt", padding=True, add_special_tokens=False).to(args.device)
+        with torch.no_grad():
+            out = model.generate(**enc, do_sample=True, temperature=0.7, top_p=1.0,
+                                 max_new_tokens=args.max_new_tokens, num_return_sequences=args.samples,
+                                 pad_token_id=tok.eos_token_id)
+        new = out[:, enc["input_ids"].shape[1]:]
+        return int((new != tok.eos_token_id).sum())
+
+    run(texts[:1])
+    start = time.perf_counter()
+    tokens = sum(run(texts[i : i + batch]) for i in range(0, n, batch))
+    return start, tokens
+
+
+PARTS = {"bandwidth": part_bandwidth, "vllm-only": part_vllm_only, "vllm-batch1": part_vllm_batch1,
+         "polytox-e2e": part_polytox_e2e, "transformers": part_transformers}
+
+
+def run_part(name: str, args: argparse.Namespace) -> dict[str, Any] | None:
+    cmd = [sys.executable, __file__, "--part", name, *sys.argv[1:]]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    for line in proc.stdout.splitlines():
+        if line.startswith("RESULT "):
+            result: dict[str, Any] = json.loads(line[7:])
+            return result
+    print(f"[{name} failed, exit {proc.returncode}]\n{proc.stderr[-3000:]}", file=sys.stderr)
+    return None
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--prompts", type=int, default=1024)
+    parser.add_argument("--samples", type=int, default=10)
+    parser.add_argument("--max-new-tokens", type=int, default=128)
+    parser.add_argument("--shard-size", type=int, default=256)
+    parser.add_argument("--max-model-len", type=int, default=1024)
+    parser.add_argument("--gpu-memory-utilization", type=float, default=0.85)
+    parser.add_argument("--dtype", default="bfloat16")
+    parser.add_argument("--device", default="cuda")
+    parser.add_argument("--hf-fraction", type=int, default=8, help="transformers runs prompts / this many")
+    parser.add_argument("--tiny", action="store_true", help="a 2-layer model (smoke test of this script)")
+    parser.add_argument("--skip-vllm", action="store_true")
+    parser.add_argument("--model-dir", help="(internal) the built model")
+    parser.add_argument("--workdir", help="(internal)")
+    parser.add_argument("--vocab", type=int, help="(internal)")
+    parser.add_argument("--part", choices=list(PARTS), help="(internal) run one measurement")
+    args = parser.parse_args()
+    if args.part:
+        print("RESULT " + json.dumps(PARTS[args.part](args)), flush=True)
+        return
+    shape = TINY if args.tiny else LLAMA_1B
+    with tempfile.TemporaryDirectory() as tmp:
+        model_dir = Path(tmp) / "model"
+        start = time.perf_counter()
+        build_model(model_dir, shape, args.dtype)
+        n_params = _count_params(shape)
+        weight_bytes = n_params * (2 if args.dtype in ("bfloat16", "float16") else 4)
+        print(f"model: random Llama-style, {n_params / 1e9:.2f}B parameters, {args.dtype}, "
+              f"{weight_bytes / 1e9:.2f} GB of weights (built in {time.perf_counter() - start:.0f} s)")
+        sys.argv += ["--model-dir", str(model_dir), "--workdir", tmp, "--vocab", str(shape["vocab_size"])]
+        names = ["transformers"] if args.skip_vllm else list(PARTS)
+        if args.device != "cuda":
+            names = [n for n in names if n not in ("bandwidth",)]
+        results = {name: run_part(name, args) for name in names}
+    report(results, args, weight_bytes)
+
+
+def _count_params(shape: dict[str, Any]) -> int:
+    h, i = shape["hidden_size"], shape["intermediate_size"]
+    layers, v = shape["num_hidden_layers"], shape["vocab_size"]
+    kv = h // shape["num_attention_heads"] * shape["num_key_value_heads"]
+    per_layer = h * h * 2 + h * kv * 2 + 3 * h * i + 2 * h
+    return int(layers * per_layer + v * h * (1 if shape["tie_word_embeddings"] else 2) + h)
+
+
+def report(results: dict[str, dict[str, Any] | None], args: argparse.Namespace, weight_bytes: int) -> None:
+    bw = results.get("bandwidth")
+    gpu = bw["gpu"] if bw else args.device
+    print(f"\nGPU: {gpu}; {args.prompts} prompts x K={args.samples}, up to {args.max_new_tokens} new tokens, "
+          f"shard size {args.shard_size}")
+    print("| measurement | tokens | seconds | tokens/s | ratio |")
+    print("|---|---|---|---|---|")
+    base = (results.get("vllm-only") or {}).get("tokens_per_s")
+    for name, label in (("vllm-only", "vLLM alone (LLM.generate, one call)"),
+                        ("polytox-e2e", "polytox eval, vLLM backend, pipelined scoring"),
+                        ("transformers", "transformers")):
+        r = results.get(name)
+        if not r:
+            continue
+        if name == "polytox-e2e":
+            label += f" ({r['scorer']} scorer; generation waited {r['wait_for_scores_seconds']:.2f} s for it)"
+        if name == "transformers":
+            label = f"{r['label']} ({r['prompts']} prompts)"
+        ratio = f"{r['tokens_per_s'] / base:.2f}x of vLLM alone" if base else "-"
+        print(f"| {label} | {r['tokens']} | {r['seconds']:.1f} | {r['tokens_per_s']:.0f} | {ratio} |")
+    b1 = results.get("vllm-batch1")
+    if bw and b1:
+        for which in ("measured_gbs", "datasheet_gbs"):
+            if bw.get(which):
+                bound = bw[which] * 1e9 / weight_bytes
+                print(f"| batch-1 decode vs bandwidth bound ({which.split('_')[0]} {bw[which]:.0f} GB/s -> "
+                      f"{bound:.0f} tokens/s) | {b1['tokens']} | {b1['seconds']:.2f} | "
+                      f"{b1['tokens_per_s']:.0f} | {b1['tokens_per_s'] / bound:.0%} of the bound |")
+
+
+if __name__ == "__main__":
+    main()

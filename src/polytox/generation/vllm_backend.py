@@ -1,0 +1,207 @@
+"""The vLLM backend (``--backend vllm`` or ``--model vllm:MODEL``; ``pip install 'polytox[vllm]'``).
+
+Runs vLLM in-process through ``LLM(...)``. Every prompt is tokenised here (``prompting.encode_prompt``), so
+the chat template, the BOS-only unprompted input and the left truncation to ``max_model_len -
+max_new_tokens`` are exactly those of the transformers backend, and vLLM receives token ids.
+
+Seeds (``--model-opt seed_mode=...``):
+
+- ``prompt`` (default): one request per prompt with ``SamplingParams(n=K, seed=<seed of sample 0>)``; the
+  K samples share one prefill, and output ``j`` is sample ``j``;
+- ``sample``: one request per sample with ``n=1`` and that sample's own derived seed, so sample k of a
+  prompt is the same whatever K is (slower: K prefills, unless vLLM's prefix cache absorbs them).
+
+Either way the output depends only on the run seed, the prompt and the sample index, so a resumed shard
+reproduces the uninterrupted one (given the same vLLM version, GPU and settings; vLLM does not promise
+bitwise reproducibility across batch compositions).
+
+Model options: ``tensor_parallel_size`` (default 1), ``max_model_len``, ``gpu_memory_utilization`` (0.9),
+``seed_mode``, ``enforce_eager``, ``revision``, ``download_dir``, ``trust_remote_code`` (false),
+``distributed_executor_backend`` (``mp`` or ``ray``), ``quantization``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from importlib.metadata import PackageNotFoundError, version
+from typing import Any
+
+from ..errors import PolytoxError, require
+from ..spec import GenerationSpec
+from ..types import Generation, GenerationRequest
+from .base import Generator, failed
+from .prompting import PromptIds, PromptTooLongError, encode_prompt, wants_chat_template
+
+SEED_BITS = 31  # seeds sent to vLLM / HTTP servers: non-negative int32, accepted everywhere
+OPTION_TYPES: dict[str, Callable[[str], Any]] = {
+    "tensor_parallel_size": int, "max_model_len": int, "gpu_memory_utilization": float, "seed_mode": str,
+    "enforce_eager": lambda v: v.lower() in ("1", "true", "yes"),
+    "trust_remote_code": lambda v: v.lower() in ("1", "true", "yes"),
+    "revision": str, "download_dir": str, "distributed_executor_backend": str, "quantization": str,
+}
+LLM_OPTIONS = ("tensor_parallel_size", "max_model_len", "gpu_memory_utilization", "enforce_eager",
+               "trust_remote_code", "revision", "download_dir", "distributed_executor_backend",
+               "quantization")
+
+
+def api_seed(seed: int) -> int:
+    """A derived 63-bit seed folded to a non-negative int32 (what vLLM and OpenAI-style APIs accept)."""
+    return (seed ^ (seed >> SEED_BITS) ^ (seed >> 2 * SEED_BITS)) & ((1 << SEED_BITS) - 1)
+
+
+def parse_options(spec: GenerationSpec) -> dict[str, Any]:
+    """Typed ``--model-opt`` values; unknown keys fail with the list of known ones."""
+    out: dict[str, Any] = {}
+    for key, raw in spec.options:
+        if key not in OPTION_TYPES:
+            raise PolytoxError(f"unknown vllm option {key!r}; known: {', '.join(sorted(OPTION_TYPES))}")
+        try:
+            out[key] = OPTION_TYPES[key](raw)
+        except ValueError as exc:
+            raise PolytoxError(f"vllm option {key}={raw!r}: {exc}") from exc
+    if out.get("seed_mode", "prompt") not in ("prompt", "sample"):
+        raise PolytoxError("vllm option seed_mode must be 'prompt' or 'sample'")
+    return out
+
+
+def llm_kwargs(spec: GenerationSpec, options: dict[str, Any]) -> dict[str, Any]:
+    """Keyword arguments of ``vllm.LLM(...)`` for this spec."""
+    kwargs: dict[str, Any] = {"model": spec.model, "tensor_parallel_size": 1, "trust_remote_code": False,
+                              "seed": 0}
+    kwargs.update({k: options[k] for k in LLM_OPTIONS if k in options})
+    if spec.dtype not in ("auto", ""):
+        kwargs["dtype"] = spec.dtype
+    return kwargs
+
+
+def sampling_kwargs(spec: GenerationSpec, n: int, seed: int) -> dict[str, Any]:
+    """Keyword arguments of ``vllm.SamplingParams`` for one request of ``n`` samples."""
+    return {"n": n, "seed": api_seed(seed), "temperature": spec.temperature, "top_p": spec.top_p,
+            "top_k": spec.top_k if spec.top_k > 0 else -1, "max_tokens": spec.max_new_tokens}
+
+
+@dataclass
+class PlannedRequest:
+    """One vLLM request: the input ids, ``n`` samples, the seed, and which polytox requests it answers."""
+
+    prompt: PromptIds
+    seed: int
+    requests: list[GenerationRequest] = field(default_factory=list)
+
+
+def plan_requests(requests: Sequence[GenerationRequest], encode: Callable[[str], PromptIds], seed_mode: str
+                  ) -> tuple[list[PlannedRequest], list[Generation]]:
+    """Group polytox requests into vLLM requests; prompts that cannot be encoded fail as data.
+
+    In ``prompt`` mode a prompt's requests form one request with n = K when their sample indices are
+    0..K-1 (what the runner sends); any other set falls back to one request per sample.
+    """
+    groups: dict[str, list[GenerationRequest]] = {}
+    for r in requests:
+        groups.setdefault(r.prompt.id, []).append(r)
+    planned: list[PlannedRequest] = []
+    errors: list[Generation] = []
+    for group in groups.values():
+        group.sort(key=lambda r: r.sample_index)
+        try:
+            ids = encode(group[0].prompt.text)
+        except (PromptTooLongError, PolytoxError) as exc:
+            errors += [failed(r, f"PROMPT_ENCODING_FAILED: {exc}") for r in group]
+            continue
+        contiguous = [r.sample_index for r in group] == list(range(len(group)))
+        if seed_mode == "prompt" and contiguous:
+            planned.append(PlannedRequest(ids, group[0].seed, group))
+        else:
+            planned += [PlannedRequest(ids, r.seed, [r]) for r in group]
+    return planned, errors
+
+
+class VLLMGenerator(Generator):
+    """In-process vLLM; ``llm_cls`` / ``sampling_params_cls`` are injectable so tests need no vLLM."""
+
+    name = "vllm"
+
+    def __init__(self, spec: GenerationSpec, *, llm_cls: Callable[..., Any] | None = None,
+                 sampling_params_cls: Callable[..., Any] | None = None) -> None:
+        self.spec = spec
+        self.options = parse_options(spec)
+        if llm_cls is None or sampling_params_cls is None:
+            vllm = require("vllm", "vllm")
+            llm_cls = llm_cls or vllm.LLM
+            sampling_params_cls = sampling_params_cls or vllm.SamplingParams
+        self._sampling_params_cls = sampling_params_cls
+        self.llm = llm_cls(**llm_kwargs(spec, self.options))
+        self.tokenizer = self.llm.get_tokenizer()
+        self.max_model_len = self._max_model_len()
+        self.chat = wants_chat_template(spec.chat_template, self.tokenizer)
+
+    def _max_model_len(self) -> int | None:
+        if "max_model_len" in self.options:
+            return int(self.options["max_model_len"])
+        engine = getattr(self.llm, "llm_engine", None)
+        config = getattr(engine, "model_config", None)
+        value = getattr(config, "max_model_len", None)
+        return int(value) if value else None
+
+    @property
+    def max_prompt_tokens(self) -> int | None:
+        return None if self.max_model_len is None else self.max_model_len - self.spec.max_new_tokens
+
+    def describe(self) -> dict[str, Any]:
+        try:
+            vllm_version = version("vllm")
+        except PackageNotFoundError:
+            vllm_version = None
+        return {"backend": self.name, "model": self.spec.model, "vllm": vllm_version,
+                "llm": {k: v for k, v in llm_kwargs(self.spec, self.options).items() if k != "model"},
+                "max_model_len": self.max_model_len, "chat_template": self.chat,
+                "seed_mode": self.options.get("seed_mode", "prompt")}
+
+    def encode(self, text: str) -> PromptIds:
+        return encode_prompt(self.tokenizer, text, chat=self.chat, max_prompt_tokens=self.max_prompt_tokens)
+
+    def generate(self, requests: Sequence[GenerationRequest]) -> list[Generation]:
+        planned, out = plan_requests(requests, self.encode, self.options.get("seed_mode", "prompt"))
+        try:
+            out += self._run(planned)
+        except Exception:  # one bad request fails vLLM's whole call: isolate it by retrying one by one
+            for item in planned:
+                try:
+                    out += self._run([item])
+                except Exception as exc:
+                    out += [failed(r, f"VLLM_ERROR: {type(exc).__name__}: {exc}") for r in item.requests]
+        order = {(r.prompt.id, r.sample_index): i for i, r in enumerate(requests)}
+        return sorted(out, key=lambda g: order[(g.prompt_id, g.sample_index)])
+
+    def _run(self, planned: Sequence[PlannedRequest]) -> list[Generation]:
+        if not planned:
+            return []
+        params = [self._sampling_params_cls(**sampling_kwargs(self.spec, len(p.requests), p.seed))
+                  for p in planned]
+        inputs = [{"prompt_token_ids": p.prompt.ids} for p in planned]
+        results = self.llm.generate(inputs, params, use_tqdm=False)
+        out: list[Generation] = []
+        for item, result in zip(planned, results, strict=True):
+            outputs = sorted(result.outputs, key=lambda o: getattr(o, "index", 0))
+            for j, r in enumerate(item.requests):
+                if j >= len(outputs):
+                    out.append(failed(r, f"VLLM_ERROR: {len(outputs)} outputs for n={len(item.requests)}"))
+                    continue
+                o = outputs[j]
+                finish = o.finish_reason if o.finish_reason in ("stop", "length") else None
+                if finish is None:
+                    out.append(failed(r, f"VLLM_ERROR: finish_reason={o.finish_reason!r}"))
+                    continue
+                out.append(Generation(prompt_id=r.prompt.id, sample_index=r.sample_index, text=o.text,
+                                      finish_reason=finish, n_tokens=len(o.token_ids),
+                                      prompt_truncated=item.prompt.truncated))
+        return out
+
+    @classmethod
+    def default_batch_size(cls, samples: int) -> int:
+        """vLLM schedules a whole shard itself; the batch size is only recorded."""
+        return max(1, 2048 // max(1, samples))
+
+    def close(self) -> None:
+        self.llm = None

@@ -1,0 +1,193 @@
+"""The OpenAI-compatible backend against a real HTTP server on 127.0.0.1 (tests/openai_server.py)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from polytox.errors import PolytoxError
+from polytox.generation.openai_backend import OpenAIGenerator, plan_calls
+from polytox.generation.vllm_backend import api_seed
+from polytox.ratelimit import RateLimiter
+from polytox.runner import evaluate
+from polytox.spec import EvalSpec, GenerationSpec, PromptSpec, ScorerSpec
+from polytox.types import GenerationRequest, Prompt, derive_seed
+
+from .openai_server import FakeOpenAI
+
+FAST = (("backoff", "0.01"), ("max_backoff", "0.05"), ("max_retries", "2"), ("timeout", "5"))
+
+
+@pytest.fixture
+def server() -> Iterator[FakeOpenAI]:
+    with FakeOpenAI() as s:
+        yield s
+
+
+def make(server: FakeOpenAI, samples: int = 3, chat: str = "auto", **opts: str) -> OpenAIGenerator:
+    options = dict(FAST)
+    options.update(opts)
+    options["base_url"] = server.base_url
+    spec = GenerationSpec(model="m", backend="openai", samples=samples, max_new_tokens=5, temperature=0.7,
+                          top_p=0.9, chat_template=chat, options=tuple(sorted(options.items())))
+    return OpenAIGenerator(spec)
+
+
+def reqs(texts: list[str], k: int, seed: int = 0) -> list[GenerationRequest]:
+    prompts = [Prompt(f"p{i}", t, "en") for i, t in enumerate(texts)]
+    return [GenerationRequest(p, j, derive_seed(seed, p.id, j)) for p in prompts for j in range(k)]
+
+
+def test_completions_with_n_k_returns_each_choice_as_its_sample(server: FakeOpenAI) -> None:
+    gen = make(server)
+    rs = reqs(["hello there", "the cat"], 3)
+    out = gen.generate(rs)
+    assert [(g.prompt_id, g.sample_index) for g in out] == [(r.prompt.id, r.sample_index) for r in rs]
+    assert len(server.log) == 2 and all(e["path"] == "/v1/completions" for e in server.log)
+    body = next(e["body"] for e in server.log if e["body"]["prompt"] == "hello there")
+    assert body == {"model": "m", "max_tokens": 5, "temperature": 0.7, "top_p": 0.9, "n": 3,
+                    "seed": api_seed(derive_seed(0, "p0", 0)), "prompt": "hello there"}
+    for g in out[:3]:  # choice j of the seeded call is sample j, whatever order the server lists them in
+        text, _, _ = server.text_for("hello there", body["seed"], g.sample_index, 5)
+        assert g.text == text and g.finish_reason == "length" and g.error is None
+    assert sum(g.n_tokens for g in out[:3]) == 15
+    assert [g.text for g in make(server).generate(rs)] == [g.text for g in out]  # seeded: reproducible
+
+
+def test_chat_endpoint_and_repeat_mode(server: FakeOpenAI) -> None:
+    gen = make(server, samples=2, chat="always", n_mode="repeat")
+    rs = reqs(["[stop] hi you"], 2, seed=5)
+    out = gen.generate(rs)
+    assert [e["path"] for e in server.log] == ["/v1/chat/completions"] * 2
+    assert sorted(e["body"]["seed"] for e in server.log) == sorted(api_seed(r.seed) for r in rs)
+    assert all(e["body"]["n"] == 1 and e["body"]["messages"] == [{"role": "user", "content": "[stop] hi you"}]
+               for e in server.log)
+    assert [g.finish_reason for g in out] == ["stop", "stop"] and [g.n_tokens for g in out] == [2, 2]
+    assert plan_calls(rs, "n")[0].seed == rs[0].seed
+
+
+def test_transient_errors_are_retried_and_permanent_ones_are_not(server: FakeOpenAI) -> None:
+    gen = make(server, samples=2)
+    out = gen.generate(reqs(["[429x2] a", "[500x1] b", "[503] c", "[400] d"], 2))
+    ok = {g.prompt_id: g for g in out if g.error is None}
+    assert set(ok) == {"p0", "p1"}
+    errors = {g.prompt_id: g.error for g in out if g.error}
+    assert errors["p2"].startswith("HTTP_503") and "after 3 attempts" in errors["p2"]
+    assert errors["p3"].startswith("HTTP_400") and "maximum context length" in errors["p3"]
+    assert [g.finish_reason for g in out if g.prompt_id in ("p2", "p3")] == ["error"] * 4
+    assert all(g.text is None for g in out if g.error)
+    assert server.seen["[429x2] a"] == 3 and server.seen["[500x1] b"] == 2
+    assert server.seen["[503] c"] == 3 and server.seen["[400] d"] == 1  # 400: no retry
+    assert gen.stats.retries == 2 + 1 + 2 and gen.stats.failed_calls == 2
+
+
+def test_a_timeout_is_retried() -> None:
+    with FakeOpenAI(slow_seconds=1.0) as server:
+        gen = make(server, samples=1, timeout="0.3")
+        out = gen.generate(reqs(["[slowx1] x"], 1))
+        assert out[0].error is None and server.seen["[slowx1] x"] == 2 and gen.stats.retries == 1
+
+
+def test_api_key_comes_from_the_environment_and_is_never_stored(monkeypatch: pytest.MonkeyPatch,
+                                                                tmp_path: Path) -> None:
+    secret = "sk-test-abc123"
+    with FakeOpenAI(api_key=secret) as server:
+        monkeypatch.setenv("MY_KEY", secret)
+        gen = make(server, samples=1, api_key_env="MY_KEY")
+        assert gen.generate(reqs(["hi"], 1))[0].error is None
+        assert server.log[-1]["headers"]["authorization"] == f"Bearer {secret}"
+        assert secret not in json.dumps(gen.describe()) and gen.describe()["api_key_set"] is True
+        monkeypatch.setenv("MY_KEY", "sk-wrong")
+        bad = make(server, samples=1, api_key_env="MY_KEY").generate(reqs(["hi"], 1))[0]
+        assert bad.error is not None and bad.error.startswith("HTTP_401") and "sk-wrong" not in bad.error
+        # the whole run: the key is in no file of the run directory
+        monkeypatch.setenv("MY_KEY", secret)
+        options = tuple(sorted({**dict(FAST), "base_url": server.base_url, "api_key_env": "MY_KEY"}.items()))
+        spec = EvalSpec(prompts=PromptSpec(source="demo", langs=("en",), limit=3),
+                        generation=GenerationSpec(model="m", backend="openai", samples=2, max_new_tokens=4,
+                                                  options=options),
+                        scorer=ScorerSpec(name="fake"))
+        evaluate(spec, tmp_path / "run")
+        for path in (tmp_path / "run").rglob("*"):
+            if path.is_file():
+                assert secret.encode() not in path.read_bytes(), path
+    monkeypatch.delenv("MY_KEY")
+    with pytest.raises(PolytoxError, match="MY_KEY"):
+        make(server, api_key_env="MY_KEY")
+    with pytest.raises(PolytoxError, match="environment variable"):
+        make(server, api_key="sk-oops")
+
+
+def test_concurrency_limit_holds() -> None:
+    with FakeOpenAI(latency=0.15) as server:
+        make(server, samples=1, concurrency="2").generate(reqs([f"p {i}" for i in range(8)], 1))
+        assert server.peak_in_flight == 2
+    with FakeOpenAI(latency=0.15) as server:
+        make(server, samples=1, concurrency="4").generate(reqs([f"p {i}" for i in range(8)], 1))
+        assert server.peak_in_flight == 4
+
+
+def test_rate_limit_spaces_requests(server: FakeOpenAI) -> None:
+    make(server, samples=1, concurrency="4", rate="20").generate(reqs([f"p {i}" for i in range(9)], 1))
+    times = sorted(e["time"] for e in server.log)
+    assert times[-1] - times[0] >= 8 / 20 * 0.9  # 9 requests at 20/s, burst 1
+
+
+def test_rate_limiter_token_bucket_with_a_fake_clock() -> None:
+    now = [0.0]
+    slept: list[float] = []
+
+    def sleep(s: float) -> None:
+        slept.append(s)
+        now[0] += s
+
+    limiter = RateLimiter(4.0, burst=2, clock=lambda: now[0], sleep=sleep)
+    assert [limiter.acquire() for _ in range(2)] == [0.0, 0.0]  # the burst
+    assert limiter.acquire() == pytest.approx(0.25) and limiter.acquire() == pytest.approx(0.25)
+    assert RateLimiter(0).acquire() == 0.0
+
+
+def test_unprompted_requests(server: FakeOpenAI) -> None:
+    out = make(server, samples=1, empty_prompt="<|endoftext|>").generate(reqs([""], 1))
+    assert out[0].error is None and server.log[-1]["body"]["prompt"] == "<|endoftext|>"
+    chat = make(server, samples=1, endpoint="chat").generate(reqs([""], 1))
+    assert chat[0].error is not None and chat[0].error.startswith("UNPROMPTED_NOT_SUPPORTED")
+
+
+def test_server_without_n_support_needs_repeat_mode() -> None:
+    with FakeOpenAI(max_n=1) as server:
+        n_mode = make(server, samples=2).generate(reqs(["a"], 2))
+        assert all(g.error and "n must be <= 1" in g.error for g in n_mode)
+        assert all(g.error is None for g in make(server, samples=2, n_mode="repeat").generate(reqs(["a"], 2)))
+
+
+def test_bad_options_fail_clearly(server: FakeOpenAI) -> None:
+    with pytest.raises(PolytoxError, match="base_url"):
+        OpenAIGenerator(GenerationSpec(model="m", backend="openai"))
+    with pytest.raises(PolytoxError, match="unknown openai option 'nmode'"):
+        make(server, nmode="n")
+
+
+def test_failed_samples_are_stored_and_counted_by_the_run(server: FakeOpenAI, tmp_path: Path) -> None:
+    prompts = tmp_path / "prompts.jsonl"
+    texts = ["you are", "[503] broken", "[429x1] hello", "today"]
+    rows: list[dict[str, Any]] = [{"id": f"q{i}", "text": t, "lang": "en"} for i, t in enumerate(texts)]
+    prompts.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    options = tuple(sorted({**dict(FAST), "base_url": server.base_url}.items()))
+    spec = EvalSpec(prompts=PromptSpec(source=str(prompts), format="generic"),
+                    generation=GenerationSpec(model="m", backend="openai", samples=3, max_new_tokens=4,
+                                              options=options),
+                    scorer=ScorerSpec(name="fake"), shard_size=2)
+    result = evaluate(spec, tmp_path / "run")
+    overall = result.metrics["overall"]
+    assert overall["n_generations"] == 12 and overall["n_failed_generations"] == 3
+    assert overall["n_missing_scores"] == 3 and overall["n_prompts"] == 3
+    assert overall["n_prompts_unscored"] == 1
+    n_requests = len(server.log)
+    again = evaluate(spec, tmp_path / "run")  # resume: nothing left to do, no new requests
+    assert len(server.log) == n_requests
+    assert again.resumed and again.shards_done_before == 2 and again.metrics["overall"] == overall

@@ -1,0 +1,59 @@
+"""The Ray Data executor on a local Ray (CPU): same parts and metrics as the local executors, and resume."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from polytox.executors import ExecutorConfig
+from polytox.runner import evaluate
+
+from .test_executors import Interrupt, fake_spec, parts
+
+pytest.importorskip("ray")
+pytestmark = pytest.mark.slow
+
+RAY = ExecutorConfig(kind="ray", gen_workers=2, score_workers=1, cpus_per_worker=0.5)
+
+
+def test_ray_gives_the_same_parts_and_metrics_as_the_local_executor(tmp_path: Path) -> None:
+    spec = fake_spec(limit=40)  # 5 shards, fake generator and scorer with injected failures
+    local = evaluate(spec, tmp_path / "local", executor=ExecutorConfig(kind="pipelined"))
+    ray_run = evaluate(spec, tmp_path / "ray", executor=RAY)
+    assert parts(tmp_path / "ray") == parts(tmp_path / "local")
+    assert ray_run.metrics["overall"] == local.metrics["overall"]
+    assert ray_run.metrics["by"] == local.metrics["by"]
+    manifest = json.loads((tmp_path / "ray" / "manifest.json").read_text())
+    assert manifest["executor"]["executor"] == "ray" and manifest["executor"]["shards_generated"] == 5
+    assert manifest["executor"]["details"]["gen_workers"] == 2 and manifest["model"]["backend"] == "fake"
+
+
+def test_ray_resumes_a_run_interrupted_under_the_local_executor(tmp_path: Path) -> None:
+    spec = fake_spec(limit=40)
+    evaluate(spec, tmp_path / "ref", executor=ExecutorConfig(kind="serial"))
+
+    def stop_after_two(stage: str, done: int, total: int) -> None:
+        if done >= 2 * 8 * 3:
+            raise Interrupt
+
+    with pytest.raises(Interrupt):
+        evaluate(spec, tmp_path / "run", progress=stop_after_two, executor=ExecutorConfig(kind="pipelined"))
+    # keep only shard 0's scores: shard 1 (at least) is generated but not scored
+    n_generated = len(list((tmp_path / "run" / "generations").glob("part-*.parquet")))
+    assert n_generated >= 2
+    (tmp_path / "run" / "scores").rename(tmp_path / "scores-kept")
+    (tmp_path / "run" / "scores").mkdir()
+    kept = sorted((tmp_path / "scores-kept").rglob("part-00000.parquet"))[0]
+    target = tmp_path / "run" / "scores" / kept.parent.name
+    target.mkdir()
+    shutil.copy(kept, target / kept.name)
+    seen: list[int] = []
+    result = evaluate(spec, tmp_path / "run", progress=lambda s, d, t: seen.append(d), executor=RAY)
+    assert result.resumed and result.shards_done_before == 1
+    assert parts(tmp_path / "run") == parts(tmp_path / "ref")
+    assert seen[0] == 8 * 3 and seen[-1] == 40 * 3  # progress starts from the shard already done
+    stats = json.loads((tmp_path / "run" / "manifest.json").read_text())["executor"]
+    assert stats["shards_scored"] == 4 and stats["shards_generated"] == 5 - n_generated
