@@ -27,6 +27,7 @@ from ..models import resolve_model
 from ..spec import GenerationSpec
 from ..types import Generation, GenerationRequest, Prompt
 from .base import Generator, failed
+from .prompting import PromptTooLongError, encode_prompt, wants_chat_template
 from .sampling import row_uniforms, sample_next
 
 # Compact the decoding batch once this share of its rows has finished (EOS).
@@ -98,16 +99,11 @@ class TransformersGenerator(Generator):
         if spec.max_new_tokens >= self.context:
             raise PolytoxError(f"max_new_tokens={spec.max_new_tokens} leaves no room for a prompt in the "
                                f"model's context of {self.context} tokens")
-        has_template = bool(getattr(self.tokenizer, "chat_template", None))
-        if spec.chat_template == "always" and not has_template:
-            raise PolytoxError(f"{spec.model} has no chat template; use --chat-template never")
-        self.use_chat = spec.chat_template == "always" or (spec.chat_template == "auto" and has_template)
+        self.use_chat = wants_chat_template(spec.chat_template, self.tokenizer)
         self.eos_ids = self._eos_ids()
         self.pad_id = self.tokenizer.pad_token_id
         if self.pad_id is None:
             self.pad_id = self.eos_ids[0] if self.eos_ids else 0
-        self.bos_id = self.tokenizer.bos_token_id if self.tokenizer.bos_token_id is not None else (
-            self.eos_ids[0] if self.eos_ids else 0)
         self.instruct = instruct
         self.static_cache = dict(spec.options).get("static_cache", "true").lower() != "false"
 
@@ -128,30 +124,31 @@ class TransformersGenerator(Generator):
 
     # ---- prompt encoding ------------------------------------------------------------------------
     def encode(self, prompt: Prompt) -> tuple[list[int], bool]:
-        """Token ids of the formatted prompt (left-truncated to fit) and whether it was truncated."""
-        if not prompt.text:
-            return [self.bos_id], False
-        if self.use_chat:
-            rendered = self.tokenizer.apply_chat_template(
-                [{"role": "user", "content": prompt.text}], tokenize=False, add_generation_prompt=True)
-            ids = self.tokenizer(rendered, add_special_tokens=False)["input_ids"]
-        else:
-            ids = self.tokenizer(prompt.text)["input_ids"]
-        room = self.context - self.spec.max_new_tokens
-        if len(ids) > room:
-            return list(ids[-room:]), True
-        return list(ids), False
+        """Token ids of the formatted prompt (left-truncated to fit) and whether it was truncated.
+
+        The rules are shared with the vLLM backend (``prompting.py``): BOS alone for an empty prompt,
+        the chat template for instruct models, left truncation that keeps the template's own tokens.
+        """
+        encoded = encode_prompt(self.tokenizer, prompt.text, chat=self.use_chat,
+                                max_prompt_tokens=self.context - self.spec.max_new_tokens)
+        return encoded.ids, encoded.truncated
 
     # ---- generation -----------------------------------------------------------------------------
     def generate(self, requests: Sequence[GenerationRequest]) -> list[Generation]:
         groups: dict[str, list[GenerationRequest]] = {}
         for request in requests:
             groups.setdefault(request.prompt.id, []).append(request)
-        encoded = {pid: self.encode(reqs[0].prompt) for pid, reqs in groups.items()}
+        results: dict[tuple[str, int], Generation] = {}
+        encoded: dict[str, tuple[list[int], bool]] = {}
+        for pid, reqs in list(groups.items()):
+            try:
+                encoded[pid] = self.encode(reqs[0].prompt)
+            except PromptTooLongError as exc:  # recorded per sample; the rest of the shard goes on
+                for r in groups.pop(pid):
+                    results[(pid, r.sample_index)] = failed(r, f"PROMPT_TOO_LONG: {exc}")
         # Longest first within the shard: similar lengths share a batch (less padding); ties keep order.
         order = sorted(groups, key=lambda pid: -len(encoded[pid][0]))
         size = max(1, self.spec.batch_size or self.default_batch_size(self.spec.samples))
-        results: dict[tuple[str, int], Generation] = {}
         for start in range(0, len(order), size):
             batch = order[start : start + size]
             try:
