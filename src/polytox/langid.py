@@ -15,7 +15,9 @@ from .langs import PTP_LANGUAGES
 @lru_cache(maxsize=1)
 def _identifier() -> Any:
     module = require("py3langid.langid", "", "py3langid")
-    ident = module.LanguageIdentifier.from_pickled_model(module.MODEL_FILE, norm_probs=True)
+    # py3langid 0.3 names the loader from_pickled_model; 0.4 renamed it from_model_file.
+    loader = getattr(module.LanguageIdentifier, "from_model_file", None) or module.LanguageIdentifier.from_pickled_model
+    ident = loader(module.MODEL_FILE, norm_probs=True)
     ident.set_languages(list(PTP_LANGUAGES))
     return ident
 

@@ -11,6 +11,7 @@ from ..errors import BadInputError, PolytoxError
 SUBCOMMANDS = {
     "eval": "polytox.cli.eval_cmd",
     "metrics": "polytox.cli.metrics_cmd",
+    "build": "polytox.cli.build_cmd",
 }
 
 
