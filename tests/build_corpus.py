@@ -13,7 +13,7 @@ from polytox.langs import normalize_lang
 # Sentence terminators used to join prompts into multi-sentence documents, and the separator after them.
 TERMINATORS = {"zh": ("。", ""), "ja": ("。", ""), "hi": ("।", " "), "ar": ("؟", " ")}
 # Prompts containing these are left out of documents whose sentence boundaries a test asserts.
-INNER_PUNCT = re.compile(r"[.!?。！？।؟…;:\"'“”«»()\[\]「」『』]")
+INNER_PUNCT = re.compile(r"[.!?。！？।؟…;:\"'“”«»„‚‹›()\[\]「」『』《》]")
 DOMAINS = ("news.example.com", "www.blog.example.org", "forum.example.net", "shop.example.de", "wiki.example.jp")
 
 
@@ -32,6 +32,8 @@ def clean_sentences(data: Path, lang: str, n: int, min_chars: int = 20) -> list[
         if INNER_PUNCT.search(text) or len(text) < min_chars:
             continue
         if lang not in ("zh", "ja", "ar", "hi", "ko", "ru") and not text[0].isupper():
+            continue
+        if lang not in ("zh", "ja") and len(text.split()[-1]) < 4:  # "around a." reads as an abbreviation
             continue
         out.append(text + term)
         if len(out) == n:
@@ -52,7 +54,7 @@ def write_documents(path: Path, docs: list[dict[str, Any]]) -> Path:
 
 def web_documents(data: Path, langs: list[str], per_lang: int, sentences_per_doc: int = 4) -> list[dict[str, Any]]:
     """mC4-like documents (text, url, timestamp, lang) of several RTP-LX prompts each."""
-    docs = []
+    docs: list[dict[str, Any]] = []
     for lang in langs:
         sents = clean_sentences(data, lang, per_lang * sentences_per_doc, min_chars=30)
         for i in range(0, len(sents) - sentences_per_doc + 1, sentences_per_doc):

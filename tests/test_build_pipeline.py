@@ -281,3 +281,29 @@ def test_cli_build_then_eval_reads_the_set(shared_data: Path, tmp_path: Path,
         assert metrics["overall"]["n_prompts"] == n
         assert set(metrics["by"]["lang"]) == {"de", "en"}
     assert main(["build", "--input", "x", "--scorer", "fake"]) == 2  # no --out: a clear error, exit 2
+
+
+def test_steps_pickle_and_compose_per_shard(shared_data: Path, tmp_path: Path) -> None:
+    """The steps are plain picklable objects: a copy (as a Ray/multiprocessing worker would get) run on one
+    shard gives what the original gives, and per-shard counters sum to the whole."""
+    import pickle
+
+    from polytox.build.builder import batched, scan_steps
+    from polytox.build.pipeline import StepContext, compose, merge_counters
+    from polytox.build.readers import FieldMap, iter_source, parse_records
+    from polytox.build.scoring import ScoreDocuments
+
+    spec = _spec(shared_data, tmp_path / "c.sqlite", langs=("ko", "pl"))
+    score = ScoreDocuments("fake", {"cache": "off"})
+    steps = scan_steps(spec, score)
+    score.scorer  # noqa: B018 - build the scorer, which pickling must leave behind
+    clone = pickle.loads(pickle.dumps(steps))
+    whole, parts = StepContext(), []
+    all_docs = list(compose(steps, parse_records(iter_source(spec.source), FieldMap(), whole), whole))
+    shard_docs = []
+    for chunk in batched(iter_source(spec.source), 2000):
+        ctx = StepContext()
+        shard_docs += list(compose(clone, parse_records(iter(chunk), FieldMap(), ctx), ctx))
+        parts.append(ctx.counters_dict())
+    assert shard_docs == all_docs
+    assert merge_counters(parts) == whole.counters_dict()

@@ -69,14 +69,14 @@ def source_units(parts: Sequence[Path], from_lang: str, seed: int, limit: int) -
         return []
     con = duckdb.connect()
     try:
-        table = con.execute(f"""
+        table = con.sql(f"""
         SELECT * EXCLUDE (_key) FROM (
           SELECT *, md5('{int(seed)}:translate:' || id) AS _key,
                  row_number() OVER (PARTITION BY id ORDER BY filename, file_row_number) AS _occ
           FROM read_parquet({_sql_list(parts)}, filename = true, file_row_number = true)
           WHERE lang = ? AND bucket IN {TOXIC_BINS} AND translated_from IS NULL)
         WHERE _occ = 1 ORDER BY _key LIMIT {int(limit)}
-    """, [from_lang]).to_arrow_table()
+    """, params=[from_lang]).to_arrow_table()
     finally:
         con.close()
     assert table is not None

@@ -10,6 +10,7 @@ corpus of any size streams through in constant memory. ``parse_records`` maps a 
 
 from __future__ import annotations
 
+import datetime as dt
 import itertools
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -110,6 +111,16 @@ def iter_source(source: CorpusSource) -> Iterator[RawRecord]:
     return itertools.islice(stream, source.limit) if source.limit is not None else stream
 
 
+def _timestamp(value: Any) -> str | None:
+    """Timestamps as ISO 8601 text (``datasets`` turns mC4's strings into datetimes)."""
+    if value is None:
+        return None
+    if isinstance(value, dt.datetime | dt.date):
+        text = value.isoformat()
+        return text[:-6] + "Z" if text.endswith("+00:00") else text
+    return str(value)
+
+
 def parse_record(raw: RawRecord, fields: FieldMap) -> Document:
     """One raw record as a ``Document``; raises ``RecordError`` with the reason when it cannot be used."""
     if raw.error is not None:
@@ -139,7 +150,7 @@ def parse_record(raw: RawRecord, fields: FieldMap) -> Document:
         id=doc_id, text=text, lang=lang, declared_lang=declared,
         detected_lang=lang if declared is None else None,
         url=str(url) if url is not None else None,
-        timestamp=str(timestamp) if timestamp is not None else None,
+        timestamp=_timestamp(timestamp),
         location=raw.location,
         data_category=str(_first(record, None, CATEGORY_FIELDS) or "web"),
         pile_set_name=str(pile) if (pile := _first(record, None, PILE_SET_FIELDS)) is not None else None,

@@ -59,6 +59,8 @@ def register(sub: Any) -> None:
     t.add_argument("--translate-to", action="append", help="target languages (default: all with a shortfall)")
     t.add_argument("--translate-max", type=int, default=0, help="cap per target language (0 = the shortfall)")
     t.add_argument("--translate-batch-size", type=int, default=8)
+    t.add_argument("--translate-max-new-tokens", type=int, default=256, help="tokens generated per sentence")
+    t.add_argument("--translate-beams", type=int, default=1, help="beam search width (1 = greedy)")
     t.add_argument("--translate-device", default="auto")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.add_argument("--no-progress", action="store_true")
@@ -85,6 +87,7 @@ def spec_from_args(args: argparse.Namespace) -> Any:
         translate = TranslateSpec(model=args.translate_model or C.PTP_TRANSLATION_MODEL,
                                   from_lang=_langs([args.translate_from])[0], to_langs=_langs(args.translate_to),
                                   max_per_lang=args.translate_max, batch_size=args.translate_batch_size,
+                                  max_new_tokens=args.translate_max_new_tokens, num_beams=args.translate_beams,
                                   device=args.translate_device)
     return BuildSpec(
         source=CorpusSource(paths=tuple(args.input or ()), hf_dataset=args.hf_dataset, hf_config=args.hf_config,
