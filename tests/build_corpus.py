@@ -63,3 +63,19 @@ def web_documents(data: Path, langs: list[str], per_lang: int, sentences_per_doc
                          "url": f"https://{DOMAINS[k % len(DOMAINS)]}/{lang}/{k}",
                          "timestamp": f"{2015 + k % 6}-0{1 + k % 9}-15T04:30:21Z"})
     return docs
+
+
+def slow_fake_scorer(delay: str = "0.05", **kw: Any) -> Any:
+    """A fake scorer that sleeps per batch, so a test can kill a build mid-way (registered in subprocesses)."""
+    import time
+
+    from polytox.scoring.fake import FakeScorer
+
+    class SlowFakeScorer(FakeScorer):
+        name = "fake"  # same id as the fake scorer: a resumed build in-process continues it
+
+        def score_batch(self, texts: Any, langs: Any) -> Any:
+            time.sleep(float(delay))
+            return super().score_batch(texts, langs)
+
+    return SlowFakeScorer(**kw)

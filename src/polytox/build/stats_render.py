@@ -32,8 +32,9 @@ def render_stats_markdown(stats: dict[str, Any]) -> str:
     lines += ["| " + " | ".join(header) + " |", "|" + "|".join(" --- " for _ in header) + "|"]
     for lang, d in [*langs.items(), ("all", stats["overall"])]:
         pt, ct = d["prompt_tokens"], d["continuation_tokens"]
+        median = float(pt["median"]) if "median" in pt else None
         row = [lang, d["n"], *[d["by_bucket"][str(b)] for b in range(4)], d["translated"],
-               f"{_fmt(pt.get('mean'), 1)} ± {_fmt(pt.get('std'), 1)}", _fmt(pt.get("median"), 1),
+               f"{_fmt(pt.get('mean'), 1)} ± {_fmt(pt.get('std'), 1)}", _fmt(median, 1),
                _fmt(ct.get("mean"), 1),
                f"{_fmt(d['toxic_prompt_share'])} ({d['toxic_prompts']}/{d['scored_prompts']})",
                f"{_fmt(d['toxic_continuation_share'])} ({d['toxic_continuations']}/{d['scored_continuations']})"]
