@@ -151,6 +151,12 @@ def test_stats_of_a_built_set(rtp_build: tuple[Path, list[dict[str, Any]], dict[
         image = matplotlib.image.imread(tmp_path / "st" / name)
         assert image.ndim == 3 and image.shape[0] > 100 and image.shape[1] > 100
     assert "| lang | prompts |" in (tmp_path / "st" / "stats.md").read_text(encoding="utf-8")
+    # The RTP-schema file gives the same statistics (its units are the same rows).
+    from polytox.build.stats import compute_stats
+
+    rtp_stats = compute_stats(out / "rtp.jsonl")
+    for key in ("n", "by_bucket", "prompt_tokens", "years", "toxic_prompts", "toxic_continuations"):
+        assert rtp_stats["overall"][key] == stats["overall"][key], key
 
 
 def test_exact_and_near_duplicates(shared_data: Path, tmp_path: Path) -> None:

@@ -17,6 +17,7 @@ Read top to bottom, it is the papers' method (PTP §3.2 and Appendix A; RTP §4.
 from __future__ import annotations
 
 import itertools
+import shutil
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -127,8 +128,10 @@ def build(spec: BuildSpec, out: str | Path, progress: Progress | None = None,
             augmented = run_augmentation(store, spec, factory, [Splittable(spec.mode, spec.prompt_max_tokens), score],
                                          report_progress)
             augmented["correlation"] = translation_report(store)
+        spill = store.path / ".duckdb-tmp"
         shortfall = stratified_select(store.doc_parts(), store.selected_path, spec.bin_size, spec.seed, spec.langs,
-                                      temp_dir=store.path / ".duckdb-tmp")
+                                      temp_dir=spill)
+        shutil.rmtree(spill, ignore_errors=True)
         split = split_and_score(store, score.scorer, spec.mode, spec.shard_size, spec.prompt_max_tokens,
                                 spec.max_bytes, report_progress)
         outputs = write_outputs(store, spec, split["n_shards"], tuple(score.scorer.attributes))
