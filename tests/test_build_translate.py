@@ -62,6 +62,7 @@ def test_translation_fills_toxic_bins_and_reports_pearson(shared_data: Path, tmp
     report = json.loads(capsys.readouterr().out)
     tr = report["translation"]
     assert tr["from_lang"] == "en" and tr["wanted"] == {"de": 5}
+    assert tr["counters"]["translate"]["translated"] == 5 and tr["counters"]["score"]["out"] == 5
 
     translated = [row for part in sorted((out / "translated" / "de").glob("part-*.parquet"))
                   for row in pq.read_table(part).to_pylist()]
@@ -102,6 +103,7 @@ def test_translation_fills_toxic_bins_and_reports_pearson(shared_data: Path, tmp
     assert main(argv) == 0
     again = json.loads(capsys.readouterr().out)
     assert again["translation"]["shards"] == 0 and again["translation"]["shards_skipped"] == 1
+    assert again["translation"]["counters"] == tr["counters"]
 
 
 def toxicity_bucket_of(value: float) -> int:

@@ -17,7 +17,7 @@ import duckdb
 
 from ..constants import PTP_TRANSLATION_PEARSON_R
 from .document import Document, Rejected, document_from_row
-from .pipeline import Step, StepContext, compose
+from .pipeline import Step, StepContext, compose, merge_counters
 from .select import _sql_list
 from .spec import BuildSpec
 from .store import BuildStore, iter_parquet_rows
@@ -128,6 +128,7 @@ def run_augmentation(store: BuildStore, spec: BuildSpec, translator_factory: Cal
                               "toxic_sources_available": len(sources), "shards": 0, "shards_skipped": 0,
                               "transient_failures": 0}
     translator: Translator | None = None
+    markers: list[dict[str, Any]] = []
     total = sum(min(n, len(sources)) for n in wanted.values())
     done = 0
     try:
@@ -139,14 +140,16 @@ def run_augmentation(store: BuildStore, spec: BuildSpec, translator_factory: Cal
                 marker = store.translated_marker(target, shard)
                 if marker and marker.get("ids") == digest and not marker.get("transient_failures"):
                     report["shards_skipped"] += 1
+                    markers.append(marker)
                 else:
                     if translator is None:
                         translator = translator_factory()
                     ctx = StepContext()
                     made = translate_shard(translator, chunk, target, steps, ctx)
-                    store.write_translated(target, shard, made, ctx.rejected, {
-                        "ids": digest, "counters": ctx.counters_dict(),
-                        "transient_failures": ctx.transient_failures})
+                    marker = {"ids": digest, "counters": ctx.counters_dict(),
+                              "transient_failures": ctx.transient_failures}
+                    store.write_translated(target, shard, made, ctx.rejected, marker)
+                    markers.append(marker)
                     report["shards"] += 1
                     report["transient_failures"] += ctx.transient_failures
                 done += len(chunk)
@@ -154,6 +157,7 @@ def run_augmentation(store: BuildStore, spec: BuildSpec, translator_factory: Cal
     finally:
         if translator is not None:
             translator.close()
+    report["counters"] = merge_counters(m.get("counters", {}) for m in markers)
     return report
 
 
