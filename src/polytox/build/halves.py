@@ -72,6 +72,7 @@ def split_and_score(store: BuildStore, scorer: Scorer, mode: str, shard_size: in
     total = pf.metadata.num_rows
     counters = {"shards": 0, "shards_skipped": 0, "units": 0, "transient_errors": 0}
     done = 0
+    shard = -1
     for shard, batch in enumerate(pf.iter_batches(batch_size=shard_size)):
         rows = batch.to_pylist()
         digest = _ids_digest([r["id"] for r in rows])
@@ -90,7 +91,7 @@ def split_and_score(store: BuildStore, scorer: Scorer, mode: str, shard_size: in
         counters["transient_errors"] += transient
         done += len(rows)
         progress("split+score halves", done, total)
-    n_shards = (total + shard_size - 1) // shard_size
+    n_shards = shard + 1 if total else 0  # batches never span row groups, so count them, not rows / size
     store.clear_split_from(n_shards)
     counters["units"] = total
     counters["n_shards"] = n_shards

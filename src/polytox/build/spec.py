@@ -52,7 +52,7 @@ class BuildSpec:
     small_per_lang: int = C.PTP_SMALL_PER_LANG
     seed: int = 0
     shard_size: int = 1000
-    score_batch_size: int = 64
+    score_batch_size: int = 256
     max_bytes: int = C.PERSPECTIVE_MAX_BYTES
     span_min_chars: int = C.RTP_SPAN_MIN_CHARS
     span_max_chars: int = C.RTP_SPAN_MAX_CHARS

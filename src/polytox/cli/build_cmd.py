@@ -47,7 +47,7 @@ def register(sub: Any) -> None:
     m.add_argument("--small-per-lang", type=int, default=5000, help="size of the small subset per language")
     m.add_argument("--seed", type=int, default=0)
     m.add_argument("--shard-size", type=int, default=1000, help="records per committed part")
-    m.add_argument("--score-batch-size", type=int, default=64)
+    m.add_argument("--score-batch-size", type=int, default=256, help="units per scorer (and cache) call")
     m.add_argument("--max-bytes", type=int, default=20480, help="UTF-8 bytes scored per text (Perspective's limit)")
     m.add_argument("--span-min-chars", type=int, default=64)
     m.add_argument("--span-max-chars", type=int, default=1024)
