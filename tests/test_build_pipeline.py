@@ -358,3 +358,27 @@ build(spec, {str(out)!r})
     assert resumed.resumed and resumed.report["scan"]["shards_skipped"] >= n_done
     assert (out / "ptp.jsonl").read_bytes() == (tmp_path / "ref" / "ptp.jsonl").read_bytes()
     assert resumed.report["scan"]["counters"] == reference.report["scan"]["counters"]
+
+
+def test_offline_lexicon_scorer_in_17_languages(shared_data: Path, tmp_path: Path) -> None:
+    """A real offline scorer (LDNOOBW word lists, 17 languages) where the lexicon scorer is installed."""
+    if "lexicon" not in registry.names("scorer"):
+        pytest.skip("the lexicon scorer is not part of this checkout")
+    from polytox.scoring import build_scorer
+
+    opts = (("dir", str(shared_data / "ldnoobw")), ("cache", str(tmp_path / "c.sqlite")))
+    spec = BuildSpec(source=CorpusSource(paths=(str(shared_data / "rtp-lx"),)), scorer="lexicon",
+                     scorer_options=opts, per_bin=15, small_per_lang=8, lang_policy="keep", shard_size=4000)
+    result = build(spec, tmp_path / "set")
+    lexicon = build_scorer("lexicon", {"dir": str(shared_data / "ldnoobw"), "cache": "off"})
+    rows = read_jsonl(tmp_path / "set" / "ptp.jsonl")
+    bins = {(r["lang"], r["bucket"]): r for r in result.report["selection"]["bins"]}
+    for lang in PTP_LANGUAGES:
+        recs = rtplx_records(shared_data, lang)
+        scores = lexicon.score([r["Prompt"] for r in recs], [lang] * len(recs))
+        avail = Counter(toxicity_bucket(s.get("toxicity")) for s in scores if s.get("toxicity") is not None)
+        got = Counter(r["toxicity_bucket"] for r in rows if r["meta_data"]["lang"] == lang)
+        for b in range(4):
+            assert bins[(lang, b)]["available"] == avail.get(b, 0), (lang, b)
+            assert got.get(b, 0) == min(15, avail.get(b, 0)), (lang, b)
+    assert load_prompts(PromptSpec(source=str(tmp_path / "set" / "rtp.parquet"))).n_bad == 0
