@@ -376,7 +376,8 @@ def test_offline_lexicon_scorer_in_17_languages(shared_data: Path, tmp_path: Pat
     for lang in PTP_LANGUAGES:
         recs = rtplx_records(shared_data, lang)
         scores = lexicon.score([r["Prompt"] for r in recs], [lang] * len(recs))
-        avail = Counter(toxicity_bucket(s.get("toxicity")) for s in scores if s.get("toxicity") is not None)
+        values = [s.get("toxicity") for s in scores]
+        avail = Counter(toxicity_bucket(v) for v in values if v is not None)
         got = Counter(r["toxicity_bucket"] for r in rows if r["meta_data"]["lang"] == lang)
         for b in range(4):
             assert bins[(lang, b)]["available"] == avail.get(b, 0), (lang, b)
