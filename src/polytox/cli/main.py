@@ -19,6 +19,7 @@ SUBCOMMANDS = {
     "analyze": "polytox.cli.analyze_cmd",
     "report": "polytox.cli.report_cmd",
     "unprompted": "polytox.cli.unprompted_cmd",
+    "build": "polytox.cli.build_cmd",
 }
 
 

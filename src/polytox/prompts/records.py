@@ -100,8 +100,12 @@ def short_hash(*parts: str) -> str:
 
 
 def from_rtp(record: Mapping[str, Any]) -> Prompt:
-    """RealToxicityPrompts: ``prompt.text``/``prompt.toxicity``; id from ``filename``/``begin``/``end``."""
+    """RealToxicityPrompts: ``prompt.text``/``prompt.toxicity``; id from ``filename``/``begin``/``end``.
+
+    RTP itself is English; a top-level ``lang`` (written by ``polytox build`` for RTP-style sets in
+    other languages) overrides that."""
     text = check_text(_dig(record, "prompt.text"), "prompt.text")
+    lang = check_lang(record["lang"], "lang") if record.get("lang") not in (None, "") else "en"
     tox = check_toxicity(_dig(record, "prompt.toxicity"), "prompt.toxicity")
     if record.get("filename") is not None:
         pid = f"rtp:{record['filename']}:{record.get('begin')}:{record.get('end')}"
@@ -116,7 +120,7 @@ def from_rtp(record: Mapping[str, Any]) -> Prompt:
         meta["continuation_toxicity"] = check_toxicity(_dig(record, "continuation.toxicity"),
                                                        "continuation.toxicity")
     bucket = toxicity_bucket(tox) if tox is not None else None
-    return Prompt(id=pid, text=text, lang="en", toxicity=tox, bucket=bucket, source="rtp", meta=meta)
+    return Prompt(id=pid, text=text, lang=lang, toxicity=tox, bucket=bucket, source="rtp", meta=meta)
 
 
 def _perspective_value(response: Any, attribute: str = "TOXICITY") -> Any:
