@@ -49,6 +49,7 @@ from urllib.parse import urlsplit
 from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_random_exponential
 
 from .. import constants as C
+from .. import textutil
 from ..errors import PolytoxError
 from ..types import Score, text_hash
 from .archive import ResponseArchive
@@ -95,11 +96,11 @@ def as_bool(value: str | bool) -> bool:
 
 
 def truncate_utf8(text: str, max_bytes: int = C.PERSPECTIVE_MAX_BYTES) -> tuple[str, bool]:
-    """``text`` cut to at most ``max_bytes`` UTF-8 bytes without splitting a character; (text, was_cut)."""
-    data = text.encode("utf-8")
-    if len(data) <= max_bytes:
-        return text, False
-    return data[:max_bytes].decode("utf-8", errors="ignore"), True
+    """``text`` cut to at most ``max_bytes`` UTF-8 bytes without splitting a character; (text, was_cut).
+
+    The same cut as ``polytox build`` applies to documents (``textutil.truncate_utf8``)."""
+    cut = textutil.truncate_utf8(text, max_bytes)
+    return cut, cut is not text
 
 
 def parse_attributes(value: str | Sequence[str]) -> tuple[str, ...]:
