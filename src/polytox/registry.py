@@ -23,6 +23,9 @@ GENERATORS: dict[str, str] = {
 SCORERS: dict[str, str] = {
     "fake": "polytox.scoring.fake:FakeScorer",
     "svm": "polytox.scoring.svm:SvmScorer",
+    "hf": "polytox.scoring.hf_classifier:HfClassifierScorer",
+    "detoxify": "polytox.scoring.detoxify_scorer:DetoxifyScorer",
+    "llama-guard": "polytox.scoring.safety_judge:LlamaGuardScorer",
 }
 
 _GROUPS = {"generator": ("polytox.generators", GENERATORS), "scorer": ("polytox.scorers", SCORERS)}
