@@ -73,7 +73,7 @@ def offline_hub(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_original_renames_jigsaw_2018_labels_and_always_uses_sigmoid(tmp_path: Path) -> None:
     # toxic-bert's config does not say multi-label; Detoxify applies a sigmoid anyway, and so do we.
     path = bert_classifier(tmp_path / "toxic-bert", TOXIC_BERT)
-    scorer = DetoxifyScorer(model="original", path=str(path), device="cpu")
+    scorer = DetoxifyScorer(model="original", path=str(path), device="cpu", dtype="float32")
     assert scorer.attributes == (
         "toxicity",
         "severe_toxicity",
@@ -89,7 +89,7 @@ def test_original_renames_jigsaw_2018_labels_and_always_uses_sigmoid(tmp_path: P
 
 def test_unbiased_keeps_the_seven_toxicity_outputs_and_drops_identity_mentions(tmp_path: Path) -> None:
     path = roberta_classifier(tmp_path / "unbiased", UNBIASED)
-    scorer = DetoxifyScorer(model="unbiased", path=str(path), device="cpu")
+    scorer = DetoxifyScorer(model="unbiased", path=str(path), device="cpu", dtype="float32")
     assert scorer.attributes == JIGSAW_2019
     got = rows(scorer.score(SENTENCES, ["en"] * len(SENTENCES)), scorer.attributes)
     assert got == pytest.approx(sigmoid_reference(path, SENTENCES, list(range(7))), abs=1e-5)
@@ -97,7 +97,7 @@ def test_unbiased_keeps_the_seven_toxicity_outputs_and_drops_identity_mentions(t
 
 def test_multilingual_covers_seven_languages_and_maps_generic_labels_by_position(tmp_path: Path) -> None:
     path = roberta_classifier(tmp_path / "multi", {i: f"LABEL_{i}" for i in range(16)}, xlm=True)
-    scorer = DetoxifyScorer(model="multilingual", path=str(path), device="cpu")
+    scorer = DetoxifyScorer(model="multilingual", path=str(path), device="cpu", dtype="float32")
     assert scorer.languages == frozenset({"en", "fr", "es", "it", "pt", "tr", "ru"})
     assert scorer.attributes == JIGSAW_2019
     texts = ["les gens sont gentils ici", "eres un idiota", "you are a stupid idiot", "merhaba", "hallo"]
@@ -109,20 +109,23 @@ def test_multilingual_covers_seven_languages_and_maps_generic_labels_by_position
     with pytest.raises(PolytoxError, match="does not support language"):
         check_languages(scorer, {"en", "ja"})
     assert (
-        DetoxifyScorer(model="multilingual", path=str(path), device="cpu", languages="any").languages is None
+        DetoxifyScorer(
+            model="multilingual", path=str(path), device="cpu", dtype="float32", languages="any"
+        ).languages
+        is None
     )
 
 
 def test_an_old_single_output_mirror_gives_toxicity_only(tmp_path: Path) -> None:
     path = roberta_classifier(tmp_path / "multi-v1", {0: "toxic"}, xlm=True)
-    scorer = DetoxifyScorer(model="multilingual", path=str(path), device="cpu")
+    scorer = DetoxifyScorer(model="multilingual", path=str(path), device="cpu", dtype="float32")
     assert scorer.attributes == ("toxicity",)
 
 
 def test_sources_and_identities_never_mix_in_the_cache(tmp_path: Path, offline_hub: None) -> None:
     path = bert_classifier(tmp_path / "toxic-bert", TOXIC_BERT)
-    a = DetoxifyScorer(model="original", path=str(path), device="cpu")
-    b = DetoxifyScorer(model="original", path=str(path), device="cpu", max_length="16")
+    a = DetoxifyScorer(model="original", path=str(path), device="cpu", dtype="float32")
+    b = DetoxifyScorer(model="original", path=str(path), device="cpu", dtype="float32", max_length="16")
     assert a.id.startswith("detoxify@original-hf-") and a.id != b.id
     assert a.describe()["model"].startswith("hf:toxic-bert:")
     with pytest.raises(PolytoxError, match="unknown Detoxify model"):
@@ -134,7 +137,7 @@ def test_sources_and_identities_never_mix_in_the_cache(tmp_path: Path, offline_h
     assert resolve_source("auto", path="dir", checkpoint="") == "hf"
     assert resolve_source("auto", path="", checkpoint="f.ckpt") == "detoxify"
     with pytest.raises(PolytoxError, match="could not load"):  # the Hub mirror, offline
-        DetoxifyScorer(model="unbiased", source="hf", device="cpu")
+        DetoxifyScorer(model="unbiased", source="hf", device="cpu", dtype="float32")
 
 
 def test_release_checkpoint_through_the_detoxify_package_matches_its_predict(tmp_path: Path) -> None:
@@ -160,14 +163,18 @@ def test_release_checkpoint_through_the_detoxify_package_matches_its_predict(tmp
         },
         ckpt,
     )
-    scorer = DetoxifyScorer(model="original", checkpoint=str(ckpt), hf_config=str(path), device="cpu")
+    scorer = DetoxifyScorer(
+        model="original", checkpoint=str(ckpt), hf_config=str(path), device="cpu", dtype="float32"
+    )
     assert scorer.source == "detoxify" and scorer.id.startswith("detoxify@original-detoxify-")
     theirs = detoxify.Detoxify(checkpoint=str(ckpt), huggingface_config_path=str(path)).predict(SENTENCES)
     ours = scorer.score(SENTENCES, ["en"] * len(SENTENCES))
     for attribute in scorer.attributes:
         assert [s.values[attribute] for s in ours] == pytest.approx(theirs[attribute], abs=1e-5)
     with pytest.raises(PolytoxError, match="the detoxify package could not load"):
-        DetoxifyScorer(model="original", checkpoint=str(tmp_path / "missing.ckpt"), device="cpu")
+        DetoxifyScorer(
+            model="original", checkpoint=str(tmp_path / "missing.ckpt"), device="cpu", dtype="float32"
+        )
 
 
 def test_every_profile_names_its_hub_mirror_and_release() -> None:

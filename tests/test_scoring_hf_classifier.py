@@ -61,7 +61,7 @@ def test_registered_with_the_other_scorers() -> None:
 
 def test_multi_label_bert_maps_labels_and_matches_a_plain_forward_pass(tmp_path: Path) -> None:
     path = bert_classifier(tmp_path / "m", TOXIC_BERT, problem_type="multi_label_classification")
-    scorer = HfClassifierScorer(model=str(path), device="cpu")
+    scorer = HfClassifierScorer(model=str(path), device="cpu", dtype="float32")
     assert scorer.attributes == (
         "toxicity",
         "severe_toxicity",
@@ -84,7 +84,7 @@ def test_multi_label_bert_maps_labels_and_matches_a_plain_forward_pass(tmp_path:
 
 def test_binary_softmax_roberta_scores_the_positive_class(tmp_path: Path) -> None:
     path = roberta_classifier(tmp_path / "m", {0: "neutral", 1: "toxic"})
-    scorer = HfClassifierScorer(model=str(path), device="cpu")
+    scorer = HfClassifierScorer(model=str(path), device="cpu", dtype="float32")
     assert scorer.attributes == ("toxicity",) and scorer.engine.plan.activation == "softmax"
     assert scorer.engine.max_length == 64  # 66 positions - padding offset 2, as RoBERTa counts them
     got = values(scorer.score(TEXTS, ["en"] * len(TEXTS)))
@@ -95,14 +95,16 @@ def test_scores_do_not_depend_on_batch_size_budget_or_order(tmp_path: Path) -> N
     path = roberta_classifier(tmp_path / "m", {0: "LABEL_0", 1: "LABEL_1"}, xlm=True)
     texts = TEXTS * 3
     baseline = values(
-        HfClassifierScorer(model=str(path), batch_size=1, device="cpu").score(texts, ["en"] * len(texts))
+        HfClassifierScorer(model=str(path), batch_size=1, device="cpu", dtype="float32").score(
+            texts, ["en"] * len(texts)
+        )
     )
     for opts in (
         {"batch_size": "7"},
         {"batch_size": "64", "max_batch_tokens": "100"},
         {"max_batch_tokens": "0"},
     ):
-        scorer = HfClassifierScorer(model=str(path), device="cpu", **opts)
+        scorer = HfClassifierScorer(model=str(path), device="cpu", dtype="float32", **opts)
         order = list(range(len(texts)))
         random.Random(len(opts)).shuffle(order)
         shuffled = values(scorer.score([texts[i] for i in order], ["en"] * len(texts)))
@@ -117,8 +119,10 @@ def test_truncation_keeps_the_head_or_the_tail(tmp_path: Path) -> None:
     path = bert_classifier(tmp_path / "m", {0: "neutral", 1: "toxic"})
     words = ("you are a stupid idiot and a moron " * 4).split()
     long_text = " ".join(words)  # 32 words = 32 tokens, cut to 6 + [CLS] [SEP]
-    head = HfClassifierScorer(model=str(path), max_length="8", device="cpu")
-    tail = HfClassifierScorer(model=str(path), max_length="8", truncation="tail", device="cpu")
+    head = HfClassifierScorer(model=str(path), max_length="8", device="cpu", dtype="float32")
+    tail = HfClassifierScorer(
+        model=str(path), max_length="8", truncation="tail", device="cpu", dtype="float32"
+    )
     [h_long, h_short] = values(head.score([long_text, " ".join(words[:6])], ["en", "en"]))
     [t_long, t_short] = values(tail.score([long_text, " ".join(words[-6:])], ["en", "en"]))
     assert h_long == pytest.approx(h_short, abs=1e-6)
@@ -135,16 +139,40 @@ def test_a_text_the_model_crashes_on_fails_alone(tmp_path: Path) -> None:
     size = transformers.AutoConfig.from_pretrained(path).vocab_size
     poison = next(w for w, i in tok.get_vocab().items() if i >= size)
     texts = ["you are nice", f"you are {poison}", "the park", "", "lovely today"]
-    scorer = HfClassifierScorer(model=str(path), device="cpu", languages="en,fr")
+    scorer = HfClassifierScorer(model=str(path), device="cpu", dtype="float32", languages="en,fr")
     scores = scorer.score(texts, ["en", "en", "en", "en", "de"])
     assert [s.ok for s in scores] == [True, False, True, False, False]
     assert scores[1].error.startswith("SCORER_ERROR: IndexError") and scores[1].transient
     assert scores[3].error.startswith("EMPTY_TEXT") and scores[4].error.startswith("LANGUAGE_NOT_SUPPORTED")
-    clean = HfClassifierScorer(model=str(path), device="cpu", batch_size="1")
+    clean = HfClassifierScorer(model=str(path), device="cpu", dtype="float32", batch_size="1")
     assert scores[0].values["toxicity"] == pytest.approx(
         clean.score(["you are nice"], ["en"])[0].values["toxicity"], abs=1e-6
     )
     assert scorer.engine.stats.failed == 1
+
+
+def test_a_text_the_tokenizer_rejects_fails_alone(tmp_path: Path) -> None:
+    # A lone surrogate (what decoding invalid UTF-8 with surrogateescape leaves) makes the Rust tokenizer
+    # raise for the whole call; only that text may fail, with a permanent, cacheable reason.
+    path = bert_classifier(tmp_path / "m", {0: "neutral", 1: "toxic"})
+    scorer = HfClassifierScorer(model=str(path), device="cpu", dtype="float32")
+    texts = ["you are nice", "bad \udcff bytes", "the park"]
+    scores = scorer.score(texts, ["en"] * 3)
+    assert [s.ok for s in scores] == [True, False, True]
+    assert scores[1].error.startswith("BAD_TEXT: the tokenizer rejects this text") and not scores[1].transient
+    assert values([scores[0], scores[2]]) == pytest.approx(
+        values(scorer.score([texts[0], texts[2]], ["en"] * 2))
+    )
+
+
+def test_bfloat16_is_close_to_float32_and_cached_apart(tmp_path: Path) -> None:
+    path = bert_classifier(tmp_path / "m", {0: "neutral", 1: "toxic"})
+    exact = HfClassifierScorer(model=str(path), device="cpu", dtype="float32")
+    half = HfClassifierScorer(model=str(path), device="cpu", dtype="bfloat16")
+    assert half.describe()["dtype"] == "bfloat16" and half.id != exact.id
+    a = values(exact.score(TEXTS, ["en"] * len(TEXTS)))
+    b = values(half.score(TEXTS, ["en"] * len(TEXTS)))
+    assert b == pytest.approx(a, abs=0.05)
 
 
 def test_built_by_name_with_string_options_and_cached(tmp_path: Path) -> None:
@@ -155,6 +183,7 @@ def test_built_by_name_with_string_options_and_cached(tmp_path: Path) -> None:
             "model": str(path),
             "attributes": "insult",
             "device": "cpu",
+            "dtype": "float32",
             "cache": str(tmp_path / "cache.sqlite"),
         },
     )
@@ -167,9 +196,9 @@ def test_built_by_name_with_string_options_and_cached(tmp_path: Path) -> None:
 
 def test_retrained_weights_in_the_same_folder_change_the_cache_identity(tmp_path: Path) -> None:
     path = bert_classifier(tmp_path / "m", {0: "neutral", 1: "toxic"}, seed=1)
-    before = HfClassifierScorer(model=str(path), device="cpu").id
+    before = HfClassifierScorer(model=str(path), device="cpu", dtype="float32").id
     bert_classifier(tmp_path / "m", {0: "neutral", 1: "toxic"}, seed=2)
-    assert HfClassifierScorer(model=str(path), device="cpu").id != before
+    assert HfClassifierScorer(model=str(path), device="cpu", dtype="float32").id != before
 
 
 def test_bad_options_fail_clearly(tmp_path: Path) -> None:
@@ -177,13 +206,17 @@ def test_bad_options_fail_clearly(tmp_path: Path) -> None:
     with pytest.raises(PolytoxError, match="model=HUB_ID_OR_FOLDER"):
         HfClassifierScorer()
     with pytest.raises(PolytoxError, match="toxicity_label=NAME"):
-        HfClassifierScorer(model=str(path), device="cpu")
+        HfClassifierScorer(model=str(path), device="cpu", dtype="float32")
     with pytest.raises(PolytoxError, match="truncation must be head or tail"):
-        HfClassifierScorer(model=str(path), toxicity_label="b", truncation="middle", device="cpu")
+        HfClassifierScorer(
+            model=str(path), toxicity_label="b", truncation="middle", device="cpu", dtype="float32"
+        )
     with pytest.raises(PolytoxError, match="batch_size must be an integer"):
-        HfClassifierScorer(model=str(path), toxicity_label="b", batch_size="many", device="cpu")
+        HfClassifierScorer(
+            model=str(path), toxicity_label="b", batch_size="many", device="cpu", dtype="float32"
+        )
     with pytest.raises(PolytoxError, match="could not load"):
-        HfClassifierScorer(model=str(tmp_path / "nowhere"), device="cpu")
+        HfClassifierScorer(model=str(tmp_path / "nowhere"), device="cpu", dtype="float32")
 
 
 def test_eval_runs_end_to_end_with_the_hf_scorer(tmp_path: Path) -> None:

@@ -135,3 +135,17 @@ def test_parse_verdict_reads_the_first_word_and_the_codes() -> None:
     assert parse_verdict("unsafe\nO3", known=("S1",)).categories == ()
     assert parse_verdict("I cannot answer").unsafe is None
     assert parse_verdict("").unsafe is None
+
+
+def test_auto_dtype_uses_bfloat16_only_where_the_cpu_computes_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    torch = pytest.importorskip("torch")
+    from polytox.scoring import torch_device
+
+    monkeypatch.setattr(torch_device, "cpu_has_native_bf16", lambda: True)
+    assert torch_device.pick_dtype("auto", "cpu") is torch.bfloat16
+    monkeypatch.setattr(torch_device, "cpu_has_native_bf16", lambda: False)
+    assert torch_device.pick_dtype("auto", "cpu") is torch.float32
+    assert torch_device.pick_dtype("float16", "cpu") is torch.float16
+    assert torch_device.pick_device("cpu") == "cpu"
+    with pytest.raises(PolytoxError, match="dtype must be one of"):
+        torch_device.pick_dtype("int4", "cpu")

@@ -45,7 +45,7 @@ def untrained(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def taught(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A tiny judge with a chat template listing S1, S9, S10, trained to answer like Llama Guard."""
     path = llama_judge(tmp_path_factory.mktemp("judge") / "raw", chat_template=True)
-    judge = LlamaGuardScorer(model=str(path), device="cpu")
+    judge = LlamaGuardScorer(model=str(path), device="cpu", dtype="float32")
     with one_torch_thread():
         teach_judge(judge.model, judge.tokenizer, [judge.render(t) for t in SENTENCES], SENTENCES)
     out = path.parent / "taught"
@@ -68,11 +68,11 @@ def reference_p_unsafe(scorer: LlamaGuardScorer, texts: list[str]) -> list[float
 
 
 def test_documented_format_when_there_is_no_chat_template(untrained: Path) -> None:
-    lg3 = LlamaGuardScorer(model=str(untrained), format="llama-guard-3", device="cpu")
+    lg3 = LlamaGuardScorer(model=str(untrained), format="llama-guard-3", device="cpu", dtype="float32")
     prompt = lg3.render("hello")
     assert prompt.startswith("<s><|start_header_id|>user<|end_header_id|>") and "User: hello" in prompt
     assert lg3.attributes == ("toxicity", "flagged", *[f"cat_S{i}" for i in range(1, 15)])
-    auto = LlamaGuardScorer(model=str(untrained), device="cpu", category_tokens="0")
+    auto = LlamaGuardScorer(model=str(untrained), device="cpu", dtype="float32", category_tokens="0")
     assert auto.format == "llama-guard-1" and auto.render("hi").startswith("<s>[INST] Task:")
     assert auto.attributes == ("toxicity", "flagged")  # no categories asked for: no made-up zeros either
     assert lg3.languages == frozenset({"en"})  # PTP §4.4: Llama Guard is English-only
@@ -80,12 +80,16 @@ def test_documented_format_when_there_is_no_chat_template(untrained: Path) -> No
 
 def test_p_unsafe_is_the_first_token_probability_and_batch_invariant(untrained: Path) -> None:
     texts = [*SENTENCES, "you " * 40, "the park"]
-    one = LlamaGuardScorer(model=str(untrained), format="llama-guard-3", batch_size="1", device="cpu")
+    one = LlamaGuardScorer(
+        model=str(untrained), format="llama-guard-3", batch_size="1", device="cpu", dtype="float32"
+    )
     expected = reference_p_unsafe(one, texts)
     assert [s.values["toxicity"] for s in one.score(texts, ["en"] * len(texts))] == pytest.approx(
         expected, abs=1e-5
     )
-    many = LlamaGuardScorer(model=str(untrained), format="llama-guard-3", batch_size="5", device="cpu")
+    many = LlamaGuardScorer(
+        model=str(untrained), format="llama-guard-3", batch_size="5", device="cpu", dtype="float32"
+    )
     order = list(range(len(texts)))
     random.Random(3).shuffle(order)
     shuffled = many.score([texts[i] for i in order], ["en"] * len(texts))
@@ -96,8 +100,10 @@ def test_p_unsafe_is_the_first_token_probability_and_batch_invariant(untrained: 
 
 
 def test_pair_probability_renormalises_over_the_two_answers(untrained: Path) -> None:
-    full = LlamaGuardScorer(model=str(untrained), format="llama-guard-3", device="cpu")
-    pair = LlamaGuardScorer(model=str(untrained), format="llama-guard-3", probability="pair", device="cpu")
+    full = LlamaGuardScorer(model=str(untrained), format="llama-guard-3", device="cpu", dtype="float32")
+    pair = LlamaGuardScorer(
+        model=str(untrained), format="llama-guard-3", probability="pair", device="cpu", dtype="float32"
+    )
     text = SENTENCES[1]
     ids = full.tokenizer(full.render(text), add_special_tokens=False, return_tensors="pt")["input_ids"]
     with torch.no_grad():
@@ -109,9 +115,16 @@ def test_pair_probability_renormalises_over_the_two_answers(untrained: Path) -> 
 
 def test_long_texts_are_cut_before_the_template(untrained: Path) -> None:
     words = ("you are a stupid idiot and a moron " * 10).split()
-    head = LlamaGuardScorer(model=str(untrained), format="llama-guard-3", max_text_tokens="5", device="cpu")
+    head = LlamaGuardScorer(
+        model=str(untrained), format="llama-guard-3", max_text_tokens="5", device="cpu", dtype="float32"
+    )
     tail = LlamaGuardScorer(
-        model=str(untrained), format="llama-guard-3", max_text_tokens="5", truncation="tail", device="cpu"
+        model=str(untrained),
+        format="llama-guard-3",
+        max_text_tokens="5",
+        truncation="tail",
+        device="cpu",
+        dtype="float32",
     )
     long_text = " ".join(words)
     assert head.score([long_text], ["en"])[0].values == head.score([" ".join(words[:5])], ["en"])[0].values
@@ -120,7 +133,9 @@ def test_long_texts_are_cut_before_the_template(untrained: Path) -> None:
 
 
 def test_the_taught_judge_flags_unsafe_texts_and_keeps_their_categories(taught: Path) -> None:
-    judge = build_scorer("llama-guard", {"model": str(taught), "device": "cpu", "batch_size": "4"})
+    judge = build_scorer(
+        "llama-guard", {"model": str(taught), "device": "cpu", "dtype": "float32", "batch_size": "4"}
+    )
     assert judge.attributes == (
         "toxicity",
         "flagged",
@@ -142,13 +157,17 @@ def test_the_taught_judge_flags_unsafe_texts_and_keeps_their_categories(taught: 
 
 
 def test_role_assistant_judges_the_text_as_a_reply(taught: Path) -> None:
-    judge = LlamaGuardScorer(model=str(taught), role="assistant", user_message="say something", device="cpu")
+    judge = LlamaGuardScorer(
+        model=str(taught), role="assistant", user_message="say something", device="cpu", dtype="float32"
+    )
     prompt = judge.render("I will kill you")
     assert "User: say something\nAgent: I will kill you" in prompt
 
 
 def test_a_text_that_crashes_the_model_fails_alone(untrained: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    judge = LlamaGuardScorer(model=str(untrained), format="llama-guard-3", batch_size="8", device="cpu")
+    judge = LlamaGuardScorer(
+        model=str(untrained), format="llama-guard-3", batch_size="8", device="cpu", dtype="float32"
+    )
     poison = judge.tokenizer.convert_tokens_to_ids("bomb")
     forward = judge.model.forward
 
@@ -171,8 +190,18 @@ def test_bad_options_fail_clearly(untrained: Path) -> None:
     with pytest.raises(PolytoxError, match="role must be one of"):
         LlamaGuardScorer(model=str(untrained), role="system")
     with pytest.raises(PolytoxError, match="no chat template"):
-        LlamaGuardScorer(model=str(untrained), format="chat-template", device="cpu")
+        LlamaGuardScorer(model=str(untrained), format="chat-template", device="cpu", dtype="float32")
     with pytest.raises(PolytoxError, match="same token"):
-        LlamaGuardScorer(model=str(untrained), unsafe_token="safe", device="cpu")
+        LlamaGuardScorer(model=str(untrained), unsafe_token="safe", device="cpu", dtype="float32")
     with pytest.raises(PolytoxError, match="does not know"):
-        LlamaGuardScorer(model=str(untrained), unsafe_token="dangerous", device="cpu")
+        LlamaGuardScorer(model=str(untrained), unsafe_token="dangerous", device="cpu", dtype="float32")
+
+
+def test_a_text_the_tokenizer_rejects_fails_alone(untrained: Path) -> None:
+    judge = LlamaGuardScorer(model=str(untrained), format="llama-guard-3", device="cpu", dtype="float32")
+    texts = ["you are nice", "broken \ud800 surrogate", "the park"]
+    scores = judge.score(texts, ["en"] * 3)
+    assert [s.ok for s in scores] == [True, False, True]
+    assert scores[1].error.startswith("BAD_TEXT: the tokenizer rejects this text") and not scores[1].transient
+    alone = judge.score(["you are nice"], ["en"])[0]
+    assert scores[0].values == pytest.approx(alone.values, abs=1e-6)

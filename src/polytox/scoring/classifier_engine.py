@@ -68,6 +68,8 @@ class SequenceClassifier:
         self.max_batch_tokens = max_batch_tokens
         self.pad_id = pad_token_id(tokenizer, model.config)
         self.stats = EngineStats()
+        # Off only to measure what sorting buys (benchmarks/bench_local_scoring.py): arrival-order batches.
+        self.sort_by_length = True
 
     def tokenize(self, texts: Sequence[str]) -> tuple[list[list[int]], list[bool]]:
         """Token ids of every text (special tokens included, truncated by the policy), and which were cut."""
@@ -82,16 +84,51 @@ class SequenceClassifier:
             cut = [len(x) >= self.max_length for x in ids]
         return ids, cut
 
+    def tokenize_each(self, texts: Sequence[str]) -> tuple[list[list[int] | None], list[bool], list[str]]:
+        """As ``tokenize``, but a text the tokenizer rejects (a lone surrogate from bad UTF-8 decoding...)
+        gets ``None`` and its reason instead of failing the whole window."""
+        try:
+            ids, cut = self.tokenize(texts)
+            return list(ids), cut, [""] * len(texts)
+        except Exception:
+            pass
+        all_ids: list[list[int] | None] = []
+        all_cut, reasons = [], []
+        for text in texts:
+            try:
+                [one], [was_cut] = self.tokenize([text])
+                all_ids.append(one)
+                all_cut.append(was_cut)
+                reasons.append("")
+            except Exception as exc:
+                all_ids.append(None)
+                all_cut.append(False)
+                reasons.append(
+                    f"BAD_TEXT: the tokenizer rejects this text ({type(exc).__name__}: {exc})"[:300]
+                )
+        return all_ids, all_cut, reasons
+
     def predict(self, texts: Sequence[str]) -> list[Score]:
         """One score per text, in input order."""
-        ids, cut = self.tokenize(texts)
+        maybe_ids, cut, reasons = self.tokenize_each(texts)
         self.stats.texts += len(texts)
         self.stats.truncated += sum(cut)
         out: list[Score | None] = [None] * len(texts)
-        for batch in plan_batches([len(x) for x in ids], self.batch_size, self.max_batch_tokens):
-            for i, score in zip(batch, self._batch_or_each(batch, ids), strict=True):
-                out[i] = score
+        good = [i for i, x in enumerate(maybe_ids) if x is not None]
+        for i, reason in enumerate(reasons):
+            if reason:
+                out[i] = self._count_failure(Score.failed(reason))
+        ids = [maybe_ids[i] or [] for i in good]
+        for batch in self._plan([len(x) for x in ids]):
+            for j, score in zip(batch, self._batch_or_each(batch, ids), strict=True):
+                out[good[j]] = score
         return [s if s is not None else Score.failed("internal: unscored", transient=True) for s in out]
+
+    def _plan(self, lengths: list[int]) -> list[list[int]]:
+        if self.sort_by_length:
+            return plan_batches(lengths, self.batch_size, self.max_batch_tokens)
+        size, n = self.batch_size, len(lengths)
+        return [list(range(i, min(i + size, n))) for i in range(0, n, size)]
 
     def _batch_or_each(self, batch: list[int], ids: list[list[int]]) -> list[Score]:
         """Score a batch; if it raises, score its texts one by one so only the failing ones get an error."""

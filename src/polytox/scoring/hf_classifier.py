@@ -11,9 +11,11 @@ mapping in YAML):
   ``sigmoid`` | ``softmax`` | ``none``.
 - ``max_length``: tokens per text (default: the checkpoint's limit); ``truncation``: ``head`` (keep the
   start, default) | ``tail`` (keep the end).
-- ``batch_size``: texts per forward pass (default 64); ``max_batch_tokens``: padded tokens per forward
-  pass (default 16384; ``0`` = no budget).
-- ``device``: ``auto`` (cuda > mps > cpu) or a torch device; ``dtype``: ``auto`` | ``float32`` |
+- ``batch_size``: texts per forward pass; ``max_batch_tokens``: padded tokens per forward pass (``0`` =
+  no budget). Defaults: 16 and 4096 on CPU (larger batches are slower there, measured), 64 and 16384
+  on a GPU.
+- ``device``: ``auto`` (cuda > mps > cpu) or a torch device; ``dtype``: ``auto`` (see
+  ``torch_device``: bfloat16 on GPUs and on CPUs with native bfloat16, else float32) | ``float32`` |
   ``float16`` | ``bfloat16``.
 - ``languages``: ``any`` (default) or a comma list; texts in other languages become errors, not scores.
 - ``trust_remote_code``: ``true`` for checkpoints that ship their own model code.
@@ -35,8 +37,11 @@ from .labels import LabelPlan, build_label_plan, choose_activation
 from .model_identity import checkpoint_identity
 from .torch_device import dtype_name, pick_device, pick_dtype, quiet_transformers
 
-DEFAULT_BATCH_SIZE = 64
-DEFAULT_MAX_BATCH_TOKENS = 16_384
+# (texts, padded tokens) per forward pass. On CPU a BERT-base forward costs the same per text from 16
+# texts up (GEMMs are large enough; bigger batches fall out of cache and get slower): measured in
+# benchmarks/bench_local_scoring.py. On a GPU, larger batches keep the device busy.
+CPU_BATCH = (16, 4096)
+GPU_BATCH = (64, 16_384)
 # Texts handed to the engine at once: the window inside which texts are sorted by length.
 SORT_WINDOW = 4096
 
@@ -123,8 +128,9 @@ class LocalClassifierScorer(Scorer):
         if truncation not in TRUNCATION_SIDES:
             raise PolytoxError(f"truncation must be head or tail, got {truncation!r}")
         length = as_int(max_length, "max_length", 2) or default_max_length(tokenizer, model.config)
+        default_size, default_budget = CPU_BATCH if self.device == "cpu" else GPU_BATCH
         budget = as_int(max_batch_tokens, "max_batch_tokens", 0)
-        budget = DEFAULT_MAX_BATCH_TOKENS if budget is None else (budget or None)
+        budget = default_budget if budget is None else (budget or None)
         self.engine = SequenceClassifier(
             model,
             tokenizer,
@@ -132,7 +138,7 @@ class LocalClassifierScorer(Scorer):
             device=self.device,
             max_length=length,
             truncation=truncation,
-            batch_size=as_int(batch_size, "batch_size", 1) or DEFAULT_BATCH_SIZE,
+            batch_size=as_int(batch_size, "batch_size", 1) or default_size,
             max_batch_tokens=budget,
         )
         self.attributes = plan.attributes

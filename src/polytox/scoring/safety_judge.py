@@ -188,18 +188,41 @@ class LlamaGuardScorer(Scorer):
 
     # -- scoring -------------------------------------------------------------------------------------------
 
-    def score_batch(self, texts: Sequence[str], langs: Sequence[str]) -> list[Score]:
+    def prompt_ids(self, texts: Sequence[str]) -> list[list[int]]:
+        """Token ids of the full judge prompt of each text (cut, rendered, tokenized as is)."""
         prompts = [self.render(t) for t in self._cut(texts)]
-        ids = [list(x) for x in self.tokenizer(prompts, add_special_tokens=False)["input_ids"]]
-        self.stats.texts += len(texts)
-        out: list[Score | None] = [None] * len(texts)
-        for batch in plan_batches([len(x) for x in ids], self.forward_batch, self.max_batch_tokens):
+        return [list(x) for x in self.tokenizer(prompts, add_special_tokens=False)["input_ids"]]
+
+    def _prepare(self, texts: Sequence[str]) -> list[list[int] | str]:
+        """Prompt ids per text, or the reason a text cannot be tokenized (it fails alone, as ``BAD_TEXT``)."""
+        try:
+            return list(self.prompt_ids(texts))
+        except Exception:
+            pass
+        out: list[list[int] | str] = []
+        for text in texts:
             try:
-                scores = self._judge([ids[i] for i in batch])
+                out.append(self.prompt_ids([text])[0])
             except Exception as exc:
-                scores = [self._judge_one(ids[i], exc if len(batch) == 1 else None) for i in batch]
-            for i, score in zip(batch, scores, strict=True):
-                out[i] = score
+                out.append(f"BAD_TEXT: the tokenizer rejects this text ({type(exc).__name__}: {exc})"[:300])
+        return out
+
+    def score_batch(self, texts: Sequence[str], langs: Sequence[str]) -> list[Score]:
+        prepared = self._prepare(texts)
+        self.stats.texts += len(texts)
+        out: list[Score | None] = [
+            self._count(Score.failed(p)) if isinstance(p, str) else None for p in prepared
+        ]
+        good = [i for i, p in enumerate(prepared) if not isinstance(p, str)]
+        ids = [p for p in prepared if not isinstance(p, str)]
+        for batch in plan_batches([len(x) for x in ids], self.forward_batch, self.max_batch_tokens):
+            seqs = [ids[j] for j in batch]
+            try:
+                scores = self._judge(seqs)
+            except Exception as exc:
+                scores = [self._judge_one(s, exc if len(batch) == 1 else None) for s in seqs]
+            for j, score in zip(batch, scores, strict=True):
+                out[good[j]] = score
         return [s if s is not None else Score.failed("internal: unscored", transient=True) for s in out]
 
     def _judge_one(self, seq: list[int], known_error: Exception | None) -> Score:
