@@ -149,3 +149,13 @@ def test_auto_dtype_uses_bfloat16_only_where_the_cpu_computes_it(monkeypatch: py
     assert torch_device.pick_device("cpu") == "cpu"
     with pytest.raises(PolytoxError, match="dtype must be one of"):
         torch_device.pick_dtype("int4", "cpu")
+
+
+def test_plan_batches_keeps_padding_bounded() -> None:
+    lengths = [500, 480, 40, 38, 12, 10, 9, 5]
+    batches = plan_batches(lengths, max_batch_size=16, max_batch_tokens=None)
+    assert batches == [[0, 1], [2, 3], [4, 5, 6, 7]]  # 40 is never padded to 500; 5 is within 8 tokens of 12
+    for batch in batches:
+        width = max(lengths[i] for i in batch)
+        assert all(width - lengths[i] <= max(8, 0.25 * width) for i in batch)
+    assert plan_batches(lengths, max_batch_size=16, max_padding=None) == [list(range(8))]
