@@ -27,6 +27,9 @@ SCORERS: dict[str, str] = {
     "svm": "polytox.scoring.svm:SvmScorer",
     "perspective": "polytox.scoring.perspective:PerspectiveScorer",
     "lexicon": "polytox.scoring.lexicon:LexiconScorer",
+    "hf": "polytox.scoring.hf_classifier:HfClassifierScorer",
+    "detoxify": "polytox.scoring.detoxify_scorer:DetoxifyScorer",
+    "llama-guard": "polytox.scoring.safety_judge:LlamaGuardScorer",
 }
 
 _GROUPS = {"generator": ("polytox.generators", GENERATORS), "scorer": ("polytox.scorers", SCORERS)}
