@@ -13,7 +13,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-
 # A text joins a batch only if it is at least 75% as long as the batch's longest (or within 8 tokens).
 MAX_PADDING = 0.25
 PADDING_SLACK = 8
