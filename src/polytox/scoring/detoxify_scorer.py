@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import PolytoxError, require
-from .hf_classifier import LocalClassifierScorer, as_languages, load_sequence_classifier
+from .hf_classifier import LocalClassifierScorer, as_languages, check_truncation, load_sequence_classifier
 from .labels import LabelPlan, normalize_label
 from .model_identity import checkpoint_identity, local_fingerprint
 from .torch_device import dtype_name, pick_device, pick_dtype, quiet_transformers
@@ -134,6 +134,7 @@ class DetoxifyScorer(LocalClassifierScorer):
         if model not in MODELS:
             raise PolytoxError(f"unknown Detoxify model {model!r}; choose one of {', '.join(MODELS)}")
         spec = MODELS[model]
+        check_truncation(truncation)
         self.detoxify_model = spec
         self.languages = as_languages(languages, spec.languages)
         self.source = resolve_source(source, path=path, checkpoint=checkpoint)

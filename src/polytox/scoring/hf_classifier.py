@@ -59,6 +59,12 @@ def as_int(value: str | int | None, name: str, minimum: int = 0) -> int | None:
     return number
 
 
+def check_truncation(truncation: str) -> None:
+    """Fail on a bad policy before any weights are loaded."""
+    if truncation not in TRUNCATION_SIDES:
+        raise PolytoxError(f"truncation must be head or tail, got {truncation!r}")
+
+
 def as_bool(value: str | bool, name: str) -> bool:
     if isinstance(value, bool):
         return value
@@ -125,8 +131,7 @@ class LocalClassifierScorer(Scorer):
         batch_size: str | int | None,
         max_batch_tokens: str | int | None,
     ) -> None:
-        if truncation not in TRUNCATION_SIDES:
-            raise PolytoxError(f"truncation must be head or tail, got {truncation!r}")
+        check_truncation(truncation)
         length = as_int(max_length, "max_length", 2) or default_max_length(tokenizer, model.config)
         default_size, default_budget = CPU_BATCH if self.device == "cpu" else GPU_BATCH
         budget = as_int(max_batch_tokens, "max_batch_tokens", 0)
@@ -205,6 +210,7 @@ class HfClassifierScorer(LocalClassifierScorer):
                 "the hf scorer needs --scorer-opt model=HUB_ID_OR_FOLDER "
                 "(e.g. textdetox/xlmr-large-toxicity-classifier)"
             )
+        check_truncation(truncation)
         self.languages = as_languages(languages, None)
         self.device = pick_device(device)
         torch_dtype = pick_dtype(dtype, self.device)
