@@ -19,7 +19,7 @@ import pytest
 
 pytest.importorskip("transformers")
 
-from .tiny_models import make_tiny_lm  # noqa: E402
+from .tiny_models import make_tiny_lm
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from .errors import MissingDependencyError, require
+from .scoring.cache import default_cache_dir
 
 log = logging.getLogger("polytox")
-from .scoring.cache import default_cache_dir
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,8 @@ GENERATORS: dict[str, str] = {
 SCORERS: dict[str, str] = {
     "fake": "polytox.scoring.fake:FakeScorer",
     "svm": "polytox.scoring.svm:SvmScorer",
+    "polytox-ml": "polytox.scoring.ml.scorer:PolytoxMlScorer",
+    "default": "polytox.scoring.default:DefaultScorer",
 }
 
 _GROUPS = {"generator": ("polytox.generators", GENERATORS), "scorer": ("polytox.scorers", SCORERS)}

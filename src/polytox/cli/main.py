@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import logging
 import importlib
+import logging
 import sys
 
 from ..errors import BadInputError, PolytoxError
@@ -12,6 +12,7 @@ from ..errors import BadInputError, PolytoxError
 SUBCOMMANDS = {
     "eval": "polytox.cli.eval_cmd",
     "metrics": "polytox.cli.metrics_cmd",
+    "train-scorer": "polytox.cli.train_scorer_cmd",
 }
 
 
