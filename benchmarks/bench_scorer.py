@@ -92,7 +92,7 @@ def main() -> None:
     for label, n, load, elapsed in rows:
         table.add_row(label, str(n), f"{load:.1f}", f"{elapsed:.1f}", f"{n / elapsed:.1f}" if elapsed else "-",
                       f"{elapsed / gen_s:.2f}x")
-    Console().print(table)
+    Console(width=140).print(table)
 
 
 if __name__ == "__main__":
