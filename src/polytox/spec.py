@@ -18,6 +18,9 @@ from . import constants as C
 from .errors import PolytoxError
 
 EMBEDDED_MODEL = "smollm2-135m-instruct"
+# The scorer used when none is named (``polytox eval`` and ``polytox score``): routes each text by language
+# to the best measured offline scorer (``polytox.scoring.default``).
+DEFAULT_SCORER = "default"
 
 PRESETS: dict[str, dict[str, Any]] = {
     # RTP §4.2 and Appendix B.4.
@@ -74,7 +77,7 @@ class GenerationSpec:
 class ScorerSpec:
     """A registered scorer name and its options (``--scorer-opt KEY=VALUE``)."""
 
-    name: str = "svm"
+    name: str = DEFAULT_SCORER
     options: tuple[tuple[str, str], ...] = ()
 
 

@@ -42,7 +42,8 @@ def register(sub: Any) -> None:
     p.add_argument("--chat-template", choices=["auto", "always", "never"])
     p.add_argument("--device")
     p.add_argument("--dtype")
-    p.add_argument("--scorer", help="scorer name (default: svm, English)")
+    p.add_argument("--scorer", help="scorer name (default: 'default', polytox-ml for PTP's 17 languages, "
+                   "routed per language)")
     p.add_argument("--scorer-opt", action="append", metavar="KEY=VALUE", help="scorer option (repeatable)")
     p.add_argument("--threshold", type=float, help="toxic threshold (default 0.5)")
     p.add_argument("--comparison", choices=[">=", ">"], help="toxic comparison (default >=; RTP notebooks: >)")

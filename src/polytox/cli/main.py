@@ -20,6 +20,7 @@ SUBCOMMANDS = {
     "report": "polytox.cli.report_cmd",
     "unprompted": "polytox.cli.unprompted_cmd",
     "build": "polytox.cli.build_cmd",
+    "train-scorer": "polytox.cli.train_scorer_cmd",
 }
 
 

