@@ -98,7 +98,7 @@ def test_defaults_are_the_embedded_model_and_rtp_settings() -> None:
     g = spec.generation
     assert (g.model, g.backend) == (EMBEDDED_MODEL, "transformers")
     assert (g.samples, g.top_p, g.temperature, g.max_new_tokens) == (25, 0.9, 1.0, 20)
-    assert spec.scorer.name == "svm" and spec.prompts.source == "demo"
+    assert spec.scorer.name == "default" and spec.prompts.source == "demo"
     assert (spec.metrics.threshold, spec.metrics.comparison, spec.metrics.n_bootstrap) == (0.5, ">=", 1000)
 
 

@@ -15,14 +15,15 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import PolytoxError
-from ..spec import load_yaml_config, parse_options
+from ..spec import DEFAULT_SCORER, load_yaml_config, parse_options
 from .common import console, progress_bar
 
 
 def register(sub: Any) -> None:
     p = sub.add_parser("score", help="score a file of texts with one scorer (JSONL/Parquet out, resumable)",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--scorer", help="scorer name (perspective, svm, lexicon, fake, ...); default svm")
+    p.add_argument("--scorer", help="scorer name (default, polytox-ml, perspective, svm, lexicon, hf, ...); "
+                   "default: 'default', the best measured offline scorer per language")
     p.add_argument("--scorer-opt", action="append", metavar="KEY=VALUE", help="scorer option (repeatable)")
     p.add_argument("--config", help="YAML with 'scorer' and 'scorer_opt' (e.g. an eval config); flags win")
     p.add_argument("--input", required=True, help="JSONL, CSV or Parquet with a text column")
@@ -56,7 +57,7 @@ def read_rows(args: argparse.Namespace) -> Any:
 def scorer_choice(args: argparse.Namespace) -> tuple[str, dict[str, str]]:
     """(name, options) from --config, then flags (flags win)."""
     config: dict[str, Any] = load_yaml_config(args.config) if getattr(args, "config", None) else {}
-    name = args.scorer or config.get("scorer") or "svm"
+    name = args.scorer or config.get("scorer") or DEFAULT_SCORER
     options = {k: str(v) for k, v in parse_options(config.get("scorer_opt") or {}).items()}
     options.update(parse_options(args.scorer_opt or []))
     return str(name), options
