@@ -24,6 +24,7 @@ from typing import Any
 
 from ..errors import PolytoxError, require
 from ..models import resolve_model
+from ..scoring.torch_device import pick_device
 from ..spec import GenerationSpec
 from ..types import Generation, GenerationRequest, Prompt
 from .base import Generator, failed
@@ -34,21 +35,11 @@ from .sampling import row_uniforms, sample_next
 COMPACT_FINISHED_SHARE = 0.25
 
 
-def pick_device(requested: str) -> str:
-    """``auto`` -> cuda, then mps, then cpu."""
-    if requested != "auto":
-        return requested
-    import torch
-
-    if torch.cuda.is_available():
-        return "cuda"
-    if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
-        return "mps"
-    return "cpu"
-
-
 def pick_dtype(requested: str, device: str) -> Any:
-    """``auto`` -> bfloat16 on GPUs that support it, float16 on other GPUs, float32 on CPU."""
+    """``auto`` -> bfloat16 on GPUs that support it, float16 on other GPUs, float32 on CPU.
+
+    Unlike the classifier scorers (``scoring.torch_device.pick_dtype``), generation stays float32 on every
+    CPU: sampled tokens must not depend on whether the CPU happens to compute bfloat16 natively."""
     import torch
 
     if requested != "auto":
