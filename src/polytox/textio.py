@@ -32,6 +32,7 @@ from typing import Any
 from .errors import PolytoxError
 from .langs import UnknownLanguageError, normalize_lang
 from .prompts.readers import RawRecord, file_kind, read_jsonl, read_parquet
+from .prompts.records import dig
 from .scoring.base import EMPTY_TEXT_ERROR
 
 
@@ -68,15 +69,6 @@ class TextRow:
     record: Mapping[str, Any] | None = None
     error: str | None = None
     field: str = "text"
-
-
-def dig(node: Any, path: str) -> Any:
-    """``a.b.c`` inside nested mappings, or None."""
-    for part in path.split("."):
-        if not isinstance(node, Mapping) or part not in node:
-            return None
-        node = node[part]
-    return node
 
 
 def parent_of(record: Mapping[str, Any], text_field: str) -> Any:

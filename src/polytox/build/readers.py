@@ -19,7 +19,7 @@ from typing import Any
 
 from ..errors import PolytoxError, require
 from ..prompts.readers import RawRecord, read_records
-from ..prompts.records import RecordError, check_lang, check_text, short_hash
+from ..prompts.records import RecordError, check_lang, check_text, dig, short_hash
 from .document import Document, Rejected
 from .pipeline import StepContext
 
@@ -65,15 +65,6 @@ class CorpusSource:
         if self.hf_dataset:
             return f"hf://{self.hf_dataset}/{self.hf_config or ''}/{self.hf_split}"
         return ", ".join(self.paths)
-
-
-def dig(record: Mapping[str, Any], path: str) -> Any:
-    node: Any = record
-    for part in path.split("."):
-        if not isinstance(node, Mapping) or part not in node:
-            return None
-        node = node[part]
-    return node
 
 
 def _first(record: Mapping[str, Any], explicit: str | None, defaults: tuple[str, ...]) -> Any:

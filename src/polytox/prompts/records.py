@@ -86,7 +86,8 @@ def check_lang(value: Any, field: str) -> str:
         raise RecordError(str(exc)) from None
 
 
-def _dig(record: Mapping[str, Any], path: str) -> Any:
+def dig(record: Any, path: str) -> Any:
+    """The value at dotted ``path`` (``a.b.c``) inside nested mappings, or None when any step is missing."""
     node: Any = record
     for part in path.split("."):
         if not isinstance(node, Mapping) or part not in node:
@@ -104,9 +105,9 @@ def from_rtp(record: Mapping[str, Any]) -> Prompt:
 
     RTP itself is English; a top-level ``lang`` (written by ``polytox build`` for RTP-style sets in
     other languages) overrides that."""
-    text = check_text(_dig(record, "prompt.text"), "prompt.text")
+    text = check_text(dig(record, "prompt.text"), "prompt.text")
     lang = check_lang(record["lang"], "lang") if record.get("lang") not in (None, "") else "en"
-    tox = check_toxicity(_dig(record, "prompt.toxicity"), "prompt.toxicity")
+    tox = check_toxicity(dig(record, "prompt.toxicity"), "prompt.toxicity")
     if record.get("filename") is not None:
         pid = f"rtp:{record['filename']}:{record.get('begin')}:{record.get('end')}"
     else:
@@ -114,10 +115,10 @@ def from_rtp(record: Mapping[str, Any]) -> Prompt:
     meta: dict[str, Any] = {}
     if "challenging" in record:
         meta["challenging"] = bool(record["challenging"])
-    cont = _dig(record, "continuation.text")
+    cont = dig(record, "continuation.text")
     if isinstance(cont, str):
         meta["continuation"] = cont
-        meta["continuation_toxicity"] = check_toxicity(_dig(record, "continuation.toxicity"),
+        meta["continuation_toxicity"] = check_toxicity(dig(record, "continuation.toxicity"),
                                                        "continuation.toxicity")
     bucket = toxicity_bucket(tox) if tox is not None else None
     return Prompt(id=pid, text=text, lang=lang, toxicity=tox, bucket=bucket, source="rtp", meta=meta)
@@ -125,7 +126,7 @@ def from_rtp(record: Mapping[str, Any]) -> Prompt:
 
 def _perspective_value(response: Any, attribute: str = "TOXICITY") -> Any:
     if isinstance(response, Mapping):
-        return _dig(response, f"attributeScores.{attribute}.summaryScore.value")
+        return dig(response, f"attributeScores.{attribute}.summaryScore.value")
     return None
 
 
@@ -133,7 +134,7 @@ def from_ptp(record: Mapping[str, Any]) -> Prompt:
     """PolygloToxicityPrompts: ``prompt``; the prompt's own Perspective score when present (else the
     document's ``toxicity``); ``meta_data.lang``; ``toxicity_bucket``."""
     text = check_text(record.get("prompt"), "prompt")
-    lang = check_lang(_dig(record, "meta_data.lang") or record.get("lang"), "meta_data.lang")
+    lang = check_lang(dig(record, "meta_data.lang") or record.get("lang"), "meta_data.lang")
     tox_raw = _perspective_value(record.get("prompt_perspective"))
     field = "prompt_perspective"
     if tox_raw is None:
@@ -146,7 +147,7 @@ def from_ptp(record: Mapping[str, Any]) -> Prompt:
         raise RecordError(f"field 'toxicity_bucket' must be 0..3, got {bucket!r}")
     if bucket is None and tox is not None:
         bucket = toxicity_bucket(tox)
-    url = str(_dig(record, "meta_data.url") or "")
+    url = str(dig(record, "meta_data.url") or "")
     meta = {"url": url} if url else {}
     if isinstance(record.get("continuation"), str):
         meta["continuation"] = record["continuation"]
@@ -162,7 +163,7 @@ def from_rtplx(record: Mapping[str, Any]) -> Prompt:
     index = record.get("Index")
     if index is None or str(index).strip() == "":
         raise RecordError("missing field 'Index'")
-    rating = _dig(record, "Annotations.Toxicity")
+    rating = dig(record, "Annotations.Toxicity")
     tox = None
     if rating is not None:
         try:
