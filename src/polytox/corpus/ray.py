@@ -1,0 +1,180 @@
+"""Ray Data versions of ``corpus score`` and of the overlap join (``pip install 'polytox[ray]'``).
+
+Scoring: the driver streams the raw records and cuts them into the same shards as the local run; shards
+go to Ray Data in windows of ``WINDOW_SHARDS_PER_WORKER * workers`` rows (so the driver holds a bounded
+number of documents), through an actor pool of ``--score-workers`` actors, each building the scorer once
+(``--score-gpus-per-worker`` GPUs, ``--cpus-per-worker`` CPUs). Each actor runs the same ``score_shard``
+as the local executor and sends the part back as Arrow IPC bytes; the driver writes it with the same
+atomic store call. So a shard's part is identical whichever executor made it, a run may be resumed with
+the other executor, and the statistics are the same. The actor pool is rebuilt per window: its start-up
+(scorer load) is paid once per window, which is why windows are many shards long.
+
+Overlap: ``ray_band_candidates`` partitions the LSH join by band. Every MinHash signature is cut into
+the same ``b`` bands of ``r`` rows as ``datasketch.MinHashLSH`` uses for the threshold; one Ray task per
+band joins A and B on the band's bytes, and the union of the bands' pairs is exactly the set of
+candidates the single-process index returns. Candidates are then confirmed by exact Jaccard on the
+driver, as in the local run.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from ..errors import PolytoxError, require
+from ..executors import ExecutorConfig
+from ..prompts.readers import RawRecord
+from ..scoring import Scorer
+
+WINDOW_SHARDS_PER_WORKER = 16
+FORWARDED_ENV_PREFIXES = ("POLYTOX_", "HF_", "TRANSFORMERS_", "TOKENIZERS_", "OMP_")
+
+
+def _raws_to_rows(raws: list[RawRecord]) -> list[list[Any]]:
+    return [[r.location, r.record, r.error] for r in raws]
+
+
+class ShardScorer:
+    """A Ray Data actor: builds the scorer once, scores whole shards with ``score_shard``."""
+
+    def __init__(self, job: dict[str, Any]) -> None:
+        from .score import ScoreJob
+
+        self.job = ScoreJob.from_dict(job)
+        from ..build.scoring import open_scorer
+
+        self.scorer = open_scorer(self.job.scorer, self.job.scorer_options)
+
+    def __call__(self, batch: dict[str, Any]) -> dict[str, list[Any]]:
+        import json
+
+        from .score import score_shard
+
+        out: dict[str, list[Any]] = {"shard": [], "ipc": [], "seconds": []}
+        for shard, blob in zip(batch["shard"], batch["raws"], strict=True):
+            start = time.perf_counter()
+            raws = [RawRecord(loc, record=rec, error=err) for loc, rec, err in json.loads(str(blob))]
+            table = score_shard(self.scorer, raws, self.job)
+            sink = io.BytesIO()
+            with pa.ipc.new_stream(sink, table.schema) as writer:
+                writer.write_table(table)
+            out["shard"].append(int(shard))
+            out["ipc"].append(sink.getvalue())
+            out["seconds"].append(time.perf_counter() - start)
+        return out
+
+
+def init_ray(config: ExecutorConfig, cpus_needed: float) -> bool:
+    """Connect to (or start) Ray; True when this call started it (and must shut it down)."""
+    ray = require("ray", "ray")
+    require("ray.data", "ray")
+    if ray.is_initialized():
+        return False
+    env = {k: v for k, v in os.environ.items() if k.startswith(FORWARDED_ENV_PREFIXES)}
+    kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False, "logging_level": "ERROR",
+                              "runtime_env": {"env_vars": env}}
+    if config.ray_address:
+        kwargs["address"] = config.ray_address
+    else:
+        kwargs["num_cpus"] = int(max(os.cpu_count() or 1, cpus_needed + 0.999))
+    ray.init(**kwargs)
+    ctx = ray.data.DataContext.get_current()
+    ctx.enable_progress_bars = False
+    if hasattr(ctx, "print_on_execution_start"):
+        ctx.print_on_execution_start = False
+    return True
+
+
+def _windows(todo: Iterator[tuple[int, list[RawRecord]]], size: int) -> Iterator[list[tuple[int, list[RawRecord]]]]:
+    window: list[tuple[int, list[RawRecord]]] = []
+    for item in todo:
+        window.append(item)
+        if len(window) >= size:
+            yield window
+            window = []
+    if window:
+        yield window
+
+
+def ray_score(job: Any, store: Any, scorer: Scorer, todo: Iterator[tuple[int, list[RawRecord]]],
+              config: ExecutorConfig, summary: Any, progress: Any) -> dict[str, Any]:
+    """Score the ``todo`` shards on Ray Data; parts are written on the driver (see the module docstring)."""
+    import json
+
+    ray = require("ray", "ray")
+    workers = config.score_workers
+    started = init_ray(config, workers * config.cpus_per_worker + 1)
+    details: dict[str, Any] = {"executor": "ray", "score_workers": workers, "ray_address": config.ray_address,
+                               "gpus_per_score_worker": config.gpus_per_score_worker, "windows": 0,
+                               "actor_seconds": 0.0}
+    job_dict = job.to_dict()
+    cache = getattr(getattr(scorer, "cache", None), "path", None)
+    if cache is not None and job_dict["scorer_options"].get("cache") != "off":
+        job_dict["scorer_options"] = {**job_dict["scorer_options"], "cache": str(cache)}
+    try:
+        for window in _windows(todo, WINDOW_SHARDS_PER_WORKER * workers):
+            rows = [{"shard": i, "raws": json.dumps(_raws_to_rows(r), ensure_ascii=False, default=str)}
+                    for i, r in window]
+            ds = ray.data.from_items(rows, override_num_blocks=len(rows))
+            ds = ds.map_batches(ShardScorer, fn_constructor_kwargs={"job": job_dict}, batch_size=1,
+                                compute=ray.data.ActorPoolStrategy(size=workers),
+                                num_gpus=config.gpus_per_score_worker, num_cpus=config.cpus_per_worker)
+            for row in ds.iter_rows():
+                table = pa.ipc.open_stream(row["ipc"]).read_all()
+                store.write_part(int(row["shard"]), table)
+                summary.shards_scored += 1
+                summary.documents_scored_now += table.num_rows
+                details["actor_seconds"] += float(row["seconds"])
+                if progress is not None:
+                    progress(summary.documents_scored_now, summary.shards_scored)
+            details["windows"] += 1
+    except (KeyboardInterrupt, PolytoxError):
+        raise
+    except Exception as exc:
+        if type(exc).__module__.startswith("ray"):
+            raise PolytoxError(f"the Ray executor failed: {type(exc).__name__}: {exc}") from exc
+        raise
+    finally:
+        if started:
+            ray.shutdown()
+    details["actor_seconds"] = round(details["actor_seconds"], 3)
+    return details
+
+
+# ---- overlap: the LSH join partitioned by band --------------------------------------------------------
+def _band_join(band: int, a_keys: np.ndarray, a_band: np.ndarray, b_keys: np.ndarray,
+               b_band: np.ndarray) -> list[tuple[int, int]]:
+    """Pairs (a key, b key) whose band ``band`` bytes are equal."""
+    buckets: dict[bytes, list[int]] = {}
+    for key, row in zip(a_keys.tolist(), a_band, strict=True):
+        buckets.setdefault(row.tobytes(), []).append(key)
+    pairs: list[tuple[int, int]] = []
+    for key, row in zip(b_keys.tolist(), b_band, strict=True):
+        for a_key in buckets.get(row.tobytes(), ()):
+            pairs.append((a_key, key))
+    return pairs
+
+
+def ray_band_candidates(a_keys: np.ndarray, a_sigs: np.ndarray, b_keys: np.ndarray, b_sigs: np.ndarray,
+                        bands: int, rows: int, config: ExecutorConfig) -> set[tuple[int, int]]:
+    """Candidate pairs of the banded LSH join, one Ray task per band (see the module docstring)."""
+    ray = require("ray", "ray")
+    started = init_ray(config, config.score_workers * config.cpus_per_worker + 1)
+    try:
+        join = ray.remote(num_cpus=config.cpus_per_worker)(_band_join)
+        a_ref, b_ref = ray.put(a_keys), ray.put(b_keys)
+        futures = [join.remote(i, a_ref, np.ascontiguousarray(a_sigs[:, i * rows:(i + 1) * rows]), b_ref,
+                               np.ascontiguousarray(b_sigs[:, i * rows:(i + 1) * rows])) for i in range(bands)]
+        out: set[tuple[int, int]] = set()
+        for pairs in ray.get(futures):
+            out.update(pairs)
+        return out
+    finally:
+        if started:
+            ray.shutdown()
