@@ -151,12 +151,14 @@ def ray_score(job: Any, store: Any, scorer: Scorer, todo: Iterator[tuple[int, li
 def _band_join(band: int, a_keys: np.ndarray, a_band: np.ndarray, b_keys: np.ndarray,
                b_band: np.ndarray) -> list[tuple[int, int]]:
     """Pairs (a key, b key) whose band ``band`` bytes are equal."""
+    from .overlap import band_key
+
     buckets: dict[bytes, list[int]] = {}
-    for key, row in zip(a_keys.tolist(), a_band, strict=True):
-        buckets.setdefault(row.tobytes(), []).append(key)
+    for key, row in zip(a_keys.tolist(), a_band, strict=True):  # the bytes datasketch's index hashes
+        buckets.setdefault(band_key(bytes(row.byteswap().data)), []).append(key)
     pairs: list[tuple[int, int]] = []
     for key, row in zip(b_keys.tolist(), b_band, strict=True):
-        for a_key in buckets.get(row.tobytes(), ()):
+        for a_key in buckets.get(band_key(bytes(row.byteswap().data)), ()):
             pairs.append((a_key, key))
     return pairs
 
