@@ -21,6 +21,8 @@ SUBCOMMANDS = {
     "unprompted": "polytox.cli.unprompted_cmd",
     "build": "polytox.cli.build_cmd",
     "train-scorer": "polytox.cli.train_scorer_cmd",
+    # pretraining-corpus analysis (RTP §6)
+    "corpus": "polytox.cli.corpus_cmd",
 }
 
 

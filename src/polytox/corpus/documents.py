@@ -120,7 +120,7 @@ def to_doc(raw: RawRecord, fields: FieldMap, keep: Sequence[str] = (), detect_la
     url = str(url_value) if url_value is not None else None
     raw_id = _first(record, fields.id, ID_FIELDS)
     meta = {k: (None if (v := dig(record, k)) is None else str(v)) for k in keep}
-    base = {"location": raw.location, "url": url, "domain": domain_of(url), "meta": meta}
+    base: dict[str, Any] = {"location": raw.location, "url": url, "domain": domain_of(url), "meta": meta}
     if text_value is not None and not isinstance(text_value, str):
         text_value = text_value.decode("utf-8", "replace") if isinstance(text_value, bytes) else None
         if text_value is None:

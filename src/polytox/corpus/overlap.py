@@ -37,7 +37,7 @@ import random
 import sqlite3
 import time
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -87,6 +87,16 @@ def _chunks(docs: Iterable[CorpusDoc], size: int = CHUNK) -> Iterator[list[Corpu
             chunk = []
     if chunk:
         yield chunk
+
+
+def _save_npy(array: np.ndarray, path: str) -> None:
+    with open(path, "wb") as fh:  # a handle: np.save would append ".npy" to the temp name
+        np.save(fh, array, allow_pickle=False)
+
+
+def _pickle(obj: Any, path: str) -> None:
+    with open(path, "wb") as fh:
+        pickle.dump(obj, fh, protocol=pickle.HIGHEST_PROTOCOL)
 
 
 @dataclass
@@ -171,11 +181,12 @@ def build_index(source: CorpusSource, fields: FieldMap, path: str | Path, thresh
     tmp_db.replace(path / "texts.sqlite")
     sig_dtype = sig_dtype or "uint64"
     sigs = np.fromfile(sig_tmp, dtype=sig_dtype).reshape(-1, num_perm)
-    atomic_write(path / "signatures.npy", lambda tmp: np.save(open(tmp, "wb"), sigs))
+    atomic_write(path / "signatures.npy", lambda tmp: _save_npy(sigs, tmp))
     sig_tmp.unlink()
     counts["indexed"] = key
-    atomic_write(path / "exact.npy", lambda tmp: np.save(open(tmp, "wb"), np.array(sorted(exact), dtype=np.uint64)))
-    atomic_write(path / "lsh.pkl", lambda tmp: pickle.dump(lsh, open(tmp, "wb"), protocol=pickle.HIGHEST_PROTOCOL))
+    atomic_write(path / "exact.npy",
+                 lambda tmp: _save_npy(np.array(sorted(exact), dtype=np.uint64), tmp))
+    atomic_write(path / "lsh.pkl", lambda tmp: _pickle(lsh, tmp))
     meta = {"source": source.describe(), "threshold": threshold, "num_perm": num_perm,
             "shingle_chars": NEAR_DUP_SHINGLE_CHARS, "bands": lsh.b, "rows": lsh.r, "signature_dtype": sig_dtype,
             **counts,
@@ -269,8 +280,9 @@ def exact_truth(index: OverlapIndex, sample: list[str], threshold: float) -> lis
         for g in sorted(a_set)[: n - math.ceil(threshold * n) + 1]:
             hits.update(prefix_index.get(g, ()))
         for j in hits:
-            if not found[j] and threshold * sizes[j] <= n <= sizes[j] / threshold and jaccard(sets[j], a_set) >= threshold:
-                found[j] = True
+            if found[j] or not threshold * sizes[j] <= n <= sizes[j] / threshold:
+                continue
+            found[j] = jaccard(sets[j], a_set) >= threshold
     return found
 
 

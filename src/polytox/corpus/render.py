@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,7 @@ def _table(title: str, rows: list[dict[str, Any]], key: str) -> list[str]:
         mean = r.get("mean_toxicity")
         lines.append(f"| {r['key']} | {r['n']} | {r['toxic']} | {_pct(r)} | "
                      f"{'-' if mean is None else f'{mean:.3f}'} |")
-    return lines + [""]
+    return [*lines, ""]
 
 
 def stats_markdown(stats: dict[str, Any]) -> str:
@@ -71,7 +72,7 @@ def stats_plots(stats: dict[str, Any], folder: Path) -> list[Path]:
     written = []
     edges, counts = stats["histogram"]["edges"], stats["histogram"]["counts"]
     fig, ax = plt.subplots(figsize=(6, 3.5))
-    colors = plt.cm.coolwarm([(lo + hi) / 2 for lo, hi in zip(edges, edges[1:], strict=False)])
+    colors = plt.cm.coolwarm([(lo + hi) / 2 for lo, hi in itertools.pairwise(edges)])
     ax.bar(edges[:-1], counts, width=edges[1] - edges[0], align="edge", color=colors)
     ax.set_yscale("log")
     ax.axvline(stats["settings"]["threshold"], color="black", lw=0.8, ls="--")

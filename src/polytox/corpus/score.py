@@ -64,7 +64,8 @@ class ScoreJob:
     def from_dict(cls, data: Mapping[str, Any]) -> ScoreJob:
         values = dict(data)
         src = dict(values.pop("source"))
-        source = CorpusSource(**{k: tuple(v) if isinstance(v, list) else v for k, v in src.items()})
+        source_args: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in src.items()}
+        source = CorpusSource(**source_args)
         return cls(source=source, fields=FieldMap(**values.pop("fields")), keep=tuple(values.pop("keep")),
                    **values)
 

@@ -15,6 +15,7 @@ that grows is one row per domain / language in the group-bys.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from typing import Any
 
@@ -85,7 +86,7 @@ def _grouped(con: duckdb.DuckDBPyConnection, key_sql: str, threshold: float, n_b
 def length_case(edges: Sequence[int] = LENGTH_BUCKETS) -> str:
     """A SQL CASE naming each document's length bucket (``<256``, ``256-1023``, ..., ``>=16384``)."""
     parts = [f"WHEN length_chars < {edges[0]} THEN '<{edges[0]}'"]
-    for lo, hi in zip(edges, edges[1:], strict=False):
+    for lo, hi in itertools.pairwise(edges):
         parts.append(f"WHEN length_chars < {hi} THEN '{lo}-{hi - 1}'")
     return "CASE " + " ".join(parts) + f" ELSE '>={edges[-1]}' END"
 

@@ -1,0 +1,231 @@
+"""``polytox corpus score|stats|provenance|overlap``: pretraining-corpus analysis (RTP §6, Appendix D).
+
+  polytox corpus score DATA... --out SCORES [--scorer NAME --scorer-opt K=V] [--executor ray]
+  polytox corpus stats SCORES                       # stats.json, stats.md, PNGs in SCORES/stats
+  polytox corpus provenance SCORES --labels news.csv --order low,mixed,high
+  polytox corpus overlap A B --index IDX --out DIR [--scores-b SCORES_OF_B]
+
+``score`` resumes: rerun the same command with the same ``--out``. Details: docs/corpus.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from .common import console, out_console, print_json
+
+
+def _source_args(p: argparse.ArgumentParser, paths: bool = True) -> None:
+    if paths:
+        p.add_argument("inputs", nargs="*", metavar="PATH", help="JSONL/Parquet/CSV files, or folders of them "
+                       "and of .txt files (one document per file)")
+    p.add_argument("--hf-dataset", help="stream a Hugging Face dataset by id (e.g. Skylion007/openwebtext)")
+    p.add_argument("--hf-config")
+    p.add_argument("--hf-split", default="train")
+    p.add_argument("--limit", type=int, help="use the first N records")
+    p.add_argument("--text-field", help="dotted field of the text (default: text, content, document, Prompt)")
+    p.add_argument("--id-field", help="dotted field of the document id (default: id, doc_id, Index)")
+    p.add_argument("--url-field", help="dotted field of the URL (default: url, meta.url)")
+    p.add_argument("--lang-field", help="dotted field of the language (default: lang, language, ...)")
+    p.add_argument("--lang", dest="default_lang", help="language of the whole corpus (skips detection)")
+
+
+def _executor_args(p: argparse.ArgumentParser) -> None:
+    from ..executors import EXECUTORS
+
+    x = p.add_argument_group("execution (not part of the output's identity)")
+    x.add_argument("--executor", choices=[e for e in EXECUTORS if e != "pipelined"], default="serial",
+                   help="serial (default) or ray (Ray Data actor pool)")
+    x.add_argument("--ray-address", help="Ray cluster to join ('auto', 'ray://HOST:10001'); default: local")
+    x.add_argument("--score-workers", type=int, default=1, help="ray: scoring actors")
+    x.add_argument("--score-gpus-per-worker", type=float, default=0.0, help="ray: GPUs per scoring actor")
+    x.add_argument("--cpus-per-worker", type=float, default=1.0, help="ray: CPUs per actor")
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("corpus", help="pretraining-corpus toxicity, provenance and overlap (RTP §6)",
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    csub = p.add_subparsers(dest="corpus_command", required=True, metavar="STEP")
+
+    s = csub.add_parser("score", help="score every document of a corpus into Parquet parts (resumable)")
+    _source_args(s)
+    s.add_argument("--out", required=True, help="output folder (rerun with the same --out to resume)")
+    s.add_argument("--scorer", default="default", help="registered scorer name (default: 'default')")
+    s.add_argument("--scorer-opt", action="append", default=[], metavar="KEY=VALUE", help="scorer option")
+    s.add_argument("--keep", action="append", default=[], metavar="FIELD",
+                   help="metadata field to keep as a column, e.g. subreddit (repeatable)")
+    s.add_argument("--shard-size", type=int, default=1000, help="documents per part (the unit redone after a kill)")
+    s.add_argument("--no-detect-lang", action="store_true", help="undeclared languages stay 'und'")
+    s.add_argument("--retry-transient", action="store_true", help="redo shards holding transient score failures")
+    s.add_argument("--json", action="store_true")
+    _executor_args(s)
+    s.set_defaults(func=run_score)
+
+    t = csub.add_parser("stats", help="toxic shares, histogram, length/language/domain tables")
+    t.add_argument("scores", help="a 'corpus score' output folder")
+    t.add_argument("--out", dest="stats_out", help="where to write stats.json, stats.md, PNGs (default SCORES/stats)")
+    t.add_argument("--threshold", type=float, default=0.5)
+    t.add_argument("--n-bootstrap", type=int, default=1000)
+    t.add_argument("--min-domain-docs", type=int, default=20)
+    t.add_argument("--top", type=int, default=15)
+    t.add_argument("--format", choices=["md", "json"], default="md")
+    t.add_argument("--no-plots", action="store_true")
+    t.set_defaults(func=run_stats)
+
+    v = csub.add_parser("provenance", help="toxic share per label of a domain / metadata label table")
+    v.add_argument("scores", help="a 'corpus score' output folder")
+    v.add_argument("--labels", required=True, help="CSV (key,label) or .txt list of keys")
+    v.add_argument("--key", default="domain", help="'domain' or a metadata field kept with --keep (e.g. subreddit)")
+    v.add_argument("--key-column")
+    v.add_argument("--label-column")
+    v.add_argument("--order", help="ordinal labels, lowest first (e.g. low,mixed,high): adds Spearman rho")
+    v.add_argument("--threshold", type=float, default=0.5)
+    v.add_argument("--min-docs", type=int, default=10, help="documents a key needs to enter Spearman rho")
+    v.add_argument("--n-bootstrap", type=int, default=1000)
+    v.add_argument("--out", dest="prov_out", help="where to write provenance.json/.md (default SCORES/provenance)")
+    v.add_argument("--format", choices=["md", "json"], default="md")
+    v.set_defaults(func=run_provenance)
+
+    o = csub.add_parser("overlap", help="documents of corpus B that also appear in corpus A (MinHash LSH)")
+    o.add_argument("a", nargs="?", help="corpus A (file or folder); omit to reuse --index")
+    o.add_argument("b", help="corpus B (file or folder)")
+    o.add_argument("--index", required=True, help="index folder of A: built when absent, reused when present")
+    o.add_argument("--out", required=True, help="output folder (overlap.parquet, overlap.json)")
+    o.add_argument("--scores-b", help="a 'corpus score' output of B: toxic share inside/outside the overlap")
+    o.add_argument("--check-sample", type=int, default=500, help="B documents checked by exact Jaccard")
+    o.add_argument("--seed", type=int, default=0)
+    o.add_argument("--text-field")
+    o.add_argument("--id-field")
+    o.add_argument("--json", action="store_true")
+    _executor_args(o)
+    o.set_defaults(func=run_overlap)
+
+
+def _fields(args: argparse.Namespace) -> Any:
+    from ..build.readers import FieldMap
+
+    return FieldMap(text=args.text_field, id=args.id_field, url=getattr(args, "url_field", None),
+                    lang=getattr(args, "lang_field", None), default_lang=getattr(args, "default_lang", None))
+
+
+def _executor(args: argparse.Namespace) -> Any:
+    from ..executors import ExecutorConfig
+
+    return ExecutorConfig(kind=args.executor, ray_address=args.ray_address, score_workers=args.score_workers,
+                          gpus_per_score_worker=args.score_gpus_per_worker, cpus_per_worker=args.cpus_per_worker)
+
+
+def _options(pairs: list[str]) -> dict[str, str]:
+    from ..errors import PolytoxError
+
+    out = {}
+    for pair in pairs:
+        if "=" not in pair:
+            raise PolytoxError(f"--scorer-opt expects KEY=VALUE, got {pair!r}")
+        key, value = pair.split("=", 1)
+        out[key.strip()] = value
+    return out
+
+
+def run_score(args: argparse.Namespace) -> int:
+    from ..build.readers import CorpusSource
+    from ..corpus.score import ScoreJob
+    from ..corpus.score import run_score as score
+
+    source = CorpusSource(paths=tuple(args.inputs), hf_dataset=args.hf_dataset, hf_config=args.hf_config,
+                          hf_split=args.hf_split, limit=args.limit)
+    job = ScoreJob(source=source, fields=_fields(args), scorer=args.scorer, scorer_options=_options(args.scorer_opt),
+                   keep=tuple(args.keep), shard_size=args.shard_size, detect_lang=not args.no_detect_lang)
+    summary = score(job, args.out, executor=_executor(args), retry_transient=args.retry_transient)
+    data = {"out": summary.out, "resumed": summary.resumed, "shards": summary.shards_total,
+            "shards_done_before": summary.shards_done_before, "shards_scored_now": summary.shards_scored,
+            "documents_scored_now": summary.documents_scored_now, "seconds": round(summary.seconds, 3),
+            "docs_per_second": round(summary.docs_per_second, 1), "status_counts": summary.status_counts,
+            "truncated": summary.truncated, "transient_failures": summary.transient, "executor": summary.executor}
+    if args.json:
+        print_json(data)
+    else:
+        console.print(f"{'resumed' if summary.resumed else 'scored'} {summary.out}: {summary.shards_total} shards "
+                      f"({summary.shards_done_before} already done), {summary.documents_scored_now} documents now "
+                      f"in {summary.seconds:.1f}s; " + ", ".join(f"{k} {v}" for k, v in summary.status_counts.items())
+                      + f"; truncated {summary.truncated}", markup=False)
+        if summary.transient:
+            console.print(f"{summary.transient} transient score failures: rerun with --retry-transient", markup=False)
+    return 0
+
+
+def run_stats(args: argparse.Namespace) -> int:
+    from ..atomic import atomic_write_json, atomic_write_text
+    from ..corpus.render import stats_markdown, stats_plots
+    from ..corpus.stats import compute_corpus_stats
+
+    stats = compute_corpus_stats(args.scores, threshold=args.threshold, n_boot=args.n_bootstrap, top=args.top,
+                                 min_domain_docs=args.min_domain_docs)
+    folder = Path(args.stats_out) if args.stats_out else Path(args.scores) / "stats"
+    markdown = stats_markdown(stats)
+    atomic_write_json(folder / "stats.json", stats)
+    atomic_write_text(folder / "stats.md", markdown + "\n")
+    plots = [] if args.no_plots else stats_plots(stats, folder)
+    if args.format == "json":
+        print_json(stats)
+    else:
+        out_console.print(markdown, markup=False)
+    console.print(f"wrote {folder / 'stats.json'}, stats.md" + "".join(f", {p.name}" for p in plots), markup=False)
+    return 0
+
+
+def run_provenance(args: argparse.Namespace) -> int:
+    from ..atomic import atomic_write_json, atomic_write_text
+    from ..corpus.provenance import load_labels, provenance
+    from ..corpus.render import provenance_markdown
+
+    labels = load_labels(args.labels, key=args.key, key_column=args.key_column, label_column=args.label_column)
+    for line in labels.problems[:20]:
+        console.print(f"skipped label row: {line}", markup=False, highlight=False, soft_wrap=True)
+    result = provenance(args.scores, labels, key=args.key, order=args.order.split(",") if args.order else None,
+                        threshold=args.threshold, min_docs=args.min_docs, n_boot=args.n_bootstrap)
+    folder = Path(args.prov_out) if args.prov_out else Path(args.scores) / "provenance"
+    markdown = provenance_markdown(result)
+    stem = Path(args.labels).stem
+    atomic_write_json(folder / f"{stem}.json", result)
+    atomic_write_text(folder / f"{stem}.md", markdown + "\n")
+    if args.format == "json":
+        print_json(result)
+    else:
+        out_console.print(markdown, markup=False)
+    return 0
+
+
+def run_overlap(args: argparse.Namespace) -> int:
+    from ..atomic import atomic_write_json
+    from ..build.readers import CorpusSource
+    from ..corpus.overlap import OverlapIndex, build_index, query, toxic_split
+    from ..errors import PolytoxError
+
+    fields = _fields(args)
+    index_dir = Path(args.index)
+    if (index_dir / "meta.json").exists():
+        index = OverlapIndex.load(index_dir)
+        if args.a and index.meta["source"] != args.a:
+            console.print(f"note: reusing the index of {index.meta['source']} in {index_dir}", markup=False)
+    elif args.a:
+        index = build_index(CorpusSource(paths=(args.a,)), fields, index_dir)
+    else:
+        raise PolytoxError(f"no index in {index_dir}: give corpus A to build it")
+    result = query(index, CorpusSource(paths=(args.b,)), fields, args.out, check_sample=args.check_sample,
+                   seed=args.seed, executor=_executor(args))
+    if args.scores_b:
+        result["toxicity"] = toxic_split(args.out, args.scores_b)
+    atomic_write_json(Path(args.out) / "overlap.json", result)
+    if args.json:
+        print_json(result)
+    else:
+        chk = result.get("check", {})
+        out_console.print(json.dumps({k: result[k] for k in ("overlap", "overlap_share", "counts")}, indent=1)
+                          + (f"\nexact check on {chk['sample']} sampled B documents: recall {chk['recall']}, "
+                             f"exact share {chk['exact_share']:.4f} {chk['exact_share_ci']}" if chk else ""),
+                          markup=False)
+    return 0
