@@ -128,7 +128,8 @@ def provenance(out: str, labels: LabelTable, key: str = "domain", order: list[st
     con, _ = open_parts(ScoreStore(out))
     columns = [r[0] for r in con.execute("DESCRIBE docs").fetchall()]
     expr = key_sql(key, columns)
-    con.register("labels_arrow", pa.table({"lkey": list(labels.labels), "label": list(labels.labels.values())}))
+    con.register("labels_arrow", pa.table({"lkey": pa.array(list(labels.labels), type=pa.string()),
+                                           "label": pa.array(list(labels.labels.values()), type=pa.string())}))
     con.execute(f"CREATE VIEW keyed AS SELECT d.*, {expr} AS jkey FROM docs d")
     con.execute("CREATE VIEW docs_l AS SELECT k.*, l.label FROM keyed k LEFT JOIN labels_arrow l "
                 "ON k.jkey = l.lkey")
