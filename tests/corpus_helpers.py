@@ -34,3 +34,28 @@ def write_corpus(path: Path, shared: Path, n: int, urls: bool = True, offset: in
                 doc["url"] = DOMAINS[i % len(DOMAINS)].format(i=i)
             fh.write(json.dumps(doc) + "\n")
     return path
+
+
+def planted_pair(path_a: Path, path_b: Path, shared: Path, n_a: int = 600, n_exact: int = 60,
+                 n_near: int = 60, n_other: int = 120) -> dict[str, str]:
+    """Corpus A (real texts of >= 300 characters) and corpus B holding exact copies of A documents,
+    one-character edits of others (Jaccard ~0.97) and unrelated texts; returns B id -> planted kind."""
+    texts = [r["text"] for r in real_texts(shared, 20_000) if len(r["text"]) >= 300]
+    a, rest = texts[:n_a], texts[n_a:]
+    with open(path_a, "w", encoding="utf-8") as fh:
+        for i, t in enumerate(a):
+            fh.write(json.dumps({"id": f"a{i}", "text": t, "lang": "en"}) + "\n")
+    planted: dict[str, str] = {}
+    with open(path_b, "w", encoding="utf-8") as fh:
+        for i in range(n_exact + n_near):
+            t = a[i]
+            kind = "exact" if i < n_exact else "near"
+            if kind == "near":
+                mid = len(t) // 2
+                t = t[:mid] + ("#" if t[mid] != "#" else "%") + t[mid + 1:]
+            fh.write(json.dumps({"id": f"b{i}", "text": t, "lang": "en"}) + "\n")
+            planted[f"b{i}"] = kind
+        for j, t in enumerate(rest[:n_other]):
+            fh.write(json.dumps({"id": f"o{j}", "text": t, "lang": "en"}) + "\n")
+            planted[f"o{j}"] = "none"
+    return planted

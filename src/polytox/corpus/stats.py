@@ -78,7 +78,8 @@ def _grouped(con: duckdb.DuckDBPyConnection, key_sql: str, threshold: float, n_b
     out = []
     for key, n, k, mean in con.execute(sql, {"t": threshold}).fetchall():
         block = share_block(int(k), int(n), seed=0, n_boot=n_boot)
-        block["mean_toxicity"] = float(mean) if mean is not None else None
+        # rounded: DuckDB's parallel sums may differ in the last bits from one run to the next
+        block["mean_toxicity"] = round(float(mean), 10) if mean is not None else None
         out.append({"key": key, **block})
     return out
 
