@@ -40,7 +40,7 @@ def pair(tmp_path: Path, shared_data: Path) -> tuple[Path, Path, dict[str, str]]
 def test_planted_duplicates_are_found_and_every_verdict_is_exact(tmp_path: Path, pair: tuple) -> None:
     a, b, planted = pair
     index = build_index(CorpusSource(paths=(str(a),)), FieldMap(), tmp_path / "idx")
-    assert index.meta["indexed"] == 600 and (index.meta["bands"], index.meta["rows"]) == (5, 25)
+    assert index.meta["indexed"] == 600 and (index.meta["bands"], index.meta["rows"]) == (10, 12)
     result = query(index, CorpusSource(paths=(str(b),)), FieldMap(), tmp_path / "out", check_sample=80)
     verdicts = {r["doc_id"]: r for r in pq.read_table(tmp_path / "out" / "overlap.parquet").to_pylist()}
     truth = brute_force(a, b)
@@ -48,7 +48,7 @@ def test_planted_duplicates_are_found_and_every_verdict_is_exact(tmp_path: Path,
     found = {k for k, v in verdicts.items() if v["verdict"] in ("exact", "near")}
     assert found <= {k for k, t in truth.items() if t}  # confirmed by exact Jaccard: no false positive
     planted_found = [k for k, kind in planted.items() if kind != "none" and k in found]
-    assert len(planted_found) / 120 >= 0.95  # LSH at J ~0.97 with b=5, r=25 misses < 1%
+    assert len(planted_found) / 120 >= 0.97  # LSH at J ~0.97 with b=10, r=12 misses < 0.1%
     near = [v for v in verdicts.values() if v["verdict"] == "near"]
     assert all(0.9 <= v["jaccard"] < 1 for v in near) and all(v["a_doc_id"] for v in near)
     check = result["check"]
@@ -93,6 +93,6 @@ def test_toxic_share_inside_and_outside_the_overlap(tmp_path: Path, pair: tuple)
     verdicts = {r["doc_id"]: r["verdict"] for r in pq.read_table(tmp_path / "out" / "overlap.parquet").to_pylist()}
     inside = [scores[k] for k, v in verdicts.items() if v in ("exact", "near")]
     outside = [scores[k] for k, v in verdicts.items() if v == "none"]
-    assert split["inside"]["n"] == len(inside) and split["outside"]["n"] == len(outside) == 120
+    assert split["inside"]["n"] == len(inside) and split["outside"]["n"] == len(outside) >= 110
     assert split["inside"]["toxic"] == sum(t >= 0.5 for t in inside)
     assert split["outside"]["toxic"] == sum(t >= 0.5 for t in outside)

@@ -22,7 +22,7 @@ gives ``lang = "und"`` (``lang_source = "unknown"``). A missing URL gives ``url 
 from __future__ import annotations
 
 import itertools
-import unicodedata
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,6 +49,8 @@ UNKNOWN_LANG = "und"
 # any other language is still given one of them, with a low probability.
 LANGID_MIN_PROB = 0.5
 BINARY_CONTROL_SHARE = 0.1
+# Unicode category Cc (C0 and C1 controls) except the whitespace ones (tab, newlines, form feed).
+_CONTROL = re.compile("[\x00-\x08\x0e-\x1f\x7f-\x9f]")
 STATUSES = ("ok", "unreadable", "empty", "binary", "unsupported_language", "score_failed")
 
 
@@ -79,7 +81,7 @@ def _is_binary(text: str) -> str | None:
     except UnicodeEncodeError as exc:
         return f"invalid Unicode (lone surrogate at {exc.start})"
     sample = text[:4096]
-    controls = sum(1 for ch in sample if ch not in "\n\r\t\f\v" and unicodedata.category(ch) == "Cc")
+    controls = len(_CONTROL.findall(sample))
     if sample and controls / len(sample) > BINARY_CONTROL_SHARE:
         return f"{controls} control characters in the first {len(sample)}"
     return None
