@@ -41,6 +41,8 @@ def register(sub: Any) -> None:
     )
     p.add_argument("--title", default="polytox report")
     p.add_argument("--no-plots", action="store_true", help="leave plots out (no matplotlib needed)")
+    p.add_argument("--corpus", action="append", default=[], metavar="SCORES",
+                   help="add the statistics of a scored pretraining corpus ('polytox corpus score' output)")
     p.set_defaults(func=run)
 
 
@@ -63,6 +65,10 @@ def run(args: argparse.Namespace) -> int:
         plots=not args.no_plots,
         title=args.title,
     )
+    if args.corpus:
+        from ..report.corpus_section import build_corpus_sections
+
+        report.corpus = build_corpus_sections(args.corpus, plots=not args.no_plots)
     out = Path(args.out)
     atomic_write_text(out, render_html(report))
     console.print(Text(f"wrote {out} ({out.stat().st_size / 1024:.0f} KiB, {len(report.runs)} runs)"))

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from .. import __version__
 from ..analysis import ANALYSES, AnalysisOptions, AnalysisResult, Corpus, RunInfo, run_analysis
@@ -46,6 +47,7 @@ class Report:
     sections: list[Section]
     samples: AnalysisResult
     notes: list[str] = field(default_factory=list)
+    corpus: list[Any] = field(default_factory=list)  # report.corpus_section.CorpusSection, one per corpus
 
 
 def _auto_compare(runs: Sequence[RunInfo]) -> tuple[str, str] | None:

@@ -14,6 +14,7 @@ import html
 import json
 import re
 from collections.abc import Iterable
+from typing import Any
 
 from ..analysis.result import AnalysisResult, Table
 from ..analysis.runs import format_params
@@ -165,6 +166,20 @@ def _runs_html(report: Report) -> str:
     return table_html(summary) + "<h3>Manifests</h3>" + "".join(details)
 
 
+def _corpus_html(i: int, corpus: Any) -> str:
+    from .corpus_section import section_rows, summary_line
+
+    parts = [f'<section id="corpus-{i}"><h2>Corpus toxicity: {esc(corpus.stats["source"])}</h2>'
+             f'<p class="ref">RTP §6.1 — {esc(summary_line(corpus.stats))}</p>']
+    if corpus.png:
+        parts.append(figure_html(corpus.png, "toxicity histogram", "document toxicity, log-scale counts (RTP Fig. 3)"))
+    for title, header, rows in section_rows(corpus.stats):
+        head = "".join(f"<th>{esc(h)}</th>" for h in header)
+        cells = "".join("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in r) + "</tr>" for r in rows)
+        parts.append(f"<h3>{esc(title)}</h3><table><thead><tr>{head}</tr></thead><tbody>{cells}</tbody></table>")
+    return "".join(parts) + "</section>"
+
+
 def render_html(report: Report) -> str:
     """The whole report as one HTML document."""
     board = report.leaderboard
@@ -190,6 +205,9 @@ def render_html(report: Report) -> str:
             parts.append(f'<p class="error">not available: {esc(sec.error)}</p>')
         parts.append("</section>")
         body.append("".join(parts))
+    for i, corpus in enumerate(report.corpus):  # pretraining corpora (polytox corpus; RTP §6)
+        toc.append(f'<li><a href="#corpus-{i}">Corpus: {esc(corpus.stats["source"])}</a></li>')
+        body.append(_corpus_html(i, corpus))
     toc += [
         '<li><a href="#samples">Most and least toxic continuations</a></li>',
         '<li><a href="#runs">Runs and manifests</a></li>',

@@ -25,6 +25,7 @@ def report_dict(report: Report) -> dict[str, Any]:
             for s in report.sections
         ],
         "samples": report.samples.to_dict(),
+        "corpus": [c.stats for c in report.corpus],
         "runs": [
             {
                 "run_id": r.run_id,

@@ -94,6 +94,10 @@ def render_markdown(report: Report, path: Path) -> str:
             _write_png(images / f"{sec.name}.png", sec.png)
             link = f"{images.name}/{sec.name}.png"
         out.append(result_markdown(sec.result, link))
+    for corpus in report.corpus:  # pretraining corpora (polytox corpus; RTP §6)
+        from ..corpus.render import stats_markdown
+
+        out += [stats_markdown(corpus.stats), ""]
     out += ["## Most and least toxic continuations", ""] + [table_markdown(t) for t in report.samples.tables]
     out += ["## Runs", ""]
     for r in report.runs:
