@@ -42,7 +42,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO.parent / "shared" / "data"
-OWTC_DOCS = 8_013_769  # RTP §6 / Table 12: OpenWebText Corpus documents
+OWTC_DOCS = 8_013_769  # OpenWebText Corpus documents (Gokaslan & Cohen 2019; RTP §6: "about 8M")
 NGRAM = {"mode": "ngram", "cache": "off"}
 # GPU extrapolation assumptions (not measured here: no GPU on this machine).
 GPU_EFFECTIVE_FLOPS = 100e12  # an H100 at ~10% of its dense bf16 peak on a small model

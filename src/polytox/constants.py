@@ -111,3 +111,13 @@ NEAR_DUP_JACCARD: Final = 0.9
 # paper reports a Pearson r of 0.725 (p <= 0.001) between source and translated toxicity.
 PTP_TRANSLATION_MODEL: Final = "facebook/nllb-200-3.3B"
 PTP_TRANSLATION_PEARSON_R: Final = 0.725
+
+# ---- pretraining-corpus analysis (polytox corpus) ------------------------------------------------------
+# RTP §6: OWTC holds "about 8M documents" (also OpenAI-WT); §6.1 / Figure 3: 2.1% of OWTC and 4.3% of
+# OpenAI-WT have TOXICITY >= 0.5; §6.2 / Figure 4: Spearman rho = -0.35 between news-site reliability and
+# toxic share; §6 / Appendix D: about 29% overlap between the two corpora (>= 2.3M documents).
+RTP_OWTC_DOCUMENTS: Final = 8_000_000
+RTP_OWTC_TOXIC_SHARE: Final = 0.021
+RTP_OPENAI_WT_TOXIC_SHARE: Final = 0.043
+RTP_RELIABILITY_SPEARMAN: Final = -0.35
+RTP_CORPUS_OVERLAP_SHARE: Final = 0.29

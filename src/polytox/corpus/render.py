@@ -6,6 +6,7 @@ import itertools
 from pathlib import Path
 from typing import Any
 
+from ..constants import RTP_OPENAI_WT_TOXIC_SHARE, RTP_OWTC_TOXIC_SHARE, RTP_RELIABILITY_SPEARMAN
 from ..errors import MissingDependencyError, require
 
 
@@ -30,7 +31,8 @@ def stats_markdown(stats: dict[str, Any]) -> str:
     s = stats["settings"]
     lines = [f"## Corpus toxicity: {stats['source']}", "",
              f"Scorer `{stats['scorer']}`; toxic = score >= {s['threshold']}; {int(100 * s['ci_level'])}% "
-             f"bootstrap CI ({s['n_bootstrap']} resamples).", "",
+             f"bootstrap CI ({s['n_bootstrap']} resamples). RTP §6.1 found {100 * RTP_OWTC_TOXIC_SHARE:.1f}% "
+             f"of OWTC and {100 * RTP_OPENAI_WT_TOXIC_SHARE:.1f}% of OpenAI-WT toxic (Perspective).", "",
              f"{stats['n_documents']} documents, {stats['n_scored']} scored; not scored: "
              + ", ".join(f"{k} {v}" for k, v in stats["status_counts"].items() if k != "ok")
              + f"; truncated to the scorer's byte budget: {stats['n_truncated']}; without URL: "
@@ -105,8 +107,11 @@ def provenance_markdown(result: dict[str, Any]) -> str:
              "malformed (listed in the JSON).", ""]
     lines += _table("Toxic share per label", result["by_label"], "label")
     sp = result.get("spearman")
-    if sp:
+    if sp and sp.get("rho") is None:
+        lines += [f"Spearman rho: undefined ({sp.get('note')}).", ""]
+    elif sp:
         lines += [f"Spearman rho between the ordinal label ({' < '.join(sp['order'])}) and the toxic share of "
                   f"each {result['key']} with at least {sp['min_docs']} documents: rho = {sp['rho']:.3f} "
-                  f"(p = {sp['p_value']:.3g}, {sp['n_keys']} {result['key']}s; RTP Figure 4: -0.35).", ""]
+                  f"(p = {sp['p_value']:.3g}, {sp['n_keys']} {result['key']}s; RTP Figure 4: "
+                  f"{RTP_RELIABILITY_SPEARMAN}).", ""]
     return "\n".join(lines)
