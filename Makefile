@@ -57,6 +57,7 @@ bench: install
 	$(PY) benchmarks/bench_analysis.py
 	$(PY) benchmarks/bench_pipeline.py
 	$(PY) benchmarks/bench_ray_scaling.py
+	nice -n 10 $(PY) benchmarks/bench_corpus.py
 
 # Needs a CUDA GPU and polytox[vllm]: vLLM vs transformers, end-to-end vs vLLM alone, bandwidth roofline.
 bench-gpu: install
