@@ -269,11 +269,15 @@ def wilson(k: int, n: int, z: float = 1.959964) -> list[float] | None:
 
 
 def exact_truth(index: OverlapIndex, sample: list[str], threshold: float) -> list[bool]:
-    """For each sampled text, whether any A document has exact Jaccard >= threshold (prefix filter)."""
+    """For each sampled text, whether any A document has exact Jaccard >= threshold (prefix filter).
+
+    The global order of shingles is Python's ``hash`` (fixed within this process, which builds and probes
+    the prefix index): any fixed order keeps the filter exact, and a pseudo-random one avoids putting the
+    most frequent shingles (spaces, punctuation) first, as lexicographic order would."""
     sets = [shingles(t) for t in sample]
     prefix_index: dict[str, list[int]] = {}
     for j, s in enumerate(sets):
-        for g in sorted(s)[: len(s) - math.ceil(threshold * len(s)) + 1]:
+        for g in sorted(s, key=hash)[: len(s) - math.ceil(threshold * len(s)) + 1]:
             prefix_index.setdefault(g, []).append(j)
     found = [False] * len(sample)
     sizes = [len(s) for s in sets]
@@ -282,7 +286,7 @@ def exact_truth(index: OverlapIndex, sample: list[str], threshold: float) -> lis
         a_set = shingles(a_text)
         n = len(a_set)
         hits: set[int] = set()
-        for g in sorted(a_set)[: n - math.ceil(threshold * n) + 1]:
+        for g in sorted(a_set, key=hash)[: n - math.ceil(threshold * n) + 1]:
             hits.update(prefix_index.get(g, ()))
         for j in hits:
             if found[j] or not threshold * sizes[j] <= n <= sizes[j] / threshold:

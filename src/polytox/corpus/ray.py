@@ -1,7 +1,7 @@
 """Ray Data versions of ``corpus score`` and of the overlap join (``pip install 'polytox[ray]'``).
 
 Scoring: the driver streams the raw records and cuts them into the same shards as the local run; shards
-go to Ray Data in windows of ``WINDOW_SHARDS_PER_WORKER * workers`` rows (so the driver holds a bounded
+go to Ray Data in windows of ``WINDOW_SHARDS_PER_WORKER * workers`` rows (64 per worker) (so the driver holds a bounded
 number of documents), through an actor pool of ``--score-workers`` actors, each building the scorer once
 (``--score-gpus-per-worker`` GPUs, ``--cpus-per-worker`` CPUs). Each actor runs the same ``score_shard``
 as the local executor and sends the part back as Arrow IPC bytes; the driver writes it with the same
@@ -32,7 +32,7 @@ from ..executors import ExecutorConfig
 from ..prompts.readers import RawRecord
 from ..scoring import Scorer
 
-WINDOW_SHARDS_PER_WORKER = 16
+WINDOW_SHARDS_PER_WORKER = 64
 FORWARDED_ENV_PREFIXES = ("POLYTOX_", "HF_", "TRANSFORMERS_", "TOKENIZERS_", "OMP_")
 
 
@@ -117,6 +117,9 @@ def ray_score(job: Any, store: Any, scorer: Scorer, todo: Iterator[tuple[int, li
     cache = getattr(getattr(scorer, "cache", None), "path", None)
     if cache is not None and job_dict["scorer_options"].get("cache") != "off":
         job_dict["scorer_options"] = {**job_dict["scorer_options"], "cache": str(cache)}
+    wall = time.perf_counter()
+    first: float | None = None
+    steady_docs = 0
     try:
         for window in _windows(todo, WINDOW_SHARDS_PER_WORKER * workers):
             rows = [{"shard": i, "raws": json.dumps(_raws_to_rows(r), ensure_ascii=False, default=str)}
@@ -127,6 +130,11 @@ def ray_score(job: Any, store: Any, scorer: Scorer, todo: Iterator[tuple[int, li
                                 num_gpus=config.gpus_per_score_worker, num_cpus=config.cpus_per_worker)
             for row in ds.iter_rows():
                 table = pa.ipc.open_stream(row["ipc"]).read_all()
+                if first is None:  # Ray start-up, actor start and scorer load end here
+                    first = time.perf_counter()
+                    details["first_result_seconds"] = round(first - wall, 3)
+                else:
+                    steady_docs += table.num_rows
                 store.write_part(int(row["shard"]), table)
                 summary.shards_scored += 1
                 summary.documents_scored_now += table.num_rows
@@ -144,6 +152,9 @@ def ray_score(job: Any, store: Any, scorer: Scorer, todo: Iterator[tuple[int, li
         if started:
             ray.shutdown()
     details["actor_seconds"] = round(details["actor_seconds"], 3)
+    if first is not None:  # steady state: from the first finished shard to the last
+        details["steady_seconds"] = round(time.perf_counter() - first, 3)
+        details["steady_docs"] = steady_docs
     return details
 
 
