@@ -105,14 +105,19 @@ def _windows(todo: Iterator[tuple[int, list[RawRecord]]], size: int) -> Iterator
 def ray_score(job: Any, store: Any, scorer: Scorer, todo: Iterator[tuple[int, list[RawRecord]]],
               config: ExecutorConfig, summary: Any, progress: Any) -> dict[str, Any]:
     """Score the ``todo`` shards on Ray Data; parts are written on the driver (see the module docstring)."""
+    import itertools
     import json
 
     ray = require("ray", "ray")
     workers = config.score_workers
-    started = init_ray(config, workers * config.cpus_per_worker + 1)
     details: dict[str, Any] = {"executor": "ray", "score_workers": workers, "ray_address": config.ray_address,
                                "gpus_per_score_worker": config.gpus_per_score_worker, "windows": 0,
                                "actor_seconds": 0.0}
+    head = next(todo, None)
+    if head is None:  # nothing left to score: no Ray start-up
+        return details
+    todo = itertools.chain([head], todo)
+    started = init_ray(config, workers * config.cpus_per_worker + 1)
     job_dict = job.to_dict()
     cache = getattr(getattr(scorer, "cache", None), "path", None)
     if cache is not None and job_dict["scorer_options"].get("cache") != "off":
