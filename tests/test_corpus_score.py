@@ -124,3 +124,19 @@ def test_cli_score_then_stats_writes_json_markdown_png(tmp_path: Path, shared_da
     assert data["n_missing_url"] == 150
     for name in ("stats.json", "stats.md", "toxicity_hist.png"):
         assert (tmp_path / "s" / "stats" / name).stat().st_size > 100
+
+
+def test_streamed_hugging_face_dataset_gives_the_local_scores(tmp_path: Path, shared_data: Path) -> None:
+    pytest.importorskip("datasets")
+    corpus = write_corpus(tmp_path / "c.jsonl", shared_data, 60)
+    local = run_cli_subprocess(tmp_path / "cache", "corpus", "score", str(corpus), "--scorer", "polytox-ml",
+                               "--scorer-opt", "mode=ngram", "--out", str(tmp_path / "local"), "--json")
+    hf = run_cli_subprocess(tmp_path / "cache", "corpus", "score", "--hf-dataset", "json", "--hf-data-files",
+                            str(corpus), "--scorer", "polytox-ml", "--scorer-opt", "mode=ngram", "--out",
+                            str(tmp_path / "hf"), "--json")
+    assert local.returncode == 0 and hf.returncode == 0, hf.stderr
+    a = pq.read_table(tmp_path / "local" / "parts").to_pylist()
+    b = pq.read_table(tmp_path / "hf" / "parts").to_pylist()
+    assert [(r["doc_id"], r["domain"], r["toxicity"]) for r in a] == [(r["doc_id"], r["domain"], r["toxicity"])
+                                                                      for r in b]
+    assert b[0]["location"].startswith("hf://json/")

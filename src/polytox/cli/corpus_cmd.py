@@ -25,6 +25,8 @@ def _source_args(p: argparse.ArgumentParser, paths: bool = True) -> None:
     p.add_argument("--hf-dataset", help="stream a Hugging Face dataset by id (e.g. Skylion007/openwebtext)")
     p.add_argument("--hf-config")
     p.add_argument("--hf-split", default="train")
+    p.add_argument("--hf-data-files", action="append", default=[], metavar="FILE",
+                   help="data files of a builder dataset (e.g. --hf-dataset json --hf-data-files a.jsonl)")
     p.add_argument("--limit", type=int, help="use the first N records")
     p.add_argument("--text-field", help="dotted field of the text (default: text, content, document, Prompt)")
     p.add_argument("--id-field", help="dotted field of the document id (default: id, doc_id, Index)")
@@ -136,7 +138,7 @@ def run_score(args: argparse.Namespace) -> int:
     from ..corpus.score import run_score as score
 
     source = CorpusSource(paths=tuple(args.inputs), hf_dataset=args.hf_dataset, hf_config=args.hf_config,
-                          hf_split=args.hf_split, limit=args.limit)
+                          hf_split=args.hf_split, hf_data_files=tuple(args.hf_data_files), limit=args.limit)
     job = ScoreJob(source=source, fields=_fields(args), scorer=args.scorer, scorer_options=_options(args.scorer_opt),
                    keep=tuple(args.keep), shard_size=args.shard_size, detect_lang=not args.no_detect_lang)
     summary = score(job, args.out, executor=_executor(args), retry_transient=args.retry_transient)
