@@ -108,6 +108,7 @@ def build_corpus(folder: Path, n_docs: int, n_domains: int, plant: float, seed: 
                 text, lang = pool[base[i]]
                 if rng.random() < 0.001:
                     text = "   "
+                    texts_of[i] = text  # the truth must see the emptied text, not the pool's
             doc: dict[str, Any] = {"id": f"doc{i}", "text": text, "lang": lang}
             if rng.random() >= 0.03:
                 d = int(domain_ranks[i])
@@ -202,7 +203,7 @@ def overlap_truth(corpus: dict[str, Any], n_a: int, n_b: int) -> set[int]:
     base, pool, edited = corpus["base"], corpus["pool"], corpus["edited"]
 
     def text(i: int) -> str:
-        return edited.get(i) or pool[int(base[i])][0]
+        return edited[i] if i in edited else pool[int(base[i])][0]
 
     in_a: dict[int, list[int]] = {}
     for i in range(n_a):
@@ -393,7 +394,8 @@ def main() -> None:
               f"measured rate x 8M |")
         for cores in (32,):
             print(f"| one CPU node, {cores} cores, n-gram scorer on Ray | {ngram_rate * cores:,.0f} | "
-                  f"{OWTC_DOCS / ngram_rate / cores / 60:.0f} min | extrapolated: linear in scoring actors |")
+                  f"{OWTC_DOCS / ngram_rate / cores / 60:.0f} min | extrapolated: linear in scoring actors (not "
+                  "shown by the Ray rows above on this 2-core machine) |")
         if args.default_sample:
             d = report["default_scorer"]
             d_rate = d["docs"] / d["seconds"]
@@ -404,8 +406,8 @@ def main() -> None:
         gpu_rate = GPU_EFFECTIVE_FLOPS / (2 * GEMMA_PARAMS_USED * HEAD_MAX_TOKENS)
         print(f"| one GPU node (1 H100), default scorer | {gpu_rate:,.0f} | {OWTC_DOCS / gpu_rate / 60:.0f} min | "
               f"EXTRAPOLATION, not measured: 2 x {GEMMA_PARAMS_USED / 1e6:.0f}M params x {HEAD_MAX_TOKENS} tokens "
-              f"per document at an assumed {GPU_EFFECTIVE_FLOPS / 1e12:.0f} TFLOP/s; the n-gram part and I/O on "
-              "the node's CPUs must keep up (~1/3 of the CPU rate above per core) |")
+              f"per document at an assumed {GPU_EFFECTIVE_FLOPS / 1e12:.0f} TFLOP/s; the n-gram part needs "
+              f"~{gpu_rate / ngram_rate:.0f} CPU cores at the measured rate to keep up |")
         report["load_avg_end"] = os.getloadavg()
         print(f"\nload average at the end: {report['load_avg_end'][0]:.1f} (shared machine)")
         if args.json:
