@@ -126,6 +126,7 @@ def test_cli_score_then_stats_writes_json_markdown_png(tmp_path: Path, shared_da
         assert (tmp_path / "s" / "stats" / name).stat().st_size > 100
 
 
+@pytest.mark.slow
 def test_streamed_hugging_face_dataset_gives_the_local_scores(tmp_path: Path, shared_data: Path) -> None:
     pytest.importorskip("datasets")
     corpus = write_corpus(tmp_path / "c.jsonl", shared_data, 60)
