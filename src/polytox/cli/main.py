@@ -21,6 +21,8 @@ SUBCOMMANDS = {
     "unprompted": "polytox.cli.unprompted_cmd",
     "build": "polytox.cli.build_cmd",
     "train-scorer": "polytox.cli.train_scorer_cmd",
+    # polytox serve: local Perspective / OpenAI moderation endpoint (extra "serve")
+    "serve": "polytox.cli.serve_cmd",
 }
 
 
