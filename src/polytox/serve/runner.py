@@ -8,7 +8,6 @@ finish (up to ``graceful_s``), then the app's lifespan drains the scorer queue.
 from __future__ import annotations
 
 import asyncio
-import socket
 import threading
 import time
 from typing import Any
@@ -42,11 +41,8 @@ class ServerThread:
     def __init__(self, app: Any, host: str = "127.0.0.1", graceful_s: float = 10.0) -> None:
         self.app = app
         self.host = host
-        self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self._sock.bind((host, 0))
-        self.port = self._sock.getsockname()[1]
-        self.server = _uvicorn().Server(uvicorn_config(app, host, self.port, graceful_s, log_level="warning"))
+        self.port = 0  # known once started (uvicorn binds a free port)
+        self.server = _uvicorn().Server(uvicorn_config(app, host, 0, graceful_s, log_level="warning"))
         self._thread = threading.Thread(target=self._run, name="polytox-serve", daemon=True)
 
     @property
@@ -54,7 +50,7 @@ class ServerThread:
         return f"http://{self.host}:{self.port}"
 
     def _run(self) -> None:
-        asyncio.run(self.server.serve(sockets=[self._sock]))
+        asyncio.run(self.server.serve())
 
     def start(self, timeout: float = 30.0) -> ServerThread:
         self._thread.start()
@@ -63,12 +59,12 @@ class ServerThread:
             if not self._thread.is_alive() or time.monotonic() > deadline:
                 raise RuntimeError("polytox serve did not start")
             time.sleep(0.01)
+        self.port = int(self.server.servers[0].sockets[0].getsockname()[1])
         return self
 
     def stop(self, timeout: float = 30.0) -> None:
         self.server.should_exit = True
         self._thread.join(timeout)
-        self._sock.close()
 
     def __enter__(self) -> ServerThread:
         return self.start()
