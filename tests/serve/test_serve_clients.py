@@ -14,11 +14,11 @@ import pytest
 pytest.importorskip("starlette")
 pytest.importorskip("profanity_check")
 
-from polytox.cli.main import main  # noqa: E402
-from polytox.scoring import build_scorer  # noqa: E402
-from polytox.serve.runner import ServerThread  # noqa: E402
+from polytox.cli.main import main
+from polytox.scoring import build_scorer
+from polytox.serve.runner import ServerThread
 
-from .helpers import KEY, TEXTS, running  # noqa: E402
+from .helpers import KEY, TEXTS, running
 
 RTP_ATTRIBUTES = ("TOXICITY", "SEVERE_TOXICITY", "IDENTITY_ATTACK", "INSULT", "THREAT", "PROFANITY",
                   "SEXUALLY_EXPLICIT", "FLIRTATION")  # RTP's utils/constants.py PERSPECTIVE_API_ATTRIBUTES

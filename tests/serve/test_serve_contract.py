@@ -13,10 +13,10 @@ pytest.importorskip("starlette")
 pytest.importorskip("uvicorn")
 pytest.importorskip("profanity_check")
 
-from polytox.scoring import build_scorer  # noqa: E402
-from polytox.serve.runner import ServerThread  # noqa: E402
+from polytox.scoring import build_scorer
+from polytox.serve.runner import ServerThread
 
-from .helpers import ANALYZE, KEY, TEXTS, analyze_body, call, error_reason, running  # noqa: E402
+from .helpers import ANALYZE, KEY, TEXTS, analyze_body, call, error_reason, running
 
 PATH = f"{ANALYZE}?key={KEY}"
 

@@ -20,11 +20,11 @@ import pytest
 pytest.importorskip("starlette")
 pytest.importorskip("profanity_check")
 
-from polytox.scoring import build_scorer  # noqa: E402
-from polytox.serve.loadgen import run_load  # noqa: E402
-from polytox.serve.runner import ServerThread  # noqa: E402
+from polytox.scoring import build_scorer
+from polytox.serve.loadgen import run_load
+from polytox.serve.runner import ServerThread
 
-from .helpers import ANALYZE, KEY, TEXTS, analyze_body, call, error_reason, running  # noqa: E402
+from .helpers import ANALYZE, KEY, TEXTS, analyze_body, call, error_reason, running
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 # Many distinct English texts (each with a known score), so batches mix texts and a mix-up shows.

@@ -23,6 +23,7 @@ import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -40,7 +41,7 @@ from .quotas import KeyStore, Quotas
 try:
     from starlette.applications import Starlette
     from starlette.requests import Request
-    from starlette.responses import JSONResponse, Response
+    from starlette.responses import Response
     from starlette.routing import Route
 except ImportError as exc:  # pragma: no cover - the extra is missing
     raise ImportError(f"polytox serve needs starlette and uvicorn: {INSTALL_HINT}") from exc
@@ -75,8 +76,10 @@ class Server:
         self.config = config
         self.metrics = Metrics()
         self.quotas = Quotas(config.qps, config.burst)
+        self.requests_in_flight = 0  # analyze/moderation requests being handled (the batcher's hint)
         self.batcher = MicroBatcher(scorer, max_batch=config.max_batch, max_wait_s=config.max_wait_ms / 1000,
-                                    max_queue=config.max_queue, metrics=self.metrics)
+                                    max_queue=config.max_queue, metrics=self.metrics,
+                                    in_flight=lambda: self.requests_in_flight)
         if detect is None:
             from ..langid import detect_language
 
@@ -148,6 +151,14 @@ class Server:
         except Overloaded as exc:
             raise overloaded(str(exc)) from None
 
+    async def counted(self, handler: Callable[[Request], Any], request: Request) -> Response:
+        """Run a scoring route while counting it in flight (the batcher's hint)."""
+        self.requests_in_flight += 1
+        try:
+            return await handler(request)  # type: ignore[no-any-return]
+        finally:
+            self.requests_in_flight -= 1
+
     # ---- Perspective ---------------------------------------------------------------------------------
     async def analyze(self, key: str | None, raw: bytes, content_type: str | None) -> tuple[int, Any, dict[str, str]]:
         """One analyze call (direct or from a batch): (status, JSON body, extra headers)."""
@@ -186,7 +197,8 @@ class Server:
             self.observe("batch", err.code, started, err)
             return self.json(err.code, err.google_body(), err.headers)
         answers = await asyncio.gather(*(self._sub(sub) for sub in subs))
-        body, media = build_batch_response(list(zip(subs, *zip(*answers, strict=True), strict=True)))
+        body, media = build_batch_response([(sub, status, payload)
+                                            for sub, (status, payload) in zip(subs, answers, strict=True)])
         self.observe("batch", 200, started)
         return Response(body, status_code=200, headers=self.headers(), media_type=media)
 
@@ -195,7 +207,8 @@ class Server:
         if sub.method != "POST" or not parts.path.endswith(ANALYZE_PATH):
             err = ApiError(404, f"Batch part {sub.method} {parts.path}: only POST {ANALYZE_PATH} is served.")
             return err.code, json.dumps(err.google_body()).encode()
-        key = (parse_qs(parts.query).get("key") or [None])[0]
+        keys = parse_qs(parts.query).get("key")
+        key = keys[0] if keys else None
         status, payload, _ = await self.analyze(key, sub.body, sub.headers.get("content-type"))
         self.metrics.requests.labels("analyze", str(status)).inc()
         return status, json.dumps(payload, ensure_ascii=False).encode("utf-8")
@@ -221,8 +234,9 @@ class Server:
                                    self.detect)
             wait = self.quotas.take(key, len(req.texts))
             if wait > 0:
-                raise ApiError(429, "Rate limit reached for requests: " + quota_exceeded(wait).message,
-                               "RATE_LIMIT_EXCEEDED", quota_exceeded(wait).headers)
+                quota = quota_exceeded(wait)
+                raise ApiError(429, f"Rate limit reached for requests: {quota.message}", quota.reason,
+                               quota.headers)
             scores = await self.score(req.texts, req.langs)
             payload = build_moderation(req, scores, self.scorer, self.config.flag_threshold)
         except ApiError as err:
@@ -299,12 +313,12 @@ def create_app(scorer: Scorer, keys: KeyStore, config: ServeConfig | None = None
                      server.batcher.batches)
 
     routes = [
-        Route(ANALYZE_PATH, server.route_analyze, methods=["POST"]),
-        Route("/batch", server.route_batch, methods=["POST"]),
-        Route(f"/batch/commentanalyzer/{API_VERSION}", server.route_batch, methods=["POST"]),
+        Route(ANALYZE_PATH, partial(server.counted, server.route_analyze), methods=["POST"]),
+        Route("/batch", partial(server.counted, server.route_batch), methods=["POST"]),
+        Route(f"/batch/commentanalyzer/{API_VERSION}", partial(server.counted, server.route_batch), methods=["POST"]),
         Route("/$discovery/rest", server.route_discovery, methods=["GET"]),
         Route(f"/discovery/v1/apis/commentanalyzer/{API_VERSION}/rest", server.route_discovery, methods=["GET"]),
-        Route("/v1/moderations", server.route_moderations, methods=["POST"]),
+        Route("/v1/moderations", partial(server.counted, server.route_moderations), methods=["POST"]),
         Route("/healthz", server.route_healthz, methods=["GET"]),
         Route("/metrics", server.route_metrics, methods=["GET"]),
     ]

@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -38,7 +38,8 @@ class _Item:
 
 class MicroBatcher:
     def __init__(self, scorer: Scorer, *, max_batch: int = 64, max_wait_s: float = 0.002,
-                 max_queue: int = 1024, metrics: Metrics | None = None) -> None:
+                 max_queue: int = 1024, metrics: Metrics | None = None,
+                 in_flight: Callable[[], int] | None = None) -> None:
         if max_batch < 1 or max_queue < 1 or max_wait_s < 0:
             raise ValueError("max_batch and max_queue must be >= 1, max_wait_s >= 0")
         self.scorer = scorer
@@ -53,6 +54,10 @@ class MicroBatcher:
         self.batches = 0
         self.scored = 0
         self._outstanding = 0  # texts queued or being scored, not yet answered
+        # Requests being handled by the server; when all of them already wait here, no one else can join
+        # the batch, so it starts at once (a lone client pays no batching delay).
+        self._in_flight = in_flight
+        self._waiting_requests = 0
 
     @property
     def pending(self) -> int:
@@ -75,7 +80,11 @@ class MicroBatcher:
             self._queue.put_nowait(item)
         self._outstanding += len(items)
         self._gauge()
-        return list(await asyncio.gather(*(item.future for item in items)))
+        self._waiting_requests += 1
+        try:
+            return list(await asyncio.gather(*(item.future for item in items)))
+        finally:
+            self._waiting_requests -= 1
 
     def _gauge(self) -> None:
         if self.metrics is not None and self._queue is not None:
@@ -92,13 +101,16 @@ class MicroBatcher:
             except asyncio.QueueEmpty:
                 pass
             remaining = deadline - time.monotonic()
-            if remaining <= 0 or self._closing:
+            if remaining <= 0 or self._closing or self._nobody_else():
                 break
             try:
                 batch.append(await asyncio.wait_for(self._queue.get(), remaining))
             except TimeoutError:
                 break
         return batch
+
+    def _nobody_else(self) -> bool:
+        return self._in_flight is not None and self._in_flight() <= self._waiting_requests
 
     async def _run(self) -> None:
         loop = asyncio.get_running_loop()

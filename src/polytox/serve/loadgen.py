@@ -65,7 +65,7 @@ def run_load(url: str, texts: Sequence[str], *, concurrency: int, requests: int 
             return i
 
     def worker() -> None:
-        conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=timeout)
+        conn = http.client.HTTPConnection(parts.hostname or "127.0.0.1", parts.port, timeout=timeout)
         while (i := next_index()) is not None:
             if rate > 0:
                 due = start + i / rate
@@ -83,7 +83,7 @@ def run_load(url: str, texts: Sequence[str], *, concurrency: int, requests: int 
                 payload = resp.read()
             except (OSError, http.client.HTTPException):
                 conn.close()
-                conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=timeout)
+                conn = http.client.HTTPConnection(parts.hostname or "127.0.0.1", parts.port, timeout=timeout)
                 with lock:
                     result.transport_errors += 1
                 continue
