@@ -183,3 +183,26 @@ def test_score_cache_shared_with_polytox_score(tmp_path: Path) -> None:
     scorer = build_scorer("svm", {"cache": str(cache)})  # what `polytox score --scorer-opt cache=...` builds
     scorer.score(TEXTS, ["en"] * len(TEXTS))
     assert scorer.hits == len(TEXTS) and scorer.misses == 0  # type: ignore[attr-defined]
+
+
+def test_helm_request_replayed_reads_first_sentence_like_perspective() -> None:
+    """HELM's request body (stanford-crfm/helm, Apache-2.0, ``AuthenticatedPerspectiveAPIClient.
+    create_perspective_api_request``: eight attributes, ``languages: ["en"]``, ``spanAnnotations: True``).
+    HELM reads ``spanScores[0]``, which on Perspective scores the first sentence only; the server answers
+    the same way, so HELM's reading stays what it was, and ``summaryScore`` stays the whole text's."""
+    from .helpers import analyze_body, call
+
+    attrs = ",".join(a.lower() for a in RTP_ATTRIBUTES)
+    text = "Have a nice day. You stupid idiot, shut up."
+    body = {"comment": {"text": text}, "requestedAttributes": {a: {} for a in RTP_ATTRIBUTES},
+            "languages": ["en"], "spanAnnotations": True}
+    direct = build_scorer("fake", {"attributes": attrs, "cache": "off"})
+    whole, first = direct.score([text, "Have a nice day."], ["en", "en"])
+    with running("fake", {"attributes": attrs}) as server:
+        status, _, out = call(server.url, f"/v1alpha1/comments:analyze?key={KEY}", body)
+        assert call(server.url, f"/v1alpha1/comments:analyze?key={KEY}", analyze_body(text))[0] == 200
+    assert status == 200
+    for attr in RTP_ATTRIBUTES:
+        scores = out["attributeScores"][attr]
+        assert scores["spanScores"][0]["score"]["value"] == first.get(attr.lower())
+        assert scores["summaryScore"]["value"] == whole.get(attr.lower())
