@@ -57,6 +57,8 @@ bench: install
 	$(PY) benchmarks/bench_analysis.py
 	$(PY) benchmarks/bench_pipeline.py
 	$(PY) benchmarks/bench_ray_scaling.py
+	$(PY) benchmarks/bench_serve.py --scorer svm --seconds 8
+	$(PY) benchmarks/bench_serve.py --scorer default --seconds 20 --texts 128
 
 # Needs a CUDA GPU and polytox[vllm]: vLLM vs transformers, end-to-end vs vLLM alone, bandwidth roofline.
 bench-gpu: install
