@@ -67,7 +67,10 @@ def test_twice_the_quota_gets_429s_never_more_than_the_quota(expected: dict[str,
     with running("svm", qps=qps, burst=1) as server:
         result = run_load(server.url, LOAD_TEXTS, concurrency=8, requests=int(2 * qps * seconds), key=KEY,
                           expected=expected, rate=2 * qps)
-        status, headers, body = call(server.url, f"{ANALYZE}?key={KEY}", analyze_body("hi"))
+        # Back-to-back probes: at 20/s with a burst of 1, at most one in any 50 ms is let through.
+        probes = [call(server.url, f"{ANALYZE}?key={KEY}", analyze_body("hello", languages=["en"]))
+                  for _ in range(5)]
+        status, headers, body = next((p for p in probes if p[0] == 429), probes[-1])
         other = call(server.url, ANALYZE + "?key=other", analyze_body("hello", languages=["en"]))
     assert set(result.statuses) == {200, 429} and result.mismatched == 0
     assert result.ok <= qps * result.elapsed_s + 2  # the quota holds
