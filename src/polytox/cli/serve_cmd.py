@@ -46,6 +46,10 @@ def register(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from .. import constants as C
+    from ..errors import require
+
+    for module in ("starlette", "uvicorn", "prometheus_client"):  # a clear install hint, not a traceback
+        require(module, "serve")
     from ..scoring import build_scorer
     from ..serve.app import ServeConfig, create_app
     from ..serve.quotas import KeyStore
