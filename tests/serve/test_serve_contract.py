@@ -3,7 +3,6 @@ shape with Perspective's reasons (served by the real svm scorer over real HTTP o
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Iterator
 
@@ -186,4 +185,3 @@ def test_discovery_document_points_back_here(srv: ServerThread) -> None:
     assert doc["rootUrl"] == srv.url + "/" and doc["batchPath"] == "batch"
     assert doc["resources"]["comments"]["methods"]["analyze"]["path"] == "v1alpha1/comments:analyze"
     assert call(srv.url, "/$discovery/rest?version=v1", method="GET")[0] == 404
-    json.dumps(doc)
