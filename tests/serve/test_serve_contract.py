@@ -1,0 +1,187 @@
+"""The Perspective contract of ``polytox serve``: answers, the scorer header, and every error in Google's
+shape with Perspective's reasons (served by the real svm scorer over real HTTP on 127.0.0.1)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+
+import pytest
+
+pytest.importorskip("starlette")
+pytest.importorskip("uvicorn")
+pytest.importorskip("profanity_check")
+
+from polytox.scoring import build_scorer
+from polytox.serve.runner import ServerThread
+
+from .helpers import ANALYZE, KEY, TEXTS, analyze_body, call, error_reason, running
+
+PATH = f"{ANALYZE}?key={KEY}"
+
+
+@pytest.fixture(scope="module")
+def srv() -> Iterator[ServerThread]:
+    with running("svm", max_body_bytes=64 * 1024, access_log=True) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def direct() -> dict[str, float]:
+    scorer = build_scorer("svm", {"cache": "off"})
+    scores = scorer.score(TEXTS, ["en"] * len(TEXTS))
+    return {t: s.values["toxicity"] for t, s in zip(TEXTS, scores, strict=True)}  # type: ignore[index]
+
+
+def test_summary_scores_equal_the_scorer_exactly(srv: ServerThread, direct: dict[str, float]) -> None:
+    for text in TEXTS:
+        status, headers, body = call(srv.url, PATH, analyze_body(text, languages=["en"], doNotStore=True,
+                                                                  clientToken="tok-1"))
+        assert status == 200, body
+        summary = body["attributeScores"]["TOXICITY"]["summaryScore"]
+        assert summary == {"value": direct[text], "type": "PROBABILITY"}
+        assert body["languages"] == ["en"] and body["detectedLanguages"] == ["en"]
+        assert body["clientToken"] == "tok-1"
+        assert headers["x-polytox-scorer"].startswith("svm@alt-profanity-check-")
+    assert direct[TEXTS[1]] > 0.9 > 0.2 > direct[TEXTS[0]]
+
+
+def test_language_detected_when_omitted(srv: ServerThread, direct: dict[str, float]) -> None:
+    status, _, body = call(srv.url, PATH, analyze_body(TEXTS[1]))
+    assert status == 200
+    assert body["languages"] == ["en"] and body["detectedLanguages"] == ["en"]
+    assert body["attributeScores"]["TOXICITY"]["summaryScore"]["value"] == direct[TEXTS[1]]
+
+
+def test_span_annotations_score_each_sentence(srv: ServerThread, direct: dict[str, float]) -> None:
+    text = f"{TEXTS[0]} {TEXTS[1]}"
+    status, _, body = call(srv.url, PATH, analyze_body(text, spanAnnotations=True, languages=["en"]))
+    assert status == 200
+    spans = body["attributeScores"]["TOXICITY"]["spanScores"]
+    assert [(s["begin"], s["end"]) for s in spans] == [(0, len(TEXTS[0])), (len(TEXTS[0]) + 1, len(text))]
+    assert [s["score"]["value"] for s in spans] == [direct[TEXTS[0]], direct[TEXTS[1]]]
+    whole = body["attributeScores"]["TOXICITY"]["summaryScore"]["value"]
+    assert whole not in (direct[TEXTS[0]], direct[TEXTS[1]])  # the summary scores the whole text
+
+
+def test_span_annotations_refused_when_off() -> None:
+    with running("svm", span_annotations=False) as server:
+        status, _, body = call(server.url, PATH, analyze_body("hello there", spanAnnotations=True))
+    assert status == 400 and "spanAnnotations is not supported" in body["error"]["message"]
+    assert body["error"]["status"] == "INVALID_ARGUMENT"
+
+
+def test_score_threshold_leaves_out_low_scores(srv: ServerThread) -> None:
+    body = analyze_body(TEXTS[0])
+    body["requestedAttributes"] = {"TOXICITY": {"scoreThreshold": 0.9}}
+    status, _, out = call(srv.url, PATH, body)
+    assert status == 200 and out["attributeScores"] == {}
+
+
+@pytest.mark.parametrize(("body", "reason", "needle"), [
+    (analyze_body("   "), "COMMENT_EMPTY", "non-empty"),
+    ({"requestedAttributes": {"TOXICITY": {}}}, "COMMENT_EMPTY", "comment"),
+    (analyze_body("x" * 20_481), "COMMENT_TOO_LONG", "20481 bytes"),
+    (analyze_body("é" * 10_241), "COMMENT_TOO_LONG", "20482 bytes"),
+    (analyze_body("hello", ("TOXICITY", "SEVERE_TOXICITY")), "ATTRIBUTE_NOT_SUPPORTED", "SEVERE_TOXICITY"),
+    (analyze_body("hello", ("NOT_AN_ATTRIBUTE",)), "ATTRIBUTE_NOT_SUPPORTED", "is unknown"),
+    (analyze_body("hello", languages=["de"]), "LANGUAGE_NOT_SUPPORTED_BY_ATTRIBUTE", "de"),
+    (analyze_body("hello", languages=["xx-nonsense"]), "LANGUAGE_NOT_SUPPORTED_BY_ATTRIBUTE", "xx-nonsense"),
+    (analyze_body("Das ist ein schöner Tag im Park, wirklich."), "LANGUAGE_NOT_SUPPORTED_BY_ATTRIBUTE", "de"),
+    ({"comment": {"text": "hi"}}, None, "requestedAttributes is required"),
+    ({**analyze_body("hi"), "bogus": 1}, None, 'Unknown name "bogus"'),
+    ([1, 2], None, "Expected an object"),
+    (analyze_body("hi", languages="en"), None, "languages"),
+])
+def test_errors_in_google_shape(srv: ServerThread, body: object, reason: str | None, needle: str) -> None:
+    status, headers, out = call(srv.url, PATH, body)
+    assert status == 400, out
+    assert out["error"]["code"] == 400 and out["error"]["status"] == "INVALID_ARGUMENT"
+    assert error_reason(out) == reason
+    assert needle in out["error"]["message"]
+    assert headers["content-type"].startswith("application/json")
+
+
+def test_20480_bytes_is_still_accepted(srv: ServerThread) -> None:
+    status, _, body = call(srv.url, PATH, analyze_body("word " * 4096, languages=["en"]))
+    assert status == 200, body
+
+
+@pytest.mark.parametrize(("raw", "content_type", "needle"), [
+    (b'{"comment": {"text": "hi"', "application/json", "Invalid JSON payload"),
+    (b"comment=hi", "application/x-www-form-urlencoded", "Content-Type must be application/json"),
+    (b'{"comment": {"text": "caf\xe9"}, "requestedAttributes": {"TOXICITY": {}}}', "application/json",
+     "Invalid UTF-8 at byte 25"),
+    (b'{"comment": {"text": "a\x00b"}, "requestedAttributes": {"TOXICITY": {}}}', "application/json",
+     "Invalid control character"),
+    (b'{"comment": {"text": "\\ud800"}, "requestedAttributes": {"TOXICITY": {}}}', "application/json",
+     "not valid UTF-8"),
+    (b"x" * (64 * 1024 + 1), "application/json", "Request payload size exceeds the limit: 65536 bytes"),
+])
+def test_bad_bodies(srv: ServerThread, raw: bytes, content_type: str, needle: str) -> None:
+    status, _, out = call(srv.url, PATH, raw=raw, headers={"Content-Type": content_type})
+    assert status == 400, out
+    assert out["error"]["status"] == "INVALID_ARGUMENT" and needle in out["error"]["message"]
+
+
+def test_escaped_nul_is_scored_like_any_character(srv: ServerThread) -> None:
+    """A NUL escaped in JSON (\\u0000) is a valid character: scored, not an error, not a crash."""
+    status, _, body = call(srv.url, PATH, analyze_body("you idiot\u0000 really", languages=["en"]))
+    assert status == 200
+    assert 0.0 <= body["attributeScores"]["TOXICITY"]["summaryScore"]["value"] <= 1.0
+
+
+def test_huge_body_refused_by_content_length_without_reading_it(srv: ServerThread) -> None:
+    import socket
+
+    with socket.create_connection(("127.0.0.1", srv.port), timeout=10) as sock:
+        sock.sendall(f"POST {PATH} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                     f"Content-Length: {1 << 30}\r\n\r\n".encode())
+        reply = sock.recv(65536).decode()
+    assert reply.startswith("HTTP/1.1 400") and "Request payload size exceeds the limit" in reply
+
+
+def test_keys(srv: ServerThread) -> None:
+    status, _, out = call(srv.url, ANALYZE, analyze_body("hello"))
+    assert status == 403 and out["error"]["status"] == "PERMISSION_DENIED"
+    status, _, out = call(srv.url, f"{ANALYZE}?key=wrong", analyze_body("hello"))
+    assert status == 400 and error_reason(out) == "API_KEY_INVALID"  # as Google answers a bad key
+    with running("svm", keys=(), open_access=True) as server:
+        assert call(server.url, ANALYZE, analyze_body("hello", languages=["en"]))[0] == 200
+
+
+def test_key_never_logged(caplog: pytest.LogCaptureFixture) -> None:
+    secret = "sk-very-secret-0042"
+    with caplog.at_level(logging.INFO, logger="polytox.serve"), \
+            running("svm", keys=(secret,), access_log=True) as server:
+        assert call(server.url, f"{ANALYZE}?key={secret}", analyze_body("hello", languages=["en"]))[0] == 200
+        assert call(server.url, f"{ANALYZE}?key={secret}x", analyze_body("hello"))[0] == 400
+    assert any("comments:analyze 200" in r.getMessage() for r in caplog.records)  # the access log ran
+    assert all(secret not in r.getMessage() for r in caplog.records)
+
+
+def test_unknown_route_and_method(srv: ServerThread) -> None:
+    status, _, out = call(srv.url, "/v1alpha1/comments:suggestscore", analyze_body("hi"))
+    assert status == 404 and out["error"]["status"] == "NOT_FOUND"
+    status, _, out = call(srv.url, PATH, method="GET")
+    assert status == 405 and out["error"]["code"] == 405
+
+
+def test_healthz_and_metrics(srv: ServerThread) -> None:
+    status, headers, body = call(srv.url, "/healthz", method="GET")
+    assert status == 200 and body["status"] == "ok" and body["scorer"] == headers["x-polytox-scorer"]
+    call(srv.url, PATH, analyze_body("   "))
+    status, _, text = call(srv.url, "/metrics", method="GET")
+    metrics = text.decode()
+    assert status == 200
+    assert 'polytox_serve_requests_total{code="200",endpoint="analyze"}' in metrics
+    assert 'polytox_serve_errors_total{reason="COMMENT_EMPTY"}' in metrics
+    assert "polytox_serve_batch_size_bucket" in metrics and "polytox_serve_request_seconds_bucket" in metrics
+
+
+def test_discovery_document_points_back_here(srv: ServerThread) -> None:
+    status, _, doc = call(srv.url, "/$discovery/rest?version=v1alpha1", method="GET")
+    assert status == 200
+    assert doc["rootUrl"] == srv.url + "/" and doc["batchPath"] == "batch"
+    assert doc["resources"]["comments"]["methods"]["analyze"]["path"] == "v1alpha1/comments:analyze"
+    assert call(srv.url, "/$discovery/rest?version=v1", method="GET")[0] == 404
