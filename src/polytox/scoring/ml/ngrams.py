@@ -23,6 +23,7 @@ import numpy as np
 
 from ...errors import require
 
+
 @dataclass(frozen=True)
 class NgramConfig:
     """How texts become hashed n-gram counts (recorded in the head, so scoring hashes as training did)."""
