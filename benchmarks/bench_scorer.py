@@ -12,7 +12,8 @@ exactly those continuations, all in one run:
 - ``default`` (what ``polytox eval`` uses: polytox-ml routed by language).
 
 Scorers run with the score cache off, and the n-gram word table is emptied before each row, so every row
-starts cold. Model loading is timed apart from scoring. ``--device cuda`` times the GPU path.
+starts cold. Model loading is timed apart from scoring. CPU seconds (all threads of this process) are shown
+next to wall time: on a shared machine they say more than wall time does. ``--device cuda`` times the GPU path.
 Usage: python benchmarks/bench_scorer.py [--prompts 8] [--samples 25] [--lang en] [--device cpu] [--threads N]
 """
 
@@ -89,9 +90,9 @@ def main() -> None:
     generator = TransformersGenerator(spec)
     load_gen = time.perf_counter() - started
     requests = [GenerationRequest(p, k, derive_seed(0, p.id, k)) for p in prompts for k in range(args.samples)]
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()
     generations = generator.generate(requests)
-    gen_s = time.perf_counter() - started
+    gen_s, gen_cpu = time.perf_counter() - started, time.process_time() - cpu_started
     generator.close()
     langs = {p.id: p.lang for p in prompts}
     texts = [g.text or "" for g in generations]
@@ -106,7 +107,8 @@ def main() -> None:
         ("polytox-ml full, current dtype=auto", "polytox-ml", {**dev, "dtype": "auto"}, False),
         ("default (eval's scorer), current", "default", {}, False),
     ]
-    rows: list[tuple[str, int, float, float]] = [("generate (SmolLM2-135M)", len(texts), load_gen, gen_s)]
+    rows: list[tuple[str, int, float, float, float]] = [
+        ("generate (SmolLM2-135M)", len(texts), load_gen, gen_s, gen_cpu)]
     notes: list[str] = []
     for label, name, options, previous in cases:
         ngrams._HASHERS.clear()
@@ -118,22 +120,23 @@ def main() -> None:
         load = time.perf_counter() - started
         ngrams._HASHERS.clear()
         with previous_path(scorer) if previous else _nothing():
-            started = time.perf_counter()
+            started, cpu_started = time.perf_counter(), time.process_time()
             scores = scorer.score([t for t, _ in subset], [lang for _, lang in subset])
-            elapsed = time.perf_counter() - started
+            elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu_started
         if "auto" in label:
             notes.append(f"dtype=auto ran the backbone in {resolve_dtype('auto', args.device)}")
         scorer.close()
         assert len(scores) == len(subset) and all(s.ok for s in scores)
-        rows.append((label, len(subset), load, elapsed))
+        rows.append((label, len(subset), load, elapsed, cpu))
 
     table = Table(title=f"{len(prompts)} demo prompts ({args.lang}) x K={args.samples}, 20 new tokens; scorer on "
                         f"{args.device}; torch threads {torch.get_num_threads()}")
-    for col in ("stage", "texts", "load s", "run s", "texts/s", "run time vs generation"):
+    for col in ("stage", "texts", "load s", "run s", "texts/s", "run time vs generation", "CPU s",
+                "CPU time vs generation"):
         table.add_column(col, justify="left" if col == "stage" else "right")
-    for label, n, load, elapsed in rows:
+    for label, n, load, elapsed, cpu in rows:
         table.add_row(label, str(n), f"{load:.1f}", f"{elapsed:.2f}", f"{n / elapsed:.1f}" if elapsed else "-",
-                      f"{elapsed / gen_s:.3f}x")
+                      f"{elapsed / gen_s:.3f}x", f"{cpu:.2f}", f"{cpu / gen_cpu:.3f}x")
     console = Console(width=140)
     console.print(table)
     for note in notes:
