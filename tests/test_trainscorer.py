@@ -154,7 +154,7 @@ def test_train_with_backbone_and_full_mode_scorer(shared_data: Path, tiny_backbo
     assert set(result.predictions) == {"polytox-ml (full)", "polytox-ml (ngram)"}
     path = tmp_path / "head.npz"
     result.head.save(path)
-    scorer = PolytoxMlScorer(head=str(path))
+    scorer = PolytoxMlScorer(head=str(path), dtype="float32")  # the float32 embedder below is the reference
     assert scorer.mode == "full" and scorer.languages == frozenset(PTP_LANGUAGES)
     texts = [e.text for e in result.examples[:20]]
     langs = [e.lang for e in result.examples[:20]]

@@ -34,13 +34,15 @@ def backbone_available(name: str) -> bool:
 class PolytoxMlScorer(Scorer):
     """Options: ``head`` (a head file; default: the committed one), ``mode`` (full | ngram; default full
     when the head has an embedding part), ``device`` (cpu), ``lm_batch_size`` (texts per LM forward),
-    ``embedding_cache`` (off by default; ``on`` or a path caches text embeddings for repeated texts)."""
+    ``embedding_cache`` (off by default; ``on`` or a path caches text embeddings for repeated texts),
+    ``dtype`` (auto | float32 | bfloat16: the backbone's compute dtype; auto = bfloat16 where the hardware
+    has it natively, see docs/scorer-speed.md)."""
 
     name = "polytox-ml"
     batch_size = 512
 
     def __init__(self, head: str = "", mode: str = "auto", device: str = "cpu", lm_batch_size: str | int = 32,
-                 embedding_cache: str = "off") -> None:
+                 embedding_cache: str = "off", dtype: str = "auto") -> None:
         require("sklearn", "ml", "scikit-learn")
         self.head_path = str(head or default_head_path())
         self.head = MlHead.load(self.head_path)
@@ -66,7 +68,7 @@ class PolytoxMlScorer(Scorer):
                 cache = EmbeddingCache(None if embedding_cache == "on" else embedding_cache)
             self._embedder = HiddenStateEmbedder(self.head.backbone, self.head.layers,
                                                  max_tokens=self.head.max_tokens, batch_size=int(lm_batch_size),
-                                                 device=device, cache=cache)
+                                                 device=device, cache=cache, dtype=dtype)
 
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), "mode": self.mode, "head": self.head_path,
