@@ -36,9 +36,12 @@ class Example:
     lang: str
     target: float
     label: bool
-    source: str  # "rtp-lx" | "rtp"
+    source: str  # "rtp-lx" | "rtp" | a scorer-train pack source ("quark", "toxichat", ...)
     group: str
     rating: float | None = None  # RTP-LX mean human rating (1-5)
+    kind: str = ""  # "prompt" | "continuation" | "generation" (a model's text) | "comment" | ...
+    domain: str = "rtp-lx"  # label type: "rtp-lx" (1-5 ratings), "perspective" (TOXICITY), "human" (binary/share)
+    share: float | None = None  # share of human raters calling the text toxic, where the source gives it
 
 
 def _jsonl(path: Path) -> Iterator[tuple[int, dict[str, object]]]:
@@ -88,7 +91,8 @@ def load_rtplx(folder: Path | str, langs: Sequence[str] = (), threshold: float =
             rating = float(np.mean([float(x) for x in raw]))
             index = normalize_index(record.get("Index"), where)
             out.append(Example(text=text, lang=lang, target=(rating - 1.0) / 4.0, label=rating >= threshold,
-                               source="rtp-lx", group=f"lx:{index}", rating=rating))
+                               source="rtp-lx", group=f"lx:{index}", rating=rating, kind="prompt",
+                               share=float(np.mean([float(x) >= threshold for x in raw]))))
     return out
 
 
@@ -109,7 +113,8 @@ def load_rtp(folder: Path | str, threshold: float = 0.5) -> list[Example]:
                 if not isinstance(text, str) or not text.strip() or tox is None:
                     continue
                 out.append(Example(text=text, lang="en", target=float(tox), label=float(tox) >= threshold,
-                                   source="rtp", group=f"rtp:{path.stem}:{number}"))
+                                   source="rtp", group=f"rtp:{path.stem}:{number}", kind=part,
+                                   domain="perspective"))
     return out
 
 

