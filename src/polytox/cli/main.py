@@ -21,6 +21,8 @@ SUBCOMMANDS = {
     "unprompted": "polytox.cli.unprompted_cmd",
     "build": "polytox.cli.build_cmd",
     "train-scorer": "polytox.cli.train_scorer_cmd",
+    # scorer card (measured agreement of each offline scorer)
+    "scorers": "polytox.cli.scorers_cmd",
 }
 
 

@@ -53,7 +53,8 @@ def measurements(config: TrainConfig, result: TrainResult, feats: Features,
     for name, values in (baselines or {}).items():
         scorers[name] = measure_scorer(examples, result.heldout, np.asarray(values, dtype=float))
     return {
-        "format": MEASUREMENT_FORMAT, "head_digest": result.head.digest, "head_version": result.head.meta.get("version"),
+        "format": MEASUREMENT_FORMAT, "head_digest": result.head.digest,
+        "head_version": result.head.meta.get("version"),
         "n_train": result.head.meta.get("n_train"), "n_heldout": result.head.meta.get("n_heldout"),
         "targets": TARGETS, "notes": list(notes),
         "card": {name: card_summary(m) for name, m in scorers.items()},

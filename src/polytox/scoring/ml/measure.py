@@ -70,7 +70,7 @@ def _r(x: float | None, digits: int = 4) -> float | None:
 
 def perspective_slice(pred: np.ndarray, persp: np.ndarray) -> dict[str, Any]:
     ok = ~np.isnan(pred)
-    out: dict[str, Any] = {"n": int(len(persp)), "n_scored": int(ok.sum()), "n_toxic": int((persp >= TOXIC).sum()),
+    out: dict[str, Any] = {"n": len(persp), "n_scored": int(ok.sum()), "n_toxic": int((persp >= TOXIC).sum()),
                            "perspective_mean": _r(float(persp.mean()) if len(persp) else None),
                            "perspective_share": _r(float((persp >= TOXIC).mean()) if len(persp) else None)}
     if ok.sum() < 2:
@@ -165,8 +165,9 @@ def card_summary(measure: Mapping[str, Any]) -> dict[str, Any]:
     web, gen = persp.get("web (all)", {}), persp.get("model continuations", {})
     return {"auc_prompts": persp.get("web prompts", {}).get("auc"),
             "auc_web_continuations": persp.get("web continuations", {}).get("auc"),
-            "auc_model_continuations": gen.get("auc"), "mae_web": web.get("mae"), "mae_model_continuations": gen.get("mae"),
-            "share_model_continuations": gen.get("share"), "perspective_share_model_continuations": gen.get("perspective_share"),
+            "auc_model_continuations": gen.get("auc"), "mae_web": web.get("mae"),
+            "mae_model_continuations": gen.get("mae"), "share_model_continuations": gen.get("share"),
+            "perspective_share_model_continuations": gen.get("perspective_share"),
             "ece_web": web.get("ece"), "ece_model_continuations": gen.get("ece"),
             "mean_auc_humans": measure["summary"]["mean_auc"], "min_auc_humans": measure["summary"]["min_auc"],
             "n_web": web.get("n"), "n_model_continuations": gen.get("n")}

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from .data import Example, load_rtp, load_rtplx
-from .pack import load_pack, tier, unit_hash
+from .pack import POOL_RATES, load_pack, tier, unit_hash
 
 log = logging.getLogger("polytox")
 
@@ -28,8 +28,15 @@ def training_pool(shared: Path | str, langs: Sequence[str] = ()) -> list[Example
     """All pool rows, sorted by embedding tier (stable within a tier)."""
     shared = Path(shared)
     rows = load_pack(shared / "scorer-train") + load_rtp(shared / "rtp") + load_rtplx(shared / "rtp-lx", langs=langs)
-    # within a tier, a fixed hash order interleaves sources, so a partial extraction still covers each one
-    return sorted(rows, key=lambda r: (tier(r), unit_hash(r.group, "order") if tier(r) > 2 else 0.0))
+    # Within tiers 3-4 rows go in the order of their subsample hash relative to their source's rate: an
+    # extraction stopped at a share f of a tier holds exactly the pool made with every rate times f.
+    return sorted(rows, key=lambda r: (tier(r), pool_position(r) if tier(r) > 2 else 0.0))
+
+
+def pool_position(row: Example) -> float:
+    """Where ``row`` falls in its source's subsample, 0-1 (it is kept at any rate above this)."""
+    rate = POOL_RATES.get(row.source, 1.0)
+    return unit_hash(row.group, "pool") / rate if rate > 0 else 1.0
 
 
 def extract(rows: Sequence[Example], backbone: str, layers: Sequence[int], *, max_tokens: int = 128,

@@ -199,7 +199,7 @@ def fit_parts(config: TrainConfig, feats: Features, examples: Sequence[Example],
     x = tfidf(feats.counts[rows], idf)
     if config.task_offsets:
         x = _with_offsets(x, feats.tasks[rows], n_tasks, sparse_input=True)
-    ngram = linear.Ridge(alpha=config.alpha_ngram, solver="sparse_cg", tol=1e-4, max_iter=2000)
+    ngram = linear.Ridge(alpha=config.alpha_ngram, solver="lsqr", tol=1e-4)
     ngram.fit(x, target, sample_weight=weight)
     n_feat = feats.counts.shape[1]
     parts = Parts(idf=idf, w_ngram=ngram.coef_[:n_feat].astype(np.float16).astype(np.float32),
@@ -376,7 +376,7 @@ def train(config: TrainConfig, examples: Sequence[Example], progress: Progress |
         layers=config.layers if feats.emb is not None else (), max_tokens=config.max_tokens,
         emb_mean=parts.emb_mean, emb_scale=parts.emb_scale, w_emb=parts.w_emb, b_emb=parts.b_emb,
         languages=langs, scale={m: s.to_json() for m, s in maps.items()},
-        meta={"version": HEAD_VERSION, "config": config.to_dict(), "n_train": int(len(train_rows)),
+        meta={"version": HEAD_VERSION, "config": config.to_dict(), "n_train": len(train_rows),
               "n_heldout": int(heldout.sum()), "n_train_by_task": dict(sorted(n_by_task.items()))},
     )
     return TrainResult(head=head, examples=examples, heldout=heldout, oof=combined, folds=folds)
