@@ -40,7 +40,8 @@ POOL_RATES: Mapping[str, float] = {
 TIER_OF_FILE: Mapping[str, int] = {"en-perspective.jsonl": 1, "en-human.jsonl": 3, "multilingual-human.jsonl": 4}
 
 HELDOUT_SHARE = 0.2  # share of (joined) groups held out: never fitted on, never used for any choice
-# Model generations are the distribution polytox scores, but only 48 prompts carry them: a larger share
+# Perspective-scored model generations are the distribution polytox scores, but only 48 prompts carry
+# them: a larger share
 # is held out so the held-out EMT / EP / AT rest on enough prompts.
 HELDOUT_SHARE_GENERATIONS = 0.4
 
@@ -145,5 +146,6 @@ def heldout_mask(examples: Sequence[Example], share: float = HELDOUT_SHARE,
                  generation_share: float = HELDOUT_SHARE_GENERATIONS) -> list[bool]:
     """True for rows of the held-out split: a fixed hash of the joined group, so groups never straddle it."""
     names = join_components(examples)
-    with_generations = {n for n, e in zip(names, examples, strict=True) if e.kind == "generation"}
+    with_generations = {n for n, e in zip(names, examples, strict=True)
+                        if e.kind == "generation" and e.domain == "perspective"}
     return [unit_hash(n, "heldout") < (generation_share if n in with_generations else share) for n in names]
