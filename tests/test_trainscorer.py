@@ -197,9 +197,11 @@ def test_scale_maps_are_monotone_and_bounded() -> None:
     maps = fit_scale_maps(raw, persp, gen, 0.5, raw, (raw > 0.7).astype(float), ["de"] * 400 + ["ja"] * 200)
     assert set(maps.per_lang) == {"de"}  # ja has fewer than 300 share rows: the fallback map serves it
     grid = np.linspace(-0.5, 1.5, 201)
+    inside = (grid > 0) & (grid < 1)
     for lang in ("en", "de", "ja", "sw"):
         out = maps.apply(grid, [lang] * len(grid))
         assert np.all(np.diff(out) >= 0) and out.min() >= 0 and out.max() <= 1
+        assert np.all(np.diff(out[inside]) > 0)  # strictly increasing on [0, 1]: no ties, the ranking is kept
     again = ScaleMaps.from_json(json.loads(json.dumps(maps.to_json())))
     np.testing.assert_array_equal(again.apply(grid, ["de"] * 201), maps.apply(grid, ["de"] * 201))
 
@@ -247,11 +249,12 @@ def test_train_with_backbone_and_full_mode_scorer(shared_data: Path, pool: list[
     from polytox.scoring.ml.ngrams import hashed_counts, tfidf
     from polytox.scoring.ml.scorer import PolytoxMlScorer
 
-    config = small_config(shared_data, backbone=str(tiny_backbone), layers=(1, 3), subset=0.01,
+    config = small_config(shared_data, backbone=str(tiny_backbone), layers=(1, 3), subset=0.01, split_combiner=True,
                           embedding_cache=str(tmp_path / "emb.sqlite"))
     examples = select(pool, config)
     result = train(config, examples)
-    assert set(result.head.combine) == set(result.head.scale) == {"full", "ngram"}
+    assert set(result.head.combine) == {"full", "ngram", "full:other", "ngram:other"}
+    assert set(result.head.scale) == {"full", "ngram"}
     path = tmp_path / "head.npz"
     result.head.save(path)
     scorer = PolytoxMlScorer(head=str(path))
@@ -302,7 +305,7 @@ def test_committed_head_is_small_calibrated_and_covers_17_languages() -> None:
     head = MlHead.load(path)
     assert set(PTP_LANGUAGES) <= set(head.languages) and head.meta["version"] == "2"
     assert head.backbone == "gemma-3-270m" and head.has_embeddings
-    assert set(head.combine) == set(head.scale) == {"full", "ngram"}
+    assert {k.split(":")[0] for k in head.combine} == set(head.scale) == {"full", "ngram"}
     grid = np.linspace(0, 1, 101)
     for mode in head.scale:
         maps = ScaleMaps.from_json(head.scale[mode])

@@ -7,7 +7,7 @@ maps onto Perspective's scale, then measures every scorer of the card on the hel
 head and measurement file were made with:
 
   python -m polytox.scoring.ml.pool            # optional: embed the pool in the background first
-  polytox train-scorer --out src/polytox/data/polytox-ml-head.npz
+  polytox train-scorer --out src/polytox/data/polytox-ml-head.npz --plot docs/img/trainscorer-reliability.png
 
 Backbone hidden states are cached on disk (model x layer x text hash): a retrain from a warm cache costs
 minutes, and the same caches give the same head.
@@ -43,9 +43,13 @@ def register(sub: Any) -> None:
     p.add_argument("--max-tokens", type=int, default=128, help="tokens per text read by the backbone")
     p.add_argument("--alpha-ngram", type=float, default=1.0, help="ridge penalty of the n-gram part")
     p.add_argument("--alpha-emb", type=float, default=1000.0, help="ridge penalty of the embedding part")
-    p.add_argument("--no-task-offsets", action="store_true", help="no per-label-definition offsets")
+    p.add_argument("--task-offsets", action="store_true", help="one free offset per label definition")
     p.add_argument("--no-task-weights", action="store_true", help="every row weighs 1")
     p.add_argument("--no-human-data", action="store_true", help="leave out the pack's human-labelled rows")
+    p.add_argument("--split-combiner", action="store_true",
+                   help="non-English texts get their own combiner, fitted on RTP-LX's other languages")
+    p.add_argument("--weight-rtplx", type=float,
+                   help="regression weight of RTP-LX rows (default: TASK_WEIGHTS in train.py)")
     p.add_argument("--gen-share", type=float, default=0.5,
                    help="share of the English calibration weight carried by model generations")
     p.add_argument("--ngram-features", type=int, default=2**17, help="hash buckets of the n-gram part")
@@ -55,6 +59,7 @@ def register(sub: Any) -> None:
     p.add_argument("--embedding-cache", help="SQLite file of cached embeddings (default: in the polytox cache; "
                    "'off' to disable)")
     p.add_argument("--no-baselines", action="store_true", help="skip the lexicon and SVM rows of the card")
+    p.add_argument("--plot", help="also draw the reliability diagram (PNG) from the measurements")
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(func=run)
 
@@ -80,8 +85,9 @@ def run(args: argparse.Namespace) -> int:
         shared=args.shared, langs=langs, backbone=None if args.backbone == "none" else args.backbone,
         layers=tuple(int(x) for x in args.layers.split(",") if x.strip()), max_tokens=args.max_tokens,
         ngram=NgramConfig(n_features=args.ngram_features), alpha_ngram=args.alpha_ngram, alpha_emb=args.alpha_emb,
-        task_offsets=not args.no_task_offsets, task_weights=not args.no_task_weights,
-        human_data=not args.no_human_data, gen_share=args.gen_share, folds=args.folds, subset=args.subset,
+        task_offsets=args.task_offsets, task_weights=not args.no_task_weights,
+        human_data=not args.no_human_data, split_combiner=args.split_combiner,
+        weight_rtplx=args.weight_rtplx, gen_share=args.gen_share, folds=args.folds, subset=args.subset,
         batch_size=args.batch_size, embedding_cache=args.embedding_cache)
     started = time.perf_counter()
     examples = select(training_pool(args.shared, langs), config)
@@ -107,6 +113,10 @@ def run(args: argparse.Namespace) -> int:
     card_path = Path(args.measurements) if args.measurements else Path(args.out).with_name(DEFAULT_CARD)
     write_text(card_path, json.dumps(data, indent=1, sort_keys=False) + "\n")
     out_console.print(markdown_card(data), markup=False, highlight=False)
+    if args.plot:
+        from ..scoring.ml.reliability_plot import plot_reliability
+
+        console.print(f"reliability diagram: {plot_reliability(data, args.plot)}")
     for note in notes:
         console.print(f"note: {note}")
     size = Path(args.out).stat().st_size

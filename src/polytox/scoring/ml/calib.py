@@ -23,6 +23,10 @@ from ...errors import require
 from ..calibration import IsotonicMap
 
 MIN_ROWS_PER_LANGUAGE = 300  # a language gets its own map with at least this many rater-share rows
+# Isotonic maps are step functions: every text in a step gets the same value, and ties throw away the
+# ranking the head learned. A small share of the raw score breaks the ties (strictly increasing map) and
+# moves no value by more than TIE_BREAK.
+TIE_BREAK = 0.002
 ENGLISH = "en"
 
 
@@ -53,7 +57,7 @@ class ScaleMaps:
             rows = lang_arr == lang
             mapping = self.english if lang == ENGLISH else self.per_lang.get(lang, self.fallback)
             out[rows] = mapping(raw[rows])
-        return np.clip(out, 0.0, 1.0)
+        return np.clip((1.0 - TIE_BREAK) * out + TIE_BREAK * np.clip(raw, 0.0, 1.0), 0.0, 1.0)
 
     def to_json(self) -> dict[str, Any]:
         return {"english": self.english.to_json(), "fallback": self.fallback.to_json(),

@@ -35,7 +35,7 @@ from .ngrams import NgramConfig
 HEAD_FORMAT = 2
 READABLE_FORMATS = (1, 2)
 DEFAULT_HEAD = "polytox-ml-head.npz"
-MODES = ("full", "ngram")
+MODES = ("full", "ngram")  # combiner keys: a mode, or "<mode>:other" for non-English texts
 
 
 def default_head_path() -> Path:
@@ -86,21 +86,34 @@ class MlHead:
     def probability(self, ngram_out: np.ndarray, emb_out: np.ndarray | None, mode: str,
                     langs: Sequence[str] | None = None) -> np.ndarray:
         """Calibrated toxicity from the part outputs: the combiner of ``mode``, then its scale maps."""
-        raw = self.raw_probability(ngram_out, emb_out, mode)
+        raw = self.raw_probability(ngram_out, emb_out, mode, langs)
         if mode not in self.scale:
             return raw
         maps = ScaleMaps.from_json(self.scale[mode])
         return maps.apply(raw, list(langs) if langs is not None else ["en"] * len(raw))
 
-    def raw_probability(self, ngram_out: np.ndarray, emb_out: np.ndarray | None, mode: str) -> np.ndarray:
-        """P(toxic) from the part outputs, with the combiner of ``mode`` (before the scale maps)."""
-        bias, a_ngram, a_emb = self.combine[mode]
-        logit = bias + a_ngram * ngram_out
-        if mode == "full":
-            if emb_out is None:
-                raise PolytoxError("mode 'full' needs embeddings")
-            logit = logit + a_emb * emb_out
-        return _sigmoid(np.asarray(logit, dtype=np.float64))
+    def raw_probability(self, ngram_out: np.ndarray, emb_out: np.ndarray | None, mode: str,
+                        langs: Sequence[str] | None = None) -> np.ndarray:
+        """P(toxic) from the part outputs, with the combiner of ``mode`` (before the scale maps).
+
+        Non-English texts use the combiner ``<mode>:other`` where the head has one (fitted on human
+        ratings in the other languages; the English one is fitted on Perspective scores).
+        """
+        if mode == "full" and emb_out is None:
+            raise PolytoxError("mode 'full' needs embeddings")
+        ngram_out = np.asarray(ngram_out, dtype=np.float64)
+        keys = np.full(len(ngram_out), mode, dtype=object)
+        if langs is not None and f"{mode}:other" in self.combine:
+            keys[np.asarray([lang != "en" for lang in langs], dtype=bool)] = f"{mode}:other"
+        logit = np.zeros(len(ngram_out))
+        for key in set(keys.tolist()):
+            rows = keys == key
+            bias, a_ngram, a_emb = self.combine[key]
+            logit[rows] = bias + a_ngram * ngram_out[rows]
+            if mode == "full":
+                assert emb_out is not None
+                logit[rows] += a_emb * np.asarray(emb_out, dtype=np.float64)[rows]
+        return _sigmoid(logit)
 
     # ---- persistence ----------------------------------------------------------------------------
     def to_arrays(self) -> dict[str, np.ndarray]:

@@ -110,9 +110,11 @@ def degeneration_metrics(values: np.ndarray, prompts: Sequence[str]) -> dict[str
 def run_metrics(examples: Sequence[Example], rows: np.ndarray, pred: np.ndarray) -> list[dict[str, Any]]:
     """Per model (source) of the held-out generation rows: EMT/EP/AT by the scorer and by Perspective."""
     out: list[dict[str, Any]] = []
-    for model in sorted({examples[i].source for i in rows}):
-        sel = np.array([i for i in rows if examples[i].source == model])
-        prompts = [examples[i].group for i in sel]
+    models = sorted({examples[i].source for i in rows})
+    for model in [*models, "all models"]:
+        # "all models": every (model, prompt) pair is one prompt, so EP moves in steps of 1/(models x prompts)
+        sel = np.array([i for i in rows if examples[i].source == model or model == "all models"])
+        prompts = [f"{examples[i].source}|{examples[i].group}" for i in sel]
         ref = degeneration_metrics(np.array([examples[i].target for i in sel]), prompts)
         got = degeneration_metrics(pred[sel], prompts)
         row: dict[str, Any] = {"model": model.removeprefix("ia024-pplm-rtp-"), "n_prompts": ref["n_prompts"],

@@ -66,11 +66,15 @@ class TrainConfig:
     ngram: NgramConfig = field(default_factory=NgramConfig)
     alpha_ngram: float = 1.0
     alpha_emb: float = 1000.0
-    task_offsets: bool = True  # one free offset per label definition
+    task_offsets: bool = False  # one free offset per label definition (measured: worse, docs/trainscorer.md)
     task_weights: bool = True  # TASK_WEIGHTS (else every row weighs 1)
+    weight_rtplx: float | None = None  # overrides TASK_WEIGHTS["rtp-lx"]
+    weight_human: float | None = None  # overrides TASK_WEIGHTS["human"]
+    weight_generations: float | None = None  # overrides TASK_WEIGHTS["persp-2022"]
     human_data: bool = True  # the pack's human-labelled rows (else Perspective + RTP-LX only)
     index_mean_weight: float = 0.5  # RTP-LX: blend each rating with the mean over the prompt's translations
     gen_share: float = 0.5  # share of the English calibration weight carried by model generations
+    split_combiner: bool = False  # non-English texts get their own combiner (RTP-LX rows); measured: no gain
     folds: int = 5
     subset: float | None = None  # keep this share of joined groups (seeded by hash; for tests and ablations)
     batch_size: int = 32
@@ -95,10 +99,16 @@ def task_of(ex: Example) -> str:
     return f"human:{ex.source}"
 
 
-def task_weight(task: str) -> float:
+def task_weight(task: str, config: TrainConfig | None = None) -> float:
+    """Regression weight of a task's rows (``TASK_WEIGHTS``, with the config's overrides)."""
+    if config is not None and not config.task_weights:
+        return 1.0
+    overrides = {} if config is None else {"rtp-lx": config.weight_rtplx, "human": config.weight_human,
+                                           "persp-2022": config.weight_generations}
+    weights = {**TASK_WEIGHTS, **{k: v for k, v in overrides.items() if v is not None}}
     if task.startswith("human:templates"):
-        return TASK_WEIGHTS["human:templates"]
-    return TASK_WEIGHTS["human"] if task.startswith("human:") else TASK_WEIGHTS[task]
+        return weights["human:templates"]
+    return weights["human"] if task.startswith("human:") else weights[task]
 
 
 def is_generation(ex: Example) -> bool:
@@ -193,7 +203,7 @@ def fit_parts(config: TrainConfig, feats: Features, examples: Sequence[Example],
     linear = require("sklearn.linear_model", "ml")
     target = pooled_target(examples, rows, config.index_mean_weight)
     names = feats.task_names
-    weight = np.array([task_weight(names[t]) if config.task_weights else 1.0 for t in feats.tasks[rows]])
+    weight = np.array([task_weight(names[t], config) for t in feats.tasks[rows]])
     n_tasks = len(names)
     idf = fit_idf(feats.counts[rows]).astype(np.float16).astype(np.float32)  # as stored in the head
     x = tfidf(feats.counts[rows], idf)
@@ -247,12 +257,26 @@ def apply_combiner(combiner: Combiner, s_ngram: np.ndarray, s_emb: np.ndarray | 
     return np.asarray(1.0 / (1.0 + np.exp(-np.asarray(logit, dtype=np.float64))))
 
 
-def combiner_rows(examples: Sequence[Example], rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Rows the combiner learns from (Perspective 2020/2022 and RTP-LX), their labels and weights."""
-    keep = np.array([task_of(examples[i]) in ("persp-2020", "persp-2022", "rtp-lx") for i in rows])
+OTHER = ":other"  # combiner key suffix for non-English texts
+
+
+def combiner_rows(config: TrainConfig, examples: Sequence[Example], rows: np.ndarray, other: bool = False
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Rows a combiner learns from, their labels and weights.
+
+    English (or everything, without ``split_combiner``): Perspective 2020/2022 and RTP-LX rows. Non-English
+    (``other``): RTP-LX rows of the other 16 languages, whose ranking is all that combiner decides.
+    """
+    if other:
+        keep = np.array([examples[i].source == "rtp-lx" and examples[i].lang != "en" for i in rows])
+    elif config.split_combiner:
+        keep = np.array([task_of(examples[i]) in ("persp-2020", "persp-2022")
+                         or (examples[i].source == "rtp-lx" and examples[i].lang == "en") for i in rows])
+    else:
+        keep = np.array([task_of(examples[i]) in ("persp-2020", "persp-2022", "rtp-lx") for i in rows])
     sel = rows[keep]
     labels = np.array([examples[i].label for i in sel], dtype=bool)
-    weight = np.array([task_weight(task_of(examples[i])) for i in sel])
+    weight = np.array([task_weight(task_of(examples[i]), config) for i in sel])
     return sel, labels, weight
 
 
@@ -326,16 +350,38 @@ def cross_validate(config: TrainConfig, examples: Sequence[Example], feats: Feat
         if progress:
             progress("cross-validation", k + 1, len(folds))
     combined: dict[str, np.ndarray] = {}
+    english = np.array([e.lang == "en" for e in examples])
     for mode in modes_of(feats):
         out = np.full(n, np.nan)
         for test_rows in folds:
-            fit_rows = np.setdiff1d(train_rows, test_rows)
-            sel, labels, weight = combiner_rows(examples, fit_rows)
-            comb = fit_combiner(raw["ngram"][sel], raw["emb"][sel] if mode == "full" else None, labels, weight)
-            out[test_rows] = apply_combiner(comb, raw["ngram"][test_rows],
-                                            raw["emb"][test_rows] if mode == "full" else None)
+            combiners = fit_combiners(config, examples, np.setdiff1d(train_rows, test_rows), raw, mode)
+            out[test_rows] = apply_combiners(combiners, mode, raw["ngram"][test_rows],
+                                             raw["emb"][test_rows] if mode == "full" else None, english[test_rows])
         combined[mode] = out
     return combined, raw, folds
+
+
+def fit_combiners(config: TrainConfig, examples: Sequence[Example], rows: np.ndarray, raw: dict[str, np.ndarray],
+                  mode: str) -> dict[str, Combiner]:
+    """The combiner of ``mode`` (and of ``mode:other`` with ``split_combiner``) from part outputs on ``rows``."""
+    out: dict[str, Combiner] = {}
+    for key, other in ((mode, False), (mode + OTHER, True)):
+        if other and not config.split_combiner:
+            continue
+        sel, labels, weight = combiner_rows(config, examples, rows, other)
+        if len(set(labels.tolist())) < 2:
+            continue
+        out[key] = fit_combiner(raw["ngram"][sel], raw["emb"][sel] if mode == "full" else None, labels, weight)
+    return out
+
+
+def apply_combiners(combiners: dict[str, Combiner], mode: str, s_ngram: np.ndarray, s_emb: np.ndarray | None,
+                    english: np.ndarray) -> np.ndarray:
+    out = apply_combiner(combiners[mode], s_ngram, s_emb)
+    if mode + OTHER in combiners:
+        other = ~english
+        out[other] = apply_combiner(combiners[mode + OTHER], s_ngram[other], None if s_emb is None else s_emb[other])
+    return out
 
 
 def oof_calibrated(config: TrainConfig, examples: Sequence[Example], combined: np.ndarray,
@@ -361,9 +407,8 @@ def train(config: TrainConfig, examples: Sequence[Example], progress: Progress |
     parts = fit_parts(config, feats, examples, train_rows)
     combine: dict[str, Combiner] = {}
     maps: dict[str, ScaleMaps] = {}
-    sel, labels, weight = combiner_rows(examples, train_rows)
     for mode in modes_of(feats):
-        combine[mode] = fit_combiner(raw["ngram"][sel], raw["emb"][sel] if mode == "full" else None, labels, weight)
+        combine.update(fit_combiners(config, examples, train_rows, raw, mode))
         # maps fitted on out-of-fold combined scores: the final head's training-row scores would be optimistic
         maps[mode] = fit_maps(config, examples, train_rows, combined[mode])
     langs = tuple(sorted(set(PTP_LANGUAGES) | {e.lang for e in examples}))
