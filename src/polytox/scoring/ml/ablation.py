@@ -36,7 +36,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "calibration: generations 80%": {"gen_share": 0.8},
     "RTP-LX weight 3": {"weight_rtplx": 3.0},
     "RTP-LX weight 2": {"weight_rtplx": 2.0},
-    "pack human weight 0.25": {"weight_human": 0.25},
+    "pack human weight 0.5": {"weight_human": 0.5},
     "model generations weight 1": {"weight_generations": 1.0},
     "n-gram ridge alpha 0.5": {"alpha_ngram": 0.5},
     "embedding ridge alpha 300": {"alpha_emb": 300.0},

@@ -30,11 +30,18 @@ PACK_FILES = ("en-perspective.jsonl", "en-human.jsonl", "multilingual-human.json
 # Share of each source's groups kept in the training pool (1.0 = all). Chosen for the CPU embedding
 # budget (about 80K texts): every Perspective-scored text and every model generation is kept; large or
 # synthetic human-labelled sources are thinned, the template phrases most of all.
-POOL_RATES: Mapping[str, float] = {
+BASE_RATES: Mapping[str, float] = {
     "paradetox": 0.2, "mlma-en": 0.3, "told-br": 0.25, "kocohub": 0.4, "cold": 0.12, "ja-toxic": 1.0,
     "mlma-ar": 0.5, "mlma-fr": 0.4, "germeval2018": 0.35, "templates-de": 0.02, "templates-nl": 0.02,
     "templates-zh-cn": 0.02, "templates-hi-Latn": 0.02, "toxichat": 1.0, "wiki-fuzzed": 1.0,
 }
+
+# The multilingual human-labelled sources (embedding tier 4) were embedded up to this share of their
+# subsample when the CPU budget ran out: the pool keeps exactly the embedded part (``pool.pool_position``).
+TIER4_SHARE = 0.5806
+TIER4_SOURCES = frozenset({"told-br", "kocohub", "cold", "ja-toxic", "mlma-ar", "mlma-fr", "mlma-en", "germeval2018",
+                           "templates-de", "templates-nl", "templates-zh-cn", "templates-hi-Latn"})
+POOL_RATES = {k: v * TIER4_SHARE if k in TIER4_SOURCES else v for k, v in BASE_RATES.items()}
 
 # Embedding order: if the CPU budget runs out, what is embedded first is what matters most.
 TIER_OF_FILE: Mapping[str, int] = {"en-perspective.jsonl": 1, "en-human.jsonl": 3, "multilingual-human.jsonl": 4}
