@@ -83,7 +83,7 @@ def text_card(data: Mapping[str, Any]) -> str:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     out = ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True)))
            for r in rows]
-    any_card = next(iter(data["card"].values()), {})
+    any_card: Mapping[str, Any] = next(iter(data["card"].values()), {})
     out.append("")
     out.append(f"held-out texts: web (Perspective 2020) n={any_card.get('n_web')}, model continuations "
                f"(GPT-2/GPT-Neo, Perspective 2022) n={any_card.get('n_model_continuations')}; AUC humans: "

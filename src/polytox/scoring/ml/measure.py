@@ -142,7 +142,8 @@ def measure_scorer(examples: Sequence[Example], heldout: np.ndarray, pred: np.nd
     per_lang: dict[str, Any] = {}
     for lang in sorted(set(langs[lx].tolist())):
         m = lx & (langs == lang)
-        share = np.array([examples[i].share for i in np.flatnonzero(m)], dtype=float)
+        share = np.array([np.nan if examples[int(i)].share is None else examples[int(i)].share
+                          for i in np.flatnonzero(m)], dtype=np.float64)
         per_lang[lang] = {"n": int(m.sum()), "n_toxic": int(labels[m].sum()), "auc": _r(auc(labels[m], lx_values[m])),
                           "ece_share": _r(ece(lx_values[m], share))}
     aucs = [v["auc"] for v in per_lang.values() if v["auc"] is not None]
