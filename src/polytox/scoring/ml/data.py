@@ -3,8 +3,8 @@
 RTP-LX (de Wynter et al. 2024): each prompt rated by 3 annotators on a 1-5 toxicity scale; ``Index`` is
 the source prompt (the same Index is the same prompt translated into each locale; an int in some files,
 a string in others, normalised here). RTP (Gehman et al. 2020): prompts and continuations with stored
-Perspective TOXICITY. Some RTP-LX English prompts are RTP texts too, so cross-validation groups join
-them: a text and all its translations always fall in the same fold.
+Perspective TOXICITY. Some RTP-LX English prompts are RTP texts too; ``pack.join_components`` joins them,
+so a text and all its translations always fall on the same side of every split.
 """
 
 from __future__ import annotations
@@ -116,32 +116,3 @@ def load_rtp(folder: Path | str, threshold: float = 0.5) -> list[Example]:
                                    source="rtp", group=f"rtp:{path.stem}:{number}", kind=part,
                                    domain="perspective"))
     return out
-
-
-def join_groups(examples: Sequence[Example]) -> np.ndarray:
-    """Integer CV groups: an example's own group, merged with every group sharing an identical text.
-
-    RTP-LX English prompts that are also RTP prompts join that RTP record's group (and so do all their
-    translations), so no text is ever on both sides of a split.
-    """
-    parent: dict[str, str] = {}
-
-    def find(x: str) -> str:
-        parent.setdefault(x, x)
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    by_text: dict[str, str] = {}
-    for ex in examples:
-        find(ex.group)
-        key = " ".join(ex.text.split())
-        if key in by_text:
-            a, b = find(by_text[key]), find(ex.group)
-            if a != b:
-                parent[a] = b
-        else:
-            by_text[key] = ex.group
-    roots: dict[str, int] = {}
-    return np.array([roots.setdefault(find(ex.group), len(roots)) for ex in examples], dtype=np.int64)

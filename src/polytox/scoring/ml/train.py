@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
@@ -426,8 +426,3 @@ def train(config: TrainConfig, examples: Sequence[Example], progress: Progress |
               "n_heldout": int(heldout.sum()), "n_train_by_task": dict(sorted(n_by_task.items()))},
     )
     return TrainResult(head=head, examples=examples, heldout=heldout, oof=combined, folds=folds)
-
-
-def ablation(config: TrainConfig, examples: Sequence[Example], feats: Features, **changes: Any) -> TrainConfig:
-    """``config`` with ``changes`` (for the table of what each modelling choice buys)."""
-    return replace(config, **changes)
