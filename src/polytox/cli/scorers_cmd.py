@@ -11,8 +11,6 @@ import argparse
 import json
 from typing import Any
 
-from .common import out_console
-
 
 def register(sub: Any) -> None:
     p = sub.add_parser("scorers", help="print the scorer card (measured agreement with Perspective and humans)",
@@ -43,9 +41,9 @@ def run(args: argparse.Namespace) -> int:
 
     data = load_card(args.card)
     if args.json:
-        out_console.print(json.dumps(data, indent=2), markup=False, highlight=False)
+        print(json.dumps(data, indent=2))
         return 0
-    out_console.print(markdown_card(data) if args.markdown else text_card(data), markup=False, highlight=False)
+    print(markdown_card(data) if args.markdown else text_card(data))  # plain print: wide rows stay unwrapped
     if args.lang:
-        out_console.print("\n" + language_table(data), markup=False, highlight=False)
+        print("\n" + language_table(data))
     return 0

@@ -20,15 +20,15 @@ DEFAULT_CARD = "polytox-ml-card.json"
 
 COLUMNS = (
     ("auc_prompts", "AUC web prompts"),
-    ("auc_web_continuations", "AUC web cont."),
-    ("auc_model_continuations", "AUC model cont."),
+    ("auc_web_continuations", "AUC web cont"),
+    ("auc_model_continuations", "AUC model cont"),
     ("mae_web", "MAE web"),
-    ("mae_model_continuations", "MAE model cont."),
-    ("share_model_continuations", "share>=0.5 model cont."),
+    ("mae_model_continuations", "MAE model cont"),
+    ("share_model_continuations", ">=0.5 model cont"),
     ("ece_web", "ECE web"),
-    ("ece_model_continuations", "ECE model cont."),
+    ("ece_model_continuations", "ECE model cont"),
     ("mean_auc_humans", "AUC humans mean"),
-    ("min_auc_humans", "AUC humans min"),
+    ("min_auc_humans", "min"),
 )
 
 
@@ -85,8 +85,9 @@ def text_card(data: Mapping[str, Any]) -> str:
            for r in rows]
     any_card: Mapping[str, Any] = next(iter(data["card"].values()), {})
     out.append("")
-    out.append(f"held-out texts: web (Perspective 2020) n={any_card.get('n_web')}, model continuations "
-               f"(GPT-2/GPT-Neo, Perspective 2022) n={any_card.get('n_model_continuations')}; AUC humans: "
-               "RTP-LX per language, grouped out-of-fold. P = Perspective's own share. "
-               f"Head {data.get('head_digest')}.")
+    out.append(f"Held-out texts: web = RTP prompts and continuations (Perspective 2020), n={any_card.get('n_web')};")
+    out.append("model cont = GPT-2/GPT-Neo continuations (Perspective 2022), "
+               f"n={any_card.get('n_model_continuations')}; >=0.5 = share scored >= 0.5 (P: Perspective's).")
+    out.append("AUC humans = RTP-LX per language (mean, min), grouped out-of-fold. "
+               f"Head {data.get('head_digest')}; details: docs/trainscorer.md.")
     return "\n".join(out)
