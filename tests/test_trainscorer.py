@@ -156,6 +156,31 @@ def test_small_retrain_is_deterministic_and_never_reads_heldout_labels(
     assert set(PTP_LANGUAGES) <= set(loaded.languages)
 
 
+def test_non_english_ridges_score_only_non_english_texts(
+        small_run: tuple[TrainConfig, object, object], pool: list[Example], tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from polytox.scoring.ml.ngrams import tfidf
+
+    config, result, feats = small_run
+    assert config.other_rtplx_weight == 3.0 and "ngram:other" in result.head.combine  # type: ignore[attr-defined]
+    shared = replace(config, other_rtplx_weight=None)
+    base = train(shared, select(pool, shared), feats=feats).head  # type: ignore[arg-type]
+    head = result.head  # type: ignore[attr-defined]
+    assert base.w_ngram_other is None
+    assert head.w_ngram_other is not None and not np.allclose(head.w_ngram_other, head.w_ngram)
+    np.testing.assert_array_equal(head.w_ngram, base.w_ngram)  # the English part is the default fit
+    x = tfidf(feats.counts[:40], head.idf)  # type: ignore[attr-defined]
+    langs = ["en"] * 20 + ["de"] * 20
+    out = head.ngram_output(x, langs)
+    np.testing.assert_allclose(out[:20], base.ngram_output(x)[:20], rtol=1e-6)
+    other = np.asarray(x[20:] @ head.w_ngram_other).ravel() + head.b_ngram_other
+    np.testing.assert_allclose(out[20:], other, rtol=1e-5)
+    head.save(tmp_path / "split.npz")
+    loaded = MlHead.load(tmp_path / "split.npz")
+    np.testing.assert_allclose(loaded.ngram_output(x, langs), out, rtol=1e-3, atol=1e-4)
+
+
 def test_measurements_of_a_small_run(small_run: tuple[TrainConfig, object, object]) -> None:
     from polytox.scoring.ml.evaluate import measurements
 
@@ -267,8 +292,8 @@ def test_train_with_backbone_and_full_mode_scorer(shared_data: Path, pool: list[
     # The scorer computes exactly what the head says: both parts, the combiner, then the language's scale map.
     head = MlHead.load(path)
     emb = HiddenStateEmbedder(str(tiny_backbone), head.layers).embed(texts)
-    expected = head.probability(head.ngram_output(tfidf(hashed_counts(texts, head.ngram), head.idf)),
-                                head.emb_output(emb), "full", langs)
+    expected = head.probability(head.ngram_output(tfidf(hashed_counts(texts, head.ngram), head.idf), langs),
+                                head.emb_output(emb, langs), "full", langs)
     np.testing.assert_allclose([s.get("toxicity") for s in scores], expected, rtol=1e-5)
     ngram_only = PolytoxMlScorer(head=str(path), mode="ngram")
     assert ngram_only.id != scorer.id  # the mode is part of the cache identity

@@ -48,6 +48,8 @@ def register(sub: Any) -> None:
     p.add_argument("--no-human-data", action="store_true", help="leave out the pack's human-labelled rows")
     p.add_argument("--split-combiner", action="store_true",
                    help="non-English texts get their own combiner, fitted on RTP-LX's other languages")
+    p.add_argument("--other-rtplx-weight", type=float, default=3.0,
+                   help="RTP-LX regression weight of the non-English texts' own ridges (0: share the English ones)")
     p.add_argument("--weight-rtplx", type=float,
                    help="regression weight of RTP-LX rows (default: TASK_WEIGHTS in train.py)")
     p.add_argument("--gen-share", type=float, default=0.5,
@@ -87,7 +89,8 @@ def run(args: argparse.Namespace) -> int:
         ngram=NgramConfig(n_features=args.ngram_features), alpha_ngram=args.alpha_ngram, alpha_emb=args.alpha_emb,
         task_offsets=args.task_offsets, task_weights=not args.no_task_weights,
         human_data=not args.no_human_data, split_combiner=args.split_combiner,
-        weight_rtplx=args.weight_rtplx, gen_share=args.gen_share, folds=args.folds, subset=args.subset,
+        weight_rtplx=args.weight_rtplx, other_rtplx_weight=args.other_rtplx_weight or None,
+        gen_share=args.gen_share, folds=args.folds, subset=args.subset,
         batch_size=args.batch_size, embedding_cache=args.embedding_cache)
     started = time.perf_counter()
     examples = select(training_pool(args.shared, langs), config)

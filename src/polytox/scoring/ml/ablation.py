@@ -41,6 +41,8 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "n-gram ridge alpha 0.5": {"alpha_ngram": 0.5},
     "embedding ridge alpha 300": {"alpha_emb": 300.0},
     "embedding ridge alpha 3000": {"alpha_emb": 3000.0},
+    "no own ridges for non-English texts": {"other_rtplx_weight": None},
+    "non-English own ridges, RTP-LX weight 6": {"other_rtplx_weight": 6.0},
 }
 
 

@@ -23,8 +23,8 @@ MEASUREMENT_FORMAT = "polytox-scorer-card/1"
 
 def head_scores(head: MlHead, feats: Features, langs: Sequence[str], mode: str) -> np.ndarray:
     """The head's calibrated values for every row (as the scorer computes them)."""
-    s_ngram = head.ngram_output(tfidf(feats.counts, head.idf))
-    s_emb = head.emb_output(feats.emb) if mode == "full" and feats.emb is not None else None
+    s_ngram = head.ngram_output(tfidf(feats.counts, head.idf), langs)
+    s_emb = head.emb_output(feats.emb, langs) if mode == "full" and feats.emb is not None else None
     return head.probability(s_ngram, s_emb, mode, langs)
 
 

@@ -43,6 +43,10 @@ def default_head_path() -> Path:
     return Path(str(files("polytox").joinpath("data", DEFAULT_HEAD)))
 
 
+def _other_rows(langs: Sequence[str] | None) -> np.ndarray | None:
+    return None if langs is None else np.asarray([lang != "en" for lang in langs], dtype=bool)
+
+
 def _sigmoid(x: np.ndarray) -> np.ndarray:
     return 1.0 / (1.0 + np.exp(-x))
 
@@ -63,6 +67,11 @@ class MlHead:
     emb_scale: np.ndarray | None = None
     w_emb: np.ndarray | None = None
     b_emb: float = 0.0
+    # optional own ridge weights for non-English texts (same idf / standardisation as the English parts)
+    w_ngram_other: np.ndarray | None = None
+    b_ngram_other: float = 0.0
+    w_emb_other: np.ndarray | None = None
+    b_emb_other: float = 0.0
     languages: tuple[str, ...] = ()
     scale: dict[str, Any] = field(default_factory=dict)  # mode -> ScaleMaps JSON
     meta: dict[str, Any] = field(default_factory=dict)
@@ -73,15 +82,27 @@ class MlHead:
         return self.backbone is not None and self.w_emb is not None
 
     # ---- scoring --------------------------------------------------------------------------------
-    def ngram_output(self, features: Any) -> np.ndarray:
-        """Ridge output over tf-idf n-gram features (a sparse matrix from ``ngrams.tfidf``)."""
-        return np.asarray(features @ self.w_ngram.astype(np.float32)).ravel() + self.b_ngram
+    def ngram_output(self, features: Any, langs: Sequence[str] | None = None) -> np.ndarray:
+        """Ridge output over tf-idf n-gram features (a sparse matrix from ``ngrams.tfidf``).
 
-    def emb_output(self, embeddings: np.ndarray) -> np.ndarray:
+        Non-English texts use the head's own non-English weights where it has them.
+        """
+        out = np.asarray(features @ self.w_ngram.astype(np.float32)).ravel() + self.b_ngram
+        other = _other_rows(langs)
+        if self.w_ngram_other is not None and other is not None and other.any():
+            out[other] = (np.asarray(features[np.flatnonzero(other)] @ self.w_ngram_other.astype(np.float32)).ravel()
+                          + self.b_ngram_other)
+        return out
+
+    def emb_output(self, embeddings: np.ndarray, langs: Sequence[str] | None = None) -> np.ndarray:
         if self.emb_mean is None or self.emb_scale is None or self.w_emb is None:
             raise PolytoxError("this head has no embedding part (trained with --backbone none)")
         z = (embeddings - self.emb_mean) / self.emb_scale
-        return z @ self.w_emb + self.b_emb
+        out = np.asarray(z @ self.w_emb + self.b_emb)
+        other = _other_rows(langs)
+        if self.w_emb_other is not None and other is not None and other.any():
+            out[other] = z[other] @ self.w_emb_other + self.b_emb_other
+        return out
 
     def probability(self, ngram_out: np.ndarray, emb_out: np.ndarray | None, mode: str,
                     langs: Sequence[str] | None = None) -> np.ndarray:
@@ -121,6 +142,7 @@ class MlHead:
             "format": HEAD_FORMAT, "ngram": self.ngram.to_dict(), "b_ngram": self.b_ngram,
             "combine": {k: list(v) for k, v in self.combine.items()}, "backbone": self.backbone,
             "layers": list(self.layers), "max_tokens": self.max_tokens, "b_emb": self.b_emb,
+            "b_ngram_other": self.b_ngram_other, "b_emb_other": self.b_emb_other,
             "languages": list(self.languages), "meta": self.meta, "scale": self.scale,
         }
         encoded = np.frombuffer(json.dumps(header, sort_keys=True).encode(), dtype=np.uint8)
@@ -130,6 +152,10 @@ class MlHead:
             assert self.emb_mean is not None and self.emb_scale is not None and self.w_emb is not None
             arrays.update(emb_mean=self.emb_mean.astype(np.float32), emb_scale=self.emb_scale.astype(np.float32),
                           w_emb=self.w_emb.astype(np.float32))
+        if self.w_ngram_other is not None:
+            arrays["w_ngram_other"] = self.w_ngram_other.astype(np.float16)
+        if self.has_embeddings and self.w_emb_other is not None:
+            arrays["w_emb_other"] = self.w_emb_other.astype(np.float32)
         return arrays
 
     def save(self, path: Path | str) -> str:
@@ -167,7 +193,10 @@ class MlHead:
             backbone=header.get("backbone") if has_emb else None, layers=tuple(header.get("layers", ())),
             max_tokens=int(header.get("max_tokens", 128)),
             emb_mean=arrays.get("emb_mean"), emb_scale=arrays.get("emb_scale"), w_emb=arrays.get("w_emb"),
-            b_emb=float(header.get("b_emb", 0.0)), languages=tuple(header.get("languages", ())),
+            b_emb=float(header.get("b_emb", 0.0)),
+            w_ngram_other=(arrays["w_ngram_other"].astype(np.float32) if "w_ngram_other" in arrays else None),
+            b_ngram_other=float(header.get("b_ngram_other", 0.0)), w_emb_other=arrays.get("w_emb_other"),
+            b_emb_other=float(header.get("b_emb_other", 0.0)), languages=tuple(header.get("languages", ())),
             scale=dict(header.get("scale", {})),
             meta=dict(header.get("meta", {})), digest=hashlib.sha256(blob).hexdigest()[:12],
         )
