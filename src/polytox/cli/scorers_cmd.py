@@ -1,0 +1,49 @@
+"""``polytox scorers``: the scorer card, each offline scorer's measured agreement with Perspective and humans.
+
+Values come from the measurement file committed next to the polytox-ml head (``polytox train-scorer``
+regenerates it); all are measured on a held-out split no fitted part has seen. ``--lang`` adds the
+per-language AUC against RTP-LX human ratings, ``--json`` prints the whole file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("scorers", help="print the scorer card (measured agreement with Perspective and humans)",
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--card", help="measurement file (default: the one committed with the polytox-ml head)")
+    p.add_argument("--lang", action="store_true", help="also print per-language AUC against human ratings")
+    p.add_argument("--markdown", action="store_true", help="print the card as a Markdown table")
+    p.add_argument("--json", action="store_true", help="print the whole measurement file")
+    p.set_defaults(func=run)
+
+
+def language_table(data: dict[str, Any]) -> str:
+    names = [n for n, m in data["scorers"].items() if m.get("languages")]
+    langs = sorted({lang for n in names for lang in data["scorers"][n]["languages"]})
+    lines = ["| lang | n | " + " | ".join(names) + " |", "| --- | ---: |" + " ---: |" * len(names)]
+    for lang in langs:
+        first = data["scorers"][names[0]]["languages"].get(lang, {})
+        cells = []
+        for n in names:
+            value = data["scorers"][n]["languages"].get(lang, {}).get("auc")
+            cells.append("-" if value is None else f"{value:.3f}")
+        lines.append(f"| {lang} | {first.get('n', '')} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..scoring.ml.card import load_card, markdown_card, text_card
+
+    data = load_card(args.card)
+    if args.json:
+        print(json.dumps(data, indent=2))
+        return 0
+    print(markdown_card(data) if args.markdown else text_card(data))  # plain print: wide rows stay unwrapped
+    if args.lang:
+        print("\n" + language_table(data))
+    return 0

@@ -1,0 +1,123 @@
+"""What each modelling choice buys: the same measurements, out-of-fold on the TRAINING split only.
+
+Choices (task offsets, task weights, the pack's human data, the calibration's weight on model generations,
+the hidden-state part) are compared by grouped cross-validation inside the training split, so the
+held-out split stays untouched by every choice. Each variant is one ``TrainConfig`` change; the n-gram
+counts and embeddings are computed once and shared.
+
+    python -m polytox.scoring.ml.ablation --out docs/trainscorer-ablation.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .measure import card_summary, measure_scorer
+from .pack import heldout_mask
+from .pool import training_pool
+from .train import Features, TrainConfig, build_features, cross_validate, oof_calibrated, select
+
+VARIANTS: dict[str, dict[str, Any]] = {
+    "chosen": {},
+    "own combiner for non-English texts": {"split_combiner": True},
+    "task offsets": {"task_offsets": True},
+    "no task weights": {"task_weights": False},
+    "no pack human data": {"human_data": False},
+    "calibration: generations 20%": {"gen_share": 0.2},
+    "calibration: generations 80%": {"gen_share": 0.8},
+    "RTP-LX weight 3": {"weight_rtplx": 3.0},
+    "RTP-LX weight 2": {"weight_rtplx": 2.0},
+    "pack human weight 0.5": {"weight_human": 0.5},
+    "model generations weight 1": {"weight_generations": 1.0},
+    "n-gram ridge alpha 0.5": {"alpha_ngram": 0.5},
+    "embedding ridge alpha 300": {"alpha_emb": 300.0},
+    "embedding ridge alpha 3000": {"alpha_emb": 3000.0},
+    "no own ridges for non-English texts": {"other_rtplx_weight": None},
+    "non-English own ridges, RTP-LX weight 6": {"other_rtplx_weight": 6.0},
+}
+
+
+def subset_features(feats: Features, rows: np.ndarray) -> Features:
+    return Features(counts=feats.counts[rows], emb=None if feats.emb is None else feats.emb[rows],
+                    tasks=feats.tasks[rows], task_names=feats.task_names)
+
+
+def oof_measure(config: TrainConfig, examples: Sequence[Any], feats: Features, heldout: np.ndarray
+                ) -> dict[str, Any]:
+    """Card numbers of every mode from calibrated out-of-fold predictions on the training split."""
+    train_rows = np.flatnonzero(~heldout)
+    combined, _, folds = cross_validate(config, examples, feats, train_rows)
+    out: dict[str, Any] = {}
+    for mode, values in combined.items():
+        pred = oof_calibrated(config, examples, values, folds)
+        out[mode] = card_summary(measure_scorer(examples, ~heldout, pred))
+    return out
+
+
+def cached_only(config: TrainConfig, examples: list[Any]) -> list[Any]:
+    """The examples whose embeddings are all in the cache (exploratory runs while extraction goes on)."""
+    from ...types import text_hash
+    from .embed_cache import EmbeddingCache
+    from .embedder import model_key
+
+    assert config.backbone is not None
+    cache = EmbeddingCache(config.embedding_cache)
+    key = model_key(config.backbone, config.max_tokens)
+    hashes = [text_hash(e.text) for e in examples]
+    have = set(cache.get_many(key, max(config.layers), list(dict.fromkeys(hashes))))
+    cache.close()
+    return [e for e, h in zip(examples, hashes, strict=True) if h in have]
+
+
+def run(config: TrainConfig, variants: dict[str, dict[str, Any]], only_cached: bool = False) -> dict[str, Any]:
+    everything = select(training_pool(config.shared, config.langs), replace(config, human_data=True))
+    heldout_all = np.array(heldout_mask(everything), dtype=bool)  # the split of the full pool, for every variant
+    if only_cached and config.backbone is not None:
+        have = {id(e) for e in cached_only(config, everything)}
+        keep_rows = np.array([id(e) in have for e in everything])
+        everything = [e for e, k in zip(everything, keep_rows, strict=True) if k]
+        heldout_all = heldout_all[keep_rows]
+        print(f"{len(everything)} examples with cached embeddings", flush=True)
+    feats_all = build_features(config, everything)
+    results: dict[str, Any] = {}
+    for name, change in variants.items():
+        started = time.perf_counter()
+        variant = replace(config, **change)
+        keep = np.array([variant.human_data or e.domain != "human" for e in everything])
+        rows = np.flatnonzero(keep)
+        examples = [everything[i] for i in rows]
+        results[name] = {"change": change, **oof_measure(variant, examples, subset_features(feats_all, rows),
+                                                         heldout_all[rows]),
+                         "seconds": round(time.perf_counter() - started, 1)}
+        print(name, json.dumps(results[name]), flush=True)
+    return {"config": config.to_dict(), "variants": results, "n_examples": len(everything),
+            "note": "out-of-fold on the training split (grouped 5-fold); the held-out split is not used"}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--out", required=True)
+    p.add_argument("--shared", default="../shared/data")
+    p.add_argument("--backbone", default="gemma-3-270m", help="'none' for the n-gram part alone")
+    p.add_argument("--only", action="append", help="run only these variants")
+    p.add_argument("--cached-only", action="store_true",
+                   help="use only texts whose embeddings are cached (exploration while extraction runs)")
+    args = p.parse_args(argv)
+    config = TrainConfig(shared=args.shared, backbone=None if args.backbone == "none" else args.backbone)
+    variants = {k: v for k, v in VARIANTS.items() if not args.only or k in args.only}
+    data = run(config, variants, args.cached_only)
+    Path(args.out).write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

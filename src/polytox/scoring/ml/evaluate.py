@@ -1,0 +1,62 @@
+"""The measurement file of a trained head: every scorer of the card measured on the same held-out texts.
+
+``measurements`` scores every example with the finished head exactly as ``polytox-ml`` does at run time
+(the stored float16 weights, the combiner, the scale maps), takes out-of-fold values for RTP-LX rows of the
+training split, adds the untrained baselines, and returns the JSON that ``polytox scorers`` prints.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from .data import Example
+from .head import MlHead
+from .measure import TARGETS, card_summary, measure_scorer, reliability, slice_masks
+from .ngrams import tfidf
+from .train import Features, TrainConfig, TrainResult, oof_calibrated
+
+MEASUREMENT_FORMAT = "polytox-scorer-card/1"
+
+
+def head_scores(head: MlHead, feats: Features, langs: Sequence[str], mode: str) -> np.ndarray:
+    """The head's calibrated values for every row (as the scorer computes them)."""
+    s_ngram = head.ngram_output(tfidf(feats.counts, head.idf), langs)
+    s_emb = head.emb_output(feats.emb, langs) if mode == "full" and feats.emb is not None else None
+    return head.probability(s_ngram, s_emb, mode, langs)
+
+
+def measurements(config: TrainConfig, result: TrainResult, feats: Features,
+                 baselines: Mapping[str, np.ndarray] | None = None, notes: Sequence[str] = ()) -> dict[str, Any]:
+    examples: list[Example] = result.examples
+    langs = [e.lang for e in examples]
+    lx_train = np.array([e.source == "rtp-lx" for e in examples]) & ~result.heldout
+    folds = result.folds
+    scorers: dict[str, Any] = {}
+    diagrams: dict[str, Any] = {}
+    modes = [m for m in ("full", "ngram") if m in result.head.combine]
+    target = np.array([e.target for e in examples])
+    masks = slice_masks(examples)
+    for mode in modes:
+        pred = head_scores(result.head, feats, langs, mode)
+        oof = oof_calibrated(config, examples, result.oof[mode], folds)
+        lx_pred = np.where(lx_train, oof, pred)
+        name = "polytox-ml" if mode == "full" else "polytox-ml (ngram)"
+        scorers[name] = measure_scorer(examples, result.heldout, pred, lx_pred)
+        diagrams[name] = {s: reliability(pred[masks[s] & result.heldout], target[masks[s] & result.heldout])
+                          for s in ("web (all)", "model continuations")}
+    if "polytox-ml" in scorers:
+        scorers = {"default": {**scorers["polytox-ml"], "routes": "polytox-ml for every language"}, **scorers}
+        diagrams["default"] = diagrams["polytox-ml"]
+    for name, values in (baselines or {}).items():
+        scorers[name] = measure_scorer(examples, result.heldout, np.asarray(values, dtype=float))
+    return {
+        "format": MEASUREMENT_FORMAT, "head_digest": result.head.digest,
+        "head_version": result.head.meta.get("version"),
+        "n_train": result.head.meta.get("n_train"), "n_heldout": result.head.meta.get("n_heldout"),
+        "targets": TARGETS, "notes": list(notes),
+        "card": {name: card_summary(m) for name, m in scorers.items()},
+        "scorers": scorers, "reliability": diagrams,
+    }

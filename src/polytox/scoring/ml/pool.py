@@ -1,0 +1,87 @@
+"""The training pool: every text the default head is fitted and measured on, in embedding-priority order.
+
+``training_pool`` = RTP-LX (17 languages, human ratings) + shared RTP (Perspective) + the scorer training
+pack, thinned per source (``pack.POOL_RATES``). ``extract`` embeds the pool into the embedding cache tier
+by tier, in chunks, so an interrupted extraction resumes and a partial one still covers what matters most.
+
+Run it in the background before training::
+
+    python -m polytox.scoring.ml.pool --shared ../shared/data --layers 5,7,9
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from .data import Example, load_rtp, load_rtplx
+from .pack import POOL_RATES, load_pack, tier, unit_hash
+
+log = logging.getLogger("polytox")
+
+
+def training_pool(shared: Path | str, langs: Sequence[str] = ()) -> list[Example]:
+    """All pool rows, sorted by embedding tier (stable within a tier)."""
+    shared = Path(shared)
+    rows = load_pack(shared / "scorer-train") + load_rtp(shared / "rtp") + load_rtplx(shared / "rtp-lx", langs=langs)
+    # Within tiers 3-4 rows go in the order of their subsample hash relative to their source's rate: an
+    # extraction stopped at a share f of a tier holds exactly the pool made with every rate times f.
+    return sorted(rows, key=lambda r: (tier(r), pool_position(r) if tier(r) > 2 else 0.0))
+
+
+def pool_position(row: Example) -> float:
+    """Where ``row`` falls in its source's subsample, 0-1 (it is kept at any rate above this)."""
+    rate = POOL_RATES.get(row.source, 1.0)
+    return unit_hash(row.group, "pool") / rate if rate > 0 else 1.0
+
+
+def extract(rows: Sequence[Example], backbone: str, layers: Sequence[int], *, max_tokens: int = 128,
+            batch_size: int = 32, cache_path: str | None = None, chunk: int = 1000, threads: int | None = None,
+            max_tier: int = 4) -> int:
+    """Embed ``rows`` tier by tier into the cache; returns how many texts were computed (cache misses)."""
+    from .embed_cache import EmbeddingCache
+    from .embedder import HiddenStateEmbedder
+
+    cache = EmbeddingCache(cache_path)
+    embedder = HiddenStateEmbedder(backbone, layers, max_tokens=max_tokens, batch_size=batch_size, cache=cache,
+                                   threads=threads)
+    started = time.perf_counter()
+    try:
+        for t in range(1, max_tier + 1):
+            texts = [r.text for r in rows if tier(r) == t]
+            for start in range(0, len(texts), chunk):
+                embedder.embed(texts[start : start + chunk])
+                elapsed = time.perf_counter() - started
+                print(f"tier {t}: {min(start + chunk, len(texts))}/{len(texts)} computed={embedder.computed} "
+                      f"{embedder.computed / max(elapsed, 1e-9):.1f} texts/s", flush=True)
+    finally:
+        embedder.close()
+        cache.close()
+    return embedder.computed
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--shared", default="../shared/data")
+    p.add_argument("--backbone", default="gemma-3-270m")
+    p.add_argument("--layers", default="5,7,9")
+    p.add_argument("--max-tokens", type=int, default=128)
+    p.add_argument("--batch-size", type=int, default=32)
+    p.add_argument("--cache", default=None, help="embedding cache file (default: the polytox cache)")
+    p.add_argument("--threads", type=int, default=None)
+    p.add_argument("--max-tier", type=int, default=4)
+    args = p.parse_args(argv)
+    rows = training_pool(args.shared)
+    counts = {t: sum(tier(r) == t for r in rows) for t in range(1, 5)}
+    print(f"pool: {len(rows)} rows, per tier {counts}", flush=True)
+    extract(rows, args.backbone, [int(x) for x in args.layers.split(",")], max_tokens=args.max_tokens,
+            batch_size=args.batch_size, cache_path=args.cache, threads=args.threads, max_tier=args.max_tier)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
