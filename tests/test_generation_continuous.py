@@ -117,8 +117,9 @@ def test_greedy_equals_generate_on_a_gqa_model(tmp_path: Path) -> None:
     outs = gen.generate(requests(ps, 1))
     for p, o in zip(ps, outs, strict=True):
         ids, _ = gen.encode(p)
-        ref = gen.model.generate(input_ids=torch.tensor([ids]), attention_mask=torch.ones(1, len(ids), dtype=torch.long),
-                                 do_sample=False, max_new_tokens=12, pad_token_id=gen.pad_id)
+        ref = gen.model.generate(input_ids=torch.tensor([ids]),
+                                 attention_mask=torch.ones(1, len(ids), dtype=torch.long), do_sample=False,
+                                 max_new_tokens=12, pad_token_id=gen.pad_id)
         new = ref[0, len(ids):].tolist()
         cut = next((i for i, t in enumerate(new) if t in gen.eos_ids), len(new))
         assert o.text == gen.tokenizer.decode(new[:cut], skip_special_tokens=True)

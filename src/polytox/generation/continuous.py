@@ -86,7 +86,7 @@ def decode(model: Any, prompts: Sequence[Sequence[int]], rows: Sequence[int], se
     n_layers = int(model.config.num_hidden_layers)
     n_slots = max(1, min(settings.slots, n_req))
     cache = SlotCache(n_layers, n_slots, capacity, device)
-    step_fn = forward or model
+    step_fn = model if forward is None else forward
     eos = torch.tensor(list(eos_ids) or [-1], device=device)
     out = torch.full((n_req + 1, steps_max), -1, dtype=torch.long, device=device)  # last row: idle slots' sink
     trash = n_req

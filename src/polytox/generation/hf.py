@@ -183,7 +183,7 @@ class TransformersGenerator(Generator):
         if self.continuous and len(order) > size:
             try:  # the whole shard through the slots; on failure, batch by batch so errors stay local
                 outs = self._generate_continuous([encoded[pid] for pid in order], [groups[pid] for pid in order])
-            except Exception:  # noqa: S110 - retried below, batch by batch, where errors are recorded
+            except Exception:  # retried below, batch by batch, where errors are recorded per request
                 pass
             else:
                 for g in outs:
