@@ -203,3 +203,18 @@ def test_compiled_decode_step_matches_eager(tmp_path: Path) -> None:
     compiled_gen = generator(path, batch_size=2, samples=2, max_new_tokens=6, options=(("compile", "true"),))
     assert compiled_gen.describe()["compiled_decode"] is True
     assert run(compiled_gen, reqs) == eager
+
+
+def test_a_decode_step_that_cannot_compile_falls_back_to_eager(tmp_path: Path) -> None:
+    path = make_tiny_lm(tmp_path / "m", arch="llama")
+    reqs = requests(prompts(3), 2)
+    eager = run(generator(path, samples=2), reqs)
+    gen = generator(path, samples=2)
+
+    def broken(**kwargs: object) -> None:
+        raise RuntimeError("cannot capture this model")
+
+    gen._step = broken
+    assert run(gen, reqs) == eager
+    info = gen.describe()
+    assert info["compiled_decode"] is False and "cannot capture" in info["compile_error"]

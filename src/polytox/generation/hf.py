@@ -31,6 +31,7 @@ from the BOS token alone.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -122,7 +123,10 @@ class TransformersGenerator(Generator):
         if self.continuous and getattr(self.model.config, "_attn_implementation", None) == "sdpa":
             self.model.set_attn_implementation(register_attention())
         self._step: Any = None
+        self.compile_error: str | None = None
         if self.continuous and self.compile:
+            dynamo = self.torch._dynamo.config  # one graph per (rows, read-length bucket)
+            dynamo.cache_size_limit = max(int(dynamo.cache_size_limit), 64)
             self._step = self.torch.compile(self.model, mode="reduce-overhead" if on_gpu else "default",
                                             dynamic=False)
 
@@ -151,7 +155,8 @@ class TransformersGenerator(Generator):
         return {"backend": self.name, "model": self.spec.model, "device": self.device, "dtype": str(self.dtype),
                 "chat_template": self.use_chat, "context": self.context, "eos_ids": self.eos_ids,
                 "model_class": type(self.model).__name__, "load_seconds": round(self.load_seconds, 3),
-                "continuous_batching": self.continuous, "compiled_decode": self._step is not None}
+                "continuous_batching": self.continuous, "compiled_decode": self._step is not None,
+                **({"compile_error": self.compile_error} if self.compile_error else {})}
 
     # ---- prompt encoding ------------------------------------------------------------------------
     def encode(self, prompt: Prompt) -> tuple[list[int], bool]:
@@ -213,9 +218,19 @@ class TransformersGenerator(Generator):
             hi_bucket=64 if self._step is not None else 1)
         requests = [r for g in groups for r in g]
         rows = [i for i, g in enumerate(groups) for _ in g]
+        prompts = [ids for ids, _ in encoded]
+        seeds = [r.seed for r in requests]
         with self.torch.inference_mode():
-            result = decode(self.model, [ids for ids, _ in encoded], rows, [r.seed for r in requests], settings,
-                            self.eos_ids, self.pad_id, self.device, forward=self._step)
+            try:
+                result = decode(self.model, prompts, rows, seeds, settings, self.eos_ids, self.pad_id, self.device,
+                                forward=self._step)
+            except Exception as exc:
+                if self._step is None:
+                    raise
+                # A model torch.compile cannot capture: decode eagerly from now on, and say so in describe().
+                self._step, self.compile_error = None, f"{type(exc).__name__}: {exc}"[:500]
+                settings = dataclasses.replace(settings, hi_bucket=1)
+                result = decode(self.model, prompts, rows, seeds, settings, self.eos_ids, self.pad_id, self.device)
         outs = []
         for request, row, tokens, stopped in zip(requests, rows, result.tokens, result.stopped, strict=True):
             outs.append(Generation(
