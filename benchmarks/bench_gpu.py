@@ -389,9 +389,10 @@ def report(results: dict[str, dict[str, Any] | None], args: argparse.Namespace, 
     gpu = bw["gpu"] if bw else args.device
     print(f"\nGPU: {gpu}; {args.prompts} prompts x K={args.samples}, up to {args.max_new_tokens} new tokens, "
           f"shard size {args.shard_size}")
-    print("| measurement | tokens | seconds | tokens/s | ratio |")
-    print("|---|---|---|---|---|")
     base = (results.get("vllm-only") or {}).get("tokens_per_s")
+    if results.get("vllm-only") or results.get("polytox-e2e"):
+        print("| measurement | tokens | seconds | tokens/s | ratio |")
+        print("|---|---|---|---|---|")
     for name, label in (("vllm-only", "vLLM alone (LLM.generate, one call)"),
                         ("polytox-e2e", "polytox eval, vLLM backend, pipelined scoring"),
                         ("transformers", "transformers")):
@@ -416,9 +417,6 @@ def report(results: dict[str, dict[str, Any] | None], args: argparse.Namespace, 
                       f"{bound:.0f} tokens/s) | {b1['tokens']} | {b1['seconds']:.2f} | "
                       f"{b1['tokens_per_s']:.0f} | {b1['tokens_per_s'] / bound:.0%} of the bound |")
 
-
-if __name__ == "__main__":
-    main()
 
 
 def _report_hf(results: dict[str, dict[str, Any] | None], args: argparse.Namespace, weight_bytes: int,
@@ -446,3 +444,7 @@ def _report_hf(results: dict[str, dict[str, Any] | None], args: argparse.Namespa
                 if gbs else "-")
         print(f"| {label} | {r.get('prompts', '-')} | {r['tokens']} | {r['seconds']:.1f} | "
               f"{r['tokens_per_s']:.0f} | {ratio} | {frac} |")
+
+
+if __name__ == "__main__":
+    main()
