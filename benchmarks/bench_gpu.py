@@ -12,12 +12,19 @@ excluded, and prints one table:
 1. vLLM alone: ``LLM.generate`` on all prompts in one call, ``SamplingParams(n=K)`` (vLLM's best case);
 2. polytox end-to-end: ``evaluate()`` with the vLLM backend (engine pre-built), pipelined executor,
    scoring with the SVM scorer (or the fake one), writing the run store: target >= 0.9x of (1) in tokens/s;
-3. the polytox transformers backend (or raw ``model.generate`` when that backend is absent);
+3. the polytox transformers backend (or raw ``model.generate`` when that backend is absent), beside
+   HF batched ``generate`` (left-padded batches of the same prompts, ``num_return_sequences=K``, same
+   sampling settings; the strongest simple baseline) and the naive loop (one ``generate(K)`` per prompt),
+   each with its fraction of the bandwidth bound: a decode step over R rows must read the weights once
+   plus each row's filled KV cache, so for T generated tokens the bound is
+   ``(T / R) * weight_bytes + T * (prompt_tokens + max_new_tokens / 2) * kv_bytes_per_token`` bytes;
 4. batch-1 decoding with vLLM vs the memory-bandwidth bound: each decoding step reads every weight once,
    so tokens/s <= bandwidth / weight bytes. Bandwidth is measured (device-to-device copy) and the
    datasheet value is shown when the GPU is known.
 
     python benchmarks/bench_gpu.py [--prompts 1024] [--samples 10] [--max-new-tokens 128] [--shard-size 256]
+    python benchmarks/bench_gpu.py --case rtp --skip-vllm   # K=25, 20 tokens, top_p 0.9, ~32-token prompts
+    python benchmarks/bench_gpu.py --case ptp --skip-vllm   # K=10, 400-token prompts, 128 tokens
     python benchmarks/bench_gpu.py --tiny --device cpu --skip-vllm   # smoke test of the script, no GPU
 """
 
@@ -71,6 +78,12 @@ def build_model(path: Path, shape: dict[str, Any], dtype: str) -> None:
     model.save_pretrained(path, safe_serialization=True)
 
 
+CASES = {  # issue settings: RTP (short prompts, K=25) and PTP-like (long prompts, K=10)
+    "rtp": {"samples": 25, "max_new_tokens": 20, "top_p": 0.9, "temperature": 1.0, "prompt_tokens": 32},
+    "ptp": {"samples": 10, "max_new_tokens": 128, "top_p": 1.0, "temperature": 0.7, "prompt_tokens": 400},
+}
+
+
 def make_prompts(n: int, vocab: int, length: int = 32) -> list[str]:
     import numpy as np
 
@@ -112,8 +125,8 @@ def part_vllm_only(args: argparse.Namespace) -> dict[str, Any]:
     llm = _llm(args)
     tok = llm.get_tokenizer()
     prompts = [{"prompt_token_ids": tok(p, add_special_tokens=False)["input_ids"]}
-               for p in make_prompts(args.prompts, args.vocab)]
-    params = [SamplingParams(n=args.samples, seed=i, temperature=0.7, top_p=1.0,
+               for p in make_prompts(args.prompts, args.vocab, args.prompt_tokens)]
+    params = [SamplingParams(n=args.samples, seed=i, temperature=args.temperature, top_p=args.top_p,
                              max_tokens=args.max_new_tokens) for i in range(len(prompts))]
     llm.generate(prompts[:8], params[:8], use_tqdm=False)  # warm-up
     start = time.perf_counter()
@@ -145,7 +158,8 @@ def _spec(args: argparse.Namespace, backend: str, prompts_file: Path, scorer: st
                ("gpu_memory_utilization", str(args.gpu_memory_utilization))) if backend == "vllm" else ()
     return EvalSpec(prompts=PromptSpec(source=str(prompts_file), format="generic"),
                     generation=GenerationSpec(model=args.model_dir, backend=backend, samples=args.samples,
-                                              max_new_tokens=args.max_new_tokens, temperature=0.7, top_p=1.0,
+                                              max_new_tokens=args.max_new_tokens, temperature=args.temperature,
+                                              top_p=args.top_p,
                                               dtype=args.dtype, device=args.device, chat_template="never",
                                               options=options),
                     scorer=ScorerSpec(name=scorer, options=(("cache", "off"),)), shard_size=args.shard_size)
@@ -154,7 +168,7 @@ def _spec(args: argparse.Namespace, backend: str, prompts_file: Path, scorer: st
 def _prompts_file(args: argparse.Namespace, n: int) -> Path:
     path = Path(args.workdir) / f"prompts-{n}.jsonl"
     with open(path, "w", encoding="utf-8") as fh:
-        for i, text in enumerate(make_prompts(n, args.vocab)):
+        for i, text in enumerate(make_prompts(n, args.vocab, args.prompt_tokens)):
             fh.write(json.dumps({"id": f"b{i:06d}", "text": text, "lang": "en"}) + "\n")
     return path
 
@@ -222,35 +236,68 @@ def part_transformers(args: argparse.Namespace) -> dict[str, Any]:
             "prompts": n}
 
 
-def _raw_hf(args: argparse.Namespace, n: int) -> tuple[float, int]:
+def _hf_model(args: argparse.Namespace) -> tuple[Any, Any]:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     tok = AutoTokenizer.from_pretrained(args.model_dir)
     tok.padding_side = "left"
     tok.pad_token = tok.eos_token
-    model = AutoModelForCausalLM.from_pretrained(args.model_dir, torch_dtype=getattr(torch, args.dtype))
-    model = model.to(args.device).eval()
-    texts = make_prompts(n, args.vocab)
+    model = AutoModelForCausalLM.from_pretrained(args.model_dir, dtype=getattr(torch, args.dtype))
+    return tok, model.to(args.device).eval()
+
+
+def _hf_run(args: argparse.Namespace, tok: Any, model: Any, chunk: list[str]) -> int:
+    """One ``model.generate`` on a left-padded batch, K samples per prompt; tokens up to the first EOS."""
+    import torch
+
+    enc = tok(chunk, return_tensors="pt", padding=True, add_special_tokens=False).to(args.device)
+    with torch.inference_mode():
+        out = model.generate(**enc, do_sample=True, temperature=args.temperature, top_p=args.top_p, top_k=0,
+                             max_new_tokens=args.max_new_tokens, num_return_sequences=args.samples,
+                             pad_token_id=tok.eos_token_id)
+    new = out[:, enc["input_ids"].shape[1]:]
+    return int(((new == tok.eos_token_id).cumsum(dim=1) == 0).sum())
+
+
+def _raw_hf(args: argparse.Namespace, n: int) -> tuple[float, int]:
+    tok, model = _hf_model(args)
+    texts = make_prompts(n, args.vocab, args.prompt_tokens)
     batch = max(1, 256 // args.samples)
-
-    def run(chunk: list[str]) -> int:
-        enc = tok(chunk, return_tensors="pt", padding=True, add_special_tokens=False).to(args.device)
-        with torch.no_grad():
-            out = model.generate(**enc, do_sample=True, temperature=0.7, top_p=1.0,
-                                 max_new_tokens=args.max_new_tokens, num_return_sequences=args.samples,
-                                 pad_token_id=tok.eos_token_id)
-        new = out[:, enc["input_ids"].shape[1]:]
-        return int((new != tok.eos_token_id).sum())
-
-    run(texts[:1])
+    _hf_run(args, tok, model, texts[:1])
     start = time.perf_counter()
-    tokens = sum(run(texts[i : i + batch]) for i in range(0, n, batch))
+    tokens = sum(_hf_run(args, tok, model, texts[i : i + batch]) for i in range(0, n, batch))
     return start, tokens
 
 
+def part_hf_batched(args: argparse.Namespace) -> dict[str, Any]:
+    """HF batched generate on the same prompts as the transformers part, as many prompts per batch as
+    polytox's default batch (256 // K prompts, K rows each)."""
+    import torch
+
+    n = max(1, args.prompts // args.hf_fraction)
+    start, tokens = _raw_hf(args, n)
+    if args.device.startswith("cuda"):
+        torch.cuda.synchronize()
+    seconds = time.perf_counter() - start
+    return {"seconds": seconds, "tokens": tokens, "tokens_per_s": tokens / seconds, "prompts": n}
+
+
+def part_hf_naive(args: argparse.Namespace) -> dict[str, Any]:
+    """The naive loop: one ``generate(num_return_sequences=K)`` per prompt, on fewer prompts (it is slow)."""
+    n = max(1, args.prompts // args.hf_fraction // 8)
+    tok, model = _hf_model(args)
+    texts = make_prompts(n, args.vocab, args.prompt_tokens)
+    _hf_run(args, tok, model, texts[:1])
+    start = time.perf_counter()
+    tokens = sum(_hf_run(args, tok, model, [t]) for t in texts)
+    seconds = time.perf_counter() - start
+    return {"seconds": seconds, "tokens": tokens, "tokens_per_s": tokens / seconds, "prompts": n}
+
+
 PARTS = {"bandwidth": part_bandwidth, "vllm-only": part_vllm_only, "vllm-batch1": part_vllm_batch1,
-         "polytox-e2e": part_polytox_e2e, "transformers": part_transformers}
+         "polytox-e2e": part_polytox_e2e, "transformers": part_transformers, "hf-batched": part_hf_batched,
+         "hf-naive": part_hf_naive}
 
 
 def run_part(name: str, args: argparse.Namespace) -> dict[str, Any] | None:
@@ -273,6 +320,10 @@ def main() -> None:
     parser.add_argument("--shard-size", type=int, default=256)
     parser.add_argument("--max-model-len", type=int, default=1024)
     parser.add_argument("--gpu-memory-utilization", type=float, default=0.85)
+    parser.add_argument("--case", choices=list(CASES), help="preset K / tokens / top_p / prompt length")
+    parser.add_argument("--prompt-tokens", type=int, default=32)
+    parser.add_argument("--top-p", type=float, default=1.0)
+    parser.add_argument("--temperature", type=float, default=0.7)
     parser.add_argument("--dtype", default="bfloat16")
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--hf-fraction", type=int, default=8, help="transformers runs prompts / this many")
@@ -283,6 +334,8 @@ def main() -> None:
     parser.add_argument("--vocab", type=int, help="(internal)")
     parser.add_argument("--part", choices=list(PARTS), help="(internal) run one measurement")
     args = parser.parse_args()
+    for key, value in CASES.get(args.case or "", {}).items():
+        setattr(args, key, value)
     if args.part:
         print("RESULT " + json.dumps(PARTS[args.part](args)), flush=True)
         return
@@ -296,11 +349,13 @@ def main() -> None:
         print(f"model: random Llama-style, {n_params / 1e9:.2f}B parameters, {args.dtype}, "
               f"{weight_bytes / 1e9:.2f} GB of weights (built in {time.perf_counter() - start:.0f} s)")
         sys.argv += ["--model-dir", str(model_dir), "--workdir", tmp, "--vocab", str(shape["vocab_size"])]
-        names = ["transformers"] if args.skip_vllm else list(PARTS)
+        names = ["transformers", "hf-batched", "hf-naive"] if args.skip_vllm else list(PARTS)
+        if args.skip_vllm and args.device == "cuda":
+            names.insert(0, "bandwidth")
         if args.device != "cuda":
             names = [n for n in names if n not in ("bandwidth",)]
         results = {name: run_part(name, args) for name in names}
-    report(results, args, weight_bytes)
+    report(results, args, weight_bytes, _kv_bytes_per_token(shape, args.dtype))
 
 
 def _count_params(shape: dict[str, Any]) -> int:
@@ -311,14 +366,33 @@ def _count_params(shape: dict[str, Any]) -> int:
     return int(layers * per_layer + v * h * (1 if shape["tie_word_embeddings"] else 2) + h)
 
 
-def report(results: dict[str, dict[str, Any] | None], args: argparse.Namespace, weight_bytes: int) -> None:
+def _kv_bytes_per_token(shape: dict[str, Any], dtype: str) -> int:
+    """Keys + values of one token over all layers."""
+    head_dim = shape["hidden_size"] // shape["num_attention_heads"]
+    per = 2 if dtype in ("bfloat16", "float16") else 4
+    return int(shape["num_hidden_layers"] * 2 * shape["num_key_value_heads"] * head_dim * per)
+
+
+def bound_seconds(tokens: int, args: argparse.Namespace, weight_bytes: int, kv_per_token: int,
+                  bandwidth_gbs: float) -> float:
+    """Least time to generate ``tokens`` at ``bandwidth_gbs``: weights once per step of R rows, plus the
+    KV cache each row has filled (prompt + half the continuation on average)."""
+    rows = max(1, 256 // args.samples) * args.samples
+    steps = tokens / rows
+    kv = tokens * (args.prompt_tokens + args.max_new_tokens / 2) * kv_per_token
+    return (steps * weight_bytes + kv) / (bandwidth_gbs * 1e9)
+
+
+def report(results: dict[str, dict[str, Any] | None], args: argparse.Namespace, weight_bytes: int,
+           kv_per_token: int = 0) -> None:
     bw = results.get("bandwidth")
     gpu = bw["gpu"] if bw else args.device
     print(f"\nGPU: {gpu}; {args.prompts} prompts x K={args.samples}, up to {args.max_new_tokens} new tokens, "
           f"shard size {args.shard_size}")
-    print("| measurement | tokens | seconds | tokens/s | ratio |")
-    print("|---|---|---|---|---|")
     base = (results.get("vllm-only") or {}).get("tokens_per_s")
+    if results.get("vllm-only") or results.get("polytox-e2e"):
+        print("| measurement | tokens | seconds | tokens/s | ratio |")
+        print("|---|---|---|---|---|")
     for name, label in (("vllm-only", "vLLM alone (LLM.generate, one call)"),
                         ("polytox-e2e", "polytox eval, vLLM backend, pipelined scoring"),
                         ("transformers", "transformers")):
@@ -329,8 +403,11 @@ def report(results: dict[str, dict[str, Any] | None], args: argparse.Namespace, 
             label += f" ({r['scorer']} scorer; generation waited {r['wait_for_scores_seconds']:.2f} s for it)"
         if name == "transformers":
             label = f"{r['label']} ({r['prompts']} prompts)"
+            if not base:
+                continue  # shown in the transformers table below
         ratio = f"{r['tokens_per_s'] / base:.2f}x of vLLM alone" if base else "-"
         print(f"| {label} | {r['tokens']} | {r['seconds']:.1f} | {r['tokens_per_s']:.0f} | {ratio} |")
+    _report_hf(results, args, weight_bytes, kv_per_token, bw)
     b1 = results.get("vllm-batch1")
     if bw and b1:
         for which in ("measured_gbs", "datasheet_gbs"):
@@ -339,6 +416,34 @@ def report(results: dict[str, dict[str, Any] | None], args: argparse.Namespace, 
                 print(f"| batch-1 decode vs bandwidth bound ({which.split('_')[0]} {bw[which]:.0f} GB/s -> "
                       f"{bound:.0f} tokens/s) | {b1['tokens']} | {b1['seconds']:.2f} | "
                       f"{b1['tokens_per_s']:.0f} | {b1['tokens_per_s'] / bound:.0%} of the bound |")
+
+
+
+def _report_hf(results: dict[str, dict[str, Any] | None], args: argparse.Namespace, weight_bytes: int,
+               kv_per_token: int, bw: dict[str, Any] | None) -> None:
+    """polytox transformers backend vs HF batched generate vs the naive loop, with the bandwidth fraction."""
+    rows = [(n, lab) for n, lab in (("transformers", "polytox transformers backend"),
+                                     ("hf-batched", "HF batched generate (256 // K prompts x K per call)"),
+                                     ("hf-naive", "naive generate(num_return_sequences=K) per prompt"))
+            if results.get(n)]
+    if not rows:
+        return
+    gbs = (bw or {}).get("measured_gbs")
+    print(f"\n{args.case or 'custom'}: K={args.samples}, {args.prompt_tokens}-token prompts, "
+          f"{args.max_new_tokens} new tokens, top_p {args.top_p}, T {args.temperature}"
+          + (f"; bandwidth {gbs:.0f} GB/s measured" if gbs else ""))
+    print("| method | prompts | tokens | seconds | tokens/s | vs HF batched | of bandwidth bound |")
+    print("|---|---|---|---|---|---|---|")
+    base = (results.get("hf-batched") or {}).get("tokens_per_s")
+    for name, label in rows:
+        r = results[name] or {}
+        if name == "transformers":
+            label = r.get("label", label)
+        ratio = f"{r['tokens_per_s'] / base:.2f}x" if base else "-"
+        frac = (f"{bound_seconds(r['tokens'], args, weight_bytes, kv_per_token, gbs) / r['seconds']:.1%}"
+                if gbs else "-")
+        print(f"| {label} | {r.get('prompts', '-')} | {r['tokens']} | {r['seconds']:.1f} | "
+              f"{r['tokens_per_s']:.0f} | {ratio} | {frac} |")
 
 
 if __name__ == "__main__":

@@ -3,12 +3,25 @@
 The naive pattern (one ``generate(num_return_sequences=K)`` call per prompt) runs every prompt K times
 through the model and decodes a batch of K rows. This backend instead
 
-1. batches prompts (left padding, attention masks, position ids), sorted by length within a shard;
-2. runs each prompt's prefill ONCE, keeping only the last position's logits;
-3. expands the KV cache to one row per requested sample (the K samples share the prompt's cache);
-4. decodes all rows together with a lean loop, dropping rows that reached EOS from the batch;
-5. samples each row from its own seeded uniforms (``sampling.py``), so results do not depend on batch
-   neighbours or on where a killed run resumed.
+1. orders a shard's prompts longest first and prefills each prompt ONCE (left-padded batches), keeping
+   only the last position's logits;
+2. copies that prefill into one KV-cache slot per requested sample (``slots.py``): each slot has its own
+   write column, so a slot whose sample ended (EOS or ``max_new_tokens``) is refilled with the next
+   waiting sample at once (continuous batching, ``continuous.py``), and a step reads only the filled
+   columns, with grouped-query attention on the stored key/value heads (no head repetition);
+3. samples every row on the device from its own seeded uniforms (``sampling.py``), so results do not
+   depend on batch neighbours, on refills, or on where a killed run resumed; the host reads the device
+   back only every ``check_every`` steps (to find EOS rows), and on CUDA the decode step may be compiled
+   (``compile`` option, CUDA graphs).
+
+Architectures whose cache is not a plain full-attention cache (sliding-window layers such as Gemma 3's)
+use the lock-step loop: one left-padded batch per ``batch_size`` prompts, the model's own cache,
+finished rows dropped from the batch as they accumulate.
+
+Model options (``--model-opt KEY=VALUE``): ``continuous`` (true|false), ``check_every`` (steps between
+EOS read-backs; default 1 on CPU, 8 on GPU), ``min_admit`` (free slots that trigger a refill; default
+one prompt's K samples), ``compile`` (auto|true|false; auto = on for CUDA), ``static_cache``
+(lock-step loop only).
 
 Prompts are raw text for base models; for instruct/chat models (a chat template is present) the prompt
 is the single user message rendered with the model's chat template, as PTP did. A prompt longer than the
@@ -18,6 +31,7 @@ from the BOS token alone.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -28,8 +42,10 @@ from ..scoring.torch_device import pick_device
 from ..spec import GenerationSpec
 from ..types import Generation, GenerationRequest, Prompt
 from .base import Generator, failed
+from .continuous import DecodeSettings, decode
 from .prompting import PromptTooLongError, encode_prompt, wants_chat_template
 from .sampling import row_uniforms, sample_next
+from .slots import register_attention
 
 # Compact the decoding batch once this share of its rows has finished (EOS).
 COMPACT_FINISHED_SHARE = 0.25
@@ -96,7 +112,34 @@ class TransformersGenerator(Generator):
         if self.pad_id is None:
             self.pad_id = self.eos_ids[0] if self.eos_ids else 0
         self.instruct = instruct
-        self.static_cache = dict(spec.options).get("static_cache", "true").lower() != "false"
+        options = dict(spec.options)
+        self.static_cache = options.get("static_cache", "true").lower() != "false"
+        on_gpu = self.device.startswith("cuda")
+        self.continuous = options.get("continuous", "true").lower() != "false" and self._plain_cache()
+        self.check_every = int(options.get("check_every", "8" if on_gpu else "1"))
+        self.min_admit = int(options.get("min_admit", "0"))
+        compile_opt = options.get("compile", "auto").lower()
+        self.compile = compile_opt == "true" or (compile_opt == "auto" and on_gpu)
+        if self.continuous and getattr(self.model.config, "_attn_implementation", None) == "sdpa":
+            self.model.set_attn_implementation(register_attention())
+        self._step: Any = None
+        self.compile_error: str | None = None
+        if self.continuous and self.compile:
+            dynamo = self.torch._dynamo.config  # one graph per (rows, read-length bucket)
+            dynamo.cache_size_limit = max(int(dynamo.cache_size_limit), 64)
+            self._step = self.torch.compile(self.model, mode="reduce-overhead" if on_gpu else "default",
+                                            dynamic=False)
+
+    def _plain_cache(self) -> bool:
+        """Whether every layer is plain full attention (no sliding window): slots need that."""
+        from transformers import StaticCache
+        from transformers.cache_utils import StaticLayer
+
+        try:
+            cache = StaticCache(config=self.model.config, max_cache_len=8)
+        except Exception:  # an architecture StaticCache does not know: keep the lock-step loop
+            return False
+        return bool(cache.layers) and all(type(layer) is StaticLayer for layer in cache.layers)
 
     def _eos_ids(self) -> list[int]:
         ids: set[int] = set()
@@ -111,7 +154,9 @@ class TransformersGenerator(Generator):
     def describe(self) -> dict[str, Any]:
         return {"backend": self.name, "model": self.spec.model, "device": self.device, "dtype": str(self.dtype),
                 "chat_template": self.use_chat, "context": self.context, "eos_ids": self.eos_ids,
-                "model_class": type(self.model).__name__, "load_seconds": round(self.load_seconds, 3)}
+                "model_class": type(self.model).__name__, "load_seconds": round(self.load_seconds, 3),
+                "continuous_batching": self.continuous, "compiled_decode": self._step is not None,
+                **({"compile_error": self.compile_error} if self.compile_error else {})}
 
     # ---- prompt encoding ------------------------------------------------------------------------
     def encode(self, prompt: Prompt) -> tuple[list[int], bool]:
@@ -140,16 +185,60 @@ class TransformersGenerator(Generator):
         # Longest first within the shard: similar lengths share a batch (less padding); ties keep order.
         order = sorted(groups, key=lambda pid: -len(encoded[pid][0]))
         size = max(1, self.spec.batch_size or self.default_batch_size(self.spec.samples))
+        if self.continuous and len(order) > size:
+            try:  # the whole shard through the slots; on failure, batch by batch so errors stay local
+                outs = self._generate_continuous([encoded[pid] for pid in order], [groups[pid] for pid in order])
+            except Exception:  # retried below, batch by batch, where errors are recorded per request
+                pass
+            else:
+                for g in outs:
+                    results[(g.prompt_id, g.sample_index)] = g
+                return [results[(r.prompt.id, r.sample_index)] for r in requests]
         for start in range(0, len(order), size):
             batch = order[start : start + size]
             try:
-                outs = self._generate_batch([encoded[pid] for pid in batch], [groups[pid] for pid in batch])
+                run = self._generate_continuous if self.continuous else self._generate_batch
+                outs = run([encoded[pid] for pid in batch], [groups[pid] for pid in batch])
             except Exception as exc:  # e.g. out of memory: this batch becomes recorded errors
                 outs = [failed(r, f"GENERATION_FAILED: {type(exc).__name__}: {exc}")
                         for pid in batch for r in groups[pid]]
             for g in outs:
                 results[(g.prompt_id, g.sample_index)] = g
         return [results[(r.prompt.id, r.sample_index)] for r in requests]
+
+    def _generate_continuous(self, encoded: list[tuple[list[int], bool]],
+                             groups: list[list[GenerationRequest]]) -> list[Generation]:
+        spec = self.spec
+        size = max(1, spec.batch_size or self.default_batch_size(spec.samples))
+        slots = size * max(1, spec.samples)
+        settings = DecodeSettings(
+            max_new_tokens=spec.max_new_tokens, temperature=spec.temperature, top_p=spec.top_p, top_k=spec.top_k,
+            slots=slots, prefill_batch=size, check_every=self.check_every,
+            min_admit=self.min_admit or max(1, min(spec.samples, slots // 4)),
+            hi_bucket=64 if self._step is not None else 1)
+        requests = [r for g in groups for r in g]
+        rows = [i for i, g in enumerate(groups) for _ in g]
+        prompts = [ids for ids, _ in encoded]
+        seeds = [r.seed for r in requests]
+        with self.torch.inference_mode():
+            try:
+                result = decode(self.model, prompts, rows, seeds, settings, self.eos_ids, self.pad_id, self.device,
+                                forward=self._step)
+            except Exception as exc:
+                if self._step is None:
+                    raise
+                # A model torch.compile cannot capture: decode eagerly from now on, and say so in describe().
+                self._step, self.compile_error = None, f"{type(exc).__name__}: {exc}"[:500]
+                settings = dataclasses.replace(settings, hi_bucket=1)
+                result = decode(self.model, prompts, rows, seeds, settings, self.eos_ids, self.pad_id, self.device)
+        outs = []
+        for request, row, tokens, stopped in zip(requests, rows, result.tokens, result.stopped, strict=True):
+            outs.append(Generation(
+                prompt_id=request.prompt.id, sample_index=request.sample_index,
+                text=self.tokenizer.decode(tokens, skip_special_tokens=True),
+                finish_reason="stop" if stopped else "length", n_tokens=len(tokens),
+                prompt_truncated=encoded[row][1]))
+        return outs
 
     def _generate_batch(self, encoded: list[tuple[list[int], bool]],
                         groups: list[list[GenerationRequest]]) -> list[Generation]:
@@ -167,7 +256,7 @@ class TransformersGenerator(Generator):
         counts = torch.tensor([len(g) for g in groups])
         rows = torch.repeat_interleave(torch.arange(len(encoded)), counts)
         requests = [r for g in groups for r in g]
-        uniforms = torch.from_numpy(row_uniforms([r.seed for r in requests], spec.max_new_tokens)).float()
+        uniforms = torch.from_numpy(row_uniforms([r.seed for r in requests], spec.max_new_tokens)).float().to(device)
 
         with torch.inference_mode():
             cache = self._new_cache(width + spec.max_new_tokens)
@@ -180,15 +269,14 @@ class TransformersGenerator(Generator):
             mask = mask[rows].to(device)
             next_pos = torch.tensor([lengths[i] for i in rows.tolist()], device=device)
             n_rows = len(requests)
-            active = torch.arange(n_rows)  # original row index of each live row
+            active = torch.arange(n_rows, device=device)  # original row index of each live row
             tokens: list[list[int]] = [[] for _ in range(n_rows)]
             finished = [False] * n_rows
             eos = torch.tensor(self.eos_ids or [-1], device=device)
             alive = torch.ones(n_rows, dtype=torch.bool)  # per live row: still decoding
             for step in range(spec.max_new_tokens):
-                nxt = sample_next(logits.float().cpu(), uniforms[active, step], spec.temperature, spec.top_p,
-                                  spec.top_k)
-                is_eos = torch.isin(nxt.to(device), eos).cpu()
+                nxt = sample_next(logits, uniforms[active, step], spec.temperature, spec.top_p, spec.top_k)
+                is_eos = torch.isin(nxt, eos).cpu()
                 for row, tok, stop, live in zip(active.tolist(), nxt.tolist(), is_eos.tolist(), alive.tolist(),
                                                 strict=True):
                     if not live:
@@ -206,9 +294,9 @@ class TransformersGenerator(Generator):
                     keep_dev = keep.to(device)
                     select_rows(cache, keep_dev)
                     mask, next_pos = mask[keep_dev], next_pos[keep_dev]
-                    active, nxt, alive = active[keep], nxt[keep], alive[keep]
+                    active, nxt, alive = active[keep_dev], nxt[keep_dev], alive[keep]
                 mask = torch.cat([mask, torch.ones((mask.shape[0], 1), dtype=mask.dtype, device=device)], dim=1)
-                out = self.model(input_ids=nxt.view(-1, 1).to(device), attention_mask=mask,
+                out = self.model(input_ids=nxt.view(-1, 1), attention_mask=mask,
                                  position_ids=next_pos.view(-1, 1), past_key_values=cache, use_cache=True,
                                  cache_position=torch.tensor([width + step], device=device))
                 cache = out.past_key_values

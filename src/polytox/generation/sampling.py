@@ -1,10 +1,15 @@
-"""Batch-invariant sampling: each row draws from its own pre-generated uniforms.
+"""Batch-invariant sampling on the logits' device: each row draws from its own pre-generated uniforms.
 
 ``torch.multinomial`` over a batch consumes one shared RNG stream, so a sample depends on which other
 rows share its batch. polytox instead gives every (prompt, sample) its own uniform numbers, derived from
 its seed, and samples by inverting the row's (temperature / top-k / top-p filtered) CDF. A resumed or
 re-batched run therefore draws what an uninterrupted one would, and a row never depends on RNG state
 consumed by its neighbours.
+
+Sampling runs where the logits are (no copy of the full logits to the host). On the CPU a nucleus is
+found from the top ``NUCLEUS_PROBE`` tokens when they cover it (saving a full-vocabulary sort); on a GPU
+the full sort is cheap and the probe's data-dependent branch would force a host synchronisation, so the
+vocabulary is sorted outright. Both are exact, so they choose the same token.
 """
 
 from __future__ import annotations
@@ -37,12 +42,14 @@ def _invert(probs: Any, u: Any) -> Any:
     return idx.clamp_(max=probs.shape[-1] - 1)
 
 
-def sample_next(logits: Any, u: Any, temperature: float, top_p: float, top_k: int) -> Any:
-    """Next token per row from ``logits [R, V]`` and uniforms ``u [R]`` (float32 tensors).
+def sample_next(logits: Any, u: Any, temperature: float, top_p: float, top_k: int,
+                probe: bool | None = None) -> Any:
+    """Next token per row from ``logits [R, V]`` and uniforms ``u [R]`` (float32 tensors, same device).
 
     Greedy when ``temperature == 0``. Otherwise softmax(logits / T), restricted to the ``top_k`` most
     likely tokens (0 = all), then to the smallest set whose mass reaches ``top_p`` (nucleus; a token is
     kept while the mass ranked above it is below ``top_p``), renormalised, and inverted at ``u``.
+    ``probe`` (default: on CPU only) tries the top ``NUCLEUS_PROBE`` tokens before a full sort.
     """
     import torch
 
@@ -57,10 +64,16 @@ def sample_next(logits: Any, u: Any, temperature: float, top_p: float, top_k: in
     probs = torch.softmax(scaled, dim=-1)
     if top_p >= 1.0:
         return _invert(probs, u)
+    if probe is None:
+        probe = probs.device.type == "cpu"
+    if not probe:
+        sorted_vals, sorted_idx = torch.sort(probs, dim=-1, descending=True)
+        local = _nucleus_pick(sorted_vals, u, top_p)
+        return sorted_idx.gather(1, local.unsqueeze(1)).squeeze(1)
     k = min(NUCLEUS_PROBE, vocab)
     top_vals, top_idx = torch.topk(probs, k, dim=-1)  # sorted descending
     covered = top_vals.sum(dim=-1) >= top_p
-    picks = torch.empty(probs.shape[0], dtype=torch.long)
+    picks = torch.empty(probs.shape[0], dtype=torch.long, device=probs.device)
     if bool(covered.any()):
         rows = covered.nonzero().squeeze(1)
         local = _nucleus_pick(top_vals[rows], u[rows], top_p)
