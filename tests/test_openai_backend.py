@@ -65,7 +65,7 @@ def test_chat_endpoint_and_repeat_mode(server: FakeOpenAI) -> None:
     assert [e["path"] for e in server.log] == ["/v1/chat/completions"] * 2
     assert sorted(e["body"]["seed"] for e in server.log) == sorted(api_seed(r.seed) for r in rs)
     assert all(e["body"]["n"] == 1 and e["body"]["messages"] == [{"role": "user", "content": "[stop] hi you"}]
-               for e in server.log)
+               and e["body"]["logprobs"] is True for e in server.log)
     assert [g.finish_reason for g in out] == ["stop", "stop"] and [g.n_tokens for g in out] == [2, 2]
     assert plan_calls(rs, "n")[0].seed == rs[0].seed
 
@@ -236,8 +236,11 @@ def test_token_counts_are_per_choice_in_both_endpoints(chat: str) -> None:
     with FakeOpenAI(usage_style="sum") as server:
         out = make(server, samples=3, chat=chat, token_counts="usage").generate(reqs(["[stop] a b c d"], 3))
         assert [g.n_tokens for g in out] == [2, 2, 2]
-    assert usage_split(13, ["length", "stop", "stop"], 5) == [5, 4, 4]
-    assert usage_split(7, ["stop"], 5) == [7] and usage_split(None, ["stop", "stop"], 5) == [0, 0]
+        single = make(server, samples=1, chat=chat, token_counts="usage").generate(reqs(["[stop] a b c d"], 1))
+        assert single[0].n_tokens == 2 and server.log[-1]["status"] == 200  # usage 3 = 2 + end-of-sequence
+    assert usage_split(15, ["length", "stop", "stop"], 5) == [5, 4, 4]  # 15 = 5 + (4 + eos) * 2
+    assert usage_split(8, ["stop"], 5) == [7] and usage_split(5, ["length"], 5) == [5]
+    assert usage_split(None, ["stop", "stop"], 5) == [0, 0]
 
 
 def test_bad_options_fail_clearly(server: FakeOpenAI) -> None:

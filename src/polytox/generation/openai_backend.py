@@ -23,13 +23,17 @@ TGI's OpenAI API, OpenAI itself and other compatible services.
   prompt (unprompted generation) is sent to completions as ``empty_prompt`` (default ``""``; for a vLLM
   server use ``<|endoftext|>`` or the model's BOS text); the chat endpoint cannot start from nothing and
   records an error.
-- ``n_tokens``: with ``n=1``, ``usage.completion_tokens``. With ``n>1`` ``usage`` cannot be trusted per
-  choice: OpenAI and vLLM report the sum over the choices, llama.cpp reports choice 0's count alone (so a
-  split of it gave 5 tokens to each of four 20-token answers). Calls with ``n>1`` therefore ask for
-  per-token log-probabilities (``logprobs=1`` on completions, ``logprobs: true`` on chat; the
-  ``token_counts=logprobs`` default) and count each choice's tokens. Without them (``token_counts=usage``,
-  or a server that returns none) a choice that stopped on ``length`` has exactly ``max_tokens`` tokens and
-  the choices that stopped early share the rest of ``usage``, which is exact only when ``usage`` is a sum.
+- ``n_tokens``: the continuation's tokens, without the end-of-sequence token (as the local backends count).
+  ``usage`` cannot give that per choice: with ``n>1`` OpenAI and vLLM report the sum over the choices,
+  llama.cpp only choice 0's count (a split of it gave 5 tokens to each of four 20-token answers), and
+  llama.cpp counts the end-of-sequence token. Calls therefore ask for per-token log-probabilities
+  (``logprobs=1`` on completions, ``logprobs: true`` on chat; the ``token_counts=logprobs`` default) and
+  count each choice's entries, less a trailing end-of-sequence entry. A choice that stopped on ``length``
+  has exactly ``max_tokens`` tokens, whatever is listed: llama.cpp lists tokens that split a multi-byte
+  character (emoji, some CJK) as one entry, so only an answer that stopped early *and* holds such
+  characters can be undercounted there. Without log-probabilities (``token_counts=usage``, or a server
+  that returns none) the stopped choices share the rest of ``usage``, less their end-of-sequence tokens,
+  which is exact with ``n=1`` and when ``usage`` is a sum (OpenAI, vLLM), not with llama.cpp's ``n>1``.
 
 Options: ``base_url`` (required, e.g. ``http://127.0.0.1:8000/v1``), ``endpoint``, ``api_key_env``,
 ``n_mode``, ``send_seed``, ``concurrency`` (8), ``rate`` (0), ``max_retries`` (6), ``timeout`` (60 s),
@@ -171,30 +175,39 @@ def split_call(call: Call, max_n: int | None) -> list[Call]:
     return [Call(part, call.seed if i == 0 else part[0].seed) for i, part in enumerate(parts)]
 
 
-def choice_tokens(choice: dict[str, Any]) -> int | None:
+def choice_tokens(choice: dict[str, Any], text: str) -> int | None:
     """A choice's token count from its log-probabilities, in any of the formats servers return.
 
-    Chat (and llama.cpp's completions): ``logprobs.content`` is one entry per token; OpenAI's and vLLM's
-    completions: ``logprobs.tokens``. None when the choice carries no log-probabilities.
+    Chat (and llama.cpp's completions): ``logprobs.content`` has one entry per token; OpenAI's and vLLM's
+    completions: ``logprobs.tokens``. A choice that stopped on an end-of-sequence token lists that token
+    last (llama.cpp: an entry with empty text); it is not part of the continuation and is not counted,
+    the same count as the transformers and vLLM backends give. None when there are no log-probabilities.
     """
     logprobs = choice.get("logprobs")
     if not isinstance(logprobs, dict):
         return None
+    entries: list[Any] | None = None
     for key in ("content", "tokens"):
         if isinstance(logprobs.get(key), list):
-            return len(logprobs[key])
-    return None
+            entries = logprobs[key]
+            break
+    if entries is None:
+        return None
+    if entries and choice.get("finish_reason") == "stop":
+        last = entries[-1].get("token") if isinstance(entries[-1], dict) else entries[-1]
+        if not isinstance(last, str) or last == "" or not text.endswith(last):
+            return len(entries) - 1
+    return len(entries)
 
 
 def usage_split(total: int | None, finishes: Sequence[str], max_tokens: int) -> list[int]:
-    """Per-choice counts from ``usage`` alone: ``length`` choices have ``max_tokens``, the others share the
-    rest (exact when ``total`` is the sum over the choices, as OpenAI and vLLM report it)."""
+    """Per-choice counts from ``usage`` alone (``total`` = the sum over the choices, as OpenAI and vLLM
+    report it): ``length`` choices have ``max_tokens``; the others share the rest, less the
+    end-of-sequence token each of them ended with (servers count it, polytox does not)."""
     if not isinstance(total, int):
         return [0] * len(finishes)
-    if len(finishes) == 1:
-        return [total]
     early = [i for i, f in enumerate(finishes) if f != "length"]
-    rest = max(0, total - max_tokens * (len(finishes) - len(early)))
+    rest = max(0, total - max_tokens * (len(finishes) - len(early)) - len(early))
     counts = [max_tokens] * len(finishes)
     for rank, i in enumerate(early):
         counts[i] = rest // len(early) + (1 if rank < rest % len(early) else 0)
@@ -269,7 +282,7 @@ class OpenAIGenerator(Generator):
                                 "temperature": spec.temperature, "top_p": spec.top_p, "n": len(call.requests)}
         if spec.top_k > 0:
             body["top_k"] = spec.top_k  # an extension (vLLM, TGI); OpenAI itself rejects it
-        if len(call.requests) > 1 and self.options["token_counts"] == "logprobs":
+        if self.options["token_counts"] == "logprobs":
             body["logprobs"] = True if self.options["endpoint"] == "chat" else 1  # per-choice token counts
         if self.options["send_seed"]:
             body["seed"] = api_seed(call.seed)
@@ -361,6 +374,11 @@ class OpenAIGenerator(Generator):
                     "no sample is lost", asked, message[:120], limit,
                     "one call per sample" if limit == 1 else "calls split by sample")
 
+    def _content(self, choice: dict[str, Any]) -> Any:
+        if self.options["endpoint"] == "chat":
+            return (choice.get("message") or {}).get("content")
+        return choice.get("text")
+
     def _parse(self, call: Call, data: dict[str, Any]) -> list[Generation]:
         choices = data.get("choices")
         if not isinstance(choices, list):
@@ -371,7 +389,7 @@ class OpenAIGenerator(Generator):
         n = len(call.requests)
         picked = [by_index.get(j) for j in range(n)]
         finishes = ["length" if c is not None and c.get("finish_reason") == "length" else "stop" for c in picked]
-        per_choice = [choice_tokens(c) if c is not None else None for c in picked]
+        per_choice = [choice_tokens(c, str(self._content(c) or "")) if c is not None else None for c in picked]
         fallback = usage_split(total if isinstance(total, int) else None, finishes, self.spec.max_new_tokens)
         out = []
         for j, r in enumerate(call.requests):
@@ -379,15 +397,15 @@ class OpenAIGenerator(Generator):
             if choice is None:
                 out.append(failed(r, f"BAD_RESPONSE: {len(choices)} choices for n={n}"))
                 continue
-            if self.options["endpoint"] == "chat":
-                content = (choice.get("message") or {}).get("content")
-            else:
-                content = choice.get("text")
+            content = self._content(choice)
             if content is None:
                 out.append(failed(r, f"NO_TEXT: finish_reason={choice.get('finish_reason')!r}"))
                 continue
             counted = per_choice[j]
-            tokens = fallback[j] if counted is None or n == 1 else counted
+            if finishes[j] == "length":  # stopped by the limit: exactly max_tokens, whatever was listed
+                tokens = self.spec.max_new_tokens
+            else:
+                tokens = fallback[j] if counted is None else counted
             out.append(Generation(prompt_id=r.prompt.id, sample_index=r.sample_index, text=str(content),
                                   finish_reason=finishes[j], n_tokens=tokens))  # type: ignore[arg-type]
         return out
