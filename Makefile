@@ -13,7 +13,8 @@ OUT ?= runs/demo
 DEMO_LANGS ?= en,de,es,fr,ru,hi,ar,ja,zh
 DEMO_SAMPLES ?= 5
 
-.PHONY: install demo demo-multilingual test test-fast lint bench bench-gpu clean browser vllm-cpu test-vllm bench-vllm-cpu
+.PHONY: install demo demo-multilingual test test-fast lint bench bench-gpu clean browser vllm-cpu test-vllm \
+	test-vllm-ci bench-vllm-cpu
 
 $(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
@@ -35,7 +36,7 @@ lint: install
 	$(VENV)/bin/ruff check src tests benchmarks
 	$(VENV)/bin/mypy
 
-test: install lint browser test-vllm
+test: install lint browser test-vllm-ci
 	$(PY) -m pytest -q
 
 test-fast: install
@@ -83,9 +84,13 @@ $(VLLM_STAMP): pyproject.toml Makefile
 
 vllm-cpu: $(VLLM_STAMP)
 
-# The real vLLM engine on the embedded SmolLM2 (tests/test_vllm_engine.py; about a minute on 2 cores).
+# The real vLLM engine on the embedded SmolLM2 (tests/test_vllm_engine.py). CI (`make test`) runs the
+# tests not marked slow; `make test-vllm` runs them all (docs/engines.md has the durations).
 test-vllm: vllm-cpu
 	$(VLLM_PY) -m pytest -q tests/test_vllm_engine.py
+
+test-vllm-ci: vllm-cpu
+	$(VLLM_PY) -m pytest -q -m "not slow" tests/test_vllm_engine.py
 
 # vLLM-CPU vs the transformers backend on CPU, same prompts and K (in the vLLM virtualenv: it has both).
 bench-vllm-cpu: vllm-cpu

