@@ -127,16 +127,17 @@ def main() -> None:
             seconds, tokens, errors = timed(gen, requests_for(texts, k), batch)
             rows.append([case, name, f"{load:.1f}", len(texts) * k, tokens, errors, f"{seconds:.1f}",
                          tokens / seconds])
+            print(" | ".join(str(x) for x in rows[-1]), flush=True)  # each row as soon as it is measured
             gen.close()
             del gen
             gc.collect()
-    base = {r[0]: r[7] for r in rows if "transformers" in r[1]}
+    base = {r[0]: r[7] for r in rows if "transformers" in r[1]} or {r[0]: r[7] for r in rows}
     table = Table(title=f"vLLM-CPU vs transformers, {MODEL}, {args.threads} threads, load avg "
                         f"{os.getloadavg()[0]:.1f} at the end")
     for col in ("setting", "backend", "load s", "samples", "tokens", "failed", "gen s", "tok/s", "vs transformers"):
         table.add_column(col)
     for r in rows:
-        table.add_row(*[str(x) for x in r[:7]], f"{r[7]:.0f}", f"{r[7] / base[r[0]]:.2f}x")
+        table.add_row(*[str(x) for x in r[:7]], f"{r[7]:.0f}", f"{r[7] / base.get(r[0], r[7]):.2f}x")
     Console().print(table)
 
 
