@@ -138,7 +138,7 @@ def main() -> None:
         table.add_column(col)
     for r in rows:
         table.add_row(*[str(x) for x in r[:7]], f"{r[7]:.0f}", f"{r[7] / base.get(r[0], r[7]):.2f}x")
-    Console().print(table)
+    Console(width=160).print(table)
 
 
 if __name__ == "__main__":
