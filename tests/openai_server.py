@@ -5,6 +5,14 @@ sampler. Directives inside the prompt text script failures, counted per prompt:
 ``[429xN]`` the first N requests get 429 (``Retry-After: 0``), ``[500xN]`` the first N get 500,
 ``[503]`` always 503, ``[400]`` always 400 with an OpenAI-style error body, ``[slowxN]`` the first N
 requests sleep ``slow_seconds`` (so the client times out), ``[stop]`` finishes with ``stop``.
+``max_n`` refuses larger ``n`` with a 400, worded like vLLM (``n_style="plain"``: "n must be <= 4") or like
+llama.cpp (``n_style="llamacpp"``: "Field 'n': Value must be between 1 <= value <= 4, but got 5").
+``usage`` counts a stopped choice's end-of-sequence token, as vLLM and llama.cpp do. ``usage_style="sum"``
+reports the completion tokens of all choices (OpenAI, vLLM); ``"first"`` answers as llama.cpp does:
+``usage`` counts choice 0 only, and a stopped choice's log-probabilities list the end-of-sequence token
+last, with empty text. Log-probabilities, when asked for, come one
+entry per token: OpenAI's legacy ``{"tokens": [...], "token_logprobs": [...]}`` on completions (llama.cpp
+style: ``{"content": [...]}`` there too), ``{"content": [...]}`` on chat.
 The server records every request (path, body, headers, time) and the peak number in flight.
 """
 
@@ -33,11 +41,13 @@ class FakeOpenAI:
     """Owns the server thread and the recorded state; use as a context manager."""
 
     def __init__(self, api_key: str | None = None, latency: float = 0.0, slow_seconds: float = 1.0,
-                 max_n: int = 128) -> None:
+                 max_n: int = 128, n_style: str = "plain", usage_style: str = "sum") -> None:
         self.api_key = api_key
         self.latency = latency
         self.slow_seconds = slow_seconds
         self.max_n = max_n
+        self.n_style = n_style
+        self.usage_style = usage_style
         self.log: list[dict[str, Any]] = []
         self.seen: Counter[str] = Counter()
         self.in_flight = 0
@@ -100,14 +110,30 @@ class FakeOpenAI:
             return 400, _invalid("This model's maximum context length is 8 tokens"), {}
         n = int(body.get("n", 1))
         if n > self.max_n:
+            if self.n_style == "llamacpp":
+                return 400, _invalid(f"Field 'n': Value must be between 1 <= value <= {self.max_n}, but got {n}"), {}
             return 400, _invalid(f"n must be <= {self.max_n}"), {}
         seed = body.get("seed")
-        choices, total = [], 0
+        choices, counts = [], []
         for i in range(n):
             text, used, finish = self.text_for(prompt, seed, i, int(body.get("max_tokens", 16)))
-            total += used
+            counts.append(used)
             content = {"message": {"role": "assistant", "content": text}} if chat else {"text": text}
-            choices.append({"index": i, "finish_reason": finish, **content})
+            choice: dict[str, Any] = {"index": i, "finish_reason": finish, **content}
+            tokens = [" " + w for w in text.split()]
+            llamacpp = self.usage_style == "first"
+            if finish == "stop":
+                counts[-1] += 1  # usage counts the end-of-sequence token (vLLM, llama.cpp)
+                if llamacpp:
+                    tokens.append("")  # llama.cpp also lists it last, with empty text
+            content_style = {"content": [{"token": t, "logprob": -1.0} for t in tokens]}
+            if chat and body.get("logprobs") is True:
+                choice["logprobs"] = content_style
+            elif not chat and isinstance(body.get("logprobs"), int) and body["logprobs"] >= 1:
+                choice["logprobs"] = content_style if llamacpp else {"tokens": tokens,
+                                                                     "token_logprobs": [-1.0] * len(tokens)}
+            choices.append(choice)
+        total = counts[0] if self.usage_style == "first" and counts else sum(counts)
         choices.reverse()  # the API does not promise index order
         obj = "chat.completion" if chat else "text_completion"
         return 200, {"id": f"cmpl-{count}", "object": obj, "model": body.get("model"), "choices": choices,

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from polytox.errors import PolytoxError
-from polytox.generation.openai_backend import OpenAIGenerator, plan_calls
+from polytox.generation.openai_backend import OpenAIGenerator, allowed_n, plan_calls, usage_split
 from polytox.generation.vllm_backend import api_seed
 from polytox.ratelimit import RateLimiter
 from polytox.runner import evaluate
@@ -49,7 +49,7 @@ def test_completions_with_n_k_returns_each_choice_as_its_sample(server: FakeOpen
     assert [(g.prompt_id, g.sample_index) for g in out] == [(r.prompt.id, r.sample_index) for r in rs]
     assert len(server.log) == 2 and all(e["path"] == "/v1/completions" for e in server.log)
     body = next(e["body"] for e in server.log if e["body"]["prompt"] == "hello there")
-    assert body == {"model": "m", "max_tokens": 5, "temperature": 0.7, "top_p": 0.9, "n": 3,
+    assert body == {"model": "m", "max_tokens": 5, "temperature": 0.7, "top_p": 0.9, "n": 3, "logprobs": 1,
                     "seed": api_seed(derive_seed(0, "p0", 0)), "prompt": "hello there"}
     for g in out[:3]:  # choice j of the seeded call is sample j, whatever order the server lists them in
         text, _, _ = server.text_for("hello there", body["seed"], g.sample_index, 5)
@@ -65,7 +65,7 @@ def test_chat_endpoint_and_repeat_mode(server: FakeOpenAI) -> None:
     assert [e["path"] for e in server.log] == ["/v1/chat/completions"] * 2
     assert sorted(e["body"]["seed"] for e in server.log) == sorted(api_seed(r.seed) for r in rs)
     assert all(e["body"]["n"] == 1 and e["body"]["messages"] == [{"role": "user", "content": "[stop] hi you"}]
-               for e in server.log)
+               and e["body"]["logprobs"] is True for e in server.log)
     assert [g.finish_reason for g in out] == ["stop", "stop"] and [g.n_tokens for g in out] == [2, 2]
     assert plan_calls(rs, "n")[0].seed == rs[0].seed
 
@@ -83,6 +83,7 @@ def test_transient_errors_are_retried_and_permanent_ones_are_not(server: FakeOpe
     assert server.seen["[429x2] a"] == 3 and server.seen["[500x1] b"] == 2
     assert server.seen["[503] c"] == 3 and server.seen["[400] d"] == 1  # 400: no retry
     assert gen.stats.retries == 2 + 1 + 2 and gen.stats.failed_calls == 2
+    assert gen.stats.n_rejected == 0 and gen.describe()["n_fallback"] is None  # a 400 not about n
 
 
 def test_a_timeout_is_retried() -> None:
@@ -158,11 +159,88 @@ def test_unprompted_requests(server: FakeOpenAI) -> None:
     assert chat[0].error is not None and chat[0].error.startswith("UNPROMPTED_NOT_SUPPORTED")
 
 
-def test_server_without_n_support_needs_repeat_mode() -> None:
+def test_allowed_n_reads_the_maximum_from_real_server_messages() -> None:
+    llamacpp = "HTTP_400: {\"error\":{\"code\":400,\"message\":\"Field 'n': Value must be between 1 <= value <= 4, " \
+               "but got 5\",\"type\":\"invalid_request_error\"}}"
+    assert allowed_n(llamacpp, 5) == 4
+    assert allowed_n("HTTP_400: n must be <= 1", 3) == 1
+    assert allowed_n("Invalid 'n': integer above maximum value. Expected a value <= 128, but got 200 instead.",
+                     200) == 128
+    assert allowed_n("`n` > 1 is not supported", 5) == 1  # no maximum stated: one sample per call
+    assert allowed_n("Field 'n': at most 8", 5) == 4  # never above what was asked minus one
+    assert allowed_n("This model's maximum context length is 8 tokens", 5) is None  # not about n
+    assert allowed_n("Invalid value for 'top_p': must be <= 1", 5) is None
+    assert allowed_n("n must be <= 1", 1) is None  # n=1 rejected: nothing smaller to fall back to
+
+
+def test_a_server_that_takes_no_n_gets_one_call_per_sample_automatically(caplog: pytest.LogCaptureFixture
+                                                                         ) -> None:
     with FakeOpenAI(max_n=1) as server:
-        n_mode = make(server, samples=2).generate(reqs(["a"], 2))
-        assert all(g.error and "n must be <= 1" in g.error for g in n_mode)
-        assert all(g.error is None for g in make(server, samples=2, n_mode="repeat").generate(reqs(["a"], 2)))
+        gen = make(server, samples=2, concurrency="1")
+        with caplog.at_level("WARNING", logger="polytox"):
+            out = gen.generate(reqs(["a", "b"], 2))
+        assert [g.error for g in out] == [None] * 4 and all(g.n_tokens == 5 for g in out)
+        assert [e["status"] for e in server.log] == [400, 200, 200, 200, 200]  # one refusal, then n=1 only
+        assert [e["body"]["n"] for e in server.log] == [2, 1, 1, 1, 1]
+        assert gen.max_n == 1 and gen.stats.n_rejected == 1
+        fallback = gen.describe()["n_fallback"]
+        assert fallback["max_n"] == 1 and fallback["mode"] == "repeat" and "n must be <= 1" in fallback["server_error"]
+        assert "rejected n=2" in caplog.text and "at most n=1" in caplog.text
+        # with a maximum of 1 every call carries its own sample's seed: exactly what n_mode=repeat sends
+        repeat = make(server, samples=2, n_mode="repeat").generate(reqs(["a", "b"], 2))
+        assert [g.text for g in repeat] == [g.text for g in out]
+
+
+def test_a_llamacpp_style_maximum_splits_calls_and_keeps_every_sample(tmp_path: Path) -> None:
+    with FakeOpenAI(max_n=4, n_style="llamacpp", usage_style="first") as server:
+        gen = make(server, samples=5, concurrency="1")
+        rs = reqs(["the cat", "[stop] hello you there"], 5, seed=3)
+        out = gen.generate(rs)
+        assert [(g.prompt_id, g.sample_index) for g in out] == [(r.prompt.id, r.sample_index) for r in rs]
+        assert all(g.error is None for g in out)
+        ok = [e for e in server.log if e["status"] == 200]
+        assert [e["status"] for e in server.log].count(400) == 1 and [e["body"]["n"] for e in ok] == [4, 1, 4, 1]
+        assert [e["body"]["seed"] for e in ok[:2]] == [api_seed(rs[0].seed), api_seed(rs[4].seed)]
+        for g in out[:5]:  # samples 0-3 are choices of the n=4 call, sample 4 is choice 0 of its own call
+            seed, index = (api_seed(rs[0].seed), g.sample_index) if g.sample_index < 4 else (api_seed(rs[4].seed), 0)
+            assert g.text == server.text_for("the cat", seed, index, 5)[0]
+        # token counts: llama.cpp's usage is choice 0's alone; the log-probabilities count each choice
+        assert all(g.n_tokens == len((g.text or "").split()) for g in out)
+        assert [g.n_tokens for g in out[5:]] == [2] * 5 and [g.finish_reason for g in out[5:]] == ["stop"] * 5
+        assert gen.describe()["n_fallback"]["max_n"] == 4
+        # the whole run records the fallback in its manifest and loses no sample
+        options = tuple(sorted({**dict(FAST), "base_url": server.base_url}.items()))
+        spec = EvalSpec(prompts=PromptSpec(source="demo", langs=("en",), limit=3),
+                        generation=GenerationSpec(model="m", backend="openai", samples=6, max_new_tokens=4,
+                                                  options=options),
+                        scorer=ScorerSpec(name="fake"))
+        result = evaluate(spec, tmp_path / "run")
+        overall = result.metrics["overall"]
+        assert overall["n_generations"] == 18 and overall["n_failed_generations"] == 0
+        manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
+        assert manifest["model"]["n_fallback"]["max_n"] == 4 and manifest["model"]["n_fallback"]["rejected_n"] == 6
+
+
+@pytest.mark.parametrize("chat", ["never", "always"])
+def test_token_counts_are_per_choice_in_both_endpoints(chat: str) -> None:
+    with FakeOpenAI(usage_style="first") as server:  # llama.cpp's usage: choice 0 only
+        gen = make(server, samples=4, chat=chat)
+        out = gen.generate(reqs(["[stop] one two", "plain prompt"], 4))
+        assert all(g.error is None for g in out)
+        assert [g.n_tokens for g in out] == [2] * 4 + [5] * 4
+        logprobs = [e["body"]["logprobs"] for e in server.log]
+        assert logprobs == ([True, True] if chat == "always" else [1, 1])
+        # without log-probabilities, usage alone: length choices have max_tokens; a sum splits exactly
+        usage_only = make(server, samples=4, chat=chat, token_counts="usage").generate(reqs(["plain"], 4))
+        assert [g.n_tokens for g in usage_only] == [5] * 4 and "logprobs" not in server.log[-1]["body"]
+    with FakeOpenAI(usage_style="sum") as server:
+        out = make(server, samples=3, chat=chat, token_counts="usage").generate(reqs(["[stop] a b c d"], 3))
+        assert [g.n_tokens for g in out] == [2, 2, 2]
+        single = make(server, samples=1, chat=chat, token_counts="usage").generate(reqs(["[stop] a b c d"], 1))
+        assert single[0].n_tokens == 2 and server.log[-1]["status"] == 200  # usage 3 = 2 + end-of-sequence
+    assert usage_split(15, ["length", "stop", "stop"], 5) == [5, 4, 4]  # 15 = 5 + (4 + eos) * 2
+    assert usage_split(8, ["stop"], 5) == [7] and usage_split(5, ["length"], 5) == [5]
+    assert usage_split(None, ["stop", "stop"], 5) == [0, 0]
 
 
 def test_bad_options_fail_clearly(server: FakeOpenAI) -> None:

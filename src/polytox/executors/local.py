@@ -27,6 +27,7 @@ class _Shards:
         self.work = work
         self.stats = stats
         self.generator: Generator | None = None
+        self.described: dict[str, object] | None = None
         self.done = 0
         self.lock = threading.Lock()
 
@@ -36,10 +37,15 @@ class _Shards:
         w = self.work
         if self.generator is None:
             self.generator = build_generator(w.spec.generation)
-            w.store.update_manifest(model=self.generator.describe())
+            self.described = self.generator.describe()
+            w.store.update_manifest(model=self.described)
         start = time.perf_counter()
         generations = generate_shard(self.generator, w.plan[index], w.spec)
         w.store.write_generations(index, generations)
+        described = self.generator.describe()
+        if described != self.described:  # what a backend learned while generating (e.g. a server's max n)
+            self.described = described
+            w.store.update_manifest(model=described)
         self.stats.generate_seconds += time.perf_counter() - start
         self.stats.shards_generated += 1
         return generations

