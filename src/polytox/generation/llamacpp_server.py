@@ -149,7 +149,8 @@ def _serve(args: argparse.Namespace) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m polytox.generation.llamacpp_server", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m polytox.generation.llamacpp_server",
+                                     description=__doc__.split("\n")[0])
     parser.add_argument("--model", default="smollm2-135m-instruct", help="GGUF path or embedded model name")
     parser.add_argument("--port", type=int, default=0, help="0: a free port (printed)")
     parser.add_argument("--parallel", type=int, default=4, help="slots; also the largest n a request may ask")
