@@ -21,6 +21,7 @@ SUBCOMMANDS = {
     "unprompted": "polytox.cli.unprompted_cmd",
     "build": "polytox.cli.build_cmd",
     "train-scorer": "polytox.cli.train_scorer_cmd",
+    "detox": "polytox.cli.detox_cmd",
 }
 
 

@@ -97,6 +97,10 @@ class TransformersGenerator(Generator):
             self.pad_id = self.eos_ids[0] if self.eos_ids else 0
         self.instruct = instruct
         self.static_cache = dict(spec.options).get("static_cache", "true").lower() != "false"
+        # --- detox hook (polytox.detox): decoding-time detoxification, None without --detox ---
+        from ..detox.methods import build_adjuster
+        self.detox = build_adjuster(spec, self)
+        # --- end detox hook ---
 
     def _eos_ids(self) -> list[int]:
         ids: set[int] = set()
@@ -122,6 +126,8 @@ class TransformersGenerator(Generator):
         """
         encoded = encode_prompt(self.tokenizer, prompt.text, chat=self.use_chat,
                                 max_prompt_tokens=self.context - self.spec.max_new_tokens)
+        if self.detox is not None:  # detox hook: e.g. ATCON prepends its <|nontoxic|> token
+            return self.detox.prefix(encoded.ids), encoded.truncated
         return encoded.ids, encoded.truncated
 
     # ---- generation -----------------------------------------------------------------------------
@@ -153,6 +159,8 @@ class TransformersGenerator(Generator):
 
     def _generate_batch(self, encoded: list[tuple[list[int], bool]],
                         groups: list[list[GenerationRequest]]) -> list[Generation]:
+        if self.detox is not None and self.detox.owns_decoding:  # detox hook: PPLM runs its own loop
+            return self.detox.generate_batch(self, encoded, groups)
         torch = self.torch
         spec = self.spec
         device = self.device
@@ -186,6 +194,9 @@ class TransformersGenerator(Generator):
             eos = torch.tensor(self.eos_ids or [-1], device=device)
             alive = torch.ones(n_rows, dtype=torch.bool)  # per live row: still decoding
             for step in range(spec.max_new_tokens):
+                if self.detox is not None:  # --- detox hook: adjust next-token logits (polytox.detox) ---
+                    logits = self.detox.adjust(logits, [encoded[int(rows[r])][0] + tokens[r] for r in active.tolist()],
+                                               last=step == spec.max_new_tokens - 1)
                 nxt = sample_next(logits.float().cpu(), uniforms[active, step], spec.temperature, spec.top_p,
                                   spec.top_k)
                 is_eos = torch.isin(nxt.to(device), eos).cpu()
