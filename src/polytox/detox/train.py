@@ -112,7 +112,7 @@ def _fit(model: Any, rows: list[dict[str, Any]], collate: Any, cfg: TrainConfig,
         gradient_accumulation_steps=cfg.grad_accum, num_train_epochs=cfg.epochs, max_steps=cfg.max_steps,
         learning_rate=lr, save_steps=cfg.save_steps, save_total_limit=1, logging_steps=10, report_to=[],
         seed=cfg.seed, remove_unused_columns=False, dataloader_num_workers=0, disable_tqdm=True,
-        save_only_model=False)
+        save_only_model=False, dataloader_pin_memory=False)
     trainer = transformers.Trainer(model=model, args=args, train_dataset=rows, data_collator=collate)
     last = get_last_checkpoint(str(ckpt))
     started = time.perf_counter()
