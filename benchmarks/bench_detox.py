@@ -75,7 +75,9 @@ def main() -> int:
     if not (corpus_dir / "train.jsonl").exists():
         select_corpus([SHARED / "scorer-train" / "en-perspective.jsonl"], rtp).write(corpus_dir)
     corpus = read_corpus(corpus_dir)
-    log(f"corpus: {json.dumps({k: corpus.stats[k] for k in ('n_per_side', 'n_train', 'n_heldout', 'n_overlapping_prompts_removed', 'nontoxic_max_score', 'toxic_min_score')})}")
+    keys = ("n_per_side", "n_train", "n_heldout", "n_overlapping_prompts_removed", "nontoxic_max_score",
+            "toxic_min_score")
+    log(f"corpus: {json.dumps({k: corpus.stats[k] for k in keys})}")
 
     # 2. training
     models = out / "models"

@@ -10,13 +10,13 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from polytox.cli.main import main  # noqa: E402
-from polytox.errors import SpecMismatchError  # noqa: E402
-from polytox.runner import evaluate  # noqa: E402
-from polytox.spec import spec_from_flat  # noqa: E402
+from polytox.cli.main import main
+from polytox.errors import SpecMismatchError
+from polytox.runner import evaluate
+from polytox.spec import spec_from_flat
 
-from ..tiny_hf import one_torch_thread  # noqa: E402
-from ..tiny_models import make_tiny_lm  # noqa: E402
+from ..tiny_hf import one_torch_thread
+from ..tiny_models import make_tiny_lm
 
 
 def test_eval_with_detox_records_method_fluency_and_diversity(tmp_path: Path, shared_data: Path,
@@ -46,5 +46,12 @@ def test_eval_with_detox_records_method_fluency_and_diversity(tmp_path: Path, sh
 
     assert main(["detox", "compare", str(tmp_path / "plain"), str(tmp_path / "wf"), "--json", "-"]) == 0
     rows = json.loads(capsys.readouterr().out)
-    assert [r["method"] for r in rows] == ["baseline", f"word-filter:list={words}"]
+    assert [r["method"] for r in rows] == ["none", f"word-filter:list={words}"]
     assert rows[1]["ppl"] == pytest.approx(m["fluency"]["mean_ppl"])
+
+    # the leaderboard (and so the report) shows the method as its own row and the detox table
+    md = tmp_path / "board.md"
+    assert main(["leaderboard", str(tmp_path / "plain"), str(tmp_path / "wf"), "--markdown", str(md)]) == 0
+    board = md.read_text()
+    assert f"{model} + word-filter" in board
+    assert "Detoxification: toxicity, fluency and diversity" in board and "dist-2" in board

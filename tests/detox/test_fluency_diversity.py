@@ -94,10 +94,10 @@ def test_compare_lays_out_rtp_table3(tmp_path: Path) -> None:
     a = _fake_run(tmp_path / "a", None, (0.7, 0.3), 20.0)
     b = _fake_run(tmp_path / "b", "word-filter", (0.5, 0.2), None)
     rows = compare([a, b])
-    assert [r.method for r in rows] == ["baseline", "word-filter"]
+    assert [r.method for r in rows] == ["none", "word-filter"]
     assert rows[0].emt_toxic == 0.7 and rows[1].emt_nontoxic == 0.2 and rows[1].ppl is None
     assert rows[0].seconds_per_generation == pytest.approx(0.5)
     md = markdown(rows)
-    assert "| baseline | m | 0.700 ± 0.10 | 0.300 ± 0.20 | 0.600 | 0.100 |" in md
-    with pytest.raises(PolytoxError, match="no metrics.json"):
+    assert "| none | m | 0.700 ± 0.10 | 0.300 ± 0.20 | 0.600 | 0.100 |" in md
+    with pytest.raises(PolytoxError, match=r"no metrics\.json"):
         compare([tmp_path])

@@ -64,7 +64,7 @@ def read_row(run: str | Path, label: str | None = None) -> DetoxRow:
     n_gen = int(overall.get("n_generations") or 0)
     gen_s = ex.get("generate_seconds")
     return DetoxRow(
-        method=label or metrics.get("detox") or "baseline", model=str(metrics.get("model")), run=str(root),
+        method=label or metrics.get("detox") or "none", model=str(metrics.get("model")), run=str(root),
         emt_toxic=tox.get("emt"), emt_toxic_std=tox.get("emt_std"), emt_nontoxic=non.get("emt"),
         emt_nontoxic_std=non.get("emt_std"), ep_toxic=tox.get("ep"), ep_nontoxic=non.get("ep"),
         emt=overall.get("emt"), ep=overall.get("ep"), ppl=flu.get("mean_ppl"), fluency_model=flu.get("model"),
@@ -98,6 +98,30 @@ def markdown(rows: Sequence[DetoxRow]) -> str:
     lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "|".join(["---"] * len(COLUMNS)) + "|"]
     lines += ["| " + " | ".join(cells(r)) + " |" for r in rows]
     return "\n".join(lines) + "\n"
+
+
+def detox_table(runs: Sequence[str | Path]) -> Any:
+    """The comparison as a report ``Table`` when any run has fluency/diversity metrics, else None."""
+    from ..analysis.result import Table
+
+    with_metrics = []
+    for run in runs:
+        path = Path(run) / "metrics.json"
+        if path.is_file() and "diversity" in json.loads(path.read_text()):
+            with_metrics.append(run)
+    if not with_metrics:
+        return None
+    rows = [read_row(r) for r in with_metrics]
+    for row in rows:
+        if row.method != "none":
+            from .methods import short_label
+
+            row.method = short_label(row.method)
+    return Table.build("detox", "Detoxification: toxicity, fluency and diversity (RTP Table 3 shape)", COLUMNS,
+                       [cells(r) for r in rows],
+                       caption="EMT (± std) and EP by prompt toxicity over each prompt's continuations; PPL = "
+                               "mean perplexity of the continuations under the run's fluency model; dist-n = "
+                               "distinct n-grams per word (DExperts)")
 
 
 def to_json(rows: Sequence[DetoxRow]) -> list[dict[str, Any]]:

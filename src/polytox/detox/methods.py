@@ -41,6 +41,17 @@ def canonical_detox(value: str) -> str:
     return name + (":" + ",".join(f"{k}={v}" for k, v in sorted(options.items())) if options else "")
 
 
+# Options naming files: left out of the short label a leaderboard shows.
+PATH_OPTIONS = frozenset({"list", "path", "expert", "anti", "head"})
+
+
+def short_label(value: str) -> str:
+    """``vocab-shift(beta=3)``: the method and its non-path options, for tables."""
+    name, options = parse_detox(value)
+    shown = [f"{k}={v}" for k, v in sorted(options.items()) if k not in PATH_OPTIONS]
+    return name + (f"({','.join(shown)})" if shown else "")
+
+
 def build_adjuster(spec: Any, generator: Any) -> LogitsAdjuster | None:
     """The adjuster of ``spec.detox`` bound to a loaded transformers generator, or None."""
     if not getattr(spec, "detox", ""):
