@@ -71,13 +71,19 @@ class PerplexityScorer:
                 mask[i, : len(seq)] = 1
                 if x:
                     target[i, len(c): len(seq)] = torch.tensor(x, dtype=torch.long)
+            # logits only from the first position that predicts a continuation token onwards
+            first = max(0, min(len(c) for c, _ in batch) - 1)
             with torch.inference_mode():
-                logits = self.model(input_ids=ids.to(self.device), attention_mask=mask.to(self.device)).logits.float()
-            logp = torch.log_softmax(logits[:, :-1], dim=-1)
-            tgt = target[:, 1:].to(self.device)
-            picked = logp.gather(-1, tgt.clamp_min(0).unsqueeze(-1)).squeeze(-1) * (tgt >= 0)
+                logits = self.model(input_ids=ids.to(self.device), attention_mask=mask.to(self.device),
+                                    logits_to_keep=width - first).logits
+                tgt = target[:, 1 + first:].to(self.device)
+                keep = tgt >= 0  # score only continuation positions (a big vocabulary makes the rest costly)
+                nll = torch.nn.functional.cross_entropy(logits[:, :-1][keep].float(), tgt[keep], reduction="none")
+            row_of = keep.nonzero()[:, 0]
+            sums = torch.zeros(len(batch), dtype=torch.float64).index_add_(0, row_of.cpu(), nll.double().cpu())
+            counts = keep.sum(dim=1).cpu()
             for i in range(len(batch)):  # a first token with no context at all cannot be scored
-                out.append((float(-picked[i].sum()), int((tgt[i] >= 0).sum())))
+                out.append((float(sums[i]), int(counts[i])))
         return out
 
     def close(self) -> None:
