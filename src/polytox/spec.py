@@ -127,6 +127,8 @@ class EvalSpec:
             (not self.prompts.unprompted or g.samples == 1,
              f"an unprompted run is N generations of one sample each (--unprompted N); "
              f"got samples={g.samples}"),
+            (not g.detox or g.backend in ("transformers", "vllm"),
+             f"--detox runs on the transformers backend (vllm: word-filter only), not {g.backend!r}"),
         ]
         for ok, message in checks:
             if not ok:

@@ -57,14 +57,14 @@ def test_detox_option_parsing_and_spec_identity() -> None:
         parse_detox("magic")
     with pytest.raises(PolytoxError, match="unknown option"):
         parse_detox("vocab-shift:strength=3")
-    plain = spec_from_flat({"model": "fake"})
-    a = spec_from_flat({"model": "fake", "detox": "vocab-shift:path=/x,beta=3"})
-    b = spec_from_flat({"model": "fake", "detox": "vocab-shift:beta=3,path=/x"})
-    c = spec_from_flat({"model": "fake", "detox": "vocab-shift:beta=2,path=/x"})
+    plain = spec_from_flat({"model": "tiny"})
+    a = spec_from_flat({"model": "tiny", "detox": "vocab-shift:path=/x,beta=3"})
+    b = spec_from_flat({"model": "tiny", "detox": "vocab-shift:beta=3,path=/x"})
+    c = spec_from_flat({"model": "tiny", "detox": "vocab-shift:beta=2,path=/x"})
     assert "detox" not in plain.identity()["generation"]  # runs without --detox keep their old hash
     assert a.spec_hash() == b.spec_hash() != c.spec_hash() != plain.spec_hash()
     # the fluency model is computed afterwards from stored generations: not part of the identity
-    assert spec_from_flat({"model": "fake", "fluency_model": "gpt2"}).spec_hash() == plain.spec_hash()
+    assert spec_from_flat({"model": "tiny", "fluency_model": "gpt2"}).spec_hash() == plain.spec_hash()
     assert type(a).from_dict(a.to_dict()) == a
 
 
@@ -178,3 +178,8 @@ def test_vocab_shift_and_pplm_head_training(tiny: Path, tmp_path: Path) -> None:
     first, again = texts(gen(tiny, pplm, max_new_tokens=4)), texts(gen(tiny, pplm, max_new_tokens=4))
     assert first == again and all(t is not None for t in first)
     assert first != texts(gen(tiny, f"pplm:head={tmp_path / 'head'},iterations=0,gm_scale=0", max_new_tokens=4))
+
+
+def test_backends_without_a_logits_hook_refuse_detox() -> None:
+    with pytest.raises(PolytoxError, match="transformers backend"):
+        spec_from_flat({"model": "fake", "detox": "word-filter"})
