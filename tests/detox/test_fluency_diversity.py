@@ -101,3 +101,25 @@ def test_compare_lays_out_rtp_table3(tmp_path: Path) -> None:
     assert "| none | m | 0.700 ± 0.10 | 0.300 ± 0.20 | 0.600 | 0.100 |" in md
     with pytest.raises(PolytoxError, match=r"no metrics\.json"):
         compare([tmp_path])
+
+
+def test_heldout_perplexity_scores_every_token_after_bos(tmp_path: Path) -> None:
+    torch = pytest.importorskip("torch")
+    from polytox.detox.fluency import heldout_perplexity
+
+    from ..tiny_hf import one_torch_thread
+    from ..tiny_models import make_tiny_lm
+
+    path = make_tiny_lm(tmp_path / "lm", arch="gpt2")
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tok, model = AutoTokenizer.from_pretrained(path), AutoModelForCausalLM.from_pretrained(path)
+    text = "the weather this morning was cold"
+    with one_torch_thread():
+        got = heldout_perplexity(str(path), [text])
+        ids = [tok.bos_token_id, *tok(text, add_special_tokens=False)["input_ids"]]
+        with torch.no_grad():
+            logp = torch.log_softmax(model(input_ids=torch.tensor([ids])).logits[0], -1)
+    manual = -sum(float(logp[i - 1, ids[i]]) for i in range(1, len(ids))) / (len(ids) - 1)
+    assert got["n_tokens"] == len(ids) - 1
+    assert got["ppl"] == pytest.approx(math.exp(manual), rel=1e-4)
