@@ -50,6 +50,9 @@ def main() -> int:
     ap.add_argument("--fluency-model", default="gemma-3-270m")
     ap.add_argument("--scorer", default="default")
     ap.add_argument("--threads", type=int, default=1, help="torch threads (1 is fastest on a shared CPU)")
+    ap.add_argument("--stages", default="train,eval,heldout,table",
+                    help="which stages to run (e.g. 'eval' in parallel processes with disjoint --methods, "
+                         "then 'heldout,table' once)")
     ap.add_argument("--methods", default="baseline,dapt-nontoxic,dapt-toxic,atcon,vocab-shift,word-filter,pplm,"
                     "dexperts")
     args = ap.parse_args()
@@ -95,7 +98,10 @@ def main() -> int:
         ("vocab-shift", lambda: train_vocab_shift(corpus, cfg("vocab-shift"))),
         ("pplm", lambda: train_pplm_head(corpus, cfg("pplm"))),
     ]
+    stages = set(args.stages.split(","))
     need = set(methods) | ({"dapt-nontoxic", "dapt-toxic"} if "dexperts" in methods else set())
+    if "train" not in stages:
+        need = set()
     for name, job in jobs:
         if name in need and not (models / name / "detox.json").exists():
             t = time.perf_counter()
@@ -126,7 +132,7 @@ def main() -> int:
                               f"alpha={C.DEXPERTS_ALPHA}"},
     }
     done = []
-    for name in methods:
+    for name in methods if "eval" in stages else []:
         flat = {**base, **runs[name]}
         t = time.perf_counter()
         result = evaluate(spec_from_flat(flat), out / "runs" / name)
@@ -139,15 +145,19 @@ def main() -> int:
     # 4. held-out perplexity (RTP Table 10)
     held = corpus.texts(None, heldout=True)
     held_non = corpus.texts(NONTOXIC, heldout=True)
-    table10 = {}
-    for name, model, token in (("baseline", args.model, None), ("dapt-nontoxic", str(models / "dapt-nontoxic"), None),
-                               ("dapt-toxic", str(models / "dapt-toxic"), None),
-                               ("atcon", str(models / "atcon"), C.ATCON_NONTOXIC_TOKEN)):
+    table10: dict[str, dict[str, float | None]] = {}
+    checked = [("baseline", args.model, None), ("dapt-nontoxic", str(models / "dapt-nontoxic"), None),
+               ("dapt-toxic", str(models / "dapt-toxic"), None),
+               ("atcon", str(models / "atcon"), C.ATCON_NONTOXIC_TOKEN)]
+    for name, model, token in checked if "heldout" in stages else []:
         if name == "baseline" or (models / name / "detox.json").exists():
             table10[name] = {"all": heldout_perplexity(model, held, token)["ppl"],
                              "nontoxic": heldout_perplexity(model, held_non, token)["ppl"]}
 
-    # 5. the table
+    # 5. the table (every method whose run is finished)
+    if "table" not in stages:
+        return 0
+    done = [n for n in methods if (out / "runs" / n / "metrics.json").exists()]
     rows = compare([out / "runs" / n for n in done], done)
     (out / "table.md").write_text(markdown(rows))
     (out / "table.json").write_text(json.dumps({"rows": to_json(rows), "heldout_ppl": table10,
@@ -156,7 +166,7 @@ def main() -> int:
     print(markdown(rows))
     print("held-out perplexity (RTP Table 10):")
     for name, v in table10.items():
-        print(f"  {name:15s} all {v['all']:.1f}  non-toxic {v['nontoxic']:.1f}")
+        print(f"  {name:15s} all {v['all']}  non-toxic {v['nontoxic']}")
     print("training:", json.dumps(training))
     print("timings (s):", json.dumps({k: round(v, 1) for k, v in timings.items()}))
     return 0
