@@ -158,6 +158,8 @@ def main() -> int:
     if "table" not in stages:
         return 0
     done = [n for n in methods if (out / "runs" / n / "metrics.json").exists()]
+    if not table10 and (out / "table.json").exists():  # measured by an earlier 'heldout' stage
+        table10 = json.loads((out / "table.json").read_text()).get("heldout_ppl", {})
     rows = compare([out / "runs" / n for n in done], done)
     (out / "table.md").write_text(markdown(rows))
     (out / "table.json").write_text(json.dumps({"rows": to_json(rows), "heldout_ppl": table10,
