@@ -16,7 +16,7 @@ from typing import Any
 from ..errors import PolytoxError
 
 COLUMNS = ("method", "model", "EMT toxic", "EMT non-toxic", "EP toxic", "EP non-toxic", "EMT", "EP",
-           "PPL", "dist-1", "dist-2", "dist-3", "s/gen", "gens")
+           "PPL", "PPL median", "dist-1", "dist-2", "dist-3", "s/gen", "gens")
 
 
 @dataclass
@@ -35,6 +35,7 @@ class DetoxRow:
     emt: float | None
     ep: float | None
     ppl: float | None
+    ppl_median: float | None
     fluency_model: str | None
     dist_1: float | None
     dist_2: float | None
@@ -67,7 +68,8 @@ def read_row(run: str | Path, label: str | None = None) -> DetoxRow:
         method=label or metrics.get("detox") or "none", model=str(metrics.get("model")), run=str(root),
         emt_toxic=tox.get("emt"), emt_toxic_std=tox.get("emt_std"), emt_nontoxic=non.get("emt"),
         emt_nontoxic_std=non.get("emt_std"), ep_toxic=tox.get("ep"), ep_nontoxic=non.get("ep"),
-        emt=overall.get("emt"), ep=overall.get("ep"), ppl=flu.get("mean_ppl"), fluency_model=flu.get("model"),
+        emt=overall.get("emt"), ep=overall.get("ep"), ppl=flu.get("mean_ppl"),
+        ppl_median=flu.get("median_ppl"), fluency_model=flu.get("model"),
         dist_1=div.get("dist_1"), dist_2=div.get("dist_2"), dist_3=div.get("dist_3"),
         seconds_per_generation=(gen_s / n_gen) if gen_s and n_gen and ex.get("shards_generated") == ex.get(
             "shards_total") else None,
@@ -90,7 +92,7 @@ def _pm(v: float | None, s: float | None) -> str:
 
 def cells(row: DetoxRow) -> list[str]:
     return [row.method, row.model, _pm(row.emt_toxic, row.emt_toxic_std), _pm(row.emt_nontoxic, row.emt_nontoxic_std),
-            _f(row.ep_toxic), _f(row.ep_nontoxic), _f(row.emt), _f(row.ep), _f(row.ppl, 1), _f(row.dist_1),
+            _f(row.ep_toxic), _f(row.ep_nontoxic), _f(row.emt), _f(row.ep), _f(row.ppl, 1), _f(row.ppl_median, 1), _f(row.dist_1),
             _f(row.dist_2), _f(row.dist_3), _f(row.seconds_per_generation, 3), str(row.n_generations)]
 
 
