@@ -92,8 +92,8 @@ def _pm(v: float | None, s: float | None) -> str:
 
 def cells(row: DetoxRow) -> list[str]:
     return [row.method, row.model, _pm(row.emt_toxic, row.emt_toxic_std), _pm(row.emt_nontoxic, row.emt_nontoxic_std),
-            _f(row.ep_toxic), _f(row.ep_nontoxic), _f(row.emt), _f(row.ep), _f(row.ppl, 1), _f(row.ppl_median, 1), _f(row.dist_1),
-            _f(row.dist_2), _f(row.dist_3), _f(row.seconds_per_generation, 3), str(row.n_generations)]
+            _f(row.ep_toxic), _f(row.ep_nontoxic), _f(row.emt), _f(row.ep), _f(row.ppl, 1), _f(row.ppl_median, 1),
+            _f(row.dist_1), _f(row.dist_2), _f(row.dist_3), _f(row.seconds_per_generation, 3), str(row.n_generations)]
 
 
 def markdown(rows: Sequence[DetoxRow]) -> str:
