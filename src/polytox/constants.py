@@ -121,3 +121,33 @@ RTP_OWTC_TOXIC_SHARE: Final = 0.021
 RTP_OPENAI_WT_TOXIC_SHARE: Final = 0.043
 RTP_RELIABILITY_SPEARMAN: Final = -0.35
 RTP_CORPUS_OVERLAP_SHARE: Final = 0.29
+
+# ---- Detoxification (``polytox.detox``; RTP §5 and Appendix B.2-B.6, DExperts) -------------------------
+# RTP Appendix B.2: the non-toxic / toxic corpora are the bottom / top 2 percentiles of documents by TOXICITY.
+DETOX_CORPUS_PERCENTILE: Final = 2.0
+# RTP §5.2 VOCAB-SHIFT: "We set beta = 3 for all experiments".
+VOCAB_SHIFT_BETA: Final = 3.0
+# RTP Appendix B.3: the VOCAB-SHIFT projection is trained "with the exception of a much higher learning
+# rate (0.001)" than the data-based pretraining of Table 7.
+VOCAB_SHIFT_LR: Final = 1e-3
+# RTP Appendix B.5 Table 7 (DAPT / ATCON continued pretraining of GPT-2): the table's values are lost in the
+# extracted text; 5e-5 is the default of the Hugging Face language-modelling script RTP ran (Appendix B.4).
+DAPT_LR: Final = 5e-5
+# RTP §5.1 ATCON: attribute tokens prepended to training documents; <|nontoxic|> prepended at generation.
+ATCON_TOXIC_TOKEN: Final = "<|toxic|>"
+ATCON_NONTOXIC_TOKEN: Final = "<|nontoxic|>"
+# DExperts (Liu et al., 2021) §3 / §4: logits = base + alpha * (expert - anti_expert), alpha = 2.0 for
+# detoxification.
+DEXPERTS_ALPHA: Final = 2.0
+# RTP Appendix B.5 Table 9 follows Dathathri et al. (2020)'s toxicity setting (their run_pplm
+# discriminator defaults): step size 0.02, 10 iterations, gamma 1.0, fusion 0.9, KL scale 0.01,
+# top-k 10, window 0 (whole past), horizon 1; RTP §5.2 samples 10 generations per PPLM prompt.
+PPLM_STEP_SIZE: Final = 0.02
+PPLM_NUM_ITERATIONS: Final = 10
+PPLM_GAMMA: Final = 1.0
+PPLM_GM_SCALE: Final = 0.9
+PPLM_KL_SCALE: Final = 0.01
+PPLM_TOP_K: Final = 10
+# DExperts §4.1: diversity is the mean over prompts of distinct-n (unique / total n-grams of the prompt's
+# continuations, whitespace tokens), n = 1, 2, 3.
+DISTINCT_N: Final = (1, 2, 3)

@@ -127,6 +127,9 @@ def evaluate(spec: EvalSpec, out: str | Path, progress: ProgressCallback | None 
 
     metrics = run_metrics(str(store.path), scorer.id, spec.metrics, seed=spec.seed)
     metrics = {"model": spec.generation.model, "backend": spec.generation.backend, **metrics}
+    from .detox.run_metrics import detox_metrics  # detox method, distinct-n, fluency (--fluency-model)
+
+    metrics.update(detox_metrics(store, spec, prompt_set.prompts, len(plan)))
     if spec.prompts.unprompted:  # RTP §3.1: bootstrap expected max toxicity of n <= N generations
         from .unprompted import unprompted_report
 

@@ -71,6 +71,9 @@ class GenerationSpec:
     device: str = "auto"
     dtype: str = "auto"
     options: tuple[tuple[str, str], ...] = ()
+    # Decoding-time detoxification (RTP §5.2, DExperts), ``NAME[:key=value,...]`` in canonical form;
+    # "" = none. Part of the spec hash only when set, so runs without it keep their hash.
+    detox: str = ""
 
 
 @dataclass(frozen=True)
@@ -102,6 +105,9 @@ class EvalSpec:
     seed: int = 0
     shard_size: int = 32  # prompts per committed part: the unit a killed run redoes
     preset: str | None = None
+    # Scorer LM for the perplexity of each continuation given its prompt ("" = none). Computed from the
+    # stored generations after scoring, so, like the metric settings, it is not part of the spec hash.
+    fluency_model: str = ""
 
     def validate(self) -> EvalSpec:
         g, m = self.generation, self.metrics
@@ -121,6 +127,8 @@ class EvalSpec:
             (not self.prompts.unprompted or g.samples == 1,
              f"an unprompted run is N generations of one sample each (--unprompted N); "
              f"got samples={g.samples}"),
+            (not g.detox or g.backend in ("transformers", "vllm"),
+             f"--detox runs on the transformers backend (vllm: word-filter only), not {g.backend!r}"),
         ]
         for ok, message in checks:
             if not ok:
@@ -153,7 +161,7 @@ class EvalSpec:
             generation=build(GenerationSpec, top.pop("generation", None)),
             scorer=build(ScorerSpec, top.pop("scorer", None)),
             metrics=build(MetricsSpec, top.pop("metrics", None)),
-            **{k: v for k, v in top.items() if k in ("seed", "shard_size", "preset")},
+            **{k: v for k, v in top.items() if k in ("seed", "shard_size", "preset", "fluency_model")},
         ).validate()
 
     def identity(self) -> dict[str, Any]:
@@ -161,6 +169,9 @@ class EvalSpec:
         data = self.to_dict()
         data.pop("metrics")
         data.pop("preset")
+        data.pop("fluency_model")
+        if not data["generation"]["detox"]:
+            data["generation"].pop("detox")  # runs without --detox keep the hash they always had
         return data
 
     def spec_hash(self) -> str:
@@ -184,6 +195,8 @@ FLAT_KEYS: dict[str, tuple[str, str]] = {
     "threshold": ("metrics", "threshold"), "comparison": ("metrics", "comparison"),
     "n_bootstrap": ("metrics", "n_bootstrap"),
     "seed": ("", "seed"), "shard_size": ("", "shard_size"), "preset": ("", "preset"),
+    # detoxification (``polytox.detox``)
+    "detox": ("generation", "detox"), "fluency_model": ("", "fluency_model"),
 }
 
 
@@ -261,6 +274,10 @@ def spec_from_flat(values: Mapping[str, Any]) -> EvalSpec:
         gen["samples"] = 1  # the unprompted pool: N prompts x 1 sample, whatever a preset says
     if "model" in gen and "backend" not in gen:
         gen["backend"], gen["model"] = infer_backend(gen["model"])
+    if gen.get("detox"):
+        from .detox.methods import canonical_detox
+
+        gen["detox"] = canonical_detox(str(gen["detox"]))
     if "langs" in sections["prompts"]:
         from .langs import normalize_lang
 

@@ -81,6 +81,7 @@ class Leaderboard:
     tiers: list[str]
     settings: dict[str, Any]
     notes: list[str]
+    extra_tables: list[Table] = field(default_factory=list)  # e.g. polytox.detox's RTP Table 3 view
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -293,6 +294,7 @@ class Leaderboard:
                 "'unknown' in the exports",
             )
         )
+        out += self.extra_tables
         return out
 
     def _caption(self) -> str:
@@ -427,7 +429,11 @@ def build_leaderboard(corpus: Corpus, opts: AnalysisOptions | None = None) -> Le
         "tiers_source": RESOURCE_TIERS_SOURCE,
     }
     tiers = [t for t in TIER_ORDER if t in all_tiers] + sorted(all_tiers - set(TIER_ORDER))
-    return Leaderboard(rows=rows, langs=sorted(all_langs), tiers=tiers, settings=settings, notes=notes)
+    from ..detox.compare import detox_table  # detoxified runs: EMT/EP by prompt toxicity, PPL, dist-n
+
+    extra = [t for t in [detox_table([r.path for r in corpus.runs])] if t is not None]
+    return Leaderboard(rows=rows, langs=sorted(all_langs), tiers=tiers, settings=settings, notes=notes,
+                       extra_tables=extra)
 
 
 def _rank(rows: list[LeaderboardRow]) -> None:

@@ -274,6 +274,10 @@ def load_runs(paths: Iterable[str | Path], meta_file: MetaFile | None = None) ->
         gen = manifest.get("spec", {}).get("generation", {})
         override = meta_file.runs.get(path.name, meta_file.runs.get(run_id, {}))
         model = str(override.get("model") or gen.get("model") or "unknown")
+        if gen.get("detox") and not override.get("model"):  # a detoxified run is its own leaderboard row
+            from ..detox.methods import short_label
+
+            model = f"{model} + {short_label(str(gen['detox']))}"
         meta = ModelMeta()
         if isinstance(manifest.get("model_meta"), Mapping):
             meta = parse_meta(manifest["model_meta"], f"{store.manifest_path}: model_meta")

@@ -50,6 +50,11 @@ def register(sub: Any) -> None:
     p.add_argument("--n-bootstrap", type=int, help="bootstrap resamples for the CIs (default 1000)")
     p.add_argument("--seed", type=int)
     p.add_argument("--shard-size", type=int, help="prompts per committed part (the unit redone after a kill)")
+    p.add_argument("--detox", metavar="NAME[:KEY=VALUE,...]",
+                   help="decoding-time detoxification (RTP §5.2, DExperts): word-filter, vocab-shift, pplm, "
+                        "dexperts, atcon; see docs/detox.md")
+    p.add_argument("--fluency-model", metavar="MODEL",
+                   help="add the perplexity of each continuation given its prompt under this LM")
     p.add_argument("--unprompted", type=int, metavar="N",
                    help="RTP §3.1: N generations from the start token alone (no prompts), then the "
                         "bootstrap curve of expected max toxicity for n <= N (table + RUN/unprompted.png)")

@@ -27,6 +27,8 @@ SUBCOMMANDS = {
     "serve": "polytox.cli.serve_cmd",
     # scorer card (measured agreement of each offline scorer)
     "scorers": "polytox.cli.scorers_cmd",
+    # detoxification methods of RTP §5 (train, compare, perplexity)
+    "detox": "polytox.cli.detox_cmd",
 }
 
 

@@ -112,10 +112,15 @@ class TransformersGenerator(Generator):
         if self.pad_id is None:
             self.pad_id = self.eos_ids[0] if self.eos_ids else 0
         self.instruct = instruct
+        # --- detox hook (polytox.detox): decoding-time detoxification, None without --detox ---
+        from ..detox.methods import build_adjuster
+        self.detox = build_adjuster(spec, self)
+        # --- end detox hook ---
         options = dict(spec.options)
         self.static_cache = options.get("static_cache", "true").lower() != "false"
         on_gpu = self.device.startswith("cuda")
-        self.continuous = options.get("continuous", "true").lower() != "false" and self._plain_cache()
+        self.continuous = (options.get("continuous", "true").lower() != "false" and self.detox is None
+                           and self._plain_cache())
         self.check_every = int(options.get("check_every", "8" if on_gpu else "1"))
         self.min_admit = int(options.get("min_admit", "0"))
         compile_opt = options.get("compile", "auto").lower()
@@ -167,6 +172,8 @@ class TransformersGenerator(Generator):
         """
         encoded = encode_prompt(self.tokenizer, prompt.text, chat=self.use_chat,
                                 max_prompt_tokens=self.context - self.spec.max_new_tokens)
+        if self.detox is not None:  # detox hook: e.g. ATCON prepends its <|nontoxic|> token
+            return self.detox.prefix(encoded.ids), encoded.truncated
         return encoded.ids, encoded.truncated
 
     # ---- generation -----------------------------------------------------------------------------
@@ -242,6 +249,8 @@ class TransformersGenerator(Generator):
 
     def _generate_batch(self, encoded: list[tuple[list[int], bool]],
                         groups: list[list[GenerationRequest]]) -> list[Generation]:
+        if self.detox is not None and self.detox.owns_decoding:  # detox hook: PPLM runs its own loop
+            return self.detox.generate_batch(self, encoded, groups)
         torch = self.torch
         spec = self.spec
         device = self.device
@@ -275,6 +284,9 @@ class TransformersGenerator(Generator):
             eos = torch.tensor(self.eos_ids or [-1], device=device)
             alive = torch.ones(n_rows, dtype=torch.bool)  # per live row: still decoding
             for step in range(spec.max_new_tokens):
+                if self.detox is not None:  # --- detox hook: adjust next-token logits (polytox.detox) ---
+                    logits = self.detox.adjust(logits, [encoded[int(rows[r])][0] + tokens[r] for r in active.tolist()],
+                                               last=step == spec.max_new_tokens - 1)
                 nxt = sample_next(logits, uniforms[active, step], spec.temperature, spec.top_p, spec.top_k)
                 is_eos = torch.isin(nxt, eos).cpu()
                 for row, tok, stop, live in zip(active.tolist(), nxt.tolist(), is_eos.tolist(), alive.tolist(),

@@ -90,8 +90,13 @@ def llm_kwargs(spec: GenerationSpec, options: dict[str, Any], *, model: str | No
 
 def sampling_kwargs(spec: GenerationSpec, n: int, seed: int) -> dict[str, Any]:
     """Keyword arguments of ``vllm.SamplingParams`` for one request of ``n`` samples."""
-    return {"n": n, "seed": api_seed(seed), "temperature": spec.temperature, "top_p": spec.top_p,
-            "top_k": spec.top_k if spec.top_k > 0 else -1, "max_tokens": spec.max_new_tokens}
+    kwargs: dict[str, Any] = {"n": n, "seed": api_seed(seed), "temperature": spec.temperature, "top_p": spec.top_p,
+                              "top_k": spec.top_k if spec.top_k > 0 else -1, "max_tokens": spec.max_new_tokens}
+    if spec.detox:  # polytox.detox: only the word filter has a vLLM equivalent (``bad_words``)
+        from ..detox.vllm_map import vllm_sampling_extras
+
+        kwargs.update(vllm_sampling_extras(spec.detox))
+    return kwargs
 
 
 @dataclass
@@ -169,6 +174,10 @@ class VLLMGenerator(Generator):
     def __init__(self, spec: GenerationSpec, *, llm_cls: Callable[..., Any] | None = None,
                  sampling_params_cls: Callable[..., Any] | None = None) -> None:
         self.spec = spec
+        if spec.detox:  # polytox.detox: refuse methods vLLM cannot run before loading anything
+            from ..detox.vllm_map import vllm_sampling_extras
+
+            vllm_sampling_extras(spec.detox)
         self.options = parse_options(spec)
         if llm_cls is None or sampling_params_cls is None:
             vllm = require("vllm", "vllm")

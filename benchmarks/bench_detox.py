@@ -1,0 +1,178 @@
+"""RTP §5 / Table 3 on the embedded SmolLM2: baseline and every detoxification method, side by side.
+
+One run does everything, resumably (rerun the same command to continue):
+
+1. the balanced training corpus: bottom / top 2% of ``scorer-train/en-perspective.jsonl`` by PERSPECTIVE
+   score, every text overlapping an RTP prompt or continuation removed (RTP Appendix B.2);
+2. training (transformers ``Trainer``): DAPT non-toxic (also DExperts' expert), DAPT toxic (reference row
+   and DExperts' anti-expert), ATCON, the VOCAB-SHIFT projection, PPLM's toxicity head;
+3. ``polytox eval`` per method on RTP prompts (``--per-side`` toxic and non-toxic, stratified by
+   toxicity bucket), K continuations at RTP's settings, the default offline scorer, the perplexity of
+   each continuation under ``--fluency-model``, distinct-1/2/3;
+4. RTP Table 10: held-out perplexity of the base, DAPT and ATCON models;
+5. the comparison table (``polytox detox compare``), also written as Markdown and JSON.
+
+Full size (the issue's): ``--per-side 100 -k 25`` (200 prompts), PPLM on ``--pplm-per-side`` prompts with
+K=10 as RTP did, ``--epochs 1``. The CPU-sized run used for the README:
+``python benchmarks/bench_detox.py --per-side 20 -k 5 --max-steps 30 --pplm-per-side 4 --pplm-k 2``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT / ".." / "shared" / "data"
+
+
+def log(msg: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", default="runs/bench-detox")
+    ap.add_argument("--model", default="smollm2-135m-instruct")
+    ap.add_argument("--per-side", type=int, default=100, help="toxic and non-toxic prompts each")
+    ap.add_argument("-k", "--samples", type=int, default=25)
+    ap.add_argument("--pplm-per-side", type=int, default=100)
+    ap.add_argument("--pplm-k", type=int, default=10)
+    ap.add_argument("--pplm-iterations", type=int, default=None, help="default: Dathathri's 10")
+    ap.add_argument("--epochs", type=float, default=1.0)
+    ap.add_argument("--max-steps", type=int, default=-1)
+    ap.add_argument("--batch-size", type=int, default=8)
+    ap.add_argument("--max-length", type=int, default=128)
+    ap.add_argument("--fluency-model", default="gemma-3-270m")
+    ap.add_argument("--scorer", default="default")
+    ap.add_argument("--threads", type=int, default=1, help="torch threads (1 is fastest on a shared CPU)")
+    ap.add_argument("--stages", default="train,eval,heldout,table",
+                    help="which stages to run (e.g. 'eval' in parallel processes with disjoint --methods, "
+                         "then 'heldout,table' once)")
+    ap.add_argument("--methods", default="baseline,dapt-nontoxic,dapt-toxic,atcon,vocab-shift,word-filter,pplm,"
+                    "dexperts")
+    args = ap.parse_args()
+
+    import torch
+
+    torch.set_num_threads(args.threads)
+    from polytox import constants as C
+    from polytox.detox.compare import compare, markdown, to_json
+    from polytox.detox.corpus import NONTOXIC, read_corpus, select_corpus
+    from polytox.detox.fluency import heldout_perplexity
+    from polytox.detox.train import TrainConfig, train_lm, train_pplm_head, train_vocab_shift
+    from polytox.runner import evaluate
+    from polytox.spec import spec_from_flat
+
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    rtp = [SHARED / "rtp" / "toxic.jsonl", SHARED / "rtp" / "nontoxic.jsonl"]
+    timings: dict[str, float] = {}
+
+    # 1. corpus
+    corpus_dir = out / "corpus"
+    if not (corpus_dir / "train.jsonl").exists():
+        select_corpus([SHARED / "scorer-train" / "en-perspective.jsonl"], rtp).write(corpus_dir)
+    corpus = read_corpus(corpus_dir)
+    keys = ("n_per_side", "n_train", "n_heldout", "n_overlapping_prompts_removed", "nontoxic_max_score",
+            "toxic_min_score")
+    log(f"corpus: {json.dumps({k: corpus.stats[k] for k in keys})}")
+
+    # 2. training
+    models = out / "models"
+    methods = args.methods.split(",")
+
+    def cfg(name: str) -> TrainConfig:
+        return TrainConfig(base_model=args.model, out=str(models / name), epochs=args.epochs,
+                           max_steps=args.max_steps, batch_size=args.batch_size, max_length=args.max_length,
+                           save_steps=max(10, args.max_steps // 2) if args.max_steps > 0 else 200)
+
+    jobs: list[tuple[str, Any]] = [
+        ("dapt-nontoxic", lambda: train_lm(corpus, cfg("dapt-nontoxic"), "dapt", "nontoxic")),
+        ("dapt-toxic", lambda: train_lm(corpus, cfg("dapt-toxic"), "dapt", "toxic")),
+        ("atcon", lambda: train_lm(corpus, cfg("atcon"), "atcon")),
+        ("vocab-shift", lambda: train_vocab_shift(corpus, cfg("vocab-shift"))),
+        ("pplm", lambda: train_pplm_head(corpus, cfg("pplm"))),
+    ]
+    stages = set(args.stages.split(","))
+    need = set(methods) | ({"dapt-nontoxic", "dapt-toxic"} if "dexperts" in methods else set())
+    if "train" not in stages:
+        need = set()
+    for name, job in jobs:
+        if name in need and not (models / name / "detox.json").exists():
+            t = time.perf_counter()
+            job()
+            timings[f"train {name}"] = time.perf_counter() - t
+            log(f"trained {name} in {timings[f'train {name}']:.0f} s")
+    training = {}
+    for name, _ in jobs:
+        meta = models / name / "detox.json"
+        if meta.exists():
+            training[name] = json.loads(meta.read_text()).get("training")
+
+    # 3. evaluations
+    base = {"prompts": str(SHARED / "rtp"), "per_bucket": args.per_side // 2, "preset": "rtp",
+            "samples": args.samples, "scorer": args.scorer, "fluency_model": args.fluency_model}
+    vs = models / "vocab-shift"
+    runs = {
+        "baseline": {},
+        "dapt-nontoxic": {"model": str(models / "dapt-nontoxic")},
+        "dapt-toxic": {"model": str(models / "dapt-toxic")},
+        "atcon": {"model": str(models / "atcon"), "detox": "atcon"},
+        "vocab-shift": {"detox": f"vocab-shift:path={vs},beta={C.VOCAB_SHIFT_BETA}"},
+        "word-filter": {"detox": f"word-filter:list={SHARED / 'ldnoobw' / 'en.txt'}"},
+        "pplm": {"detox": f"pplm:head={models / 'pplm'}" + (f",iterations={args.pplm_iterations}"
+                                                            if args.pplm_iterations else ""),
+                 "per_bucket": args.pplm_per_side // 2, "samples": args.pplm_k},
+        "dexperts": {"detox": f"dexperts:expert={models / 'dapt-nontoxic'},anti={models / 'dapt-toxic'},"
+                              f"alpha={C.DEXPERTS_ALPHA}"},
+    }
+    done = []
+    for name in methods if "eval" in stages else []:
+        flat = {**base, **runs[name]}
+        t = time.perf_counter()
+        result = evaluate(spec_from_flat(flat), out / "runs" / name)
+        timings[f"eval {name}"] = time.perf_counter() - t
+        done.append(name)
+        m = result.metrics
+        log(f"{name}: EMT {m['overall']['emt']:.3f} EP {m['overall']['ep']:.3f} "
+            f"({m['overall']['n_generations']} generations, {timings[f'eval {name}']:.0f} s)")
+
+    # 4. held-out perplexity (RTP Table 10)
+    held = corpus.texts(None, heldout=True)
+    held_non = corpus.texts(NONTOXIC, heldout=True)
+    table10: dict[str, dict[str, float | None]] = {}
+    checked = [("baseline", args.model, None), ("dapt-nontoxic", str(models / "dapt-nontoxic"), None),
+               ("dapt-toxic", str(models / "dapt-toxic"), None),
+               ("atcon", str(models / "atcon"), C.ATCON_NONTOXIC_TOKEN)]
+    for name, model, token in checked if "heldout" in stages else []:
+        if name == "baseline" or (models / name / "detox.json").exists():
+            table10[name] = {"all": heldout_perplexity(model, held, token)["ppl"],
+                             "nontoxic": heldout_perplexity(model, held_non, token)["ppl"]}
+
+    # 5. the table (every method whose run is finished)
+    if "table" not in stages:
+        return 0
+    done = [n for n in methods if (out / "runs" / n / "metrics.json").exists()]
+    if not table10 and (out / "table.json").exists():  # measured by an earlier 'heldout' stage
+        table10 = json.loads((out / "table.json").read_text()).get("heldout_ppl", {})
+    rows = compare([out / "runs" / n for n in done], done)
+    (out / "table.md").write_text(markdown(rows))
+    (out / "table.json").write_text(json.dumps({"rows": to_json(rows), "heldout_ppl": table10,
+                                                "training": training, "timings_s": timings,
+                                                "corpus": corpus.stats}, indent=2, default=str))
+    print(markdown(rows))
+    print("held-out perplexity (RTP Table 10):")
+    for name, v in table10.items():
+        print(f"  {name:15s} all {v['all']}  non-toxic {v['nontoxic']}")
+    print("training:", json.dumps(training))
+    print("timings (s):", json.dumps({k: round(v, 1) for k, v in timings.items()}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

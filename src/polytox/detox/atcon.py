@@ -1,0 +1,34 @@
+"""ATCON at generation (RTP §5.1): prepend the ``<|nontoxic|>`` attribute token to every prompt.
+
+The model itself comes from ``polytox detox train atcon`` (attribute tokens added to the vocabulary and
+prepended to its training documents); pass it with ``--model`` and add ``--detox atcon``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .. import constants as C
+from ..errors import PolytoxError
+from .base import LogitsAdjuster
+
+
+class AttributeToken(LogitsAdjuster):
+    """``--detox atcon[:token=<|nontoxic|>]``."""
+
+    name = "atcon"
+
+    def __init__(self, generator: Any, options: dict[str, str]) -> None:
+        self.token = options.get("token") or C.ATCON_NONTOXIC_TOKEN
+        ids = generator.tokenizer.convert_tokens_to_ids([self.token])
+        unk = generator.tokenizer.unk_token_id
+        if not ids or ids[0] is None or (unk is not None and ids[0] == unk):
+            raise PolytoxError(f"--detox atcon: the model's vocabulary has no {self.token!r} token; "
+                               f"train one with: polytox detox train atcon")
+        self.token_id = int(ids[0])
+
+    def prefix(self, ids: list[int]) -> list[int]:
+        return [self.token_id, *ids]
+
+    def describe(self) -> dict[str, Any]:
+        return {"method": self.name, "token": self.token, "token_id": self.token_id}

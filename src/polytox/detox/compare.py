@@ -1,0 +1,130 @@
+"""RTP Table 3's shape for any set of runs, with DExperts' fluency and diversity columns.
+
+One row per run: EXPECTED MAXIMUM TOXICITY (± std) and EMPIRICAL PROBABILITY on toxic and non-toxic
+prompts, the overall EMT/EP, mean perplexity of the continuations under the fluency model, distinct-1/2/3
+and the generation time per continuation, all read from each run's ``metrics.json`` and manifest.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import PolytoxError
+
+COLUMNS = ("method", "model", "EMT toxic", "EMT non-toxic", "EP toxic", "EP non-toxic", "EMT", "EP",
+           "PPL", "PPL median", "dist-1", "dist-2", "dist-3", "s/gen", "gens")
+
+
+@dataclass
+class DetoxRow:
+    """One run's line of the comparison table (None = not measured in that run)."""
+
+    method: str
+    model: str
+    run: str
+    emt_toxic: float | None
+    emt_toxic_std: float | None
+    emt_nontoxic: float | None
+    emt_nontoxic_std: float | None
+    ep_toxic: float | None
+    ep_nontoxic: float | None
+    emt: float | None
+    ep: float | None
+    ppl: float | None
+    ppl_median: float | None
+    fluency_model: str | None
+    dist_1: float | None
+    dist_2: float | None
+    dist_3: float | None
+    seconds_per_generation: float | None
+    n_generations: int
+    n_failed_generations: int
+
+
+def _block(metrics: dict[str, Any], group: str) -> dict[str, Any]:
+    block: dict[str, Any] = metrics.get("by", {}).get("prompt_toxicity", {}).get(group, {})
+    return block
+
+
+def read_row(run: str | Path, label: str | None = None) -> DetoxRow:
+    """The comparison row of one run directory."""
+    root = Path(run)
+    if not (root / "metrics.json").is_file():
+        raise PolytoxError(f"{root}: no metrics.json (is it a finished polytox eval run?)")
+    metrics = json.loads((root / "metrics.json").read_text())
+    manifest = json.loads((root / "manifest.json").read_text()) if (root / "manifest.json").is_file() else {}
+    tox, non = _block(metrics, "toxic"), _block(metrics, "nontoxic")
+    overall = metrics.get("overall", {})
+    div = metrics.get("diversity") or {}
+    flu = metrics.get("fluency") or {}
+    ex = manifest.get("executor") or {}
+    n_gen = int(overall.get("n_generations") or 0)
+    gen_s = ex.get("generate_seconds")
+    return DetoxRow(
+        method=label or metrics.get("detox") or "none", model=str(metrics.get("model")), run=str(root),
+        emt_toxic=tox.get("emt"), emt_toxic_std=tox.get("emt_std"), emt_nontoxic=non.get("emt"),
+        emt_nontoxic_std=non.get("emt_std"), ep_toxic=tox.get("ep"), ep_nontoxic=non.get("ep"),
+        emt=overall.get("emt"), ep=overall.get("ep"), ppl=flu.get("mean_ppl"),
+        ppl_median=flu.get("median_ppl"), fluency_model=flu.get("model"),
+        dist_1=div.get("dist_1"), dist_2=div.get("dist_2"), dist_3=div.get("dist_3"),
+        seconds_per_generation=(gen_s / n_gen) if gen_s and n_gen and ex.get("shards_generated") == ex.get(
+            "shards_total") else None,
+        n_generations=n_gen, n_failed_generations=int(overall.get("n_failed_generations") or 0))
+
+
+def compare(runs: Sequence[str | Path], labels: Sequence[str] | None = None) -> list[DetoxRow]:
+    if labels and len(labels) != len(runs):
+        raise PolytoxError(f"{len(labels)} labels for {len(runs)} runs")
+    return [read_row(r, labels[i] if labels else None) for i, r in enumerate(runs)]
+
+
+def _f(v: float | None, digits: int = 3) -> str:
+    return "-" if v is None else f"{v:.{digits}f}"
+
+
+def _pm(v: float | None, s: float | None) -> str:
+    return "-" if v is None else f"{v:.3f}" + ("" if s is None else f" ± {s:.2f}")
+
+
+def cells(row: DetoxRow) -> list[str]:
+    return [row.method, row.model, _pm(row.emt_toxic, row.emt_toxic_std), _pm(row.emt_nontoxic, row.emt_nontoxic_std),
+            _f(row.ep_toxic), _f(row.ep_nontoxic), _f(row.emt), _f(row.ep), _f(row.ppl, 1), _f(row.ppl_median, 1),
+            _f(row.dist_1), _f(row.dist_2), _f(row.dist_3), _f(row.seconds_per_generation, 3), str(row.n_generations)]
+
+
+def markdown(rows: Sequence[DetoxRow]) -> str:
+    lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "|".join(["---"] * len(COLUMNS)) + "|"]
+    lines += ["| " + " | ".join(cells(r)) + " |" for r in rows]
+    return "\n".join(lines) + "\n"
+
+
+def detox_table(runs: Sequence[str | Path]) -> Any:
+    """The comparison as a report ``Table`` when any run has fluency/diversity metrics, else None."""
+    from ..analysis.result import Table
+
+    with_metrics = []
+    for run in runs:
+        path = Path(run) / "metrics.json"
+        if path.is_file() and "diversity" in json.loads(path.read_text()):
+            with_metrics.append(run)
+    if not with_metrics:
+        return None
+    rows = [read_row(r) for r in with_metrics]
+    for row in rows:
+        if row.method != "none":
+            from .methods import short_label
+
+            row.method = short_label(row.method)
+    return Table.build("detox", "Detoxification: toxicity, fluency and diversity (RTP Table 3 shape)", COLUMNS,
+                       [cells(r) for r in rows],
+                       caption="EMT (± std) and EP by prompt toxicity over each prompt's continuations; PPL = "
+                               "mean perplexity of the continuations under the run's fluency model; dist-n = "
+                               "distinct n-grams per word (DExperts)")
+
+
+def to_json(rows: Sequence[DetoxRow]) -> list[dict[str, Any]]:
+    return [asdict(r) for r in rows]

@@ -1,0 +1,31 @@
+"""``--detox`` on the vLLM backend: the word filter maps to ``SamplingParams(bad_words=...)``.
+
+vLLM bans the token sequences of each listed word (with and without a leading space), a token-level
+approximation of the text-level filter of the transformers backend. The other methods need the
+transformers backend's logits hook or their own decoding loop and are refused with a clear error.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+from ..errors import PolytoxError
+from .methods import parse_detox
+from .word_filter import default_list_path, load_terms
+
+
+@lru_cache(maxsize=8)
+def _terms(path: str) -> tuple[str, ...]:
+    return tuple(load_terms(path))
+
+
+def vllm_sampling_extras(detox: str) -> dict[str, list[str]]:
+    """Extra ``SamplingParams`` keyword arguments for ``detox``."""
+    name, options = parse_detox(detox)
+    if name != "word-filter":
+        raise PolytoxError(f"--detox {name} runs on the transformers backend only (vLLM maps word-filter alone)")
+    path = Path(options["list"]) if options.get("list") else default_list_path()
+    words = list(_terms(str(path)))
+    # both spellings vLLM can see at a word start: as written and capitalised
+    return {"bad_words": sorted({*words, *(w.capitalize() for w in words)})}
