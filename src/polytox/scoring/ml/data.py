@@ -44,7 +44,8 @@ class Example:
     share: float | None = None  # share of human raters calling the text toxic, where the source gives it
 
 
-def _jsonl(path: Path) -> Iterator[tuple[int, dict[str, object]]]:
+def jsonl_records(path: Path) -> Iterator[tuple[int, dict[str, object]]]:
+    """(line number, object) per non-blank line of a JSON Lines file; a bad line stops with file:line."""
     with path.open(encoding="utf-8") as fh:
         for number, line in enumerate(fh, start=1):
             if not line.strip():
@@ -79,7 +80,7 @@ def load_rtplx(folder: Path | str, langs: Sequence[str] = (), threshold: float =
         lang = normalize_lang(match["locale"])
         if langs and lang not in langs:
             continue
-        for number, record in _jsonl(path):
+        for number, record in jsonl_records(path):
             where = f"{path}:{number}"
             text = record.get("Prompt")
             annotations = record.get("AnnotationsRaw")
@@ -104,7 +105,7 @@ def load_rtp(folder: Path | str, threshold: float = 0.5) -> list[Example]:
         raise BadInputError(f"{folder}: no RTP .jsonl files found")
     out: list[Example] = []
     for path in files:
-        for number, record in _jsonl(path):
+        for number, record in jsonl_records(path):
             for part in ("prompt", "continuation"):
                 block = record.get(part)
                 if not isinstance(block, dict):

@@ -16,14 +16,13 @@ so no text is ever on both sides of the split.
 from __future__ import annotations
 
 import hashlib
-import json
 import unicodedata
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from ...errors import BadInputError
 from ...langs import normalize_lang
-from .data import Example
+from .data import Example, jsonl_records
 
 PACK_FILES = ("en-perspective.jsonl", "en-human.jsonl", "multilingual-human.jsonl")
 
@@ -64,20 +63,6 @@ def normalise_text(text: str) -> str:
     return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
 
 
-def _rows(path: Path) -> Iterator[tuple[int, dict[str, object]]]:
-    with path.open(encoding="utf-8") as fh:
-        for number, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise BadInputError(f"{path}:{number}: not valid JSON ({exc.msg})") from exc
-            if not isinstance(record, dict):
-                raise BadInputError(f"{path}:{number}: expected a JSON object")
-            yield number, record
-
-
 def load_pack(folder: Path | str, rates: Mapping[str, float] | None = POOL_RATES) -> list[Example]:
     """Rows of the pack, each source thinned to ``rates[source]`` of its groups (``None``: keep all)."""
     folder = Path(folder)
@@ -86,7 +71,7 @@ def load_pack(folder: Path | str, rates: Mapping[str, float] | None = POOL_RATES
         path = folder / name
         if not path.exists():
             raise BadInputError(f"{path}: missing (the scorer training pack, see its README)")
-        for number, record in _rows(path):
+        for number, record in jsonl_records(path):
             where = f"{path}:{number}"
             text, source, group = record.get("text"), record.get("source"), record.get("group")
             if not isinstance(text, str) or not text.strip():
