@@ -27,8 +27,9 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from ..errors import PolytoxError, require
+from ..errors import require
 from ..executors import ExecutorConfig
+from ..executors.ray_data import ray_session
 from ..prompts.readers import RawRecord
 from ..scoring import Scorer
 
@@ -125,7 +126,7 @@ def ray_score(job: Any, store: Any, scorer: Scorer, todo: Iterator[tuple[int, li
     wall = time.perf_counter()
     first: float | None = None
     steady_docs = 0
-    try:
+    with ray_session(ray, started):
         for window in _windows(todo, WINDOW_SHARDS_PER_WORKER * workers):
             rows = [{"shard": i, "raws": json.dumps(_raws_to_rows(r), ensure_ascii=False, default=str)}
                     for i, r in window]
@@ -147,15 +148,6 @@ def ray_score(job: Any, store: Any, scorer: Scorer, todo: Iterator[tuple[int, li
                 if progress is not None:
                     progress(summary.documents_scored_now, summary.shards_scored)
             details["windows"] += 1
-    except (KeyboardInterrupt, PolytoxError):
-        raise
-    except Exception as exc:
-        if type(exc).__module__.startswith("ray"):
-            raise PolytoxError(f"the Ray executor failed: {type(exc).__name__}: {exc}") from exc
-        raise
-    finally:
-        if started:
-            ray.shutdown()
     details["actor_seconds"] = round(details["actor_seconds"], 3)
     if first is not None:  # steady state: from the first finished shard to the last
         details["steady_seconds"] = round(time.perf_counter() - first, 3)

@@ -22,6 +22,8 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from ..errors import PolytoxError, require
@@ -60,6 +62,22 @@ def scores_to_json(scores: list[Score]) -> str:
 
 def scores_from_json(blob: str) -> list[Score]:
     return [Score(values=r[0], error=r[1], transient=r[2]) for r in json.loads(blob)]
+
+
+@contextmanager
+def ray_session(ray: Any, started: bool) -> Iterator[None]:
+    """Run a Ray job: Ray's own exceptions become one clear PolytoxError; Ray is shut down if we started it."""
+    try:
+        yield
+    except (KeyboardInterrupt, PolytoxError):
+        raise
+    except Exception as exc:
+        if type(exc).__module__.startswith("ray"):
+            raise PolytoxError(f"the Ray executor failed: {type(exc).__name__}: {exc}") from exc
+        raise
+    finally:
+        if started:
+            ray.shutdown()
 
 
 # ---- actors -------------------------------------------------------------------------------------------
@@ -193,7 +211,7 @@ class RayExecutor(Executor):
         stats.details["ray_init_seconds"] = round(time.perf_counter() - wall, 3)
         model_recorded = False
         first: float | None = None
-        try:
+        with ray_session(ray, started):
             for row in self._dataset(ray, work, todo).iter_rows():
                 if first is None:  # actor start-up (processes, imports, model load) ends here
                     first = time.perf_counter()
@@ -213,15 +231,6 @@ class RayExecutor(Executor):
                 stats.score_seconds += float(row["score_seconds"])
                 done += len(work.plan[index]) * samples
                 work.report("generate+score", done, work.total)
-        except (KeyboardInterrupt, PolytoxError):
-            raise
-        except Exception as exc:
-            if type(exc).__module__.startswith("ray"):
-                raise PolytoxError(f"the Ray executor failed: {type(exc).__name__}: {exc}") from exc
-            raise
-        finally:
-            if started:
-                ray.shutdown()
         stats.wall_seconds = time.perf_counter() - wall
         if first is not None:  # steady state: from the first finished shard to the last
             stats.details["steady_seconds"] = round(time.perf_counter() - first, 3)
