@@ -14,6 +14,7 @@ from typing import Any
 
 from .. import constants as C
 from ..errors import PolytoxError, require
+from ..generation.prompting import left_padded
 from .base import LogitsAdjuster, need, option
 
 
@@ -36,13 +37,7 @@ def history_logits(model: Any, histories: Sequence[Sequence[int]], pad_id: int, 
     """Last-position logits of each history, left-padded into one batch."""
     import torch
 
-    width = max(len(h) for h in histories)
-    ids = torch.full((len(histories), width), pad_id, dtype=torch.long)
-    mask = torch.zeros((len(histories), width), dtype=torch.long)
-    for i, h in enumerate(histories):
-        ids[i, width - len(h):] = torch.tensor(list(h), dtype=torch.long)
-        mask[i, width - len(h):] = 1
-    positions = (mask.cumsum(-1) - 1).clamp_(min=0)
+    ids, mask, positions = left_padded(histories, pad_id)
     with torch.inference_mode():
         out = model(input_ids=ids.to(device), attention_mask=mask.to(device), position_ids=positions.to(device),
                     logits_to_keep=1, use_cache=False)

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from .prompting import left_padded
 from .sampling import row_uniforms, sample_next
 from .slots import SlotCache
 
@@ -55,15 +56,8 @@ class DecodeResult:
 
 def _prefill(model: Any, prompts: Sequence[Sequence[int]], pad_id: int, device: str) -> tuple[Any, list[Any], int]:
     """Left-padded prefill of ``prompts``: last-position logits ``[P, V]`` and per-layer (keys, values)."""
-    import torch
-
-    width = max(len(p) for p in prompts)
-    ids = torch.full((len(prompts), width), pad_id, dtype=torch.long)
-    mask = torch.zeros((len(prompts), width), dtype=torch.long)
-    for i, p in enumerate(prompts):
-        ids[i, width - len(p):] = torch.tensor(list(p), dtype=torch.long)
-        mask[i, width - len(p):] = 1
-    positions = (mask.cumsum(-1) - 1).clamp_(min=0)
+    ids, mask, positions = left_padded(prompts, pad_id)
+    width = ids.shape[1]
     out = model(input_ids=ids.to(device), attention_mask=mask.to(device), position_ids=positions.to(device),
                 use_cache=True, logits_to_keep=1)
     cache = out.past_key_values

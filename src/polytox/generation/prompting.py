@@ -13,6 +13,7 @@ Three rules every backend must apply the same way, so runs are comparable across
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -100,3 +101,19 @@ def encode_prompt(tokenizer: Any, text: str, *, chat: bool, max_prompt_tokens: i
             return PromptIds(ids, truncated=True, chat=True)
         keep -= len(ids) - max_prompt_tokens
     raise PromptTooLongError(f"could not fit the prompt into {max_prompt_tokens} tokens")
+
+
+def left_padded(seqs: Sequence[Sequence[int]], pad_id: int) -> tuple[Any, Any, Any]:
+    """Token id sequences as one left-padded batch: ``(input_ids, attention_mask, position_ids)`` tensors.
+
+    Positions count real tokens only, so a padded row sees the same positions as it would alone.
+    """
+    import torch
+
+    width = max(len(s) for s in seqs)
+    ids = torch.full((len(seqs), width), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(seqs), width), dtype=torch.long)
+    for i, s in enumerate(seqs):
+        ids[i, width - len(s):] = torch.tensor(list(s), dtype=torch.long)
+        mask[i, width - len(s):] = 1
+    return ids, mask, (mask.cumsum(-1) - 1).clamp_(min=0)
