@@ -110,6 +110,32 @@ def test_dexperts_is_base_plus_alpha_times_expert_minus_anti(tiny: Path, other: 
     assert torch.allclose(got, 2.0 * (e - a), atol=1e-4)
 
 
+def test_dexperts_cache_matches_fresh_reads(tiny: Path, other: Path) -> None:
+    """The experts' KV cache gives the logits of a fresh read of each history, step after step: rows that
+    grow, a row that stops growing (finished), rows dropped by compaction, then an unrelated batch."""
+    g = gen(tiny, f"dexperts:expert={tiny},anti={other},alpha=1")
+    d = g.detox
+    steps = [[[3, 4, 5], [3, 4, 5], [6, 7]],
+             [[3, 4, 5, 8], [3, 4, 5, 9], [6, 7, 9]],
+             [[3, 4, 5, 8, 10], [3, 4, 5, 9], [6, 7, 9, 11]],  # row 1 finished
+             [[3, 4, 5, 8, 10, 12], [6, 7, 9, 11, 2]],  # row 1 dropped
+             [[9, 9], [1, 2, 3, 4, 5, 6, 7]]]  # a new batch: a fresh prefill
+    zero = torch.zeros(3, g.model.config.vocab_size)
+    prefills: list[int] = []
+    fresh = d.expert_logits._prefill  # type: ignore[union-attr]
+    d.expert_logits._prefill = lambda keys: prefills.append(len(keys)) or fresh(keys)  # type: ignore[union-attr]
+    with torch.inference_mode():
+        for hist in steps:
+            got = d.adjust(zero[: len(hist)], hist)  # type: ignore[union-attr]
+            want = torch.stack([g.model(input_ids=torch.tensor([h])).logits[0, -1]
+                                - d.anti(input_ids=torch.tensor([h])).logits[0, -1] for h in hist])  # type: ignore[union-attr]
+            assert torch.allclose(got, want, atol=1e-4), hist
+    assert prefills == [3, 2]  # only the first step of each batch reads whole histories
+    assert d.expert_logits.histories == [tuple(h) for h in steps[-1]]  # type: ignore[union-attr]
+    d.adjust(zero[:2], steps[-1], last=True)  # type: ignore[union-attr]
+    assert d.expert_logits.cache is None  # the last step frees both caches  # type: ignore[union-attr]
+
+
 def test_dexperts_refuses_another_tokenizer(tiny: Path, tmp_path: Path) -> None:
     from transformers import AutoTokenizer
 
