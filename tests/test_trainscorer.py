@@ -297,6 +297,8 @@ def test_train_with_backbone_and_full_mode_scorer(shared_data: Path, pool: list[
     np.testing.assert_allclose([s.get("toxicity") for s in scores], expected, rtol=1e-5)
     ngram_only = PolytoxMlScorer(head=str(path), mode="ngram")
     assert ngram_only.id != scorer.id  # the mode is part of the cache identity
+    bf16 = PolytoxMlScorer(head=str(path), dtype="bfloat16")
+    assert bf16.id == f"{scorer.id}-bfloat16"  # bf16 scores differ slightly: never served from fp32's cache
     assert EmbeddingCache(tmp_path / "emb.sqlite").count() == 2 * len({e.text for e in examples})
 
 

@@ -18,7 +18,7 @@ from ...models import EMBEDDED
 from ...types import Score
 from ..base import Scorer
 from .embed_cache import EmbeddingCache
-from .embedder import HiddenStateEmbedder
+from .embedder import HiddenStateEmbedder, resolve_dtype
 from .head import MODES, MlHead, default_head_path
 from .ngrams import hashed_counts, tfidf
 
@@ -69,6 +69,8 @@ class PolytoxMlScorer(Scorer):
             self._embedder = HiddenStateEmbedder(self.head.backbone, self.head.layers,
                                                  max_tokens=self.head.max_tokens, batch_size=int(lm_batch_size),
                                                  device=device, cache=cache, dtype=dtype)
+            if resolve_dtype(dtype, device) != "float32":  # bf16 scores differ (by up to 0.011): their own id
+                self.version += f"-{resolve_dtype(dtype, device)}"
 
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), "mode": self.mode, "head": self.head_path,
