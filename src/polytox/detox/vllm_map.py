@@ -8,16 +8,15 @@ transformers backend's logits hook or their own decoding loop and are refused wi
 from __future__ import annotations
 
 from functools import lru_cache
-from pathlib import Path
 
 from ..errors import PolytoxError
 from .methods import parse_detox
-from .word_filter import default_list_path, load_terms
+from .wordlists import default_list, read_list
 
 
 @lru_cache(maxsize=8)
-def _terms(path: str) -> tuple[str, ...]:
-    return tuple(load_terms(path))
+def _terms(source: str) -> tuple[str, ...]:
+    return tuple(read_list(source))
 
 
 def vllm_sampling_extras(detox: str) -> dict[str, list[str]]:
@@ -25,7 +24,6 @@ def vllm_sampling_extras(detox: str) -> dict[str, list[str]]:
     name, options = parse_detox(detox)
     if name != "word-filter":
         raise PolytoxError(f"--detox {name} runs on the transformers backend only (vLLM maps word-filter alone)")
-    path = Path(options["list"]) if options.get("list") else default_list_path()
-    words = list(_terms(str(path)))
+    words = list(_terms(options.get("list") or default_list()))
     # both spellings vLLM can see at a word start: as written and capitalised
     return {"bad_words": sorted({*words, *(w.capitalize() for w in words)})}

@@ -21,14 +21,14 @@ The same list maps to vLLM's ``bad_words`` when that backend runs (``generation/
 from __future__ import annotations
 
 import bisect
-import os
+import hashlib
 import unicodedata
 from collections.abc import Iterable, Sequence
-from pathlib import Path
 from typing import Any
 
 from ..errors import PolytoxError
 from .base import LogitsAdjuster
+from .wordlists import default_list, read_list
 
 TAIL_TOKENS = 16  # history tokens decoded per step: enough for any listed term plus its left boundary
 
@@ -36,28 +36,6 @@ TAIL_TOKENS = 16  # history tokens decoded per step: enough for any listed term 
 def is_word_char(ch: str) -> bool:
     """Letters, digits, underscore and combining marks continue a word; anything else is a boundary."""
     return ch.isalnum() or ch == "_" or unicodedata.category(ch).startswith("M")
-
-
-def default_list_path() -> Path:
-    """``$POLYTOX_LEXICON_DIR/en.txt`` (the folder the lexicon scorer reads), else a clear error."""
-    folder = os.environ.get("POLYTOX_LEXICON_DIR")
-    if folder and (Path(folder) / "en.txt").is_file():
-        return Path(folder) / "en.txt"
-    raise PolytoxError("--detox word-filter needs a word list: list=PATH (one term per line, e.g. LDNOOBW's "
-                       "en.txt) or POLYTOX_LEXICON_DIR set to a folder with en.txt")
-
-
-def load_terms(path: str | Path) -> list[str]:
-    """Terms of a word list (LDNOOBW format: one per line, ``#`` comments), case-folded, deduplicated."""
-    from ..scoring.lexicon import read_terms
-
-    p = Path(path)
-    if not p.is_file():
-        raise PolytoxError(f"word filter: no word list at {p}")
-    terms = sorted({t.strip().casefold() for t in read_terms(p) if t.strip()})
-    if not terms:
-        raise PolytoxError(f"word filter: {p} holds no terms")
-    return terms
 
 
 def _lead(text: str) -> tuple[str, bool]:
@@ -181,11 +159,11 @@ class WordFilter(LogitsAdjuster):
     name = "word-filter"
 
     def __init__(self, generator: Any, options: dict[str, str]) -> None:
-        self.path = Path(options["list"]) if options.get("list") else default_list_path()
+        self.source = options.get("list") or default_list()
         self.end = options.get("end", "eager")
         if self.end not in ("eager", "exact"):
             raise PolytoxError(f"--detox word-filter: end must be eager or exact, got {self.end!r}")
-        terms = load_terms(self.path)
+        terms = read_list(self.source)
         self.tokenizer = generator.tokenizer
         self.blocklist = compile_blocklist(terms, self.tokenizer, generator.eos_ids)
 
@@ -201,7 +179,9 @@ class WordFilter(LogitsAdjuster):
         return logits.masked_fill(mask.to(logits.device), float("-inf"))
 
     def describe(self) -> dict[str, Any]:
-        return {"method": self.name, "list": str(self.path), "end": self.end, "terms": len(self.blocklist.terms)}
+        digest = hashlib.sha256("\n".join(self.blocklist.terms).encode()).hexdigest()[:16]
+        return {"method": self.name, "list": self.source, "end": self.end, "terms": len(self.blocklist.terms),
+                "terms_sha256": digest}
 
 
 def token_texts(tokenizer: Any) -> list[str]:
