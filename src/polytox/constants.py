@@ -148,6 +148,7 @@ PPLM_GAMMA: Final = 1.0
 PPLM_GM_SCALE: Final = 0.9
 PPLM_KL_SCALE: Final = 0.01
 PPLM_TOP_K: Final = 10
+PPLM_HORIZON: Final = 1
 # DExperts §4.1: diversity is the mean over prompts of distinct-n (unique / total n-grams of the prompt's
 # continuations, whitespace tokens), n = 1, 2, 3.
 DISTINCT_N: Final = (1, 2, 3)

@@ -225,6 +225,33 @@ def test_vocab_shift_and_pplm_head_training(tiny: Path, tmp_path: Path) -> None:
     assert first != texts(gen(tiny, f"pplm:head={tmp_path / 'head'},iterations=0,gm_scale=0", max_new_tokens=4))
 
 
+def test_pplm_look_ahead_reads_the_expected_next_embedding(tiny: Path, tmp_path: Path) -> None:
+    """Horizon 1 (Dathathri et al.): a sure next token makes the look-ahead state that of reading it."""
+    from safetensors.torch import save_file
+
+    g0 = gen(tiny)
+    hidden = g0.model.config.hidden_size
+    save_file({"weight": torch.randn(2, hidden), "bias": torch.zeros(2)}, str(tmp_path / "pplm_head.safetensors"))
+    g = gen(tiny, f"pplm:head={tmp_path},iterations=1")
+    d, model = g.detox, g.model
+    assert d.describe()["horizon"] == 1  # type: ignore[union-attr]
+    with torch.inference_mode():
+        past = model(input_ids=torch.tensor([[3, 4, 5]]), use_cache=True).past_key_values
+        keys = [layer.keys for layer in past.layers]
+        values = [layer.values for layer in past.layers]
+        sure = torch.nn.functional.one_hot(torch.tensor([7]), model.config.vocab_size).float()
+        got = d._look_ahead(model, sure, keys, values)  # type: ignore[union-attr]
+        want = model(input_ids=torch.tensor([[3, 4, 5, 7]]), output_hidden_states=True).hidden_states[-1][:, -1]
+    assert torch.allclose(got, want, atol=1e-5)
+    h0 = gen(tiny, f"pplm:head={tmp_path},iterations=2,step_size=1,horizon=0").detox
+    h1 = gen(tiny, f"pplm:head={tmp_path},iterations=2,step_size=1").detox
+    history = torch.tensor([[3, 4, 5, 6], [7, 8, 9, 10]])
+    a, b = h0._steered_logits(model, history), h1._steered_logits(model, history)  # type: ignore[union-attr]
+    assert torch.isfinite(a).all() and not torch.allclose(a, b)  # the look-ahead changes the gradient
+    with pytest.raises(PolytoxError, match="horizon must be"):
+        gen(tiny, f"pplm:head={tmp_path},horizon=-1")
+
+
 def test_backends_without_a_logits_hook_refuse_detox() -> None:
     with pytest.raises(PolytoxError, match="transformers backend"):
         spec_from_flat({"model": "fake", "detox": "word-filter"})
