@@ -43,6 +43,11 @@ def test_eval_with_detox_records_method_fluency_and_diversity(tmp_path: Path, sh
     with one_torch_thread():
         again = evaluate(spec_from_flat({**flat, "detox": f"word-filter:list={words}"}), tmp_path / "wf")
     assert again.resumed and again.metrics["fluency"] == m["fluency"]
+    # `polytox metrics RUN` recomputes toxicity and keeps the detox block (from the run's files alone)
+    assert main(["metrics", str(tmp_path / "wf"), "--json"]) == 0
+    recomputed = json.loads(capsys.readouterr().out)
+    assert recomputed["fluency"] == m["fluency"] and recomputed["diversity"] == m["diversity"]
+    assert recomputed["detox"] == m["detox"] and recomputed["overall"]["emt"] == m["overall"]["emt"]
 
     assert main(["detox", "compare", str(tmp_path / "plain"), str(tmp_path / "wf"), "--json", "-"]) == 0
     rows = json.loads(capsys.readouterr().out)

@@ -44,7 +44,10 @@ def compute_for_path(path: Path, spec: MetricsSpec, scorer: str | None = None, s
         if slug(chosen) not in ids:
             raise PolytoxError(f"{path} has no scores of {chosen!r}; it has: {', '.join(ids)}")
         metrics = run_metrics(str(path), chosen, spec, seed=seed)
-        return {"model": manifest["spec"]["generation"]["model"], **metrics}
+        from ..detox.run_metrics import stored_detox_metrics  # detox method, distinct-n, stored fluency
+
+        return {"model": manifest["spec"]["generation"]["model"], **metrics,
+                **stored_detox_metrics(store, store.spec())}
     if not path.exists():
         raise PolytoxError(f"no such file or directory: {path}")
     from ..generations_jsonl import load_generations_jsonl

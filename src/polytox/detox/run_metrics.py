@@ -11,16 +11,26 @@ from .diversity import diversity
 
 
 def detox_metrics(store: RunStore, spec: Any, prompts: Sequence[Prompt], n_shards: int) -> dict[str, Any]:
-    """``{"detox": ..., "diversity": {...}, "fluency": {...}}`` of a finished run (fluency with --fluency-model)."""
-    per_prompt: dict[str, list[str | None]] = {p.id: [] for p in prompts}
-    for shard in range(n_shards):
-        if store.has_generations(shard):
-            for g in store.read_generations(shard):
-                per_prompt.setdefault(g.prompt_id, []).append(g.text)
-    out: dict[str, Any] = {"detox": spec.generation.detox or None, "diversity": diversity(per_prompt)}
+    """``{"detox": ..., "diversity": {...}, "fluency": {...}}`` of a finished run; with ``--fluency-model``,
+    the perplexity of every shard not scored yet is computed first."""
     if spec.fluency_model:
-        from .fluency import fluency_summary, score_fluency
+        from .fluency import score_fluency
 
         score_fluency(store, n_shards, spec.fluency_model, {p.id: p.text for p in prompts})
+    return stored_detox_metrics(store, spec, [p.id for p in prompts])
+
+
+def stored_detox_metrics(store: RunStore, spec: Any, prompt_ids: Sequence[str] = ()) -> dict[str, Any]:
+    """The same block from a run's files alone (no model loaded), for ``polytox metrics RUN``: distinct-n
+    of the stored generations and the summary of the stored perplexities."""
+    per_prompt: dict[str, list[str | None]] = {pid: [] for pid in prompt_ids}
+    for part in sorted((store.path / "generations").glob("part-*.parquet")):
+        shard = int(part.stem.split("-")[1])
+        for g in store.read_generations(shard):
+            per_prompt.setdefault(g.prompt_id, []).append(g.text)
+    out: dict[str, Any] = {"detox": spec.generation.detox or None, "diversity": diversity(per_prompt)}
+    if spec.fluency_model:
+        from .fluency import fluency_summary
+
         out["fluency"] = fluency_summary(store, spec.fluency_model)
     return out
