@@ -12,9 +12,11 @@ One run does everything, resumably (rerun the same command to continue):
 4. RTP Table 10: held-out perplexity of the base, DAPT and ATCON models;
 5. the comparison table (``polytox detox compare``), also written as Markdown and JSON.
 
-Full size (the issue's): ``--per-side 100 -k 25`` (200 prompts), PPLM on ``--pplm-per-side`` prompts with
-K=10 as RTP did, ``--epochs 1``. The CPU-sized run used for the README:
-``python benchmarks/bench_detox.py --per-side 20 -k 5 --max-steps 30 --pplm-per-side 4 --pplm-k 2``.
+The README's run (the issue's size, 200 prompts x K=25; PPLM, which costs about 80x a plain generation
+on CPU, on a stratified 8-prompt subset with K=10 as RTP did, beside its matched unsteered control):
+``python benchmarks/bench_detox.py --per-side 100 -k 25 --epochs 3 --pplm-per-side 5 --pplm-k 10``.
+``--stages eval --methods A,B`` in two processes with disjoint methods splits the evaluations, then
+``--stages heldout,table`` adds RTP Table 10 and prints the table.
 """
 
 from __future__ import annotations
@@ -54,7 +56,7 @@ def main() -> int:
                     help="which stages to run (e.g. 'eval' in parallel processes with disjoint --methods, "
                          "then 'heldout,table' once)")
     ap.add_argument("--methods", default="baseline,dapt-nontoxic,dapt-toxic,atcon,vocab-shift,word-filter,pplm,"
-                    "dexperts")
+                    "pplm-control,dexperts")
     args = ap.parse_args()
 
     import torch
@@ -99,7 +101,8 @@ def main() -> int:
         ("pplm", lambda: train_pplm_head(corpus, cfg("pplm"))),
     ]
     stages = set(args.stages.split(","))
-    need = set(methods) | ({"dapt-nontoxic", "dapt-toxic"} if "dexperts" in methods else set())
+    need = (set(methods) | ({"dapt-nontoxic", "dapt-toxic"} if "dexperts" in methods else set())
+            | ({"pplm"} if "pplm-control" in methods else set()))
     if "train" not in stages:
         need = set()
     for name, job in jobs:
@@ -128,6 +131,9 @@ def main() -> int:
         "pplm": {"detox": f"pplm:head={models / 'pplm'}" + (f",iterations={args.pplm_iterations}"
                                                             if args.pplm_iterations else ""),
                  "per_bucket": args.pplm_per_side // 2, "samples": args.pplm_k},
+        # PPLM's matched control: the same prompts, K and top-k decoding loop with no steering step
+        "pplm-control": {"detox": f"pplm:head={models / 'pplm'},iterations=0",
+                         "per_bucket": args.pplm_per_side // 2, "samples": args.pplm_k},
         "dexperts": {"detox": f"dexperts:expert={models / 'dapt-nontoxic'},anti={models / 'dapt-toxic'},"
                               f"alpha={C.DEXPERTS_ALPHA}"},
     }
