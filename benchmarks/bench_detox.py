@@ -52,7 +52,9 @@ def main() -> int:
     ap.add_argument("--fluency-model", default="gemma-3-270m")
     ap.add_argument("--scorer", default="default")
     ap.add_argument("--threads", type=int, default=1, help="torch threads (1 is fastest on a shared CPU)")
-    ap.add_argument("--stages", default="train,eval,heldout,table",
+    ap.add_argument("--timing-per-bucket", type=int, default=2,
+                    help="timing stage: prompts per toxicity bucket (PPLM rows: one per bucket)")
+    ap.add_argument("--stages", default="train,eval,heldout,table,timing",
                     help="which stages to run (e.g. 'eval' in parallel processes with disjoint --methods, "
                          "then 'heldout,table' once)")
     ap.add_argument("--methods", default="baseline,dapt-nontoxic,dapt-toxic,atcon,vocab-shift,word-filter,pplm,"
@@ -160,7 +162,37 @@ def main() -> int:
             table10[name] = {"all": heldout_perplexity(model, held, token)["ppl"],
                              "nontoxic": heldout_perplexity(model, held_non, token)["ppl"]}
 
-    # 5. the table (every method whose run is finished)
+    # 5. cost per generation on an idle machine: generation alone, one method after another in this process
+    # (the evaluations above may run in parallel processes, so their timings share the CPU)
+    timing_file = out / "timing.json"
+    timing: dict[str, dict[str, float]] = json.loads(timing_file.read_text()) if timing_file.exists() else {}
+    if "timing" in stages and (out / "runs" / "baseline" / "prompts.parquet").exists():
+        import pyarrow.parquet as pq
+
+        from polytox.generation.hf import TransformersGenerator
+        from polytox.types import GenerationRequest, Prompt, derive_seed
+
+        by_bucket: dict[Any, list[dict[str, Any]]] = {}
+        for r in pq.read_table(out / "runs" / "baseline" / "prompts.parquet").to_pylist():
+            by_bucket.setdefault(r["bucket"], []).append(r)
+        for name in methods:
+            spec = spec_from_flat({**base, **runs[name]})
+            per = 1 if name.startswith("pplm") else args.timing_per_bucket
+            chosen = [Prompt(id=r["prompt_id"], text=r["text"], lang=r["lang"])
+                      for rows in by_bucket.values() for r in rows[:per]]
+            k = spec.generation.samples
+            reqs = [GenerationRequest(p, i, derive_seed(spec.seed, p.id, i)) for p in chosen for i in range(k)]
+            generator = TransformersGenerator(spec.generation)
+            t = time.perf_counter()
+            gens = generator.generate(reqs)
+            dt = time.perf_counter() - t
+            del generator
+            timing[name] = {"generations": len(gens), "seconds": dt, "s_per_gen": dt / len(gens),
+                            "tokens_per_s": sum(g.n_tokens or 0 for g in gens) / dt}
+            log(f"timing {name}: {timing[name]['s_per_gen']:.3f} s/gen ({len(gens)} generations)")
+        timing_file.write_text(json.dumps(timing, indent=2))
+
+    # 6. the table (every method whose run is finished)
     if "table" not in stages:
         return 0
     done = [n for n in methods if (out / "runs" / n / "metrics.json").exists()]
@@ -170,6 +202,7 @@ def main() -> int:
     (out / "table.md").write_text(markdown(rows))
     (out / "table.json").write_text(json.dumps({"rows": to_json(rows), "heldout_ppl": table10,
                                                 "training": training, "timings_s": timings,
+                                                "cost_per_generation": timing,
                                                 "corpus": corpus.stats}, indent=2, default=str))
     print(markdown(rows))
     print("held-out perplexity (RTP Table 10):")
@@ -177,6 +210,10 @@ def main() -> int:
         print(f"  {name:15s} all {v['all']}  non-toxic {v['nontoxic']}")
     print("training:", json.dumps(training))
     print("timings (s):", json.dumps({k: round(v, 1) for k, v in timings.items()}))
+    base_cost = timing.get("baseline", {}).get("s_per_gen")
+    for name, cost in timing.items():
+        rel = f" ({cost['s_per_gen'] / base_cost:.1f}x baseline)" if base_cost else ""
+        print(f"  cost {name:15s} {cost['s_per_gen']:.3f} s/gen, {cost['tokens_per_s']:.0f} tok/s{rel}")
     return 0
 
 
