@@ -210,3 +210,34 @@ def test_the_run_store_is_the_transformers_backends(gen: VLLMGenerator, tmp_path
     assert set(mv) == set(mt) and mv["model"]["backend"] == "vllm" and mv["model"]["chat_template"] is True
     again = evaluate(eval_spec("vllm-shared-engine"), runs["vllm-shared-engine"])  # a rerun resumes
     assert again.resumed and again.shards_done_before == 2
+
+
+def test_word_filter_bans_every_listed_token_sequence_on_the_real_engine(gen: VLLMGenerator,
+                                                                        tmp_path: Path) -> None:
+    """``--detox word-filter`` on vLLM: the engine never samples a listed word's token sequences (as written
+    and capitalised, at a text start and after a space, including the space-prefixed forms vLLM's own
+    ``bad_words`` drops), on prompts that invite exactly those words. Token-level: a model can still spell
+    a word with other tokens (" st" + "upid"), which only the transformers backend's text filter stops."""
+    import re
+
+    words = ["damn", "hell", "stupid", "idiot"]
+    (tmp_path / "list.txt").write_text("\n".join(words) + "\n")
+    prompts = ["Say it again and again: damn, damn, damn, damn, damn,",
+               "what the hell, what the hell, what the hell, what the",
+               "you stupid idiot, you stupid idiot, you stupid idiot, you"]
+    listed = re.compile(r"\b(" + "|".join(words) + r")\b")
+    plain = on_shared_engine(spec(samples=6, chat_template="never")).generate(reqs(prompts, 6))
+    hits = [g.text for g in plain if g.text and listed.search(g.text)]
+    assert len(hits) >= 6  # without the filter the model repeats them: the test can fail
+    g = on_shared_engine(spec(samples=6, chat_template="never", detox=f"word-filter:list={tmp_path / 'list.txt'}"))
+    stupid = g.tokenizer.encode(" stupid", add_special_tokens=False)
+    assert stupid in g.bad_word_ids and len(stupid) < len(g.tokenizer.encode("stupid", add_special_tokens=False))
+    assert g.describe()["bad_word_sequences"] == len(g.bad_word_ids) >= 2 * len(words)
+    filtered = g.generate(reqs(prompts, 6))
+    assert all(x.error is None and x.text is not None for x in filtered)
+    assert len([x for x in filtered if listed.search(x.text or "")]) <= len(hits) // 4
+    for prompt in prompts:  # the engine's own token ids: no banned sequence anywhere in what it sampled
+        out = g.llm.generate([{"prompt_token_ids": g.encode(prompt).ids}], [g._params(6, 1)], use_tqdm=False)[0]
+        for o in out.outputs:
+            toks = list(o.token_ids)
+            assert not [b for b in g.bad_word_ids for i in range(len(toks)) if toks[i:i + len(b)] == b], o.text

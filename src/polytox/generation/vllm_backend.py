@@ -188,6 +188,11 @@ class VLLMGenerator(Generator):
         self.cpu = on_cpu()
         self.llm = llm_cls(**llm_kwargs(spec, self.options, model=self.model_path, cpu=self.cpu))
         self.tokenizer = self.llm.get_tokenizer()
+        self.bad_word_ids: list[list[int]] = []
+        if spec.detox:  # the word filter's token sequences, every spelling vLLM's own bad_words would drop too
+            from ..detox.vllm_map import bad_word_sequences
+
+            self.bad_word_ids = bad_word_sequences(spec.detox, self.tokenizer)
         self.max_model_len = self._max_model_len()
         self.chat = wants_chat_template(spec.chat_template, self.tokenizer)
 
@@ -209,7 +214,8 @@ class VLLMGenerator(Generator):
                 "vllm": vllm_version(), "device": "cpu" if self.cpu else "gpu",
                 "llm": {k: v for k, v in kwargs.items() if k != "model"},
                 "max_model_len": self.max_model_len, "chat_template": self.chat,
-                "seed_mode": self.options.get("seed_mode", "prompt")}
+                "seed_mode": self.options.get("seed_mode", "prompt"),
+                **({"bad_word_sequences": len(self.bad_word_ids)} if self.bad_word_ids else {})}
 
     def encode(self, text: str) -> PromptIds:
         return encode_prompt(self.tokenizer, text, chat=self.chat, max_prompt_tokens=self.max_prompt_tokens)
@@ -227,11 +233,22 @@ class VLLMGenerator(Generator):
         order = {(r.prompt.id, r.sample_index): i for i, r in enumerate(requests)}
         return sorted(out, key=lambda g: order[(g.prompt_id, g.sample_index)])
 
+    def _params(self, n: int, seed: int) -> Any:
+        """``SamplingParams`` of one request. With the word filter, the banned token sequences go to vLLM's
+        bad-words sampler directly (``_bad_words_token_ids``, what ``bad_words`` is tokenized into; vLLM
+        leaves it alone when ``bad_words`` is empty), since ``bad_words`` drops many space-prefixed forms."""
+        kwargs = sampling_kwargs(self.spec, n, seed)
+        if not self.bad_word_ids:
+            return self._sampling_params_cls(**kwargs)
+        kwargs.pop("bad_words", None)
+        params = self._sampling_params_cls(**kwargs)
+        params._bad_words_token_ids = self.bad_word_ids
+        return params
+
     def _run(self, planned: Sequence[PlannedRequest]) -> list[Generation]:
         if not planned:
             return []
-        params = [self._sampling_params_cls(**sampling_kwargs(self.spec, len(p.requests), p.seed))
-                  for p in planned]
+        params = [self._params(len(p.requests), p.seed) for p in planned]
         inputs = [{"prompt_token_ids": p.prompt.ids} for p in planned]
         results = self.llm.generate(inputs, params, use_tqdm=False)
         out: list[Generation] = []
