@@ -198,8 +198,13 @@ def main() -> int:
     done = [n for n in methods if (out / "runs" / n / "metrics.json").exists()]
     if not table10 and (out / "table.json").exists():  # measured by an earlier 'heldout' stage
         table10 = json.loads((out / "table.json").read_text()).get("heldout_ppl", {})
-    rows = compare([out / "runs" / n for n in done], done)
+    rows = compare([out / "runs" / n for n in done], done)  # ΔEMT paired against the first (baseline)
     (out / "table.md").write_text(markdown(rows))
+    pair = [n for n in ("pplm-control", "pplm") if n in done]
+    if len(pair) == 2:  # PPLM's own K and prompts: its change is paired against its unsteered control
+        pplm_rows = compare([out / "runs" / n for n in pair], pair)
+        (out / "table-pplm.md").write_text(markdown(pplm_rows))
+        print(markdown(pplm_rows))
     (out / "table.json").write_text(json.dumps({"rows": to_json(rows), "heldout_ppl": table10,
                                                 "training": training, "timings_s": timings,
                                                 "cost_per_generation": timing,

@@ -2,7 +2,9 @@
 
 One row per run: EXPECTED MAXIMUM TOXICITY (± std) and EMPIRICAL PROBABILITY on toxic and non-toxic
 prompts, the overall EMT/EP, mean perplexity of the continuations under the fluency model, distinct-1/2/3
-and the generation time per continuation, all read from each run's ``metrics.json`` and manifest.
+and the generation time per continuation, all read from each run's ``metrics.json`` and manifest; and
+each run's EMT change against the first run, paired by prompt with a 95% bootstrap interval
+(``paired.py``).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from typing import Any
 from ..errors import PolytoxError
 
 COLUMNS = ("method", "model", "EMT toxic", "EMT non-toxic", "EP toxic", "EP non-toxic", "EMT", "EP",
-           "PPL", "PPL median", "dist-1", "dist-2", "dist-3", "s/gen", "gens")
+           "ΔEMT vs first [95% CI]", "PPL", "PPL median", "dist-1", "dist-2", "dist-3", "s/gen", "gens")
 
 
 @dataclass
@@ -43,6 +45,7 @@ class DetoxRow:
     seconds_per_generation: float | None
     n_generations: int
     n_failed_generations: int
+    emt_delta: dict[str, Any] | None = None  # paired against the first run (paired.paired_emt_delta)
 
 
 def _block(metrics: dict[str, Any], group: str) -> dict[str, Any]:
@@ -79,7 +82,12 @@ def read_row(run: str | Path, label: str | None = None) -> DetoxRow:
 def compare(runs: Sequence[str | Path], labels: Sequence[str] | None = None) -> list[DetoxRow]:
     if labels and len(labels) != len(runs):
         raise PolytoxError(f"{len(labels)} labels for {len(runs)} runs")
-    return [read_row(r, labels[i] if labels else None) for i, r in enumerate(runs)]
+    rows = [read_row(r, labels[i] if labels else None) for i, r in enumerate(runs)]
+    from .paired import paired_emt_delta
+
+    for row in rows[1:]:
+        row.emt_delta = paired_emt_delta(runs[0], row.run)
+    return rows
 
 
 def _f(v: float | None, digits: int = 3) -> str:
@@ -90,9 +98,14 @@ def _pm(v: float | None, s: float | None) -> str:
     return "-" if v is None else f"{v:.3f}" + ("" if s is None else f" ± {s:.2f}")
 
 
+def _delta(d: dict[str, Any] | None) -> str:
+    return "-" if d is None else f"{d['delta']:+.3f} [{d['ci_low']:+.3f}, {d['ci_high']:+.3f}]"
+
+
 def cells(row: DetoxRow) -> list[str]:
     return [row.method, row.model, _pm(row.emt_toxic, row.emt_toxic_std), _pm(row.emt_nontoxic, row.emt_nontoxic_std),
-            _f(row.ep_toxic), _f(row.ep_nontoxic), _f(row.emt), _f(row.ep), _f(row.ppl, 1), _f(row.ppl_median, 1),
+            _f(row.ep_toxic), _f(row.ep_nontoxic), _f(row.emt), _f(row.ep), _delta(row.emt_delta), _f(row.ppl, 1),
+            _f(row.ppl_median, 1),
             _f(row.dist_1), _f(row.dist_2), _f(row.dist_3), _f(row.seconds_per_generation, 3), str(row.n_generations)]
 
 
@@ -113,7 +126,7 @@ def detox_table(runs: Sequence[str | Path]) -> Any:
             with_metrics.append(run)
     if not with_metrics:
         return None
-    rows = [read_row(r) for r in with_metrics]
+    rows = compare(with_metrics)
     for row in rows:
         if row.method != "none":
             from .methods import short_label
@@ -123,7 +136,8 @@ def detox_table(runs: Sequence[str | Path]) -> Any:
                        [cells(r) for r in rows],
                        caption="EMT (± std) and EP by prompt toxicity over each prompt's continuations; PPL = "
                                "mean perplexity of the continuations under the run's fluency model; dist-n = "
-                               "distinct n-grams per word (DExperts)")
+                               "distinct n-grams per word (DExperts); ΔEMT = change against the first run, "
+                               "paired by prompt, 95% bootstrap interval (same K only)")
 
 
 def to_json(rows: Sequence[DetoxRow]) -> list[dict[str, Any]]:

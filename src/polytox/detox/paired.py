@@ -1,0 +1,63 @@
+"""How much a method moves EMT against a reference run, paired by prompt, with a bootstrap interval.
+
+Two runs over the same prompts share most of their prompt-to-prompt variance (a toxic prompt draws toxic
+continuations whatever the method), so the difference of per-prompt maximum toxicities is a far tighter
+estimate than the difference of two EMTs with their own spreads. The interval resamples prompts (seeded
+percentile bootstrap). Runs with another K are not paired: EMT grows with the number of samples.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+N_BOOTSTRAP = 2000
+
+
+def _manifest(run: Path) -> dict[str, Any]:
+    path = run / "manifest.json"
+    return json.loads(path.read_text()) if path.is_file() else {}
+
+
+def prompt_max_toxicity(run: str | Path) -> dict[str, float]:
+    """Per prompt, the maximum toxicity over its scored continuations (the run's own scorer)."""
+    import pyarrow.parquet as pq
+
+    from ..store import RunStore
+
+    store = RunStore(run)
+    scorer = _manifest(Path(run)).get("scorer", {}).get("id")
+    if not scorer or not store.scores_dir(scorer).is_dir():
+        return {}
+    out: dict[str, float] = {}
+    for part in sorted(store.scores_dir(scorer).glob("part-*.parquet")):
+        table = pq.read_table(part, columns=["prompt_id", "toxicity"]).to_pydict()  # as metrics.py reads it
+        for pid, value in zip(table["prompt_id"], table["toxicity"], strict=True):
+            if value is not None:
+                out[pid] = max(out.get(pid, value), value)
+    return out
+
+
+def samples_of(run: str | Path) -> int | None:
+    value = _manifest(Path(run)).get("spec", {}).get("generation", {}).get("samples")
+    return int(value) if value is not None else None
+
+
+def paired_emt_delta(reference: str | Path, run: str | Path, n_bootstrap: int = N_BOOTSTRAP,
+                     seed: int = 0) -> dict[str, Any] | None:
+    """``{"delta", "ci_low", "ci_high", "n_prompts"}``: mean of (run - reference) per-prompt max toxicity over
+    the prompts both scored, with a 95% bootstrap interval; None when K differs or no prompt is shared."""
+    import numpy as np
+
+    if samples_of(reference) != samples_of(run):
+        return None
+    a, b = prompt_max_toxicity(reference), prompt_max_toxicity(run)
+    shared = sorted(set(a) & set(b))
+    if not shared:
+        return None
+    diff = np.array([b[p] - a[p] for p in shared])
+    rng = np.random.default_rng(seed)
+    means = diff[rng.integers(0, len(diff), size=(n_bootstrap, len(diff)))].mean(axis=1)
+    low, high = np.percentile(means, [2.5, 97.5])
+    return {"delta": float(diff.mean()), "ci_low": float(low), "ci_high": float(high), "n_prompts": len(shared)}

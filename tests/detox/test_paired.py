@@ -1,0 +1,45 @@
+"""ΔEMT against a reference run, paired by prompt, with a seeded bootstrap interval."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from polytox.detox.paired import paired_emt_delta, prompt_max_toxicity
+from polytox.store import RunStore
+from polytox.types import Generation, Score
+
+
+def _run(path: Path, tox: dict[str, list[float | None]], k: int) -> Path:
+    store = RunStore(path)
+    path.mkdir(parents=True)
+    (path / "manifest.json").write_text(json.dumps({"scorer": {"id": "s@1"},
+                                                    "spec": {"generation": {"samples": k}}}))
+    gens = [Generation(prompt_id=p, sample_index=i, text="x", finish_reason="length")
+            for p, vs in tox.items() for i in range(len(vs))]
+    scores = [Score(values={"toxicity": v}) if v is not None else Score(error="E")
+              for vs in tox.values() for v in vs]
+    store.write_scores("s@1", 0, gens, scores, ["toxicity"])
+    return path
+
+
+def test_paired_delta_is_the_mean_per_prompt_change_with_a_bootstrap_interval(tmp_path: Path) -> None:
+    rng = np.random.default_rng(1)
+    base_max = rng.uniform(0.1, 0.9, 60)  # large prompt-to-prompt spread, small method effect
+    base = {f"p{i}": [float(m), float(m) / 2, None] for i, m in enumerate(base_max)}
+    lower = {f"p{i}": [float(m) - 0.05, 0.0, 0.0] for i, m in enumerate(base_max)}
+    a, b = _run(tmp_path / "a", base, 3), _run(tmp_path / "b", lower, 3)
+    assert prompt_max_toxicity(a)["p0"] == pytest.approx(base_max[0])  # failed scores are skipped
+    d = paired_emt_delta(a, b)
+    assert d is not None and d["n_prompts"] == 60
+    assert d["delta"] == pytest.approx(-0.05) and d["ci_low"] == pytest.approx(-0.05)  # no paired spread
+    # a noisy effect: the interval holds the mean, and excludes 0 only when it should
+    noisy = {f"p{i}": [float(m) + float(e)] for i, (m, e) in enumerate(zip(base_max, rng.normal(0, 0.05, 60),
+                                                                              strict=True))}
+    n = paired_emt_delta(_run(tmp_path / "c", {k: [v[0]] for k, v in base.items()}, 1), _run(tmp_path / "d", noisy, 1))
+    assert n is not None and n["ci_low"] < n["delta"] < n["ci_high"] and n["ci_low"] < 0 < n["ci_high"]
+    assert paired_emt_delta(a, _run(tmp_path / "e", lower, 25)) is None  # another K: EMT is not comparable
+    assert paired_emt_delta(a, tmp_path / "missing") is None
