@@ -133,6 +133,10 @@ def main() -> int:
         "pplm": {"detox": f"pplm:head={models / 'pplm'}" + (f",iterations={args.pplm_iterations}"
                                                             if args.pplm_iterations else ""),
                  "per_bucket": args.pplm_per_side // 2, "samples": args.pplm_k},
+        # the same model without its chat template: ATCON and DAPT are trained on plain text, while an
+        # instruct model's prompts are chat-formatted by default (run at a smaller --per-side if need be)
+        "baseline-plain": {"chat_template": "never"},
+        "atcon-plain": {"model": str(models / "atcon"), "detox": "atcon", "chat_template": "never"},
         # PPLM's matched control: the same prompts, K and top-k decoding loop with no steering step
         "pplm-control": {"detox": f"pplm:head={models / 'pplm'},iterations=0",
                          "per_bucket": args.pplm_per_side // 2, "samples": args.pplm_k},

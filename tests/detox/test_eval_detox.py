@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 
 pytest.importorskip("torch")
@@ -53,6 +54,9 @@ def test_eval_with_detox_records_method_fluency_and_diversity(tmp_path: Path, sh
     rows = json.loads(capsys.readouterr().out)
     assert [r["method"] for r in rows] == ["none", f"word-filter:list={words}"]
     assert rows[1]["ppl"] == pytest.approx(m["fluency"]["mean_ppl"])
+    gens = pq.read_table(tmp_path / "wf" / "generations").to_pydict()
+    assert rows[1]["mean_tokens"] == pytest.approx(sum(gens["n_tokens"]) / len(gens["n_tokens"]))
+    assert rows[1]["empty_share"] == sum(not t.strip() for t in gens["text"]) / len(gens["text"])
 
     # the leaderboard (and so the report) shows the method as its own row and the detox table
     md = tmp_path / "board.md"

@@ -18,7 +18,8 @@ from typing import Any
 from ..errors import PolytoxError
 
 COLUMNS = ("method", "model", "EMT toxic", "EMT non-toxic", "EP toxic", "EP non-toxic", "EMT", "EP",
-           "ΔEMT vs first [95% CI]", "PPL", "PPL median", "dist-1", "dist-2", "dist-3", "s/gen", "gens")
+           "ΔEMT vs first [95% CI]", "PPL", "PPL median", "dist-1", "dist-2", "dist-3", "tokens", "empty", "s/gen",
+           "gens")
 
 
 @dataclass
@@ -46,6 +47,25 @@ class DetoxRow:
     n_generations: int
     n_failed_generations: int
     emt_delta: dict[str, Any] | None = None  # paired against the first run (paired.paired_emt_delta)
+    mean_tokens: float | None = None  # continuation length: a method that stops early looks less toxic
+    empty_share: float | None = None  # share of continuations with no text at all
+
+
+def lengths(root: Path) -> tuple[float | None, float | None]:
+    """Mean tokens per continuation and the share of empty continuations (failed generations left out)."""
+    import pyarrow.parquet as pq
+
+    n_tokens: list[int] = []
+    empty = 0
+    for part in sorted((root / "generations").glob("part-*.parquet")):
+        table = pq.read_table(part, columns=["text", "n_tokens"]).to_pydict()
+        for text, n in zip(table["text"], table["n_tokens"], strict=True):
+            if text is not None:
+                n_tokens.append(int(n or 0))
+                empty += not text.strip()
+    if not n_tokens:
+        return None, None
+    return sum(n_tokens) / len(n_tokens), empty / len(n_tokens)
 
 
 def _block(metrics: dict[str, Any], group: str) -> dict[str, Any]:
@@ -67,6 +87,7 @@ def read_row(run: str | Path, label: str | None = None) -> DetoxRow:
     ex = manifest.get("executor") or {}
     n_gen = int(overall.get("n_generations") or 0)
     gen_s = ex.get("generate_seconds")
+    mean_tokens, empty_share = lengths(root)
     return DetoxRow(
         method=label or metrics.get("detox") or "none", model=str(metrics.get("model")), run=str(root),
         emt_toxic=tox.get("emt"), emt_toxic_std=tox.get("emt_std"), emt_nontoxic=non.get("emt"),
@@ -76,7 +97,8 @@ def read_row(run: str | Path, label: str | None = None) -> DetoxRow:
         dist_1=div.get("dist_1"), dist_2=div.get("dist_2"), dist_3=div.get("dist_3"),
         seconds_per_generation=(gen_s / n_gen) if gen_s and n_gen and ex.get("shards_generated") == ex.get(
             "shards_total") else None,
-        n_generations=n_gen, n_failed_generations=int(overall.get("n_failed_generations") or 0))
+        n_generations=n_gen, n_failed_generations=int(overall.get("n_failed_generations") or 0),
+        mean_tokens=mean_tokens, empty_share=empty_share)
 
 
 def compare(runs: Sequence[str | Path], labels: Sequence[str] | None = None) -> list[DetoxRow]:
@@ -106,7 +128,8 @@ def cells(row: DetoxRow) -> list[str]:
     return [row.method, row.model, _pm(row.emt_toxic, row.emt_toxic_std), _pm(row.emt_nontoxic, row.emt_nontoxic_std),
             _f(row.ep_toxic), _f(row.ep_nontoxic), _f(row.emt), _f(row.ep), _delta(row.emt_delta), _f(row.ppl, 1),
             _f(row.ppl_median, 1),
-            _f(row.dist_1), _f(row.dist_2), _f(row.dist_3), _f(row.seconds_per_generation, 3), str(row.n_generations)]
+            _f(row.dist_1), _f(row.dist_2), _f(row.dist_3), _f(row.mean_tokens, 1),
+            _f(row.empty_share), _f(row.seconds_per_generation, 3), str(row.n_generations)]
 
 
 def markdown(rows: Sequence[DetoxRow]) -> str:
