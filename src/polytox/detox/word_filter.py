@@ -15,7 +15,7 @@ the row's history and sets to -inf every token that would *complete* a listed te
 - multi-token: the term may start in earlier tokens (the history) and end in this one;
 - case-insensitive (case-folded), phrases with spaces ("blue waffle") included.
 
-The same list maps to vLLM's ``bad_words`` when that backend runs (``generation/vllm_backend.py``).
+On the vLLM backend the same list becomes banned token sequences (``detox/vllm_map.py``).
 """
 
 from __future__ import annotations
