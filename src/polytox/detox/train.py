@@ -215,17 +215,24 @@ class HeadModel:
         return Module()
 
 
+def _fit_on_frozen_lm(corpus: Corpus, cfg: TrainConfig, build: Any) -> tuple[Any, Any, dict[str, Any]]:
+    """Train a small module ``build(lm)`` around the frozen base LM on the labelled corpus (VOCAB-SHIFT's
+    projection, PPLM's head): ``(module, tokenizer, training stats)``."""
+    lm, tok, _ = _load(cfg.base_model)
+    lm.eval().requires_grad_(False)
+    module = build(lm)
+    rows = _encode(tok, corpus.train, cfg.max_length)
+    stats = _fit(module, rows, _collate(tok.pad_token_id), cfg, cfg.lr or C.VOCAB_SHIFT_LR)
+    return module, tok, stats
+
+
 def train_vocab_shift(corpus: Corpus, cfg: TrainConfig) -> Path:
     """Learn ``W_t`` on the balanced corpus with the LM frozen; writes ``vocab_shift.safetensors``."""
     from safetensors.torch import save_file
 
     from .vocab_shift import WEIGHTS
 
-    lm, tok, _ = _load(cfg.base_model)
-    lm.eval().requires_grad_(False)
-    module = VocabShiftModel.build(lm)
-    rows = _encode(tok, corpus.train, cfg.max_length)
-    stats = _fit(module, rows, _collate(tok.pad_token_id), cfg, cfg.lr or C.VOCAB_SHIFT_LR)
+    module, _, stats = _fit_on_frozen_lm(corpus, cfg, VocabShiftModel.build)
     save_file({"W": module.W.detach().cpu().contiguous()}, str(Path(cfg.out) / WEIGHTS))
     _write_meta(cfg, "vocab-shift", corpus, {"training": stats, "vocab": int(module.W.shape[0])})
     return Path(cfg.out)
@@ -238,11 +245,7 @@ def train_pplm_head(corpus: Corpus, cfg: TrainConfig) -> Path:
 
     from .pplm import HEAD_WEIGHTS
 
-    lm, tok, _ = _load(cfg.base_model)
-    lm.eval().requires_grad_(False)
-    module = HeadModel.build(lm)
-    rows = _encode(tok, corpus.train, cfg.max_length)
-    stats = _fit(module, rows, _collate(tok.pad_token_id), cfg, cfg.lr or C.VOCAB_SHIFT_LR)
+    module, tok, stats = _fit_on_frozen_lm(corpus, cfg, HeadModel.build)
     held = _encode(tok, corpus.heldout, cfg.max_length)
     correct = 0
     collate = _collate(tok.pad_token_id)
