@@ -88,11 +88,12 @@ def llm_kwargs(spec: GenerationSpec, options: dict[str, Any], *, model: str | No
     return kwargs
 
 
-def sampling_kwargs(spec: GenerationSpec, n: int, seed: int) -> dict[str, Any]:
-    """Keyword arguments of ``vllm.SamplingParams`` for one request of ``n`` samples."""
+def sampling_kwargs(spec: GenerationSpec, n: int, seed: int, bad_words: bool = True) -> dict[str, Any]:
+    """Keyword arguments of ``vllm.SamplingParams`` for one request of ``n`` samples (``bad_words=False``:
+    the caller bans the word filter's token sequences itself)."""
     kwargs: dict[str, Any] = {"n": n, "seed": api_seed(seed), "temperature": spec.temperature, "top_p": spec.top_p,
                               "top_k": spec.top_k if spec.top_k > 0 else -1, "max_tokens": spec.max_new_tokens}
-    if spec.detox:  # polytox.detox: only the word filter has a vLLM equivalent (``bad_words``)
+    if spec.detox and bad_words:  # polytox.detox: only the word filter has a vLLM equivalent (``bad_words``)
         from ..detox.vllm_map import vllm_sampling_extras
 
         kwargs.update(vllm_sampling_extras(spec.detox))
@@ -237,11 +238,9 @@ class VLLMGenerator(Generator):
         """``SamplingParams`` of one request. With the word filter, the banned token sequences go to vLLM's
         bad-words sampler directly (``_bad_words_token_ids``, what ``bad_words`` is tokenized into; vLLM
         leaves it alone when ``bad_words`` is empty), since ``bad_words`` drops many space-prefixed forms."""
-        kwargs = sampling_kwargs(self.spec, n, seed)
         if not self.bad_word_ids:
-            return self._sampling_params_cls(**kwargs)
-        kwargs.pop("bad_words", None)
-        params = self._sampling_params_cls(**kwargs)
+            return self._sampling_params_cls(**sampling_kwargs(self.spec, n, seed))
+        params = self._sampling_params_cls(**sampling_kwargs(self.spec, n, seed, bad_words=False))
         params._bad_words_token_ids = self.bad_word_ids
         return params
 
