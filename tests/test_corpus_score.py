@@ -141,3 +141,26 @@ def test_streamed_hugging_face_dataset_gives_the_local_scores(tmp_path: Path, sh
     assert [(r["doc_id"], r["domain"], r["toxicity"]) for r in a] == [(r["doc_id"], r["domain"], r["toxicity"])
                                                                       for r in b]
     assert b[0]["location"].startswith("hf://json/")
+
+
+def test_corpus_score_reads_web_text_through_the_web_map(tmp_path: Path, shared_data: Path) -> None:
+    """Corpus documents are web text: the CLI asks polytox-ml for its web-text map unless told otherwise."""
+    from polytox.cli.main import main
+    from polytox.scoring.ml.scorer import PolytoxMlScorer
+
+    corpus = write_corpus(tmp_path / "c.jsonl", shared_data, 60)
+    base = ["corpus", "score", str(corpus), "--scorer", "polytox-ml", "--scorer-opt", "mode=ngram",
+            "--scorer-opt", "cache=off", "--no-detect-lang"]
+    assert main([*base, "--out", str(tmp_path / "web")]) == 0
+    assert main([*base, "--scorer-opt", "text=continuation", "--out", str(tmp_path / "cont")]) == 0
+    manifest = json.loads((tmp_path / "web" / "manifest.json").read_text())
+    assert manifest["job"]["scorer_options"]["text"] == "web" and manifest["scorer"]["text"] == "web"
+    web_rows, cont_rows = rows_by_location(tmp_path / "web"), rows_by_location(tmp_path / "cont")
+    texts = [json.loads(line)["text"] for line in corpus.read_text().splitlines()]
+    expected = {"web": PolytoxMlScorer(mode="ngram", text="web"), "cont": PolytoxMlScorer(mode="ngram")}
+    for name, rows in (("web", web_rows), ("cont", cont_rows)):
+        got = [r["toxicity"] for r in sorted(rows.values(), key=lambda r: int(str(r["doc_id"])[1:]))]
+        want = [s.get("toxicity") for s in expected[name].score(texts, ["en"] * len(texts))]
+        np.testing.assert_allclose(got, want, rtol=1e-6)
+    # the continuation map puts the same English texts lower (2022 Perspective on model text)
+    assert np.mean([r["toxicity"] for r in cont_rows.values()]) < np.mean([r["toxicity"] for r in web_rows.values()])

@@ -152,7 +152,7 @@ def test_small_retrain_is_deterministic_and_never_reads_heldout_labels(
                if h else e for e, h in zip(examples, heldout, strict=True)]
     assert train(config, flipped, feats=feats).head.save(tmp_path / "c.npz") == digest  # type: ignore[arg-type]
     loaded = MlHead.load(tmp_path / "a.npz")
-    assert loaded.meta["version"] == "2" and set(loaded.scale) == {"ngram"}
+    assert loaded.meta["version"] == "3" and set(loaded.scale) == {"ngram"}
     assert set(PTP_LANGUAGES) <= set(loaded.languages)
 
 
@@ -219,16 +219,32 @@ def test_scale_maps_are_monotone_and_bounded() -> None:
     gen = np.arange(600) < 60
     w = perspective_weights(gen, 0.5)
     assert w[gen].sum() == pytest.approx(0.5) and w[~gen].sum() == pytest.approx(0.5)
-    maps = fit_scale_maps(raw, persp, gen, 0.5, raw, (raw > 0.7).astype(float), ["de"] * 400 + ["ja"] * 200)
+    persp[gen] = persp[gen] / 2  # the generations' reference runs at half the web texts' at the same raw score
+    maps = fit_scale_maps(raw, persp, gen, 0.0, 1.0, raw, (raw > 0.7).astype(float), ["de"] * 400 + ["ja"] * 200)
     assert set(maps.per_lang) == {"de"}  # ja has fewer than 300 share rows: the fallback map serves it
     grid = np.linspace(-0.5, 1.5, 201)
     inside = (grid > 0) & (grid < 1)
     for lang in ("en", "de", "ja", "sw"):
-        out = maps.apply(grid, [lang] * len(grid))
-        assert np.all(np.diff(out) >= 0) and out.min() >= 0 and out.max() <= 1
-        assert np.all(np.diff(out[inside]) > 0)  # strictly increasing on [0, 1]: no ties, the ranking is kept
+        for text in ("continuation", "web"):
+            out = maps.apply(grid, [lang] * len(grid), text)
+            assert np.all(np.diff(out) >= 0) and out.min() >= 0 and out.max() <= 1
+            assert np.all(np.diff(out[inside]) > 0)  # strictly increasing on [0, 1]: no ties, the ranking is kept
+    # each English map follows its own texts' reference; other languages ignore ``text``
+    web_mean = maps.apply(raw[~gen], ["en"] * int((~gen).sum()), "web").mean()
+    cont_mean = maps.apply(raw[gen], ["en"] * int(gen.sum()), "continuation").mean()
+    assert web_mean == pytest.approx(persp[~gen].mean(), abs=0.01)
+    assert cont_mean == pytest.approx(persp[gen].mean(), abs=0.01)
+    assert maps.apply(raw[gen], ["en"] * int(gen.sum()), "web").mean() > cont_mean + 0.1
+    np.testing.assert_array_equal(maps.apply(grid, ["de"] * 201, "web"), maps.apply(grid, ["de"] * 201))
+    with pytest.raises(ValueError, match="text must be one of"):
+        maps.apply(grid, ["en"] * 201, "tweet")
     again = ScaleMaps.from_json(json.loads(json.dumps(maps.to_json())))
+    for text in ("continuation", "web"):
+        np.testing.assert_array_equal(again.apply(grid, ["en"] * 201, text), maps.apply(grid, ["en"] * 201, text))
     np.testing.assert_array_equal(again.apply(grid, ["de"] * 201), maps.apply(grid, ["de"] * 201))
+    # a head fitted before the split has one English map: both kinds read it
+    old = ScaleMaps.from_json({k: v for k, v in maps.to_json().items() if k != "english_continuation"})
+    np.testing.assert_array_equal(old.apply(grid, ["en"] * 201, "continuation"), old.apply(grid, ["en"] * 201, "web"))
 
 
 @pytest.fixture(scope="module")
@@ -284,9 +300,10 @@ def test_train_with_backbone_and_full_mode_scorer(shared_data: Path, pool: list[
     result.head.save(path)
     scorer = PolytoxMlScorer(head=str(path), dtype="float32")  # the float32 embedder below is the reference
     assert scorer.mode == "full" and set(PTP_LANGUAGES) <= scorer.languages
-    assert scorer.version.startswith("2-full-")  # a new head version: scores cached for older heads are not reused
-    texts = [e.text for e in examples[:20]]
-    langs = [e.lang for e in examples[:20]]
+    assert scorer.version.startswith("3-full-")  # a new head version: scores cached for older heads are not reused
+    sample = examples[:15] + [e for e in examples if e.lang != "en"][:5]
+    texts = [e.text for e in sample]
+    langs = [e.lang for e in sample]
     scores = scorer.score(texts, langs)
     assert all(s.ok for s in scores)
     # The scorer computes exactly what the head says: both parts, the combiner, then the language's scale map.
@@ -299,6 +316,32 @@ def test_train_with_backbone_and_full_mode_scorer(shared_data: Path, pool: list[
     assert ngram_only.id != scorer.id  # the mode is part of the cache identity
     bf16 = PolytoxMlScorer(head=str(path), dtype="bfloat16")
     assert bf16.id == f"{scorer.id}-bfloat16"  # bf16 scores differ slightly: never served from fp32's cache
+    # text=web: English texts go through the web-text map (its own id), other languages are unchanged
+    web = PolytoxMlScorer(head=str(path), dtype="float32", text="web")
+    assert web.id == f"{scorer.id}-web" and scorer.text == "continuation"
+    web_scores = [s.get("toxicity") for s in web.score(texts, langs)]
+    expected_web = head.probability(head.ngram_output(tfidf(hashed_counts(texts, head.ngram), head.idf), langs),
+                                    head.emb_output(emb, langs), "full", langs, "web")
+    np.testing.assert_allclose(web_scores, expected_web, rtol=1e-5)
+    english = np.array(langs) == "en"
+    assert english.any() and (~english).any()
+    np.testing.assert_allclose(np.array(web_scores)[~english], expected[~english], rtol=1e-5)
+    # a head whose continuation map halves the web map: the scorer's default follows it on English texts only
+    halved = MlHead.load(path)
+    for mode_maps in halved.scale.values():
+        english_map = mode_maps["english"]
+        mode_maps["english_continuation"] = {**english_map, "y": [v / 2 for v in english_map["y"]]}
+    halved.save(tmp_path / "halved.npz")
+    halved_path = str(tmp_path / "halved.npz")
+    cont = np.array([s.get("toxicity") for s in
+                     PolytoxMlScorer(head=halved_path, dtype="float32").score(texts, langs)])
+    web_halved = np.array([s.get("toxicity") for s in
+                           PolytoxMlScorer(head=halved_path, dtype="float32", text="web").score(texts, langs)])
+    np.testing.assert_allclose(web_halved, web_scores, rtol=1e-5)
+    assert np.all(cont[english] < web_halved[english] - 0.01)
+    np.testing.assert_allclose(cont[~english], web_halved[~english], rtol=1e-5)
+    with pytest.raises(PolytoxError, match="text must be one of"):
+        PolytoxMlScorer(head=str(path), mode="ngram", text="tweet")
     assert EmbeddingCache(tmp_path / "emb.sqlite").count() == 2 * len({e.text for e in examples})
 
 
@@ -330,15 +373,21 @@ def test_committed_head_is_small_calibrated_and_covers_17_languages() -> None:
     path = default_head_path()
     assert path.exists() and path.stat().st_size < 2_000_000
     head = MlHead.load(path)
-    assert set(PTP_LANGUAGES) <= set(head.languages) and head.meta["version"] == "2"
+    assert set(PTP_LANGUAGES) <= set(head.languages) and head.meta["version"] == "3"
     assert head.backbone == "gemma-3-270m" and head.has_embeddings
     assert {k.split(":")[0] for k in head.combine} == set(head.scale) == {"full", "ngram"}
     grid = np.linspace(0, 1, 101)
     for mode in head.scale:
         maps = ScaleMaps.from_json(head.scale[mode])
+        assert maps.english_continuation is not None
         for lang in PTP_LANGUAGES:
-            out = maps.apply(grid, [lang] * len(grid))
-            assert np.all(np.diff(out) >= 0) and out.min() >= 0 and out.max() <= 1, (mode, lang)
+            for text in ("continuation", "web"):
+                out = maps.apply(grid, [lang] * len(grid), text)
+                assert np.all(np.diff(out) >= 0) and out.min() >= 0 and out.max() <= 1, (mode, lang, text)
+        # the same raw score means less on model continuations (2022 Perspective) than on web text (2020)
+        mid = (grid > 0.2) & (grid < 0.8)
+        cont, web = maps.apply(grid, ["en"] * len(grid)), maps.apply(grid, ["en"] * len(grid), "web")
+        assert np.mean(cont[mid]) < np.mean(web[mid]) - 0.02, mode
 
 
 def test_scorers_card_prints_the_committed_measurements(capsys: pytest.CaptureFixture[str]) -> None:
@@ -450,3 +499,12 @@ def test_train_scorer_cli_writes_head_and_card(shared_data: Path, tmp_path: Path
     assert main(["scorers", "--card", str(card)]) == 0
     text = capsys.readouterr().out
     assert "polytox-ml (ngram)" in text and f"{data['card']['polytox-ml (ngram)']['auc_prompts']:.3f}" in text
+
+
+def test_web_text_commands_ask_for_the_web_map() -> None:
+    from polytox.scoring.ml.scorer import text_kind_options
+
+    assert text_kind_options("default", {"mode": "ngram"}) == {"mode": "ngram", "text": "web"}
+    assert text_kind_options("polytox-ml", {}) == {"text": "web"}
+    assert text_kind_options("polytox-ml", {"text": "continuation"}) == {"text": "continuation"}  # the user's word wins
+    assert text_kind_options("svm", {"a": "1"}) == {"a": "1"}  # other scorers have no such option

@@ -152,3 +152,12 @@ PPLM_HORIZON: Final = 1
 # DExperts §4.1: diversity is the mean over prompts of distinct-n (unique / total n-grams of the prompt's
 # continuations, whitespace tokens), n = 1, 2, 3.
 DISTINCT_N: Final = (1, 2, 3)
+
+# RTP §2.1: Perspective's scores are calibrated (isotonic regression) probabilities that a rater calls the
+# text toxic; polytox-ml maps its English score onto that scale with two isotonic maps, one for web text and
+# one for model continuations (scoring/ml/calib.py). Share of each map's fit weight carried by model
+# continuations, chosen out-of-fold on the training split (docs/trainscorer.md, "Two English maps"): with
+# the continuation map the training continuations' EMT / EP / AT land +0.008 / 0.000 / +0.007 from
+# Perspective's, against +0.058 / +0.039 / +0.037 with the single 50/50 map used before.
+CONTINUATION_GEN_SHARE: Final = 0.95
+WEB_GEN_SHARE: Final = 0.0

@@ -80,6 +80,7 @@ def _langs(values: list[str] | None) -> tuple[str, ...]:
 def spec_from_args(args: argparse.Namespace) -> Any:
     from .. import constants as C
     from ..build import BuildSpec, CorpusSource, FieldMap, TranslateSpec
+    from ..scoring.ml.scorer import text_kind_options
     from ..spec import _options, parse_options
 
     translate = None
@@ -96,7 +97,8 @@ def spec_from_args(args: argparse.Namespace) -> Any:
                         timestamp=args.timestamp_field,
                         default_lang=_langs([args.default_lang])[0] if args.default_lang else None),
         mode=args.mode, langs=_langs(args.lang), lang_policy=args.lang_policy, scorer=args.scorer,
-        scorer_options=_options(parse_options(args.scorer_opt or [])), per_bin=args.per_bin,
+        scorer_options=_options(text_kind_options(args.scorer, parse_options(args.scorer_opt or []))),
+        per_bin=args.per_bin,
         small_per_lang=args.small_per_lang, seed=args.seed, shard_size=args.shard_size,
         score_batch_size=args.score_batch_size, max_bytes=args.max_bytes, span_min_chars=args.span_min_chars,
         span_max_chars=args.span_max_chars, prompt_max_tokens=args.prompt_max_tokens, translate=translate,

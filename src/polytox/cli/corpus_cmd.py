@@ -136,10 +136,13 @@ def run_score(args: argparse.Namespace) -> int:
     from ..build.readers import CorpusSource
     from ..corpus.score import ScoreJob
     from ..corpus.score import run_score as score
+    from ..scoring.ml.scorer import text_kind_options
 
     source = CorpusSource(paths=tuple(args.inputs), hf_dataset=args.hf_dataset, hf_config=args.hf_config,
                           hf_split=args.hf_split, hf_data_files=tuple(args.hf_data_files), limit=args.limit)
-    job = ScoreJob(source=source, fields=_fields(args), scorer=args.scorer, scorer_options=_options(args.scorer_opt),
+    # corpus documents are web text: default / polytox-ml score them with the web-text map (scorer.py)
+    options = text_kind_options(args.scorer, _options(args.scorer_opt))
+    job = ScoreJob(source=source, fields=_fields(args), scorer=args.scorer, scorer_options=options,
                    keep=tuple(args.keep), shard_size=args.shard_size, detect_lang=not args.no_detect_lang)
     summary = score(job, args.out, executor=_executor(args), retry_transient=args.retry_transient)
     data = {"out": summary.out, "resumed": summary.resumed, "shards": summary.shards_total,

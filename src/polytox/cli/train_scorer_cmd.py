@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ..atomic import atomic_write
+from ..constants import CONTINUATION_GEN_SHARE, WEB_GEN_SHARE
 from ..langs import PTP_LANGUAGES, normalize_lang
 from .common import console, out_console, progress_bar
 
@@ -52,8 +53,10 @@ def register(sub: Any) -> None:
                    help="RTP-LX regression weight of the non-English texts' own ridges (0: share the English ones)")
     p.add_argument("--weight-rtplx", type=float,
                    help="regression weight of RTP-LX rows (default: TASK_WEIGHTS in train.py)")
-    p.add_argument("--gen-share", type=float, default=0.5,
-                   help="share of the English calibration weight carried by model generations")
+    p.add_argument("--web-gen-share", type=float, default=WEB_GEN_SHARE,
+                   help="share of the English web-text map's calibration weight carried by model generations")
+    p.add_argument("--continuation-gen-share", type=float, default=CONTINUATION_GEN_SHARE,
+                   help="share of the English continuation map's calibration weight carried by model generations")
     p.add_argument("--ngram-features", type=int, default=2**17, help="hash buckets of the n-gram part")
     p.add_argument("--folds", type=int, default=5)
     p.add_argument("--subset", type=float, help="keep this share of text groups (fixed by hash)")
@@ -90,7 +93,8 @@ def run(args: argparse.Namespace) -> int:
         task_offsets=args.task_offsets, task_weights=not args.no_task_weights,
         human_data=not args.no_human_data, split_combiner=args.split_combiner,
         weight_rtplx=args.weight_rtplx, other_rtplx_weight=args.other_rtplx_weight or None,
-        gen_share=args.gen_share, folds=args.folds, subset=args.subset,
+        web_gen_share=args.web_gen_share, continuation_gen_share=args.continuation_gen_share,
+        folds=args.folds, subset=args.subset,
         batch_size=args.batch_size, embedding_cache=args.embedding_cache)
     started = time.perf_counter()
     examples = select(training_pool(args.shared, langs), config)

@@ -27,7 +27,7 @@ DEFAULT_ROUTES: Mapping[str, str] = dict.fromkeys(PTP_LANGUAGES, "polytox-ml")
 
 class DefaultScorer(Scorer):
     """Options: ``routes`` (``lang=scorer,...`` overrides, e.g. ``en=svm``); other options go to polytox-ml
-    (``mode``, ``head``, ``device``, ``lm_batch_size``, ``embedding_cache``)."""
+    (``mode``, ``head``, ``device``, ``lm_batch_size``, ``embedding_cache``, ``dtype``, ``text``)."""
 
     name = "default"
     batch_size = 4096

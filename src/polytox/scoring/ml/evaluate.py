@@ -1,7 +1,8 @@
 """The measurement file of a trained head: every scorer of the card measured on the same held-out texts.
 
 ``measurements`` scores every example with the finished head exactly as ``polytox-ml`` does at run time
-(the stored float16 weights, the combiner, the scale maps), takes out-of-fold values for RTP-LX rows of the
+(the stored float16 weights, the combiner, the scale maps; model generations with ``text=continuation``,
+every other text with ``text=web``), takes out-of-fold values for RTP-LX rows of the
 training split, adds the untrained baselines, and returns the JSON that ``polytox scorers`` prints.
 """
 
@@ -12,26 +13,35 @@ from typing import Any
 
 import numpy as np
 
+from .calib import TEXT_KINDS
 from .data import Example
 from .head import MlHead
 from .measure import TARGETS, card_summary, measure_scorer, reliability, slice_masks
 from .ngrams import tfidf
-from .train import Features, TrainConfig, TrainResult, oof_calibrated
+from .train import Features, TrainConfig, TrainResult, oof_calibrated, text_kind
 
 MEASUREMENT_FORMAT = "polytox-scorer-card/1"
 
 
-def head_scores(head: MlHead, feats: Features, langs: Sequence[str], mode: str) -> np.ndarray:
-    """The head's calibrated values for every row (as the scorer computes them)."""
+def head_scores(head: MlHead, feats: Features, examples: Sequence[Example], mode: str) -> np.ndarray:
+    """The head's calibrated values for every row, as the scorer computes them with the ``text`` option that
+    matches the row: model generations through the continuation map, everything else through the web map."""
+    langs = [e.lang for e in examples]
     s_ngram = head.ngram_output(tfidf(feats.counts, head.idf), langs)
     s_emb = head.emb_output(feats.emb, langs) if mode == "full" and feats.emb is not None else None
-    return head.probability(s_ngram, s_emb, mode, langs)
+    kinds = np.array([text_kind(e) for e in examples])
+    out = np.full(len(examples), np.nan)
+    for text in TEXT_KINDS:
+        rows = np.flatnonzero(kinds == text)
+        if len(rows):
+            out[rows] = head.probability(s_ngram[rows], None if s_emb is None else s_emb[rows], mode,
+                                         [langs[i] for i in rows], text)
+    return out
 
 
 def measurements(config: TrainConfig, result: TrainResult, feats: Features,
                  baselines: Mapping[str, np.ndarray] | None = None, notes: Sequence[str] = ()) -> dict[str, Any]:
     examples: list[Example] = result.examples
-    langs = [e.lang for e in examples]
     lx_train = np.array([e.source == "rtp-lx" for e in examples]) & ~result.heldout
     folds = result.folds
     scorers: dict[str, Any] = {}
@@ -40,7 +50,7 @@ def measurements(config: TrainConfig, result: TrainResult, feats: Features,
     target = np.array([e.target for e in examples])
     masks = slice_masks(examples)
     for mode in modes:
-        pred = head_scores(result.head, feats, langs, mode)
+        pred = head_scores(result.head, feats, examples, mode)
         oof = oof_calibrated(config, examples, result.oof[mode], folds)
         lx_pred = np.where(lx_train, oof, pred)
         name = "polytox-ml" if mode == "full" else "polytox-ml (ngram)"

@@ -29,7 +29,7 @@ import numpy as np
 
 from ...atomic import atomic_write
 from ...errors import PolytoxError
-from .calib import ScaleMaps
+from .calib import CONTINUATION, ScaleMaps
 from .ngrams import NgramConfig
 
 HEAD_FORMAT = 2
@@ -105,13 +105,14 @@ class MlHead:
         return out
 
     def probability(self, ngram_out: np.ndarray, emb_out: np.ndarray | None, mode: str,
-                    langs: Sequence[str] | None = None) -> np.ndarray:
-        """Calibrated toxicity from the part outputs: the combiner of ``mode``, then its scale maps."""
+                    langs: Sequence[str] | None = None, text: str = CONTINUATION) -> np.ndarray:
+        """Calibrated toxicity from the part outputs: the combiner of ``mode``, then its scale maps
+        (``text``: ``continuation`` or ``web``, which English map; calib.py)."""
         raw = self.raw_probability(ngram_out, emb_out, mode, langs)
         if mode not in self.scale:
             return raw
         maps = ScaleMaps.from_json(self.scale[mode])
-        return maps.apply(raw, list(langs) if langs is not None else ["en"] * len(raw))
+        return maps.apply(raw, list(langs) if langs is not None else ["en"] * len(raw), text)
 
     def raw_probability(self, ngram_out: np.ndarray, emb_out: np.ndarray | None, mode: str,
                         langs: Sequence[str] | None = None) -> np.ndarray:

@@ -10,13 +10,14 @@ batch.
 from __future__ import annotations
 
 import importlib.util
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ...errors import MissingDependencyError, PolytoxError, require
 from ...models import EMBEDDED
 from ...types import Score
 from ..base import Scorer
+from .calib import CONTINUATION, TEXT_KINDS, WEB
 from .embed_cache import EmbeddingCache
 from .embedder import HiddenStateEmbedder, resolve_dtype
 from .head import MODES, MlHead, default_head_path
@@ -36,13 +37,15 @@ class PolytoxMlScorer(Scorer):
     when the head has an embedding part), ``device`` (cpu), ``lm_batch_size`` (texts per LM forward),
     ``embedding_cache`` (off by default; ``on`` or a path caches text embeddings for repeated texts),
     ``dtype`` (auto | float32 | bfloat16: the backbone's compute dtype; auto = bfloat16 where the hardware
-    has it natively, see docs/scorer-speed.md)."""
+    has it natively, see docs/scorer-speed.md), ``text`` (continuation | web: which English map puts the
+    score on Perspective's scale; ``continuation``, what ``polytox eval`` scores, by default; ``polytox
+    build`` and ``corpus score`` pass ``web``, see ``text_kind_options``)."""
 
     name = "polytox-ml"
     batch_size = 512
 
     def __init__(self, head: str = "", mode: str = "auto", device: str = "cpu", lm_batch_size: str | int = 32,
-                 embedding_cache: str = "off", dtype: str = "auto") -> None:
+                 embedding_cache: str = "off", dtype: str = "auto", text: str = CONTINUATION) -> None:
         require("sklearn", "ml", "scikit-learn")
         self.head_path = str(head or default_head_path())
         self.head = MlHead.load(self.head_path)
@@ -53,8 +56,13 @@ class PolytoxMlScorer(Scorer):
         if mode == "full" and not self.head.has_embeddings:
             raise PolytoxError(f"{self.head_path} has no embedding part; use --scorer-opt mode=ngram")
         self.mode = mode
+        if text not in TEXT_KINDS:
+            raise PolytoxError(f"polytox-ml text must be one of {', '.join(TEXT_KINDS)}, got {text!r}")
+        self.text = text
         self.languages = frozenset(self.head.languages)
         self.version = f"{self.head.meta.get('version', '1')}-{mode}-{self.head.digest}"
+        if text != CONTINUATION:  # English web text goes through its own map: other values, their own id
+            self.version += f"-{text}"
         self._embedder: HiddenStateEmbedder | None = None
         if mode == "full":
             assert self.head.backbone is not None
@@ -73,7 +81,7 @@ class PolytoxMlScorer(Scorer):
                 self.version += f"-{resolve_dtype(dtype, device)}"
 
     def describe(self) -> dict[str, Any]:
-        return {**super().describe(), "mode": self.mode, "head": self.head_path,
+        return {**super().describe(), "mode": self.mode, "text": self.text, "head": self.head_path,
                 "backbone": self.head.backbone if self.mode == "full" else None,
                 "layers": list(self.head.layers) if self.mode == "full" else []}
 
@@ -83,7 +91,7 @@ class PolytoxMlScorer(Scorer):
         s_emb = None
         if self._embedder is not None:
             s_emb = self.head.emb_output(self._embedder.embed(texts), langs)
-        probs = self.head.probability(s_ngram, s_emb, self.mode, langs)
+        probs = self.head.probability(s_ngram, s_emb, self.mode, langs, self.text)
         return [Score(values={"toxicity": float(p)}) for p in probs]
 
     def close(self) -> None:
@@ -91,3 +99,13 @@ class PolytoxMlScorer(Scorer):
             self._embedder.close()
             if self._embedder.cache is not None:
                 self._embedder.cache.close()
+
+
+def text_kind_options(scorer: str, options: Mapping[str, Any]) -> dict[str, Any]:
+    """``options`` with ``text=web`` added for the scorers that take it (``default``, ``polytox-ml``) unless
+    the caller chose: commands that score web documents (``build``, ``corpus score``) call this, so their
+    bins sit on the web-text map while ``eval`` keeps the continuation map."""
+    out = dict(options)
+    if scorer in ("default", "polytox-ml") and "text" not in out:
+        out["text"] = WEB
+    return out

@@ -12,8 +12,8 @@ Method (docs/trainscorer.md):
    scale around;
 4. features: hashed character n-grams (tf-idf) and mean-pooled hidden states of backbone layers;
 5. two ridge regressions (one per feature set), a logistic combiner, then isotonic maps onto Perspective's
-   scale (English; web text and model continuations weighted by ``gen_share``) or the human rater share
-   (other languages): ``calib.py``;
+   scale (English: one map for web text and one for model continuations, ``web_gen_share`` /
+   ``continuation_gen_share``) or the human rater share (other languages): ``calib.py``;
 6. K-fold cross-validation grouped by joined group on the training split gives out-of-fold outputs for
    the combiner and the maps (each fitted on other folds' outputs only); the final regressions are
    refitted on the whole training split.
@@ -30,9 +30,10 @@ from typing import Any
 
 import numpy as np
 
+from ...constants import CONTINUATION_GEN_SHARE, WEB_GEN_SHARE
 from ...errors import PolytoxError, require
 from ...langs import PTP_LANGUAGES
-from .calib import ScaleMaps, fit_scale_maps
+from .calib import CONTINUATION, WEB, ScaleMaps, fit_scale_maps
 from .data import Example
 from .embed_cache import EmbeddingCache
 from .embedder import HiddenStateEmbedder
@@ -45,7 +46,7 @@ log = logging.getLogger("polytox")
 # RTP-LX (de Wynter et al. 2024), as DATA.md records it: prompts with Index >= 1000 are culturally
 # specific additions per language, not translations of a shared source prompt.
 CULTURAL_INDEX_START = 1000
-HEAD_VERSION = "2"  # part of the scorer version: bumped so scores cached for older heads are not reused
+HEAD_VERSION = "3"  # part of the scorer version: bumped so scores cached for older heads are not reused
 
 Progress = Callable[[str, int, int], None]
 
@@ -74,7 +75,11 @@ class TrainConfig:
     weight_generations: float | None = None  # overrides TASK_WEIGHTS["persp-2022"]
     human_data: bool = True  # the pack's human-labelled rows (else Perspective + RTP-LX only)
     index_mean_weight: float = 0.5  # RTP-LX: blend each rating with the mean over the prompt's translations
-    gen_share: float = 0.5  # share of the English calibration weight carried by model generations
+    # Share of each English map's calibration weight carried by model generations (calib.py; chosen
+    # out-of-fold on the training split, docs/trainscorer.md "Two English maps"): the web map is fitted on
+    # web text, the continuation map almost only on model continuations (web text steadies its top bins)
+    web_gen_share: float = WEB_GEN_SHARE
+    continuation_gen_share: float = CONTINUATION_GEN_SHARE
     # non-English texts get their own ridges, fitted with RTP-LX rows at this weight (None: shared ridges),
     # and their own combiner (RTP-LX rows); measured: +0.012 mean AUC vs humans, English unchanged
     other_rtplx_weight: float | None = 3.0
@@ -117,6 +122,11 @@ def task_weight(task: str, config: TrainConfig | None = None) -> float:
 
 def is_generation(ex: Example) -> bool:
     return ex.kind == "generation"
+
+
+def text_kind(ex: Example) -> str:
+    """Which English map scores a row when measured: model generations the continuation map, the rest web."""
+    return CONTINUATION if is_generation(ex) else WEB
 
 
 def calibration_rows(examples: Sequence[Example]) -> tuple[np.ndarray, np.ndarray]:
@@ -291,7 +301,7 @@ def fit_maps(config: TrainConfig, examples: Sequence[Example], rows: np.ndarray,
     s_rows = rows[share_mask[rows]]
     return fit_scale_maps(
         combined[p_rows], np.array([examples[i].target for i in p_rows]),
-        np.array([is_generation(examples[i]) for i in p_rows]), config.gen_share,
+        np.array([is_generation(examples[i]) for i in p_rows]), config.web_gen_share, config.continuation_gen_share,
         combined[s_rows], np.array([examples[i].share for i in s_rows], dtype=float),
         [examples[i].lang for i in s_rows])
 
@@ -409,13 +419,17 @@ def apply_combiners(combiners: dict[str, Combiner], mode: str, s_ngram: np.ndarr
 
 def oof_calibrated(config: TrainConfig, examples: Sequence[Example], combined: np.ndarray,
                    folds: Sequence[np.ndarray]) -> np.ndarray:
-    """Calibrated out-of-fold scores: each fold mapped by maps fitted on the other folds."""
+    """Calibrated out-of-fold scores: each fold mapped by maps fitted on the other folds (English model
+    generations by the continuation map, every other row by the web map)."""
     out = np.full(len(examples), np.nan)
     langs = [e.lang for e in examples]
     all_rows = np.concatenate(list(folds))
     for test_rows in folds:
         maps = fit_maps(config, examples, np.setdiff1d(all_rows, test_rows), combined)
-        out[test_rows] = maps.apply(combined[test_rows], [langs[i] for i in test_rows])
+        for text in (CONTINUATION, WEB):
+            rows = np.array([i for i in test_rows if text_kind(examples[i]) == text], dtype=np.int64)
+            if len(rows):
+                out[rows] = maps.apply(combined[rows], [langs[i] for i in rows], text)
     return out
 
 
