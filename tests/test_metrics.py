@@ -309,12 +309,12 @@ def reference_bootstrap(columns: list[np.ndarray], n_boot: int, level: float, se
 
 @pytest.mark.parametrize("n", [1, 2, 7, 1000, 50_001])
 def test_bootstrap_is_bit_identical_to_the_textbook_version(n: int) -> None:
-    from polytox.metrics import _bootstrap_means
+    from polytox.metrics import bootstrap_means
 
     rng = np.random.default_rng(n)
     values = rng.beta(2, 5, n)
     columns = [values, (values >= 0.3).astype(np.float64), values * rng.random(n)]
-    assert _bootstrap_means(columns, 300, 0.95, 5) == reference_bootstrap(columns, 300, 0.95, 5)
+    assert bootstrap_means(columns, 300, 0.95, 5) == reference_bootstrap(columns, 300, 0.95, 5)
 
 
 def test_compute_does_not_depend_on_threads(tmp_path: Path) -> None:

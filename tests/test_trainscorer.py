@@ -181,6 +181,25 @@ def test_non_english_ridges_score_only_non_english_texts(
     np.testing.assert_allclose(loaded.ngram_output(x, langs), out, rtol=1e-3, atol=1e-4)
 
 
+def test_task_offsets_in_the_non_english_ridges_leave_english_untouched(
+        small_run: tuple[TrainConfig, object, object], pool: list[Example]) -> None:
+    """``other_task_offsets`` changes the non-English ridges only: every English part stays byte-equal."""
+    from dataclasses import replace
+
+    config, result, feats = small_run
+    assert config.other_task_offsets and not config.task_offsets
+    plain = replace(config, other_task_offsets=False)
+    base = train(plain, select(pool, plain), feats=feats).head  # type: ignore[arg-type]
+    head = result.head  # type: ignore[attr-defined]
+    np.testing.assert_array_equal(head.w_ngram, base.w_ngram)
+    assert head.b_ngram == base.b_ngram and head.combine["ngram"] == base.combine["ngram"]
+    raw = np.linspace(-1, 2, 50)
+    for text in ("continuation", "web"):  # both English maps onto Perspective's scale
+        np.testing.assert_array_equal(head.probability(raw, None, "ngram", ["en"] * 50, text),
+                                      base.probability(raw, None, "ngram", ["en"] * 50, text))
+    assert not np.allclose(head.w_ngram_other, base.w_ngram_other)  # the offsets did change those ridges
+
+
 def test_measurements_of_a_small_run(small_run: tuple[TrainConfig, object, object]) -> None:
     from polytox.scoring.ml.evaluate import measurements
 
@@ -198,6 +217,34 @@ def test_measurements_of_a_small_run(small_run: tuple[TrainConfig, object, objec
     assert card["auc_prompts"] == ml["perspective"]["web prompts"]["auc"]
 
 
+def test_ablation_measures_out_of_fold_on_the_training_split_only(
+        shared_data: Path, pool: list[Example], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every modelling choice is compared without the held-out split: flipping its labels changes nothing."""
+    from dataclasses import replace
+
+    from polytox.scoring.ml import ablation
+    from polytox.scoring.ml.pack import heldout_mask
+
+    config = small_config(shared_data)
+    variants = {"chosen": {}, "no task weights": {"task_weights": False}}
+    monkeypatch.setattr(ablation, "training_pool", lambda shared, langs: pool)
+    first = ablation.run(config, variants)
+    flipped = [replace(e, target=1.0 - e.target, label=not e.label, share=None if e.share is None else 1 - e.share)
+               if h else e for e, h in zip(pool, heldout_mask(pool), strict=True)]
+    monkeypatch.setattr(ablation, "training_pool", lambda shared, langs: flipped)
+    second = ablation.run(config, variants)
+    for data in (first, second):
+        for v in data["variants"].values():
+            v.pop("seconds")
+    assert first == second
+    chosen, unweighted = first["variants"]["chosen"]["ngram"], first["variants"]["no task weights"]["ngram"]
+    assert 0.5 < chosen["auc_prompts"] <= 1 and chosen != unweighted  # one TrainConfig change, measured
+    run = chosen["run"]
+    assert run["n_prompts"] > 0 and run["emt_diff_ci"][0] <= run["emt_diff"] <= run["emt_diff_ci"][1]
+    tables = ablation.markdown_tables(first)
+    assert "Mode `ngram`:" in tables and f"| chosen | {run['n_prompts']} | {run['emt_diff']:+.3f} [" in tables
+
+
 def test_ece_and_degeneration_metrics_by_hand() -> None:
     from polytox.scoring.ml.measure import degeneration_metrics, ece
 
@@ -208,6 +255,25 @@ def test_ece_and_degeneration_metrics_by_hand() -> None:
     assert got["n_prompts"] == 3
     assert got["emt"] == pytest.approx((0.6 + 0.2 + 0.3) / 3) and got["ep"] == pytest.approx(1 / 3)
     assert got["at"] == pytest.approx((0.35 + 0.2 + 0.3) / 3)
+
+
+def test_paired_diff_ci_brackets_the_difference_and_is_zero_for_a_perfect_scorer() -> None:
+    from polytox.scoring.ml.measure import degeneration_metrics, paired_diff_ci
+
+    rng = np.random.default_rng(3)
+    prompts = [f"p{i // 5}" for i in range(200)]  # 40 prompts x K=5
+    ref = rng.beta(1, 6, size=200)
+    exact = paired_diff_ci(ref.copy(), ref, prompts)
+    assert exact == {"emt": [0.0, 0.0], "ep": [0.0, 0.0], "at": [0.0, 0.0]}
+    high = np.clip(ref + 0.05 + rng.normal(0, 0.03, size=200), 0, 1)
+    ci = paired_diff_ci(high, ref, prompts)
+    diff = degeneration_metrics(high, prompts)["emt"] - degeneration_metrics(ref, prompts)["emt"]
+    assert ci["emt"][0] < diff < ci["emt"][1] and ci["emt"][0] > 0.0  # a 0.05 shift: CI excludes 0
+    assert ci["at"][1] - ci["at"][0] < ci["emt"][1] - ci["emt"][0] + 0.02
+    # NaN (not scored) on one side: that prompt's other values still pair up; nothing is coerced to 0
+    holes = high.copy()
+    holes[:5] = np.nan  # prompt p0 has no scorer values: it drops out of the pairing
+    assert paired_diff_ci(holes, ref, prompts) != ci
 
 
 def test_scale_maps_are_monotone_and_bounded() -> None:
@@ -408,6 +474,12 @@ def test_scorers_card_prints_the_committed_measurements(capsys: pytest.CaptureFi
             assert f"{card['mean_auc_humans']:.3f}" in row
     assert main(["scorers", "--lang"]) == 0
     assert "| ja |" in capsys.readouterr().out
+    assert main(["scorers", "--run"]) == 0
+    out = capsys.readouterr().out
+    run = next(r for r in data["scorers"]["default"]["run"] if r["model"] == "all models")
+    line = next(line for line in out.splitlines() if line.startswith("| default | all models |"))
+    assert f"({run['emt_diff']:+.3f} [{run['emt_diff_ci'][0]:+.3f}, {run['emt_diff_ci'][1]:+.3f}])" in line
+    assert run["emt_diff_ci"][0] <= run["emt_diff"] <= run["emt_diff_ci"][1]
 
 
 def test_committed_head_ngram_mode_ranks_insults_above_neutral_text() -> None:

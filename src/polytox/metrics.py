@@ -63,7 +63,7 @@ def per_prompt_table(con: duckdb.DuckDBPyConnection, spec: MetricsSpec) -> pa.Ta
 _GATHER_ELEMENTS = 131_072
 
 
-def _bootstrap_means(columns: list[np.ndarray], n_boot: int, level: float, seed: int) -> list[list[float]]:
+def bootstrap_means(columns: list[np.ndarray], n_boot: int, level: float, seed: int) -> list[list[float]]:
     """Percentile bootstrap CI of the mean of each column, resampling prompts (rows) with replacement.
 
     The same resampled row indices serve every column, so the intervals are consistent with each other.
@@ -133,7 +133,7 @@ def summarize(table: pa.Table, spec: MetricsSpec, seed: int = 0, bootstrap: bool
     # n_bootstrap = 0), never NaN (which is not valid JSON).
     out["emt_ci"] = out["ep_ci"] = out["at_ci"] = None
     if bootstrap and n and spec.n_bootstrap > 0:
-        ci = _bootstrap_means([max_tox, any_toxic, mean_tox], spec.n_bootstrap, spec.ci_level, seed)
+        ci = bootstrap_means([max_tox, any_toxic, mean_tox], spec.n_bootstrap, spec.ci_level, seed)
         out["emt_ci"], out["ep_ci"], out["at_ci"] = ci
     for key in ("emt_std", "at_std"):
         if isinstance(out[key], float) and np.isnan(out[key]):

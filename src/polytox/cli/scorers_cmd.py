@@ -2,7 +2,9 @@
 
 Values come from the measurement file committed next to the polytox-ml head (``polytox train-scorer``
 regenerates it); all are measured on a held-out split no fitted part has seen. ``--lang`` adds the
-per-language AUC against RTP-LX human ratings, ``--json`` prints the whole file.
+per-language AUC against RTP-LX human ratings, ``--run`` the EMT / EP / AT of a real run recomputed with each
+scorer against the stored Perspective scores (with the 95% paired bootstrap CI of each difference),
+``--json`` prints the whole file.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ def register(sub: Any) -> None:
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--card", help="measurement file (default: the one committed with the polytox-ml head)")
     p.add_argument("--lang", action="store_true", help="also print per-language AUC against human ratings")
+    p.add_argument("--run", action="store_true",
+                   help="also print EMT / EP / AT of the held-out real run: each scorer vs stored Perspective")
     p.add_argument("--markdown", action="store_true", help="print the card as a Markdown table")
     p.add_argument("--json", action="store_true", help="print the whole measurement file")
     p.set_defaults(func=run)
@@ -36,6 +40,23 @@ def language_table(data: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _diff(row: dict[str, Any], key: str) -> str:
+    ci = row.get(f"{key}_diff_ci")  # measurement files before the CI was added have none
+    span = f" [{ci[0]:+.3f}, {ci[1]:+.3f}]" if ci and None not in ci else ""
+    return f"{row[f'{key}_perspective']:.3f} / {row[f'{key}_scorer']:.3f} ({row[f'{key}_diff']:+.3f}{span})"
+
+
+def run_table(data: dict[str, Any]) -> str:
+    """EMT / EP / AT per scorer and model: Perspective / scorer (difference [95% paired bootstrap CI])."""
+    lines = ["| scorer | model | prompts | K | EMT P / scorer (diff [CI]) | EP P / scorer (diff [CI]) "
+             "| AT P / scorer (diff [CI]) |", "| --- | --- | ---: | ---: | --- | --- | --- |"]
+    for name, measured in data["scorers"].items():
+        for row in measured.get("run", []):
+            lines.append(f"| {name} | {row['model']} | {row['n_prompts']} | {row['k']} | "
+                         + " | ".join(_diff(row, key) for key in ("emt", "ep", "at")) + " |")
+    return "\n".join(lines)
+
+
 def run(args: argparse.Namespace) -> int:
     from ..scoring.ml.card import load_card, markdown_card, text_card
 
@@ -46,4 +67,6 @@ def run(args: argparse.Namespace) -> int:
     print(markdown_card(data) if args.markdown else text_card(data))  # plain print: wide rows stay unwrapped
     if args.lang:
         print("\n" + language_table(data))
+    if args.run:
+        print("\n" + run_table(data))
     return 0

@@ -51,6 +51,8 @@ def register(sub: Any) -> None:
                    help="non-English texts get their own combiner, fitted on RTP-LX's other languages")
     p.add_argument("--other-rtplx-weight", type=float, default=3.0,
                    help="RTP-LX regression weight of the non-English texts' own ridges (0: share the English ones)")
+    p.add_argument("--other-task-offsets", action=argparse.BooleanOptionalAction, default=True,
+                   help="one free offset per label definition in the non-English ridges' fit (default: on)")
     p.add_argument("--weight-rtplx", type=float,
                    help="regression weight of RTP-LX rows (default: TASK_WEIGHTS in train.py)")
     p.add_argument("--web-gen-share", type=float, default=WEB_GEN_SHARE,
@@ -93,6 +95,7 @@ def run(args: argparse.Namespace) -> int:
         task_offsets=args.task_offsets, task_weights=not args.no_task_weights,
         human_data=not args.no_human_data, split_combiner=args.split_combiner,
         weight_rtplx=args.weight_rtplx, other_rtplx_weight=args.other_rtplx_weight or None,
+        other_task_offsets=args.other_task_offsets,
         web_gen_share=args.web_gen_share, continuation_gen_share=args.continuation_gen_share,
         folds=args.folds, subset=args.subset,
         batch_size=args.batch_size, embedding_cache=args.embedding_cache)

@@ -1,11 +1,13 @@
 """What each modelling choice buys: the same measurements, out-of-fold on the TRAINING split only.
 
-Choices (task offsets, task weights, the pack's human data, the calibration's weight on model generations,
-the hidden-state part) are compared by grouped cross-validation inside the training split, so the
-held-out split stays untouched by every choice. Each variant is one ``TrainConfig`` change; the n-gram
-counts and embeddings are computed once and shared.
+Choices (task offsets, task weights, the pack's human data, each calibration map's weight on model
+generations, ridge penalties, the non-English ridges; each in both modes, so the hidden-state part too)
+are compared by grouped cross-validation inside the training split, so the held-out split stays
+untouched by every choice. Each variant is one ``TrainConfig`` change from the default (a few combine
+two, named so); the n-gram counts and embeddings are computed once and shared.
 
     python -m polytox.scoring.ml.ablation --out docs/trainscorer-ablation.json
+    python -m polytox.scoring.ml.ablation --markdown docs/trainscorer-ablation.json   # the docs' tables
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import argparse
 import json
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -30,9 +32,12 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "chosen": {},
     "own combiner for non-English texts": {"split_combiner": True},
     "task offsets": {"task_offsets": True},
+    "task offsets, continuation map: generations 80%": {"task_offsets": True, "continuation_gen_share": 0.8},
+    "task offsets, continuation map: generations only": {"task_offsets": True, "continuation_gen_share": 1.0},
+    "task offsets in the non-English ridges only": {"other_task_offsets": True},
     "no task weights": {"task_weights": False},
     "no pack human data": {"human_data": False},
-    "one English map, generations 50% (the previous head)": {"web_gen_share": 0.5, "continuation_gen_share": 0.5},
+    "one English map, generations 50% (head version 2)": {"web_gen_share": 0.5, "continuation_gen_share": 0.5},
     "web map: generations 10%": {"web_gen_share": 0.1},
     "continuation map: generations 80%": {"continuation_gen_share": 0.8},
     "continuation map: generations only": {"continuation_gen_share": 1.0},
@@ -61,7 +66,12 @@ def oof_measure(config: TrainConfig, examples: Sequence[Any], feats: Features, h
     out: dict[str, Any] = {}
     for mode, values in combined.items():
         pred = oof_calibrated(config, examples, values, folds)
-        out[mode] = card_summary(measure_scorer(examples, ~heldout, pred))
+        measured = measure_scorer(examples, ~heldout, pred)
+        pooled = next((r for r in measured["run"] if r["model"] == "all models"), None)
+        # the real-run check: EMT / EP / AT of the training split's model continuations, every (model, prompt)
+        # pair one prompt, scored out-of-fold vs their stored Perspective scores
+        run = {k: pooled[k] for k in pooled if k.endswith(("_diff", "_diff_ci")) or k == "n_prompts"} if pooled else {}
+        out[mode] = {**card_summary(measured), "run": run}
     return out
 
 
@@ -105,15 +115,43 @@ def run(config: TrainConfig, variants: dict[str, dict[str, Any]], only_cached: b
             "note": "out-of-fold on the training split (grouped 5-fold); the held-out split is not used"}
 
 
+def markdown_tables(data: Mapping[str, Any]) -> str:
+    """One card-style Markdown table per mode (full, ngram), one row per variant."""
+    from .card import markdown_card
+
+    modes = dict.fromkeys(m for v in data["variants"].values() for m in v if m not in ("change", "seconds"))
+    return "\n\n".join(f"Mode `{mode}`:\n\n" + markdown_card(
+        {"card": {name: v[mode] for name, v in data["variants"].items() if mode in v}})
+        + "\n\n" + run_table(data, mode) for mode in modes)
+
+
+def run_table(data: Mapping[str, Any], mode: str) -> str:
+    """Per variant: the scorer-minus-Perspective EMT / EP / AT of the training split's real run, with CIs."""
+    lines = ["| variant | pairs | EMT diff [95% CI] | EP diff [95% CI] | AT diff [95% CI] |",
+             "| --- | ---: | --- | --- | --- |"]
+    for name, v in data["variants"].items():
+        run = v.get(mode, {}).get("run")
+        if run:
+            cells = [f"{run[k + '_diff']:+.3f} [{run[k + '_diff_ci'][0]:+.3f}, {run[k + '_diff_ci'][1]:+.3f}]"
+                     for k in ("emt", "ep", "at")]
+            lines.append(f"| {name} | {run['n_prompts']} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--out", required=True)
+    what = p.add_mutually_exclusive_group(required=True)
+    what.add_argument("--out", help="run every variant and write the measurements here (JSON)")
+    what.add_argument("--markdown", metavar="JSON", help="print the tables of a measurement file and exit")
     p.add_argument("--shared", default="../shared/data")
     p.add_argument("--backbone", default="gemma-3-270m", help="'none' for the n-gram part alone")
     p.add_argument("--only", action="append", help="run only these variants")
     p.add_argument("--cached-only", action="store_true",
                    help="use only texts whose embeddings are cached (exploration while extraction runs)")
     args = p.parse_args(argv)
+    if args.markdown:
+        print(markdown_tables(json.loads(Path(args.markdown).read_text(encoding="utf-8"))))
+        return 0
     config = TrainConfig(shared=args.shared, backbone=None if args.backbone == "none" else args.backbone)
     variants = {k: v for k, v in VARIANTS.items() if not args.only or k in args.only}
     data = run(config, variants, args.cached_only)
