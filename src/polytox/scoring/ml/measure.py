@@ -10,7 +10,7 @@ Every number is computed on texts that no fitted part of the head has seen:
   for the held-out split: every prompt predicted by a model that never saw its group), ECE against the
   rater share; and per source of the held-out human-labelled pack rows;
 - a real run: EMT / EP / AT over each model's K generations per held-out IA024 prompt, with the scorer's
-  values and with the stored Perspective scores.
+  values and with the stored Perspective scores, and a paired bootstrap CI of each difference.
 
 Scorers that are not trained here (svm, lexicon) are measured on the same texts.
 """

@@ -68,7 +68,9 @@ class TrainConfig:
     ngram: NgramConfig = field(default_factory=NgramConfig)
     alpha_ngram: float = 1.0
     alpha_emb: float = 1000.0
-    task_offsets: bool = False  # one free offset per label definition (measured: worse, docs/trainscorer.md)
+    # one free offset per label definition in every ridge: won out-of-fold on the training split, lost on most
+    # English measures as a held-out candidate (docs/trainscorer.md, "What each choice buys")
+    task_offsets: bool = False
     task_weights: bool = True  # TASK_WEIGHTS (else every row weighs 1)
     weight_rtplx: float | None = None  # overrides TASK_WEIGHTS["rtp-lx"]
     weight_human: float | None = None  # overrides TASK_WEIGHTS["human"]
