@@ -304,6 +304,15 @@ def test_scale_maps_are_monotone_and_bounded() -> None:
     np.testing.assert_array_equal(maps.apply(grid, ["de"] * 201, "web"), maps.apply(grid, ["de"] * 201))
     with pytest.raises(ValueError, match="text must be one of"):
         maps.apply(grid, ["en"] * 201, "tweet")
+    # one kind per row: each row through its own map, exactly as a call per kind
+    kinds = ["continuation" if i % 3 else "web" for i in range(201)]
+    langs = ["en" if i % 2 else "de" for i in range(201)]
+    mixed = maps.apply(grid, langs, kinds)
+    for text in ("continuation", "web"):
+        rows = np.array([k == text for k in kinds])
+        np.testing.assert_array_equal(mixed[rows], maps.apply(grid[rows], list(np.array(langs)[rows]), text))
+    with pytest.raises(ValueError, match="text must be one of"):
+        maps.apply(grid, langs, [*kinds[:-1], "tweet"])
     again = ScaleMaps.from_json(json.loads(json.dumps(maps.to_json())))
     for text in ("continuation", "web"):
         np.testing.assert_array_equal(again.apply(grid, ["en"] * 201, text), maps.apply(grid, ["en"] * 201, text))

@@ -41,9 +41,10 @@ def language_table(data: dict[str, Any]) -> str:
 
 
 def _diff(row: dict[str, Any], key: str) -> str:
-    ci = row.get(f"{key}_diff_ci")  # measurement files before the CI was added have none
-    span = f" [{ci[0]:+.3f}, {ci[1]:+.3f}]" if ci and None not in ci else ""
-    return f"{row[f'{key}_perspective']:.3f} / {row[f'{key}_scorer']:.3f} ({row[f'{key}_diff']:+.3f}{span})"
+    from ..scoring.ml.card import diff_with_ci
+
+    diff = diff_with_ci(row[f"{key}_diff"], row.get(f"{key}_diff_ci"))
+    return f"{row[f'{key}_perspective']:.3f} / {row[f'{key}_scorer']:.3f} ({diff})"
 
 
 def run_table(data: dict[str, Any]) -> str:

@@ -127,13 +127,14 @@ def markdown_tables(data: Mapping[str, Any]) -> str:
 
 def run_table(data: Mapping[str, Any], mode: str) -> str:
     """Per variant: the scorer-minus-Perspective EMT / EP / AT of the training split's real run, with CIs."""
+    from .card import diff_with_ci
+
     lines = ["| variant | pairs | EMT diff [95% CI] | EP diff [95% CI] | AT diff [95% CI] |",
              "| --- | ---: | --- | --- | --- |"]
     for name, v in data["variants"].items():
         run = v.get(mode, {}).get("run")
         if run:
-            cells = [f"{run[k + '_diff']:+.3f} [{run[k + '_diff_ci'][0]:+.3f}, {run[k + '_diff_ci'][1]:+.3f}]"
-                     for k in ("emt", "ep", "at")]
+            cells = [diff_with_ci(run[k + "_diff"], run.get(k + "_diff_ci")) for k in ("emt", "ep", "at")]
             lines.append(f"| {name} | {run['n_prompts']} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 

@@ -65,16 +65,24 @@ class ScaleMaps:
             return self.english_continuation
         return self.english
 
-    def apply(self, raw: np.ndarray, langs: Sequence[str], text: str = CONTINUATION) -> np.ndarray:
-        """Calibrated values of raw combined scores; ``text`` picks the English map (other languages have one)."""
+    def apply(self, raw: np.ndarray, langs: Sequence[str], text: str | Sequence[str] = CONTINUATION
+              ) -> np.ndarray:
+        """Calibrated values of raw combined scores; ``text`` (one kind, or one per row) picks the English map
+        (other languages have one)."""
         raw = np.asarray(raw, dtype=float)
         out = np.empty_like(raw)
         lang_arr = np.asarray(list(langs), dtype=object)
-        english = self.english_map(text)
+        kinds = np.full(len(raw), text, dtype=object) if isinstance(text, str) else np.asarray(list(text), dtype=object)
+        english = {kind: self.english_map(kind) for kind in set(kinds.tolist())}  # validates every kind
         for lang in set(lang_arr.tolist()):
             rows = lang_arr == lang
-            mapping = english if lang == ENGLISH else self.per_lang.get(lang, self.fallback)
-            out[rows] = mapping(raw[rows])
+            if lang != ENGLISH:
+                out[rows] = self.per_lang.get(lang, self.fallback)(raw[rows])
+                continue
+            for kind, mapping in english.items():
+                sel = rows & (kinds == kind)
+                if sel.any():
+                    out[sel] = mapping(raw[sel])
         return np.clip((1.0 - TIE_BREAK) * out + TIE_BREAK * np.clip(raw, 0.0, 1.0), 0.0, 1.0)
 
     def to_json(self) -> dict[str, Any]:

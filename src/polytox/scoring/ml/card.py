@@ -55,6 +55,13 @@ def _fmt(value: Any, percent: bool = False) -> str:
     return f"{100 * value:.1f}%" if percent else f"{value:.3f}"
 
 
+def diff_with_ci(diff: float, ci: Any) -> str:
+    """A signed difference with its CI, ``+0.008 [-0.012, +0.031]``; measurement files made before the CIs
+    were added have none, and then only the difference is shown."""
+    span = f" [{ci[0]:+.3f}, {ci[1]:+.3f}]" if ci and None not in ci else ""
+    return f"{diff:+.3f}{span}"
+
+
 def card_rows(data: Mapping[str, Any]) -> list[list[str]]:
     """Header + one row per scorer, as strings."""
     rows = [["scorer", *(label for _, label in COLUMNS)]]

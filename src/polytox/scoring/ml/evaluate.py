@@ -13,7 +13,6 @@ from typing import Any
 
 import numpy as np
 
-from .calib import TEXT_KINDS
 from .data import Example
 from .head import MlHead
 from .measure import TARGETS, card_summary, measure_scorer, reliability, slice_masks
@@ -29,14 +28,7 @@ def head_scores(head: MlHead, feats: Features, examples: Sequence[Example], mode
     langs = [e.lang for e in examples]
     s_ngram = head.ngram_output(tfidf(feats.counts, head.idf), langs)
     s_emb = head.emb_output(feats.emb, langs) if mode == "full" and feats.emb is not None else None
-    kinds = np.array([text_kind(e) for e in examples])
-    out = np.full(len(examples), np.nan)
-    for text in TEXT_KINDS:
-        rows = np.flatnonzero(kinds == text)
-        if len(rows):
-            out[rows] = head.probability(s_ngram[rows], None if s_emb is None else s_emb[rows], mode,
-                                         [langs[i] for i in rows], text)
-    return out
+    return head.probability(s_ngram, s_emb, mode, langs, [text_kind(e) for e in examples])
 
 
 def measurements(config: TrainConfig, result: TrainResult, feats: Features,

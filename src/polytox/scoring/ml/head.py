@@ -105,9 +105,9 @@ class MlHead:
         return out
 
     def probability(self, ngram_out: np.ndarray, emb_out: np.ndarray | None, mode: str,
-                    langs: Sequence[str] | None = None, text: str = CONTINUATION) -> np.ndarray:
+                    langs: Sequence[str] | None = None, text: str | Sequence[str] = CONTINUATION) -> np.ndarray:
         """Calibrated toxicity from the part outputs: the combiner of ``mode``, then its scale maps
-        (``text``: ``continuation`` or ``web``, which English map; calib.py)."""
+        (``text``: ``continuation`` or ``web``, for all rows or per row: which English map; calib.py)."""
         raw = self.raw_probability(ngram_out, emb_out, mode, langs)
         if mode not in self.scale:
             return raw

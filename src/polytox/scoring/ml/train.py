@@ -438,10 +438,8 @@ def oof_calibrated(config: TrainConfig, examples: Sequence[Example], combined: n
     all_rows = np.concatenate(list(folds))
     for test_rows in folds:
         maps = fit_maps(config, examples, np.setdiff1d(all_rows, test_rows), combined)
-        for text in (CONTINUATION, WEB):
-            rows = np.array([i for i in test_rows if text_kind(examples[i]) == text], dtype=np.int64)
-            if len(rows):
-                out[rows] = maps.apply(combined[rows], [langs[i] for i in rows], text)
+        out[test_rows] = maps.apply(combined[test_rows], [langs[i] for i in test_rows],
+                                    [text_kind(examples[i]) for i in test_rows])
     return out
 
 
