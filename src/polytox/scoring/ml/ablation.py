@@ -34,7 +34,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "task offsets": {"task_offsets": True},
     "task offsets, continuation map: generations 80%": {"task_offsets": True, "continuation_gen_share": 0.8},
     "task offsets, continuation map: generations only": {"task_offsets": True, "continuation_gen_share": 1.0},
-    "task offsets in the non-English ridges only": {"other_task_offsets": True},
+    "no task offsets in the non-English ridges": {"other_task_offsets": False},
     "no task weights": {"task_weights": False},
     "no pack human data": {"human_data": False},
     "one English map, generations 50% (head version 2)": {"web_gen_share": 0.5, "continuation_gen_share": 0.5},
