@@ -215,6 +215,19 @@ def test_measurements_of_a_small_run(small_run: tuple[TrainConfig, object, objec
     assert all(0 <= v["auc"] <= 1 and v["n"] >= 5 for v in ml["languages"].values())
     card = data["card"]["polytox-ml (ngram)"]
     assert card["auc_prompts"] == ml["perspective"]["web prompts"]["auc"]
+    # every card number with a target carries a group bootstrap CI that contains it
+    assert None not in (card["auc_prompts"], card["mae_web"], card["mean_auc_humans"])  # others may lack a class
+    for key in ("auc_prompts", "auc_web_continuations", "auc_model_continuations", "mae_web",
+                "mae_model_continuations", "mean_auc_humans", "min_auc_humans"):
+        if card[key] is None:
+            continue
+        lo, hi = card[f"{key}_ci"]
+        assert lo <= card[key] <= hi and hi - lo > 0.001, key
+    lo, hi = card["share_diff_web_ci"]
+    assert lo <= card["share_web"] - card["perspective_share_web"] <= hi
+    assert ml["languages"][card["min_auc_language"]]["auc"] == card["min_auc_humans"]
+    noise_card = data["card"]["noise"]
+    assert noise_card["auc_prompts_ci"][0] < 0.5 < noise_card["auc_prompts_ci"][1]
 
 
 def test_ablation_measures_out_of_fold_on_the_training_split_only(
@@ -489,6 +502,16 @@ def test_scorers_card_prints_the_committed_measurements(capsys: pytest.CaptureFi
     line = next(line for line in out.splitlines() if line.startswith("| default | all models |"))
     assert f"({run['emt_diff']:+.3f} [{run['emt_diff_ci'][0]:+.3f}, {run['emt_diff_ci'][1]:+.3f}])" in line
     assert run["emt_diff_ci"][0] <= run["emt_diff"] <= run["emt_diff_ci"][1]
+    assert main(["scorers", "--targets"]) == 0
+    out = capsys.readouterr().out
+    card = data["card"]["default"]
+    line = next(line for line in out.splitlines() if line.startswith("| AUC vs Perspective, model continuations |"))
+    lo, hi = card["auc_model_continuations_ci"]
+    assert f"| {card['auc_model_continuations']:.3f} [{lo:.3f}, {hi:.3f}] |" in line
+    verdict = line.rstrip(" |").rsplit("| ", 1)[1]
+    assert verdict.startswith("met" if card["auc_model_continuations"] >= data["targets"]["perspective_auc"]
+                              else "missed")
+    assert sum(line.startswith("| ") for line in out.splitlines()) == 2 + 12  # header, rule, 12 targets
 
 
 def test_committed_head_ngram_mode_ranks_insults_above_neutral_text() -> None:

@@ -4,7 +4,8 @@ Values come from the measurement file committed next to the polytox-ml head (``p
 regenerates it); all are measured on a held-out split no fitted part has seen. ``--lang`` adds the
 per-language AUC against RTP-LX human ratings, ``--run`` the EMT / EP / AT of a real run recomputed with each
 scorer against the stored Perspective scores (with the 95% paired bootstrap CI of each difference),
-``--json`` prints the whole file.
+``--targets`` each target of the default scorer beside its value, the value's 95% group bootstrap CI and a
+verdict, ``--json`` prints the whole file.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ def register(sub: Any) -> None:
     p.add_argument("--lang", action="store_true", help="also print per-language AUC against human ratings")
     p.add_argument("--run", action="store_true",
                    help="also print EMT / EP / AT of the held-out real run: each scorer vs stored Perspective")
+    p.add_argument("--targets", action="store_true",
+                   help="also print each target beside the default scorer's value, its 95%% CI and a verdict")
     p.add_argument("--markdown", action="store_true", help="print the card as a Markdown table")
     p.add_argument("--json", action="store_true", help="print the whole measurement file")
     p.set_defaults(func=run)
@@ -29,13 +32,16 @@ def register(sub: Any) -> None:
 def language_table(data: dict[str, Any]) -> str:
     names = [n for n, m in data["scorers"].items() if m.get("languages")]
     langs = sorted({lang for n in names for lang in data["scorers"][n]["languages"]})
-    lines = ["| lang | n | " + " | ".join(names) + " |", "| --- | ---: |" + " ---: |" * len(names)]
+    lines = ["| lang | n | " + " | ".join(names) + f" | {names[0]} 95% CI |",
+             "| --- | ---: |" + " ---: |" * (len(names) + 1)]
     for lang in langs:
         first = data["scorers"][names[0]]["languages"].get(lang, {})
         cells = []
         for n in names:
             value = data["scorers"][n]["languages"].get(lang, {}).get("auc")
             cells.append("-" if value is None else f"{value:.3f}")
+        ci = first.get("auc_ci")
+        cells.append(f"[{ci[0]:.3f}, {ci[1]:.3f}]" if ci and None not in ci else "-")
         lines.append(f"| {lang} | {first.get('n', '')} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -59,7 +65,7 @@ def run_table(data: dict[str, Any]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..scoring.ml.card import load_card, markdown_card, text_card
+    from ..scoring.ml.card import load_card, markdown_card, markdown_targets, text_card
 
     data = load_card(args.card)
     if args.json:
@@ -70,4 +76,6 @@ def run(args: argparse.Namespace) -> int:
         print("\n" + language_table(data))
     if args.run:
         print("\n" + run_table(data))
+    if args.targets:
+        print("\n" + markdown_targets(data))
     return 0

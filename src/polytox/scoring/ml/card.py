@@ -97,4 +97,64 @@ def text_card(data: Mapping[str, Any]) -> str:
                f"n={any_card.get('n_model_continuations')}; >=0.5 = share scored >= 0.5 (P: Perspective's).")
     out.append("AUC humans = RTP-LX per language (mean, min), grouped out-of-fold. "
                f"Head {data.get('head_digest')}; details: docs/trainscorer.md.")
+    out.append("--targets: each target beside its value with a 95% CI; --run: EMT/EP/AT of a real run; --lang.")
     return "\n".join(out)
+
+
+def _verdict(value: float, ci: Any, lo: float, hi: float) -> str:
+    """Whether ``value`` lies in the target band [lo, hi], and whether its CI crosses the band's edge."""
+    inside = lo <= value <= hi
+    ci_ok = bool(ci) and None not in ci
+    crosses = ci_ok and (ci[0] < lo <= ci[1] or ci[0] <= hi < ci[1])
+    if inside:
+        return "met; CI crosses the target" if crosses else "met"
+    reaches = ci_ok and ci[1] >= lo and ci[0] <= hi
+    return "missed; CI reaches the target" if reaches else "missed"
+
+
+def _with_ci(value: float, ci: Any, signed: bool = False, percent: bool = False) -> str:
+    scale, unit = (100.0, " pt") if percent else (1.0, "")
+    fmt = "{:+.2f}" if percent else ("{:+.3f}" if signed else "{:.3f}")
+    span = (f" [{fmt.format(scale * ci[0])}, {fmt.format(scale * ci[1])}]" if ci and None not in ci else "")
+    return f"{fmt.format(scale * value)}{unit}{span}"
+
+
+def target_rows(data: Mapping[str, Any], scorer: str = "default") -> list[list[str]]:
+    """Each target of the default scorer (``measure.TARGETS``) beside its held-out value, the value's 95% CI
+    and a verdict. Header first. Rows whose value the file lacks are left out."""
+    card, targets = data["card"].get(scorer, {}), data.get("targets", {})
+    rows = [["measure", "target", "measured [95% CI]", "verdict"]]
+
+    def add(name: str, target_text: str, value: Any, ci: Any, lo: float, hi: float, **style: bool) -> None:
+        if value is not None:
+            rows.append([name, target_text, _with_ci(value, ci, **style), _verdict(value, ci, lo, hi)])
+
+    auc_t, mae_t = targets.get("perspective_auc", 0.95), targets.get("mae", 0.05)
+    add("AUC vs humans, mean of 17 languages", f">= {targets.get('mean_auc', 0.85)}", card.get("mean_auc_humans"),
+        card.get("mean_auc_humans_ci"), targets.get("mean_auc", 0.85), 1.0)
+    add(f"AUC vs humans, lowest language ({card.get('min_auc_language', '?')})", f">= {targets.get('min_auc', 0.75)}",
+        card.get("min_auc_humans"), card.get("min_auc_humans_ci"), targets.get("min_auc", 0.75), 1.0)
+    for key, label in (("auc_prompts", "web prompts"), ("auc_web_continuations", "web continuations"),
+                       ("auc_model_continuations", "model continuations")):
+        add(f"AUC vs Perspective, {label}", f">= {auc_t}", card.get(key), card.get(f"{key}_ci"), auc_t, 1.0)
+    for key, label in (("mae_web", "web"), ("mae_model_continuations", "model continuations")):
+        add(f"MAE vs Perspective, {label}", f"<= {mae_t}", card.get(key), card.get(f"{key}_ci"), 0.0, mae_t)
+    points = targets.get("share_points", 1.0) / 100
+    for part, label in (("web", "web"), ("model_continuations", "model continuations")):
+        share, ref = card.get(f"share_{part}"), card.get(f"perspective_share_{part}")
+        if share is not None and ref is not None:
+            add(f"share >= 0.5 minus Perspective's, {label}", f"within {targets.get('share_points', 1.0):g} pt",
+                share - ref, card.get(f"share_diff_{part}_ci"), -points, points, signed=True, percent=True)
+    runs = data.get("scorers", {}).get(scorer, {}).get("run", [])
+    for pooled in (r for r in runs if r["model"] == "all models"):
+        for key in ("emt", "ep", "at"):
+            bound = targets.get(key, 0.0)
+            add(f"{key.upper()} diff, real run ({pooled['n_prompts']} (model, prompt) pairs)", f"within {bound}",
+                pooled[f"{key}_diff"], pooled.get(f"{key}_diff_ci"), -bound, bound, signed=True)
+    return rows
+
+
+def markdown_targets(data: Mapping[str, Any], scorer: str = "default") -> str:
+    rows = target_rows(data, scorer)
+    lines = ["| " + " | ".join(rows[0]) + " |", "| --- | --- | --- | --- |"]
+    return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in rows[1:]])

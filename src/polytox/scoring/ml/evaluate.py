@@ -3,7 +3,8 @@
 ``measurements`` scores every example with the finished head exactly as ``polytox-ml`` does at run time
 (the stored float16 weights, the combiner, the scale maps; model generations with ``text=continuation``,
 every other text with ``text=web``), takes out-of-fold values for RTP-LX rows of the
-training split, adds the untrained baselines, and returns the JSON that ``polytox scorers`` prints.
+training split, adds the untrained baselines, attaches 95% group bootstrap CIs (the joined groups of the
+held-out split are the sampling unit), and returns the JSON that ``polytox scorers`` prints.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from .data import Example
 from .head import MlHead
 from .measure import TARGETS, card_summary, measure_scorer, reliability, slice_masks
 from .ngrams import tfidf
+from .pack import join_components
 from .train import Features, TrainConfig, TrainResult, oof_calibrated, text_kind
 
 MEASUREMENT_FORMAT = "polytox-scorer-card/1"
@@ -41,19 +43,20 @@ def measurements(config: TrainConfig, result: TrainResult, feats: Features,
     modes = [m for m in ("full", "ngram") if m in result.head.combine]
     target = np.array([e.target for e in examples])
     masks = slice_masks(examples)
+    groups = np.array(join_components(examples))  # the held-out split's sampling unit, for the CIs
     for mode in modes:
         pred = head_scores(result.head, feats, examples, mode)
         oof = oof_calibrated(config, examples, result.oof[mode], folds)
         lx_pred = np.where(lx_train, oof, pred)
         name = "polytox-ml" if mode == "full" else "polytox-ml (ngram)"
-        scorers[name] = measure_scorer(examples, result.heldout, pred, lx_pred)
+        scorers[name] = measure_scorer(examples, result.heldout, pred, lx_pred, groups)
         diagrams[name] = {s: reliability(pred[masks[s] & result.heldout], target[masks[s] & result.heldout])
                           for s in ("web (all)", "model continuations")}
     if "polytox-ml" in scorers:
         scorers = {"default": {**scorers["polytox-ml"], "routes": "polytox-ml for every language"}, **scorers}
         diagrams["default"] = diagrams["polytox-ml"]
     for name, values in (baselines or {}).items():
-        scorers[name] = measure_scorer(examples, result.heldout, np.asarray(values, dtype=float))
+        scorers[name] = measure_scorer(examples, result.heldout, np.asarray(values, dtype=float), groups=groups)
     return {
         "format": MEASUREMENT_FORMAT, "head_digest": result.head.digest,
         "head_version": result.head.meta.get("version"),

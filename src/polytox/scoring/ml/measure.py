@@ -25,6 +25,7 @@ import numpy as np
 from ...constants import BOOTSTRAP_RESAMPLES, CI_LEVEL, TOXIC_THRESHOLD
 from ...errors import require
 from .data import Example
+from .group_bootstrap import group_weights, percentile_ci, weighted_auc, weighted_mean
 from .train import task_of
 
 TARGETS = {"mean_auc": 0.85, "min_auc": 0.75, "perspective_auc": 0.95, "mae": 0.05, "share_points": 1.0,
@@ -69,7 +70,9 @@ def _r(x: float | None, digits: int = 4) -> float | None:
     return None if x is None or (isinstance(x, float) and np.isnan(x)) else round(float(x), digits)
 
 
-def perspective_slice(pred: np.ndarray, persp: np.ndarray) -> dict[str, Any]:
+def perspective_slice(pred: np.ndarray, persp: np.ndarray, groups: np.ndarray | None = None) -> dict[str, Any]:
+    """Agreement with Perspective on one slice; with ``groups`` (each row's joined group), also 95% group
+    bootstrap CIs of the AUC, the MAE and the share >= 0.5 difference (scorer minus Perspective)."""
     ok = ~np.isnan(pred)
     out: dict[str, Any] = {"n": len(persp), "n_scored": int(ok.sum()), "n_toxic": int((persp >= TOXIC).sum()),
                            "perspective_mean": _r(float(persp.mean()) if len(persp) else None),
@@ -80,6 +83,11 @@ def perspective_slice(pred: np.ndarray, persp: np.ndarray) -> dict[str, Any]:
     out.update({"auc": _r(auc(y >= TOXIC, p)), "mae": _r(float(np.abs(p - y).mean())),
                 "pearson_r": _r(float(np.corrcoef(p, y)[0, 1]) if p.std() > 0 else None),
                 "mean": _r(float(p.mean())), "share": _r(float((p >= TOXIC).mean())), "ece": _r(ece(p, y))})
+    if groups is not None:
+        w = group_weights(groups[ok])
+        out.update({"auc_ci": percentile_ci(weighted_auc(y >= TOXIC, p, w)),
+                    "mae_ci": percentile_ci(weighted_mean(np.abs(p - y), w)),
+                    "share_diff_ci": percentile_ci(weighted_mean((p >= TOXIC).astype(float) - (y >= TOXIC), w))})
     return out
 
 
@@ -154,14 +162,34 @@ def run_metrics(examples: Sequence[Example], rows: np.ndarray, pred: np.ndarray)
     return out
 
 
+def _language_aucs_ci(labels: np.ndarray, values: np.ndarray, langs: np.ndarray, groups: np.ndarray,
+                      per_lang: dict[str, Any]) -> list[float | None]:
+    """Adds each language's group bootstrap AUC CI to ``per_lang`` and returns the CI of their mean. One
+    resampling of the RTP-LX Index groups serves every language, as an Index's translations go together."""
+    ok = ~np.isnan(values)
+    weights = group_weights(groups[ok])
+    resampled = []
+    for lang, entry in per_lang.items():
+        m = langs[ok] == lang
+        if entry["auc"] is None:
+            continue
+        values_l = weighted_auc(labels[ok][m], values[ok][m], weights[:, m])
+        entry["auc_ci"] = percentile_ci(values_l)
+        resampled.append(values_l)
+    return percentile_ci(np.mean(resampled, axis=0)) if resampled else [None, None]
+
+
 def measure_scorer(examples: Sequence[Example], heldout: np.ndarray, pred: np.ndarray,
-                   lx_pred: np.ndarray | None = None) -> dict[str, Any]:
+                   lx_pred: np.ndarray | None = None, groups: np.ndarray | None = None) -> dict[str, Any]:
     """All card numbers of one scorer. ``pred``: its values on every example (NaN = not scored / not
-    comparable). ``lx_pred``: values for RTP-LX rows if they differ (out-of-fold for the training split)."""
+    comparable). ``lx_pred``: values for RTP-LX rows if they differ (out-of-fold for the training split).
+    ``groups``: each example's joined group (``pack.join_components``); given, the AUCs, MAEs and share
+    differences also carry 95% group bootstrap CIs (``group_bootstrap``)."""
     lx_values = pred if lx_pred is None else lx_pred
     target = np.array([e.target for e in examples])
     masks = slice_masks(examples)
-    persp = {name: perspective_slice(pred[m & heldout], target[m & heldout]) for name, m in masks.items()}
+    persp = {name: perspective_slice(pred[m & heldout], target[m & heldout],
+                                     None if groups is None else groups[m & heldout]) for name, m in masks.items()}
     source = np.array([e.source for e in examples])
     langs = np.array([e.lang for e in examples])
     labels = np.array([e.label for e in examples], dtype=bool)
@@ -174,6 +202,10 @@ def measure_scorer(examples: Sequence[Example], heldout: np.ndarray, pred: np.nd
         per_lang[lang] = {"n": int(m.sum()), "n_toxic": int(labels[m].sum()), "auc": _r(auc(labels[m], lx_values[m])),
                           "ece_share": _r(ece(lx_values[m], share))}
     aucs = [v["auc"] for v in per_lang.values() if v["auc"] is not None]
+    summary: dict[str, Any] = {"mean_auc": _r(float(np.mean(aucs)) if aucs else None),
+                               "min_auc": _r(float(min(aucs)) if aucs else None), "n_languages": len(aucs)}
+    if groups is not None and aucs:
+        summary["mean_auc_ci"] = _language_aucs_ci(labels[lx], lx_values[lx], langs[lx], groups[lx], per_lang)
     human: dict[str, Any] = {}
     for src in sorted({e.source for e in examples if e.domain == "human"}):
         m = (source == src) & heldout
@@ -181,10 +213,7 @@ def measure_scorer(examples: Sequence[Example], heldout: np.ndarray, pred: np.nd
             human[src] = {"lang": examples[int(np.flatnonzero(m)[0])].lang, "n": int(m.sum()),
                           "n_toxic": int(labels[m].sum()), "auc": _r(auc(labels[m], pred[m]))}
     gen_rows = np.flatnonzero(masks["model continuations"] & heldout)
-    return {"perspective": persp, "languages": per_lang,
-            "summary": {"mean_auc": _r(float(np.mean(aucs)) if aucs else None),
-                        "min_auc": _r(float(min(aucs)) if aucs else None), "n_languages": len(aucs)},
-            "human_heldout": human,
+    return {"perspective": persp, "languages": per_lang, "summary": summary, "human_heldout": human,
             "run": run_metrics(examples, gen_rows, pred) if len(gen_rows) and not np.isnan(pred[gen_rows]).all()
             else []}
 
@@ -200,4 +229,24 @@ def card_summary(measure: Mapping[str, Any]) -> dict[str, Any]:
             "perspective_share_model_continuations": gen.get("perspective_share"),
             "ece_web": web.get("ece"), "ece_model_continuations": gen.get("ece"),
             "mean_auc_humans": measure["summary"]["mean_auc"], "min_auc_humans": measure["summary"]["min_auc"],
-            "n_web": web.get("n"), "n_model_continuations": gen.get("n")}
+            "n_web": web.get("n"), "n_model_continuations": gen.get("n"),
+            **_card_intervals(measure)}
+
+
+def _card_intervals(measure: Mapping[str, Any]) -> dict[str, Any]:
+    """The card's 95% group bootstrap CIs, with the numbers the target check needs beside them (the web
+    share, the lowest language). Empty for measurements made without groups."""
+    persp, summary = measure["perspective"], measure["summary"]
+    if "mean_auc_ci" not in summary:
+        return {}
+    web, gen = persp.get("web (all)", {}), persp.get("model continuations", {})
+    scored = {lang: v for lang, v in measure["languages"].items() if v.get("auc") is not None}
+    lowest = min(scored, key=lambda lang: scored[lang]["auc"]) if scored else None
+    return {"auc_prompts_ci": persp.get("web prompts", {}).get("auc_ci"),
+            "auc_web_continuations_ci": persp.get("web continuations", {}).get("auc_ci"),
+            "auc_model_continuations_ci": gen.get("auc_ci"), "mae_web_ci": web.get("mae_ci"),
+            "mae_model_continuations_ci": gen.get("mae_ci"), "share_web": web.get("share"),
+            "perspective_share_web": web.get("perspective_share"), "share_diff_web_ci": web.get("share_diff_ci"),
+            "share_diff_model_continuations_ci": gen.get("share_diff_ci"),
+            "mean_auc_humans_ci": summary["mean_auc_ci"], "min_auc_language": lowest,
+            "min_auc_humans_ci": scored[lowest].get("auc_ci") if lowest else None}
