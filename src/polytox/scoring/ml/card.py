@@ -55,11 +55,24 @@ def _fmt(value: Any, percent: bool = False) -> str:
     return f"{100 * value:.1f}%" if percent else f"{value:.3f}"
 
 
+def _has_ci(ci: Any) -> bool:
+    """Whether a stored interval is usable: files made before the CIs were added have none, and a slice
+    without both classes stores [None, None]."""
+    return bool(ci) and None not in ci
+
+
+def value_with_ci(value: float, ci: Any, signed: bool = False, percent: bool = False) -> str:
+    """A value with its CI, ``0.943 [0.910, 0.992]`` (``signed``: ``+0.008 [-0.012, +0.031]``; ``percent``:
+    a share difference in points, ``-1.07 pt [-2.12, -0.03]``); without a usable CI only the value."""
+    scale, unit = (100.0, " pt") if percent else (1.0, "")
+    fmt = "{:+.2f}" if percent else ("{:+.3f}" if signed else "{:.3f}")
+    span = f" [{fmt.format(scale * ci[0])}, {fmt.format(scale * ci[1])}]" if _has_ci(ci) else ""
+    return f"{fmt.format(scale * value)}{unit}{span}"
+
+
 def diff_with_ci(diff: float, ci: Any) -> str:
-    """A signed difference with its CI, ``+0.008 [-0.012, +0.031]``; measurement files made before the CIs
-    were added have none, and then only the difference is shown."""
-    span = f" [{ci[0]:+.3f}, {ci[1]:+.3f}]" if ci and None not in ci else ""
-    return f"{diff:+.3f}{span}"
+    """A signed difference with its CI, ``+0.008 [-0.012, +0.031]``."""
+    return value_with_ci(diff, ci, signed=True)
 
 
 def card_rows(data: Mapping[str, Any]) -> list[list[str]]:
@@ -104,19 +117,12 @@ def text_card(data: Mapping[str, Any]) -> str:
 def _verdict(value: float, ci: Any, lo: float, hi: float) -> str:
     """Whether ``value`` lies in the target band [lo, hi], and whether its CI crosses the band's edge."""
     inside = lo <= value <= hi
-    ci_ok = bool(ci) and None not in ci
+    ci_ok = _has_ci(ci)
     crosses = ci_ok and (ci[0] < lo <= ci[1] or ci[0] <= hi < ci[1])
     if inside:
         return "met; CI crosses the target" if crosses else "met"
     reaches = ci_ok and ci[1] >= lo and ci[0] <= hi
     return "missed; CI reaches the target" if reaches else "missed"
-
-
-def _with_ci(value: float, ci: Any, signed: bool = False, percent: bool = False) -> str:
-    scale, unit = (100.0, " pt") if percent else (1.0, "")
-    fmt = "{:+.2f}" if percent else ("{:+.3f}" if signed else "{:.3f}")
-    span = (f" [{fmt.format(scale * ci[0])}, {fmt.format(scale * ci[1])}]" if ci and None not in ci else "")
-    return f"{fmt.format(scale * value)}{unit}{span}"
 
 
 def target_rows(data: Mapping[str, Any], scorer: str = "default") -> list[list[str]]:
@@ -127,7 +133,7 @@ def target_rows(data: Mapping[str, Any], scorer: str = "default") -> list[list[s
 
     def add(name: str, target_text: str, value: Any, ci: Any, lo: float, hi: float, **style: bool) -> None:
         if value is not None:
-            rows.append([name, target_text, _with_ci(value, ci, **style), _verdict(value, ci, lo, hi)])
+            rows.append([name, target_text, value_with_ci(value, ci, **style), _verdict(value, ci, lo, hi)])
 
     auc_t, mae_t = targets.get("perspective_auc", 0.95), targets.get("mae", 0.05)
     add("AUC vs humans, mean of 17 languages", f">= {targets.get('mean_auc', 0.85)}", card.get("mean_auc_humans"),
