@@ -289,6 +289,42 @@ def test_paired_diff_ci_brackets_the_difference_and_is_zero_for_a_perfect_scorer
     assert paired_diff_ci(holes, ref, prompts) != ci
 
 
+def test_pooled_run_ci_resamples_prompts_not_model_prompt_pairs() -> None:
+    from polytox.scoring.ml.measure import paired_diff_ci
+
+    rng = np.random.default_rng(5)
+    ref = rng.beta(1, 6, size=(20, 5))  # 20 prompts x K=5
+    pred = np.clip(ref + rng.normal(0.0, 0.08, size=ref.shape), 0, 1)
+    # four "models" that wrote the same continuations: 80 (model, prompt) pairs, 20 independent prompts
+    keys = [f"m{m}|p{i}" for m in range(4) for i in range(20) for _ in range(5)]
+    pooled_ref, pooled_pred = np.tile(ref.ravel(), 4), np.tile(pred.ravel(), 4)
+    as_pairs = paired_diff_ci(pooled_pred, pooled_ref, keys)
+    by_prompt = paired_diff_ci(pooled_pred, pooled_ref, keys, clusters={k: k.split("|")[1] for k in keys})
+    alone = paired_diff_ci(pred.ravel(), ref.ravel(), [f"p{i}" for i in range(20) for _ in range(5)])
+    for key in ("emt", "at"):
+        width = {name: ci[key][1] - ci[key][0] for name, ci in
+                 (("pairs", as_pairs), ("prompts", by_prompt), ("alone", alone))}
+        # copies add no information: resampling prompts gives one model's width, resampling pairs half of it
+        assert width["prompts"] == pytest.approx(width["alone"], rel=0.25)
+        assert width["pairs"] < 0.65 * width["prompts"]
+
+
+def test_run_metrics_pools_models_by_prompt() -> None:
+    from polytox.scoring.ml.data import Example
+    from polytox.scoring.ml.measure import run_metrics
+
+    rng = np.random.default_rng(6)
+    examples = [Example(text=f"t{m}-{p}-{k}", lang="en", source=f"model{m}", group=f"prompt{p}", kind="generation",
+                        domain="perspective", target=float(rng.beta(1, 6)), label=False)
+                for m in range(3) for p in range(12) for k in range(4)]
+    pred = np.array([e.target for e in examples]) + 0.03
+    rows = run_metrics(examples, np.arange(len(examples)), pred)
+    pooled = rows[-1]
+    assert [r["model"] for r in rows] == ["model0", "model1", "model2", "all models"]
+    assert pooled["n_prompts"] == 36 and pooled["n_prompt_groups"] == 12 and "n_prompt_groups" not in rows[0]
+    assert pooled["at_diff"] == pytest.approx(0.03) and pooled["at_diff_ci"] == pytest.approx([0.03, 0.03])
+
+
 def test_scale_maps_are_monotone_and_bounded() -> None:
     from polytox.scoring.ml.calib import ScaleMaps, fit_scale_maps, perspective_weights
 

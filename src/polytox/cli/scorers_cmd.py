@@ -30,6 +30,8 @@ def register(sub: Any) -> None:
 
 
 def language_table(data: dict[str, Any]) -> str:
+    from ..scoring.ml.card import ci_text
+
     names = [n for n, m in data["scorers"].items() if m.get("languages")]
     langs = sorted({lang for n in names for lang in data["scorers"][n]["languages"]})
     lines = ["| lang | n | " + " | ".join(names) + f" | {names[0]} 95% CI |",
@@ -40,8 +42,7 @@ def language_table(data: dict[str, Any]) -> str:
         for n in names:
             value = data["scorers"][n]["languages"].get(lang, {}).get("auc")
             cells.append("-" if value is None else f"{value:.3f}")
-        ci = first.get("auc_ci")
-        cells.append(f"[{ci[0]:.3f}, {ci[1]:.3f}]" if ci and None not in ci else "-")
+        cells.append(ci_text(first.get("auc_ci")) or "-")
         lines.append(f"| {lang} | {first.get('n', '')} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 

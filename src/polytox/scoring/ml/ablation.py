@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from .card import POOLED_RUN
 from .measure import card_summary, measure_scorer
 from .pack import heldout_mask
 from .pool import training_pool
@@ -67,7 +68,7 @@ def oof_measure(config: TrainConfig, examples: Sequence[Any], feats: Features, h
     for mode, values in combined.items():
         pred = oof_calibrated(config, examples, values, folds)
         measured = measure_scorer(examples, ~heldout, pred)
-        pooled = next((r for r in measured["run"] if r["model"] == "all models"), None)
+        pooled = next((r for r in measured["run"] if r["model"] == POOLED_RUN), None)
         # the real-run check: EMT / EP / AT of the training split's model continuations, every (model, prompt)
         # pair one prompt, scored out-of-fold vs their stored Perspective scores
         run = {k: pooled[k] for k in pooled if k.endswith(("_diff", "_diff_ci")) or k == "n_prompts"} if pooled else {}

@@ -17,6 +17,7 @@ from typing import Any
 from ...errors import PolytoxError
 
 DEFAULT_CARD = "polytox-ml-card.json"
+POOLED_RUN = "all models"  # the real-run row pooled over models (``measure.run_metrics``)
 
 COLUMNS = (
     ("auc_prompts", "AUC web prompts"),
@@ -66,8 +67,13 @@ def value_with_ci(value: float, ci: Any, signed: bool = False, percent: bool = F
     a share difference in points, ``-1.07 pt [-2.12, -0.03]``); without a usable CI only the value."""
     scale, unit = (100.0, " pt") if percent else (1.0, "")
     fmt = "{:+.2f}" if percent else ("{:+.3f}" if signed else "{:.3f}")
-    span = f" [{fmt.format(scale * ci[0])}, {fmt.format(scale * ci[1])}]" if _has_ci(ci) else ""
-    return f"{fmt.format(scale * value)}{unit}{span}"
+    span = ci_text(ci, fmt, scale)
+    return f"{fmt.format(scale * value)}{unit}{' ' + span if span else ''}"
+
+
+def ci_text(ci: Any, fmt: str = "{:.3f}", scale: float = 1.0) -> str:
+    """A stored interval as ``[0.910, 0.992]``; empty if it is not usable (``_has_ci``)."""
+    return f"[{fmt.format(scale * ci[0])}, {fmt.format(scale * ci[1])}]" if _has_ci(ci) else ""
 
 
 def diff_with_ci(diff: float, ci: Any) -> str:
@@ -152,12 +158,19 @@ def target_rows(data: Mapping[str, Any], scorer: str = "default") -> list[list[s
             add(f"share >= 0.5 minus Perspective's, {label}", f"within {targets.get('share_points', 1.0):g} pt",
                 share - ref, card.get(f"share_diff_{part}_ci"), -points, points, signed=True, percent=True)
     runs = data.get("scorers", {}).get(scorer, {}).get("run", [])
-    for pooled in (r for r in runs if r["model"] == "all models"):
+    for pooled in (r for r in runs if r["model"] == POOLED_RUN):
         for key in ("emt", "ep", "at"):
             bound = targets.get(key, 0.0)
-            add(f"{key.upper()} diff, real run ({pooled['n_prompts']} (model, prompt) pairs)", f"within {bound}",
+            add(f"{key.upper()} diff, real run ({_run_size(pooled)})", f"within {bound}",
                 pooled[f"{key}_diff"], pooled.get(f"{key}_diff_ci"), -bound, bound, signed=True)
     return rows
+
+
+def _run_size(pooled: Mapping[str, Any]) -> str:
+    """How big the pooled real run is, and what its CI resamples."""
+    size = f"{pooled['n_prompts']} (model, prompt) pairs"
+    groups = pooled.get("n_prompt_groups")
+    return f"{size} over {groups} prompts, prompts resampled" if groups else size
 
 
 def markdown_targets(data: Mapping[str, Any], scorer: str = "default") -> str:

@@ -24,6 +24,7 @@ import numpy as np
 
 from ...constants import BOOTSTRAP_RESAMPLES, CI_LEVEL, TOXIC_THRESHOLD
 from ...errors import require
+from .card import POOLED_RUN
 from .data import Example
 from .group_bootstrap import group_weights, percentile_ci, weighted_auc, weighted_mean
 from .train import task_of
@@ -120,39 +121,59 @@ def degeneration_metrics(values: np.ndarray, prompts: Sequence[str]) -> dict[str
     return {"n_prompts": len(table), "emt": float(emt), "ep": float(ep), "at": float(at)}
 
 
-def paired_diff_ci(pred: np.ndarray, ref: np.ndarray, prompts: Sequence[str]) -> dict[str, list[float | None]]:
+def paired_diff_ci(pred: np.ndarray, ref: np.ndarray, prompts: Sequence[str],
+                   clusters: Mapping[str, str] | None = None) -> dict[str, list[float | None]]:
     """95% paired bootstrap CI of the scorer-minus-Perspective EMT / EP / AT differences over prompts.
 
-    Each prompt contributes its own (scorer - Perspective) max, any-toxic and mean, and prompts are
-    resampled with replacement (the same resampling as ``polytox metrics``' CIs), so the interval says how
-    far the difference could move with another sample of prompts of the same kind: a difference whose CI
-    spans the target is within sampling noise of it.
-    """
-    from ...metrics import bootstrap_means  # duckdb-backed module: loaded only when a run is measured
+    Each prompt contributes its own (scorer - Perspective) max, any-toxic and mean. Without ``clusters``,
+    prompts are resampled with replacement (the same resampling as ``polytox metrics``' CIs), so the
+    interval says how far the difference could move with another sample of prompts of the same kind: a
+    difference whose CI spans the target is within sampling noise of it.
 
+    ``clusters`` maps each prompt key to its sampling unit, for keys that are not independent: pooled over
+    models, a (model, prompt) pair shares its prompt with the other models' pairs, so the pooled row
+    resamples prompts (every model's pair of a drawn prompt goes together), as the card's group bootstrap
+    does (``group_bootstrap``). Resampling the pairs as if independent would make that CI too narrow.
+    """
     got, want = per_prompt_metrics(pred, prompts), per_prompt_metrics(ref, prompts)
     both = [p for p in want if p in got]
     diffs = np.array([[g - w for g, w in zip(got[p], want[p], strict=True)] for p in both],
                      dtype=np.float64).reshape(-1, 3)
+    if clusters is not None:
+        weights = group_weights([clusters[p] for p in both])
+        return {key: percentile_ci(weighted_mean(diffs[:, j], weights))
+                for j, key in enumerate(("emt", "ep", "at"))}
+    from ...metrics import bootstrap_means  # duckdb-backed module: loaded only when a run is measured
+
     ci = bootstrap_means([diffs[:, 0], diffs[:, 1], diffs[:, 2]], BOOTSTRAP_RESAMPLES, CI_LEVEL, seed=0)
     return {key: [_r(lo), _r(hi)] for key, (lo, hi) in zip(("emt", "ep", "at"), ci, strict=True)}
 
 
-def run_metrics(examples: Sequence[Example], rows: np.ndarray, pred: np.ndarray) -> list[dict[str, Any]]:
+
+def run_metrics(examples: Sequence[Example], rows: np.ndarray, pred: np.ndarray,
+                groups: np.ndarray | None = None) -> list[dict[str, Any]]:
     """Per model (source) of the held-out generation rows: EMT/EP/AT by the scorer and by Perspective, and
-    the paired bootstrap CI of each difference."""
+    the paired bootstrap CI of each difference. The pooled row's CI resamples prompts, each with every
+    model's generations for it: by ``groups`` (each example's joined group) where given, else by the
+    example's own group."""
     out: list[dict[str, Any]] = []
     models = sorted({examples[i].source for i in rows})
-    for model in [*models, "all models"]:
-        # "all models": every (model, prompt) pair is one prompt, so EP moves in steps of 1/(models x prompts)
-        sel = np.array([i for i in rows if examples[i].source == model or model == "all models"])
+    for model in [*models, POOLED_RUN]:
+        # pooled: every (model, prompt) pair is one prompt, so EP moves in steps of 1/(models x prompts)
+        sel = np.array([i for i in rows if examples[i].source == model or model == POOLED_RUN])
         prompts = [f"{examples[i].source}|{examples[i].group}" for i in sel]
+        clusters = None
+        if model == POOLED_RUN:
+            unit = [examples[i].group if groups is None else str(groups[i]) for i in sel]
+            clusters = dict(zip(prompts, unit, strict=True))
         target = np.array([examples[i].target for i in sel])
         ref = degeneration_metrics(target, prompts)
         got = degeneration_metrics(pred[sel], prompts)
-        ci = paired_diff_ci(pred[sel], target, prompts)
+        ci = paired_diff_ci(pred[sel], target, prompts, clusters)
         row: dict[str, Any] = {"model": model.removeprefix("ia024-pplm-rtp-"), "n_prompts": ref["n_prompts"],
                                "k": round(len(sel) / max(ref["n_prompts"], 1), 2)}
+        if clusters is not None:
+            row["n_prompt_groups"] = len(set(clusters.values()))
         for key in ("emt", "ep", "at"):
             row[f"{key}_perspective"] = _r(ref[key])
             row[f"{key}_scorer"] = _r(got[key])
@@ -214,7 +235,7 @@ def measure_scorer(examples: Sequence[Example], heldout: np.ndarray, pred: np.nd
                           "n_toxic": int(labels[m].sum()), "auc": _r(auc(labels[m], pred[m]))}
     gen_rows = np.flatnonzero(masks["model continuations"] & heldout)
     return {"perspective": persp, "languages": per_lang, "summary": summary, "human_heldout": human,
-            "run": run_metrics(examples, gen_rows, pred) if len(gen_rows) and not np.isnan(pred[gen_rows]).all()
+            "run": run_metrics(examples, gen_rows, pred, groups) if len(gen_rows) and not np.isnan(pred[gen_rows]).all()
             else []}
 
 
