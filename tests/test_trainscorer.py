@@ -230,6 +230,39 @@ def test_measurements_of_a_small_run(small_run: tuple[TrainConfig, object, objec
     assert noise_card["auc_prompts_ci"][0] < 0.5 < noise_card["auc_prompts_ci"][1]
 
 
+def test_human_aucs_read_one_map_per_language(small_run: tuple[TrainConfig, object, object]) -> None:
+    from polytox.scoring.ml.evaluate import measurements
+    from polytox.scoring.ml.measure import auc
+    from polytox.scoring.ml.train import oof_calibrated, oof_one_map, text_kind
+
+    config, result, feats = small_run
+    examples, heldout = result.examples, result.heldout  # type: ignore[attr-defined]
+    rows = np.flatnonzero(~heldout)
+    raw = result.oof["ngram"]  # type: ignore[attr-defined]
+    one = oof_one_map(config, examples, raw, rows)
+    per_fold = oof_calibrated(config, examples, raw, result.folds)  # type: ignore[attr-defined]
+    assert np.isnan(one[heldout]).all() and not np.isnan(one[rows]).any()
+    langs = np.array([e.lang for e in examples])
+    kinds = np.array([text_kind(e) for e in examples])
+    reordered = 0
+    for lang, kind in {(langs[i], kinds[i]) for i in rows}:
+        m = rows[(langs[rows] == lang) & (kinds[rows] == kind)]
+        # one monotone map: a row's out-of-fold order within its language and kind is kept
+        assert (np.diff(one[m][np.argsort(raw[m], kind="stable")]) >= -1e-12).all(), (lang, kind)
+        reordered += int((np.diff(per_fold[m][np.argsort(raw[m], kind="stable")]) < -1e-12).any())
+    assert reordered > 0  # the per-fold maps do reorder texts: the reason the AUCs read one map
+    data = measurements(config, result, feats)  # type: ignore[arg-type]
+    ml = data["scorers"]["polytox-ml (ngram)"]
+    lx_train = np.array([e.source == "rtp-lx" for e in examples]) & ~heldout
+    labels = np.array([e.label for e in examples])
+    pred = np.where(lx_train, one, np.nan)
+    en = lx_train & (langs == "en")
+    assert ml["languages"]["en"]["n"] > en.sum()  # held-out rows are read too, by the final head
+    assert ml["summary"]["mean_auc_fold_maps"] is not None and "auc_fold_maps" in ml["languages"]["en"]
+    assert "mean_auc_heldout" in ml["summary"] and "auc_heldout" in ml["languages"]["en"]
+    assert auc(labels[en], pred[en]) == pytest.approx(auc(labels[en], raw[en]), abs=0.02)
+
+
 def test_ablation_measures_out_of_fold_on_the_training_split_only(
         shared_data: Path, pool: list[Example], monkeypatch: pytest.MonkeyPatch) -> None:
     """Every modelling choice is compared without the held-out split: flipping its labels changes nothing."""

@@ -51,6 +51,13 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "embedding ridge alpha 3000": {"alpha_emb": 3000.0},
     "no own ridges for non-English texts": {"other_rtplx_weight": None},
     "non-English own ridges, RTP-LX weight 6": {"other_rtplx_weight": 6.0},
+    "non-English ridges fitted on RTP-LX only": {"other_fit_tasks": ("rtp-lx",)},
+    "non-English ridges on RTP-LX only, embedding alpha 10000": {"other_fit_tasks": ("rtp-lx",),
+                                                                 "other_alpha_emb": 10000.0},
+    "non-English ridges on RTP-LX only, embedding alpha 30000": {"other_fit_tasks": ("rtp-lx",),
+                                                                 "other_alpha_emb": 30000.0},
+    "non-English ridges on RTP-LX and human data, embedding alpha 10000": {
+        "other_fit_tasks": ("rtp-lx", "human:"), "other_alpha_emb": 10000.0},
 }
 
 

@@ -19,9 +19,10 @@ from .head import MlHead
 from .measure import TARGETS, card_summary, measure_scorer, reliability, slice_masks
 from .ngrams import tfidf
 from .pack import join_components
-from .train import Features, TrainConfig, TrainResult, oof_calibrated, text_kind
+from .train import Features, TrainConfig, TrainResult, oof_calibrated, oof_one_map, text_kind
 
-MEASUREMENT_FORMAT = "polytox-scorer-card/1"
+# /2: per-language AUCs read out-of-fold scores under one map per language (``train.oof_one_map``)
+MEASUREMENT_FORMAT = "polytox-scorer-card/2"
 
 
 def head_scores(head: MlHead, feats: Features, examples: Sequence[Example], mode: str) -> np.ndarray:
@@ -48,8 +49,11 @@ def measurements(config: TrainConfig, result: TrainResult, feats: Features,
         pred = head_scores(result.head, feats, examples, mode)
         oof = oof_calibrated(config, examples, result.oof[mode], folds)
         lx_pred = np.where(lx_train, oof, pred)
+        # the AUCs read the out-of-fold scores under the final head's own maps (one per language)
+        lx_rank = np.where(lx_train, oof_one_map(config, examples, result.oof[mode], np.flatnonzero(~result.heldout)),
+                           pred)
         name = "polytox-ml" if mode == "full" else "polytox-ml (ngram)"
-        scorers[name] = measure_scorer(examples, result.heldout, pred, lx_pred, groups)
+        scorers[name] = measure_scorer(examples, result.heldout, pred, lx_pred, groups, lx_rank)
         diagrams[name] = {s: reliability(pred[masks[s] & result.heldout], target[masks[s] & result.heldout])
                           for s in ("web (all)", "model continuations")}
     if "polytox-ml" in scorers:

@@ -200,13 +200,26 @@ def _language_aucs_ci(labels: np.ndarray, values: np.ndarray, langs: np.ndarray,
     return percentile_ci(np.mean(resampled, axis=0)) if resampled else [None, None]
 
 
+def _auc_summary(aucs: Sequence[float | None]) -> dict[str, Any]:
+    """Mean and lowest of the per-language AUCs, and how many languages have one."""
+    known = [a for a in aucs if a is not None]
+    return {"mean_auc": _r(float(np.mean(known)) if known else None),
+            "min_auc": _r(float(min(known)) if known else None), "n_languages": len(known)}
+
+
 def measure_scorer(examples: Sequence[Example], heldout: np.ndarray, pred: np.ndarray,
-                   lx_pred: np.ndarray | None = None, groups: np.ndarray | None = None) -> dict[str, Any]:
+                   lx_pred: np.ndarray | None = None, groups: np.ndarray | None = None,
+                   lx_rank: np.ndarray | None = None) -> dict[str, Any]:
     """All card numbers of one scorer. ``pred``: its values on every example (NaN = not scored / not
-    comparable). ``lx_pred``: values for RTP-LX rows if they differ (out-of-fold for the training split).
+    comparable). ``lx_pred``: values for RTP-LX rows if they differ (out-of-fold for the training split),
+    read by the calibration error against rater shares. ``lx_rank``: values whose order the per-language
+    AUCs read, if they differ from ``lx_pred`` (out-of-fold scores under one map per language: see
+    ``train.oof_one_map``); the AUCs under ``lx_pred`` are kept beside them as ``*_fold_maps``, and with
+    ``lx_pred`` the held-out rows' own AUCs (``pred``, the final head) as ``*_heldout``.
     ``groups``: each example's joined group (``pack.join_components``); given, the AUCs, MAEs and share
     differences also carry 95% group bootstrap CIs (``group_bootstrap``)."""
     lx_values = pred if lx_pred is None else lx_pred
+    rank_values = lx_values if lx_rank is None else lx_rank
     target = np.array([e.target for e in examples])
     masks = slice_masks(examples)
     persp = {name: perspective_slice(pred[m & heldout], target[m & heldout],
@@ -220,13 +233,19 @@ def measure_scorer(examples: Sequence[Example], heldout: np.ndarray, pred: np.nd
         m = lx & (langs == lang)
         share = np.array([np.nan if examples[int(i)].share is None else examples[int(i)].share
                           for i in np.flatnonzero(m)], dtype=np.float64)
-        per_lang[lang] = {"n": int(m.sum()), "n_toxic": int(labels[m].sum()), "auc": _r(auc(labels[m], lx_values[m])),
-                          "ece_share": _r(ece(lx_values[m], share))}
-    aucs = [v["auc"] for v in per_lang.values() if v["auc"] is not None]
-    summary: dict[str, Any] = {"mean_auc": _r(float(np.mean(aucs)) if aucs else None),
-                               "min_auc": _r(float(min(aucs)) if aucs else None), "n_languages": len(aucs)}
-    if groups is not None and aucs:
-        summary["mean_auc_ci"] = _language_aucs_ci(labels[lx], lx_values[lx], langs[lx], groups[lx], per_lang)
+        per_lang[lang] = {"n": int(m.sum()), "n_toxic": int(labels[m].sum()),
+                          "auc": _r(auc(labels[m], rank_values[m])), "ece_share": _r(ece(lx_values[m], share))}
+        if lx_rank is not None:
+            per_lang[lang]["auc_fold_maps"] = _r(auc(labels[m], lx_values[m]))
+        if lx_pred is not None:  # the held-out rows alone, scored by the final head (fewer rows, wider noise)
+            per_lang[lang]["auc_heldout"] = _r(auc(labels[m & heldout], pred[m & heldout]))
+    summary = _auc_summary([v["auc"] for v in per_lang.values()])
+    for reading in ("fold_maps", "heldout"):
+        if all(f"auc_{reading}" in v for v in per_lang.values()) and per_lang:
+            summary.update({f"{k}_{reading}": v for k, v in _auc_summary(
+                [v[f"auc_{reading}"] for v in per_lang.values()]).items() if k != "n_languages"})
+    if groups is not None and summary["n_languages"]:
+        summary["mean_auc_ci"] = _language_aucs_ci(labels[lx], rank_values[lx], langs[lx], groups[lx], per_lang)
     human: dict[str, Any] = {}
     for src in sorted({e.source for e in examples if e.domain == "human"}):
         m = (source == src) & heldout
