@@ -145,23 +145,26 @@ class HiddenStateEmbedder:
         matrix[mask] = flat
         return torch.from_numpy(matrix), torch.from_numpy(mask.astype(np.int64))
 
-    def _forward(self, ids: Any, mask: Any) -> dict[int, np.ndarray]:
-        """Mean pools (float32, (rows, hidden)) per asked layer for one padded batch."""
+    def _keep_weight(self, ids: Any, mask: Any) -> Any:
+        """(rows, width) float32: 1 for the tokens a pool reads, 0 for padding and a leading BOS (kept when
+        it is the text's only token)."""
         torch = require("torch", "hf")
         bos = self._tok.bos_token_id
         weight = mask.to(torch.float32)
         if bos is not None:  # drop the BOS position of texts that have more than the BOS token
             weight[:, 0] *= ~((ids[:, 0] == bos) & (mask.sum(1) > 1))
-        weight = weight.unsqueeze(-1).to(self.device, non_blocking=True)
-        denom = weight.sum(1).clamp(min=1.0)
-        captured: dict[int, Any] = {}
+        return weight
+
+    def _run_layers(self, ids: Any, mask: Any, on_layer: Callable[[int, Any], None]) -> None:
+        """One forward pass of a padded batch, calling ``on_layer(layer, hidden)`` with each asked layer's
+        output as it is computed; the pass stops after the deepest asked layer."""
+        torch = require("torch", "hf")
         deepest = max(self.layers)
         handles = []
 
         def hook_for(layer: int) -> Callable[..., None]:
             def hook(_module: Any, _inputs: Any, output: Any) -> None:
-                hidden = output[0] if isinstance(output, tuple | list) else output
-                captured[layer] = (hidden.float() * weight).sum(1) / denom
+                on_layer(layer, output[0] if isinstance(output, tuple | list) else output)
                 if layer == deepest:
                     raise _Stop
 
@@ -178,7 +181,42 @@ class HiddenStateEmbedder:
         finally:
             for handle in handles:
                 handle.remove()
+
+    def _forward(self, ids: Any, mask: Any) -> dict[int, np.ndarray]:
+        """Mean pools (float32, (rows, hidden)) per asked layer for one padded batch."""
+        weight = self._keep_weight(ids, mask).unsqueeze(-1).to(self.device, non_blocking=True)
+        denom = weight.sum(1).clamp(min=1.0)
+        captured: dict[int, Any] = {}
+
+        def pool(layer: int, hidden: Any) -> None:
+            captured[layer] = (hidden.float() * weight).sum(1) / denom
+
+        self._run_layers(ids, mask, pool)
         return {layer: pooled.cpu().numpy() for layer, pooled in captured.items()}
+
+    def token_states(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """Every token's states, the tokens a mean pool reads (no padding, no leading BOS): (tokens,
+        len(layers) * hidden) float16, asked layers side by side, and (len(texts) + 1,) offsets, text i
+        owning rows offsets[i]:offsets[i + 1]. For token-level heads (``attention``); not cached."""
+        texts = list(texts)
+        self._load()
+        width = len(self.layers) * self.hidden_size
+        chunks: list[np.ndarray] = [np.zeros((0, width), dtype=np.float16)] * len(texts)
+        if texts:
+            ids, lengths = self._tokenize(texts)
+            order = np.argsort(lengths, kind="stable")
+            for start in range(0, len(order), self.batch_size):
+                rows = order[start : start + self.batch_size]
+                batch_ids, mask = self._pad(ids, rows, lengths[rows])
+                keep = self._keep_weight(batch_ids, mask).bool().numpy()
+                captured: dict[int, Any] = {}
+                self._run_layers(batch_ids, mask, captured.__setitem__)
+                states = np.concatenate([captured[layer].float().cpu().numpy() for layer in self.layers], axis=-1)
+                states = np.clip(states, -65000.0, 65000.0).astype(np.float16)  # float16's finite range
+                for j, row in enumerate(rows):
+                    chunks[row] = states[j][keep[j]]
+        offsets = np.concatenate([[0], np.cumsum([len(c) for c in chunks])]).astype(np.int64)
+        return np.concatenate(chunks) if texts else np.zeros((0, width), dtype=np.float16), offsets
 
     def _forward_legacy(self, batch: list[list[int]]) -> dict[int, np.ndarray]:
         """The previous batch builder (Python loops over rows), kept as the baseline."""
