@@ -37,12 +37,18 @@ class AttentionProbe:
     def score(self, states: np.ndarray, offsets: np.ndarray) -> np.ndarray:
         """One score per text of ``states`` / ``offsets`` (``HiddenStateEmbedder.token_states``)."""
         torch = require("torch", "hf")
-        x = (torch.from_numpy(np.asarray(states, dtype=np.float32)) - torch.from_numpy(self.mean)) / torch.from_numpy(
-            self.scale)
-        seg = _segments(offsets)
+        x = _standardised(states, self.mean, self.scale)
         with torch.no_grad():
-            return _pooled_scores(x, torch.from_numpy(seg), len(offsets) - 1, torch.from_numpy(self.v),
+            return _pooled_scores(x, torch.from_numpy(_segments(offsets)), len(offsets) - 1, torch.from_numpy(self.v),
                                   torch.from_numpy(self.w), torch.tensor(self.b)).numpy().astype(np.float64)
+
+
+def _standardised(states: np.ndarray, mean: np.ndarray, scale: np.ndarray) -> Any:
+    """Token states as a float32 tensor in the mean pool's standardised coordinates."""
+    torch = require("torch", "hf")
+    x = torch.from_numpy(np.asarray(states, dtype=np.float32))
+    return (x - torch.from_numpy(np.asarray(mean, dtype=np.float32))) / torch.from_numpy(
+        np.asarray(scale, dtype=np.float32))
 
 
 def _segments(offsets: np.ndarray) -> np.ndarray:
@@ -91,7 +97,7 @@ def fit_attention_probe(states: np.ndarray, offsets: np.ndarray, target: np.ndar
     scale = pools.std(axis=0)
     scale[scale < 1e-6] = 1.0
     coef, intercept = fit_ridge((pools - mean) / scale, np.asarray(target, dtype=np.float64), alpha_w, weight)
-    x = (torch.from_numpy(np.asarray(states, dtype=np.float32)) - torch.from_numpy(mean)) / torch.from_numpy(scale)
+    x = _standardised(states, mean, scale)
     seg = torch.from_numpy(_segments(offsets))
     n = len(offsets) - 1
     y = torch.from_numpy(np.asarray(target, dtype=np.float32))
