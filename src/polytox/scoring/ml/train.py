@@ -404,8 +404,8 @@ def cross_validate(config: TrainConfig, examples: Sequence[Example], feats: Feat
         out = np.full(n, np.nan)
         for test_rows in folds:
             combiners = fit_combiners(config, examples, np.setdiff1d(train_rows, test_rows), raw, mode)
-            out[test_rows] = apply_combiners(combiners, mode, _other_view(raw, english, "ngram")[test_rows],
-                                             _other_view(raw, english, "emb")[test_rows] if mode == "full" else None,
+            out[test_rows] = apply_combiners(combiners, mode, other_view(raw, english, "ngram")[test_rows],
+                                             other_view(raw, english, "emb")[test_rows] if mode == "full" else None,
                                              english[test_rows])
         combined[mode] = out
     return combined, raw, folds
@@ -427,7 +427,7 @@ def fit_combiners(config: TrainConfig, examples: Sequence[Example], rows: np.nda
     return out
 
 
-def _other_view(raw: dict[str, np.ndarray], english: np.ndarray, part: str) -> np.ndarray:
+def other_view(raw: dict[str, np.ndarray], english: np.ndarray, part: str) -> np.ndarray:
     """``raw[part]`` with the non-English rows' own-ridge outputs where they exist."""
     if part + OTHER not in raw:
         return raw[part]
