@@ -34,12 +34,12 @@ def test_token_states_average_to_the_mean_pools(tiny_backbone: Path) -> None:
 
 def test_mean_pools_and_take_handle_empty_texts() -> None:
     from polytox.scoring.ml.attention import mean_pools
-    from polytox.scoring.ml.attention_trial import _take
+    from polytox.scoring.ml.attention_fit import take
 
     states = np.arange(12, dtype=np.float16).reshape(6, 2)
     offsets = np.array([0, 2, 2, 6])
     np.testing.assert_allclose(mean_pools(states, offsets), [[1, 2], [0, 0], [7, 8]])
-    sub_states, sub_offsets = _take(states, offsets, np.array([2, 0]))
+    sub_states, sub_offsets = take(states, offsets, np.array([2, 0]))
     np.testing.assert_array_equal(sub_offsets, [0, 4, 6])
     np.testing.assert_array_equal(sub_states, states[[2, 3, 4, 5, 0, 1]])
 
@@ -80,3 +80,142 @@ def test_probe_reduces_to_the_ridge_and_finds_the_one_toxic_token() -> None:
     attention_auc = roc_auc_score(test_toxic, probe.score(test_states, test_offsets))
     assert attention_auc > 0.97 and attention_auc > mean_auc + 0.05
     assert abs(probe.v[0]) == np.abs(probe.v).max()  # it looks along the toxic axis
+
+
+def _random_probe(rng: np.random.Generator, dims: int) -> object:
+    from polytox.scoring.ml.attention import AttentionProbe
+
+    return AttentionProbe(mean=rng.normal(0, 0.5, dims).astype(np.float32),
+                          scale=rng.uniform(0.5, 2.0, dims).astype(np.float32),
+                          v=rng.normal(0, 0.5, dims).astype(np.float32), w=rng.normal(0, 0.2, dims).astype(np.float32),
+                          b=0.25)
+
+
+def test_probe_scores_in_the_forward_pass_match_the_token_states_and_are_cached(tiny_backbone: Path,
+                                                                                 tmp_path: Path) -> None:
+    from polytox.scoring.ml.embed_cache import EmbeddingCache
+    from polytox.scoring.ml.embedder import HiddenStateEmbedder
+
+    rng = np.random.default_rng(1)
+    probes = [_random_probe(rng, 64), _random_probe(rng, 64)]
+    texts = ["you are such an idiot", "shut up", "the weather this morning was cold and grey", "shut up", "ok"]
+    plain = HiddenStateEmbedder(str(tiny_backbone), (1, 2), batch_size=2)
+    states, offsets = plain.token_states(texts)
+    pools, scores = plain.embed_and_probe(texts, probes)  # type: ignore[arg-type]
+    assert scores.shape == (5, 2)
+    np.testing.assert_array_equal(pools, plain.embed(texts))  # the probes change nothing in the pools
+    for k, probe in enumerate(probes):  # the hook path computes what the probe reads from the token states
+        np.testing.assert_allclose(scores[:, k], probe.score(states, offsets), rtol=1e-2, atol=1e-2)  # type: ignore[attr-defined]
+    assert scores[1, 0] == scores[3, 0] and abs(scores[0, 0] - scores[1, 0]) > 1e-3
+    cache = EmbeddingCache(tmp_path / "emb.sqlite")
+    first = HiddenStateEmbedder(str(tiny_backbone), (1, 2), cache=cache)
+    _, cached = first.embed_and_probe(texts, probes)  # type: ignore[arg-type]
+    assert first.computed == 4  # distinct texts
+    again = HiddenStateEmbedder(str(tiny_backbone), (1, 2), cache=cache)
+    _, served = again.embed_and_probe(texts, probes)  # type: ignore[arg-type]
+    assert again.computed == 0
+    np.testing.assert_array_equal(served, cached)
+    other = _random_probe(rng, 64)
+    _, fresh = again.embed_and_probe(texts, [other])  # type: ignore[list-item]
+    assert again.computed == 4  # a probe with other numbers is a cache miss
+    np.testing.assert_allclose(fresh[:, 0], other.score(states, offsets), rtol=1e-2, atol=1e-2)  # type: ignore[attr-defined]
+
+
+def test_empty_text_scores_as_the_ridge_on_a_zero_pool() -> None:
+    from polytox.scoring.ml.attention import AttentionProbe
+
+    rng = np.random.default_rng(2)
+    probe = _random_probe(rng, 4)
+    assert isinstance(probe, AttentionProbe)
+    states = rng.normal(size=(3, 4)).astype(np.float16)
+    scores = probe.score(states, np.array([0, 3, 3]))
+    assert np.isfinite(scores).all()
+    assert scores[1] == pytest.approx(float((-probe.mean / probe.scale) @ probe.w + probe.b))
+    torch = pytest.importorskip("torch")
+    hidden = torch.from_numpy(np.stack([states.astype(np.float32), states.astype(np.float32)]))
+    keep = torch.tensor([[True, True, True], [False, False, False]])
+    batch = probe.token_scores([hidden], keep).numpy()
+    assert batch[0] == pytest.approx(scores[0], rel=1e-4) and batch[1] == pytest.approx(scores[1], rel=1e-5)
+
+
+def test_head_keeps_its_probe_and_its_fourth_combiner_weight(tmp_path: Path) -> None:
+    from polytox.errors import PolytoxError
+    from polytox.scoring.ml.head import MlHead
+    from polytox.scoring.ml.ngrams import NgramConfig
+
+    rng = np.random.default_rng(3)
+    probe = _random_probe(rng, 6)
+    head = MlHead(ngram=NgramConfig(n_features=16), idf=np.ones(16, dtype=np.float32),
+                  w_ngram=np.zeros(16, dtype=np.float32), b_ngram=0.0,
+                  combine={"full": (0.1, 1.0, 2.0), "full:other": (-0.5, 1.0, 0.5, 3.0)}, backbone="x", layers=(1,),
+                  emb_mean=np.zeros(6, dtype=np.float32), emb_scale=np.ones(6, dtype=np.float32),
+                  w_emb=np.ones(6, dtype=np.float32), probe=probe)  # type: ignore[arg-type]
+    head.save(tmp_path / "h.npz")
+    loaded = MlHead.load(tmp_path / "h.npz")
+    assert loaded.probe is not None and loaded.probe.digest == probe.digest  # type: ignore[attr-defined]
+    assert loaded.combine["full:other"] == (-0.5, 1.0, 0.5, 3.0)
+    ngram, emb, probe_out = np.array([0.2, 0.2]), np.array([0.1, 0.1]), np.array([0.0, 1.0])
+    langs = ["de", "de"]
+    p = loaded.raw_probability(ngram, emb, "full", langs, probe_out)
+    np.testing.assert_allclose(np.log(p / (1 - p)), [-0.5 + 0.2 + 0.05, -0.5 + 0.2 + 0.05 + 3.0])
+    english = loaded.raw_probability(ngram, emb, "full", ["en", "en"])  # English never reads the probe
+    np.testing.assert_allclose(np.log(english / (1 - english)), [0.1 + 0.2 + 0.2] * 2)
+    with pytest.raises(PolytoxError, match="attention probe"):
+        loaded.raw_probability(ngram, emb, "full", langs)
+    head.probe = None
+    head.combine = {"full": (0.1, 1.0, 2.0)}
+    head.save(tmp_path / "plain.npz")  # a head without a probe is still written as format 2
+    import io
+    import json
+    with np.load(io.BytesIO((tmp_path / "plain.npz").read_bytes())) as data:
+        assert json.loads(bytes(data["header"]).decode())["format"] == 2
+        assert not any(name.startswith("probe_") for name in data.files)
+
+
+def test_probe_fit_rows_are_rtplx_and_optionally_the_non_english_human_rows() -> None:
+    from polytox.scoring.ml.attention_fit import fit_row_groups
+    from polytox.scoring.ml.data import Example
+
+    def ex(source: str, lang: str, domain: str) -> Example:
+        return Example(text=f"{source} {lang}", lang=lang, target=0.5, label=True, source=source, group=f"{source}:1",
+                       domain=domain)
+
+    examples = [ex("rtp-lx", "de", "rtp-lx"), ex("rtp-lx", "en", "rtp-lx"), ex("cold", "zh", "human"),
+                ex("toxichat", "en", "human"), ex("quark", "en", "perspective"), ex("told-br", "pt", "human"),
+                ex("rtp-lx", "fr", "rtp-lx")]
+    train_rows = np.array([0, 1, 2, 3, 4, 5])  # row 6 is held out
+    alone = fit_row_groups(examples, train_rows, None)
+    assert len(alone) == 1 and alone[0][1] == 1.0 and alone[0][0].tolist() == [0, 1]
+    both = fit_row_groups(examples, train_rows, 0.3)
+    assert [(g.tolist(), w) for g, w in both] == [([0, 1], 1.0), ([2, 5], 0.3)]  # English human rows stay out
+
+
+def test_group_states_join_cached_groups_as_one_pass_would(tiny_backbone: Path, tmp_path: Path) -> None:
+    from polytox.scoring.ml.attention_fit import group_states
+    from polytox.scoring.ml.data import Example
+    from polytox.scoring.ml.embedder import HiddenStateEmbedder
+
+    texts = ["you are such an idiot", "shut up", "the weather this morning was cold and grey", "ok then"]
+    examples = [Example(text=t, lang="de", target=0.5, label=True, source="s", group=f"s:{i}")
+                for i, t in enumerate(texts)]
+    emb = HiddenStateEmbedder(str(tiny_backbone), (1, 2))
+    groups = [(np.array([2, 0]), 1.0), (np.array([3]), 0.3)]
+    rows, weights, states, offsets = group_states(emb, examples, groups, tmp_path)
+    assert rows.tolist() == [2, 0, 3] and weights.tolist() == [1.0, 1.0, 0.3]
+    one_states, one_offsets = emb.token_states([texts[i] for i in rows])
+    np.testing.assert_array_equal(offsets, one_offsets)
+    np.testing.assert_allclose(states.astype(np.float32), one_states.astype(np.float32), atol=2e-3)
+    assert len(list((tmp_path / "token-states").glob("*.npz"))) == 2  # one cache file per group
+    again = group_states(emb, examples, groups, tmp_path)  # served from the files: the same arrays
+    np.testing.assert_array_equal(again[2], states)
+
+
+def test_rows_trial_reads_each_source_and_averages_the_real_ones() -> None:
+    from polytox.scoring.ml.attention_rows_trial import source_aucs
+
+    labels = np.array([0, 1, 0, 1, 0, 1, 1, 1], dtype=bool)
+    scores = np.array([0.1, 0.9, 0.8, 0.2, 0.3, 0.6, 0.5, 0.4])
+    sources = np.array(["cold"] * 2 + ["told-br"] * 2 + ["templates-de"] * 2 + ["only-toxic"] * 2)
+    out = source_aucs(labels, scores, sources)
+    assert out["sources"] == {"cold": 1.0, "templates-de": 1.0, "told-br": 0.0}  # one class only: no AUC
+    assert out["real_mean"] == 0.5  # the synthetic template set is reported, not averaged

@@ -152,7 +152,7 @@ def test_small_retrain_is_deterministic_and_never_reads_heldout_labels(
                if h else e for e, h in zip(examples, heldout, strict=True)]
     assert train(config, flipped, feats=feats).head.save(tmp_path / "c.npz") == digest  # type: ignore[arg-type]
     loaded = MlHead.load(tmp_path / "a.npz")
-    assert loaded.meta["version"] == "3" and set(loaded.scale) == {"ngram"}
+    assert loaded.meta["version"] == "4" and set(loaded.scale) == {"ngram"}
     assert set(PTP_LANGUAGES) <= set(loaded.languages)
 
 
@@ -231,6 +231,7 @@ def test_measurements_of_a_small_run(small_run: tuple[TrainConfig, object, objec
 
 
 def test_human_aucs_read_one_map_per_language(small_run: tuple[TrainConfig, object, object]) -> None:
+    from polytox.scoring.ml.calib import ScaleMaps
     from polytox.scoring.ml.evaluate import measurements
     from polytox.scoring.ml.measure import auc
     from polytox.scoring.ml.train import oof_calibrated, oof_one_map, text_kind
@@ -239,7 +240,7 @@ def test_human_aucs_read_one_map_per_language(small_run: tuple[TrainConfig, obje
     examples, heldout = result.examples, result.heldout  # type: ignore[attr-defined]
     rows = np.flatnonzero(~heldout)
     raw = result.oof["ngram"]  # type: ignore[attr-defined]
-    one = oof_one_map(config, examples, raw, rows)
+    one = oof_one_map(ScaleMaps.from_json(result.head.scale["ngram"]), examples, raw, rows)  # type: ignore[attr-defined]
     per_fold = oof_calibrated(config, examples, raw, result.folds)  # type: ignore[attr-defined]
     assert np.isnan(one[heldout]).all() and not np.isnan(one[rows]).any()
     langs = np.array([e.lang for e in examples])
@@ -446,18 +447,41 @@ def test_train_with_backbone_and_full_mode_scorer(shared_data: Path, pool: list[
     from polytox.scoring.ml.embedder import HiddenStateEmbedder
     from polytox.scoring.ml.ngrams import hashed_counts, tfidf
     from polytox.scoring.ml.scorer import PolytoxMlScorer
+    from polytox.scoring.ml.train import build_features
 
     config = small_config(shared_data, backbone=str(tiny_backbone), layers=(1, 3), subset=0.01, split_combiner=True,
                           embedding_cache=str(tmp_path / "emb.sqlite"))
     examples = select(pool, config)
-    result = train(config, examples)
+    feats = build_features(config, examples)
+    result = train(config, examples, feats=feats)
     assert set(result.head.combine) == {"full", "ngram", "full:other", "ngram:other"}
     assert set(result.head.scale) == {"full", "ngram"}
+    # the attention probe: the non-English combiner's fourth weight, out-of-fold scores for every non-English
+    # training row (each from the probe fitted without its fold), the head's probe's score for every
+    # non-English row, none for English rows
+    assert len(result.head.combine["full:other"]) == 4 and len(result.head.combine["full"]) == 3
+    assert result.head.probe is not None and feats.attention is not None
+    english = np.array([e.lang == "en" for e in examples])
+    train_rows = ~result.heldout
+    assert np.isfinite(feats.attention.oof[~english & train_rows]).all()
+    assert np.isnan(feats.attention.oof[english | result.heldout]).all()
+    assert np.isfinite(feats.attention.final[~english]).all() and np.isnan(feats.attention.final[english]).all()
+    assert not np.allclose(feats.attention.oof[~english & train_rows], feats.attention.final[~english & train_rows])
+    # the fit rows' token states, kept for reruns: one file per row group (RTP-LX, the pack's non-English
+    # human rows at config.attention_human_weight)
+    from polytox.scoring.ml.attention_fit import fit_row_groups
+
+    groups = fit_row_groups(examples, np.flatnonzero(train_rows), config.attention_human_weight)
+    assert len(groups) == 2 and groups[1][1] == 0.3
+    assert len(list((tmp_path / "token-states").glob("*.npz"))) == 2
+    again = train(config, examples, feats=build_features(config, examples))
+    assert again.head.probe is not None and again.head.probe.digest == result.head.probe.digest
     path = tmp_path / "head.npz"
     result.head.save(path)
+    assert again.head.save(tmp_path / "again.npz") == result.head.digest  # a rerun from the caches: same bytes
     scorer = PolytoxMlScorer(head=str(path), dtype="float32")  # the float32 embedder below is the reference
     assert scorer.mode == "full" and set(PTP_LANGUAGES) <= scorer.languages
-    assert scorer.version.startswith("3-full-")  # a new head version: scores cached for older heads are not reused
+    assert scorer.version.startswith("4-full-")  # a new head version: scores cached for older heads are not reused
     sample = examples[:15] + [e for e in examples if e.lang != "en"][:5]
     texts = [e.text for e in sample]
     langs = [e.lang for e in sample]
@@ -465,9 +489,13 @@ def test_train_with_backbone_and_full_mode_scorer(shared_data: Path, pool: list[
     assert all(s.ok for s in scores)
     # The scorer computes exactly what the head says: both parts, the combiner, then the language's scale map.
     head = MlHead.load(path)
-    emb = HiddenStateEmbedder(str(tiny_backbone), head.layers).embed(texts)
+    assert head.probe is not None
+    emb, probe_scores = HiddenStateEmbedder(str(tiny_backbone), head.layers).embed_and_probe(texts, [head.probe])
     expected = head.probability(head.ngram_output(tfidf(hashed_counts(texts, head.ngram), head.idf), langs),
-                                head.emb_output(emb, langs), "full", langs)
+                                head.emb_output(emb, langs), "full", langs, probe_out=probe_scores[:, 0])
+    without = head.probability(head.ngram_output(tfidf(hashed_counts(texts, head.ngram), head.idf), langs),
+                               head.emb_output(emb, langs), "full", ["en"] * len(texts))
+    assert not np.allclose(expected[np.array(langs) != "en"], without[np.array(langs) != "en"])
     np.testing.assert_allclose([s.get("toxicity") for s in scores], expected, rtol=1e-5)
     ngram_only = PolytoxMlScorer(head=str(path), mode="ngram")
     assert ngram_only.id != scorer.id  # the mode is part of the cache identity
@@ -478,7 +506,7 @@ def test_train_with_backbone_and_full_mode_scorer(shared_data: Path, pool: list[
     assert web.id == f"{scorer.id}-web" and scorer.text == "continuation"
     web_scores = [s.get("toxicity") for s in web.score(texts, langs)]
     expected_web = head.probability(head.ngram_output(tfidf(hashed_counts(texts, head.ngram), head.idf), langs),
-                                    head.emb_output(emb, langs), "full", langs, "web")
+                                    head.emb_output(emb, langs), "full", langs, "web", probe_scores[:, 0])
     np.testing.assert_allclose(web_scores, expected_web, rtol=1e-5)
     english = np.array(langs) == "en"
     assert english.any() and (~english).any()
@@ -499,7 +527,10 @@ def test_train_with_backbone_and_full_mode_scorer(shared_data: Path, pool: list[
     np.testing.assert_allclose(cont[~english], web_halved[~english], rtol=1e-5)
     with pytest.raises(PolytoxError, match="text must be one of"):
         PolytoxMlScorer(head=str(path), mode="ngram", text="tweet")
-    assert EmbeddingCache(tmp_path / "emb.sqlite").count() == 2 * len({e.text for e in examples})
+    cache = EmbeddingCache(tmp_path / "emb.sqlite")
+    key = HiddenStateEmbedder(str(tiny_backbone), head.layers).key
+    assert cache.count(key) == 2 * len({e.text for e in examples})
+    assert cache.count() - cache.count(key) >= len({e.text for e in examples if e.lang != "en"})  # probe scores
 
 
 def test_missing_backbone_wheel_names_the_install(tmp_path: Path, small_run: tuple[TrainConfig, object, object]
@@ -530,8 +561,11 @@ def test_committed_head_is_small_calibrated_and_covers_17_languages() -> None:
     path = default_head_path()
     assert path.exists() and path.stat().st_size < 2_000_000
     head = MlHead.load(path)
-    assert set(PTP_LANGUAGES) <= set(head.languages) and head.meta["version"] == "3"
+    assert set(PTP_LANGUAGES) <= set(head.languages) and head.meta["version"] == "4"
     assert head.backbone == "gemma-3-270m" and head.has_embeddings
+    # the attention probe reads the embedding part's layers; only the non-English combiner weighs it
+    assert head.probe is not None and head.emb_mean is not None and len(head.probe.w) == len(head.emb_mean)
+    assert len(head.combine["full:other"]) == 4 and len(head.combine["full"]) == 3
     assert {k.split(":")[0] for k in head.combine} == set(head.scale) == {"full", "ngram"}
     grid = np.linspace(0, 1, 101)
     for mode in head.scale:

@@ -9,8 +9,9 @@ head and measurement file were made with:
   python -m polytox.scoring.ml.pool            # optional: embed the pool in the background first
   polytox train-scorer --out src/polytox/data/polytox-ml-head.npz --plot docs/img/trainscorer-reliability.png
 
-Backbone hidden states are cached on disk (model x layer x text hash): a retrain from a warm cache costs
-minutes, and the same caches give the same head.
+Backbone hidden states are cached on disk (mean pools and attention-probe scores by model x layer x text
+hash, the attention probe's training token states as one file): a retrain from a warm cache costs minutes,
+and the same caches give the same head.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import Any
 
 from ..atomic import atomic_write
 from ..constants import CONTINUATION_GEN_SHARE, WEB_GEN_SHARE
+from ..errors import PolytoxError
 from ..langs import PTP_LANGUAGES, normalize_lang
 from .common import console, out_console, progress_bar
 
@@ -53,6 +55,14 @@ def register(sub: Any) -> None:
                    help="RTP-LX regression weight of the non-English texts' own ridges (0: share the English ones)")
     p.add_argument("--other-task-offsets", action=argparse.BooleanOptionalAction, default=True,
                    help="one free offset per label definition in the non-English ridges' fit (default: on)")
+    p.add_argument("--attention", action=argparse.BooleanOptionalAction, default=True,
+                   help="an attention pool over the backbone's token states as the non-English combiner's third "
+                        "input (default: on; needs a backbone)")
+    p.add_argument("--attention-penalties", default="30000,3000", metavar="W,V",
+                   help="the attention probe's L2 penalties on its token weights and its attention query")
+    p.add_argument("--attention-human-weight", type=float, default=0.3,
+                   help="weight of the pack's non-English human-labelled rows in the attention probe's fit (RTP-LX "
+                        "rows weigh 1; 0: RTP-LX alone)")
     p.add_argument("--weight-rtplx", type=float,
                    help="regression weight of RTP-LX rows (default: TASK_WEIGHTS in train.py)")
     p.add_argument("--web-gen-share", type=float, default=WEB_GEN_SHARE,
@@ -88,6 +98,12 @@ def run(args: argparse.Namespace) -> int:
 
     langs = tuple(sorted({normalize_lang(x) for v in (args.lang or []) for x in v.split(",") if x})) \
         or PTP_LANGUAGES
+    try:
+        penalties = [float(x) for x in args.attention_penalties.split(",")]
+    except ValueError:
+        penalties = []
+    if len(penalties) != 2:
+        raise PolytoxError(f"--attention-penalties takes two numbers W,V, got {args.attention_penalties!r}")
     config = TrainConfig(
         shared=args.shared, langs=langs, backbone=None if args.backbone == "none" else args.backbone,
         layers=tuple(int(x) for x in args.layers.split(",") if x.strip()), max_tokens=args.max_tokens,
@@ -95,7 +111,9 @@ def run(args: argparse.Namespace) -> int:
         task_offsets=args.task_offsets, task_weights=not args.no_task_weights,
         human_data=not args.no_human_data, split_combiner=args.split_combiner,
         weight_rtplx=args.weight_rtplx, other_rtplx_weight=args.other_rtplx_weight or None,
-        other_task_offsets=args.other_task_offsets,
+        other_task_offsets=args.other_task_offsets, attention=args.attention,
+        attention_alpha_w=penalties[0], attention_alpha_v=penalties[1],
+        attention_human_weight=args.attention_human_weight or None,
         web_gen_share=args.web_gen_share, continuation_gen_share=args.continuation_gen_share,
         folds=args.folds, subset=args.subset,
         batch_size=args.batch_size, embedding_cache=args.embedding_cache)

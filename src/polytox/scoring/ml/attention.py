@@ -8,14 +8,16 @@ is exactly the ridge on the standardised mean pool. So the fit starts from that 
 ``v``, ``w`` and ``b`` jointly by L-BFGS on the squared error, with L2 penalties on ``w`` and ``v``: the
 probe can only leave the ridge where attention lowers the penalised training error.
 
-It reads the same forward pass the mean pool does: two dot products per token, no second backbone pass.
-It is not in the shipped head yet. ``python -m polytox.scoring.ml.attention`` measures it on the
-training split's RTP-LX rows against the mean-pool ridge, alone and beside the n-gram ridge
-(docs/trainscorer.md, "Attention pooling"); the held-out split is not read.
+It reads the same forward pass the mean pool does: two dot products per token, no second backbone pass
+(``token_scores`` runs inside ``HiddenStateEmbedder``'s hooks). The shipped head uses it as the third input
+of the non-English combiner (``attention_fit.fit_attention``); ``attention_trial`` measured it first on the
+training split's RTP-LX rows against the mean-pool ridge (docs/trainscorer.md, "Attention pooling").
 """
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,13 +36,57 @@ class AttentionProbe:
     w: np.ndarray  # token score weights
     b: float
 
+    @property
+    def digest(self) -> str:
+        """Identity of the fitted numbers (the embedding cache keys a probe's scores by it)."""
+        h = hashlib.sha256()
+        for array in (self.mean, self.scale, self.v, self.w, np.array([self.b])):
+            h.update(np.ascontiguousarray(array, dtype=np.float32).tobytes())
+        return h.hexdigest()[:12]
+
+    @property
+    def empty_score(self) -> float:
+        """The score of a text without tokens: the ridge on its mean pool, which is 0 (``mean_pools``)."""
+        return float((-self.mean / self.scale) @ self.w + self.b)
+
     def score(self, states: np.ndarray, offsets: np.ndarray) -> np.ndarray:
         """One score per text of ``states`` / ``offsets`` (``HiddenStateEmbedder.token_states``)."""
         torch = require("torch", "hf")
         x = _standardised(states, self.mean, self.scale)
         with torch.no_grad():
-            return _pooled_scores(x, torch.from_numpy(_segments(offsets)), len(offsets) - 1, torch.from_numpy(self.v),
-                                  torch.from_numpy(self.w), torch.tensor(self.b)).numpy().astype(np.float64)
+            out = _pooled_scores(x, torch.from_numpy(_segments(offsets)), len(offsets) - 1, torch.from_numpy(self.v),
+                                 torch.from_numpy(self.w), torch.tensor(self.b)).numpy().astype(np.float64)
+        out[np.diff(offsets) == 0] = self.empty_score
+        return out
+
+    def token_scores(self, hidden: Sequence[Any], keep: Any) -> Any:
+        """(rows,) float32 scores of one padded batch, from each of the probe's layers' hidden states
+        ((rows, width, hidden) tensors, in the head's layer order) at the positions ``keep`` (a (rows, width)
+        bool tensor) marks: what ``score`` computes from the same tokens' ``token_states``."""
+        torch = require("torch", "hf")
+        device = keep.device
+
+        def vec(a: np.ndarray) -> Any:
+            return torch.from_numpy(np.asarray(a, dtype=np.float32)).to(device)
+
+        x = (torch.cat([h.float() for h in hidden], dim=-1) - vec(self.mean)) / vec(self.scale)
+        u = (x @ vec(self.v)).masked_fill(~keep, -torch.inf)
+        weight = torch.softmax(u, dim=1).nan_to_num(0.0)  # a row without kept tokens: all -inf
+        out = (weight * (x @ vec(self.w))).sum(1) + self.b
+        return torch.where(keep.any(1), out, torch.full_like(out, self.empty_score))
+
+    def to_arrays(self, prefix: str) -> dict[str, np.ndarray]:
+        """The probe as named float32 arrays (``b`` as a one-element array), for the head file."""
+        return {f"{prefix}{k}": np.asarray(getattr(self, k), dtype=np.float32) for k in ("mean", "scale", "v", "w")} \
+            | {f"{prefix}b": np.array([self.b], dtype=np.float32)}
+
+    @classmethod
+    def from_arrays(cls, arrays: dict[str, np.ndarray], prefix: str) -> AttentionProbe | None:
+        """The probe stored by ``to_arrays`` (None when ``arrays`` has none)."""
+        if f"{prefix}w" not in arrays:
+            return None
+        return cls(mean=arrays[f"{prefix}mean"], scale=arrays[f"{prefix}scale"], v=arrays[f"{prefix}v"],
+                   w=arrays[f"{prefix}w"], b=float(arrays[f"{prefix}b"][0]))
 
 
 def _standardised(states: np.ndarray, mean: np.ndarray, scale: np.ndarray) -> Any:
@@ -78,13 +124,11 @@ def mean_pools(states: np.ndarray, offsets: np.ndarray) -> np.ndarray:
 
 
 def fit_ridge(z: np.ndarray, y: np.ndarray, alpha: float, weight: np.ndarray | None = None) -> tuple[np.ndarray, float]:
-    """Weighted ridge on standardised ``z`` (intercept unpenalised): (coefficients, intercept)."""
-    wt = np.ones(len(y)) if weight is None else np.asarray(weight, dtype=np.float64)
-    y_mean = float(np.average(y, weights=wt))
-    z_mean = np.average(z, axis=0, weights=wt)
-    zc = (z - z_mean) * np.sqrt(wt)[:, None]
-    coef = np.linalg.solve(zc.T @ zc + alpha * np.eye(z.shape[1]), zc.T @ ((y - y_mean) * np.sqrt(wt)))
-    return coef, y_mean - float(z_mean @ coef)
+    """scikit-learn's weighted ridge (intercept unpenalised, as the head's hidden-state ridge is fitted) on
+    standardised ``z``: (coefficients, intercept)."""
+    linear = require("sklearn.linear_model", "ml")
+    model = linear.Ridge(alpha=alpha, solver="cholesky").fit(z, y, sample_weight=weight)
+    return np.asarray(model.coef_, dtype=np.float64), float(model.intercept_)
 
 
 def fit_attention_probe(states: np.ndarray, offsets: np.ndarray, target: np.ndarray, alpha_w: float,
@@ -115,5 +159,5 @@ def fit_attention_probe(states: np.ndarray, offsets: np.ndarray, target: np.ndar
         return loss
 
     opt.step(closure)
-    return AttentionProbe(mean=mean.astype(np.float32), scale=scale.astype(np.float32),
-                          v=v.detach().numpy().copy(), w=w.detach().numpy().copy(), b=float(b.detach()))
+    return AttentionProbe(mean=mean.astype(np.float32), scale=scale.astype(np.float32), v=v.detach().numpy().copy(),
+                          w=w.detach().numpy().copy(), b=float(np.float32(b.detach())))  # b as the head stores it

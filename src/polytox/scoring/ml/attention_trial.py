@@ -11,10 +11,11 @@ embedding part, read per language against the human label:
 - the head's own pipeline (``train.cross_validate``, its folds, its ridges) with the best probe's score as
   a third input of its non-English combiner (``in_head``): what adopting the probe would buy.
 
-The held-out split is never read. The token states take one backbone pass (about 8 minutes for 10,000
-RTP-LX texts on 2 CPU cores); ``--states`` keeps them in an .npz file for reruns.
+The held-out split is never read. The token states take one backbone pass (about 150 s for 10,000
+RTP-LX texts on 2 CPU cores), kept in the polytox cache (``attention_fit.cached_token_states``, the same
+file ``train-scorer``'s probe fit reads).
 
-    python -m polytox.scoring.ml.attention_trial --out docs/trainscorer-attention.json --states /tmp/states.npz
+    python -m polytox.scoring.ml.attention_trial --out docs/trainscorer-attention.json
     python -m polytox.scoring.ml.attention_trial --markdown docs/trainscorer-attention.json
 """
 
@@ -24,7 +25,7 @@ import argparse
 import json
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,7 @@ import numpy as np
 
 from ...errors import require
 from .attention import fit_attention_probe, fit_ridge, mean_pools
+from .attention_fit import cached_token_states, take
 from .measure import auc
 from .ngrams import fit_idf, hashed_counts, tfidf
 from .pack import heldout_mask, join_components
@@ -51,26 +53,18 @@ def language_aucs(labels: np.ndarray, scores: np.ndarray, langs: np.ndarray) -> 
             "languages": {k: round(v, 4) for k, v in known.items()}}
 
 
-def load_states(config: TrainConfig, texts: Sequence[str], path: Path | None) -> tuple[np.ndarray, np.ndarray]:
-    """Token states of ``texts``, from ``path`` when it holds them for exactly these texts."""
-    from ...types import text_hash
+def load_states(config: TrainConfig, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Token states of ``texts`` (kept in the polytox cache, shared with ``train-scorer``'s probe fit)."""
+    from .embed_cache import default_embedding_cache_path
     from .embedder import HiddenStateEmbedder
 
-    digest = text_hash("\n".join(texts))
-    if path is not None and path.exists():
-        stored = np.load(path)
-        if str(stored["digest"]) == digest:
-            return stored["states"], stored["offsets"]
     assert config.backbone is not None
     embedder = HiddenStateEmbedder(config.backbone, config.layers, max_tokens=config.max_tokens,
                                    batch_size=config.batch_size)
-    states, offsets = embedder.token_states(texts)
-    if path is not None:
-        np.savez(path, states=states, offsets=offsets, digest=np.array(digest))
-    return states, offsets
+    return cached_token_states(embedder, texts, default_embedding_cache_path().parent)
 
 
-def run(config: TrainConfig, states_path: Path | None = None, folds: int = 5) -> dict[str, Any]:
+def run(config: TrainConfig, folds: int = 5) -> dict[str, Any]:
     linear = require("sklearn.linear_model", "ml")
     selection = require("sklearn.model_selection", "ml")
     t0 = time.time()
@@ -81,7 +75,7 @@ def run(config: TrainConfig, states_path: Path | None = None, folds: int = 5) ->
     texts = [examples[i].text for i in rows]
     labels = np.array([examples[i].label for i in rows], dtype=bool)
     langs = np.array([examples[i].lang for i in rows])
-    states, offsets = load_states(config, texts, states_path)
+    states, offsets = load_states(config, texts)
     print(f"{len(rows)} RTP-LX training rows, {len(states)} tokens ({time.time() - t0:.0f} s)", file=sys.stderr)
     counts = hashed_counts(texts, config.ngram)
     pools = mean_pools(states, offsets)
@@ -101,8 +95,8 @@ def run(config: TrainConfig, states_path: Path | None = None, folds: int = 5) ->
         for alpha in RIDGE_ALPHAS:
             coef, intercept = fit_ridge((pools[fit] - mean) / scale, target, alpha)
             put(f"ridge on mean pools, penalty {alpha:g}", test, ((pools[test] - mean) / scale) @ coef + intercept)
-        fit_states = _take(states, offsets, fit)
-        test_states = _take(states, offsets, test)
+        fit_states = take(states, offsets, fit)
+        test_states = take(states, offsets, test)
         for alpha_w, alpha_v in ATTENTION_GRID:
             probe = fit_attention_probe(*fit_states, target, alpha_w, alpha_v)
             put(f"attention pool, penalty w {alpha_w:g}, v {alpha_v:g}", test, probe.score(*test_states))
@@ -142,9 +136,9 @@ def in_head(config: TrainConfig, examples: Sequence[Any], heldout: np.ndarray, r
     with_probe = combined["full"].copy()
     for fold in folds:
         fit, test = np.setdiff1d(rows, fold), np.intersect1d(rows, fold)
-        probe = fit_attention_probe(*_take(states, offsets, position[fit]),
+        probe = fit_attention_probe(*take(states, offsets, position[fit]),
                                     pooled_target(examples, fit, config.index_mean_weight), *penalties)
-        probe_score[test] = probe.score(*_take(states, offsets, position[test]))
+        probe_score[test] = probe.score(*take(states, offsets, position[test]))
     for fold in folds:  # the non-English combiner, refitted with the probe beside the two ridges
         fit, test = np.setdiff1d(rows, fold), np.intersect1d(rows, fold)
         fit, test = fit[~english[fit]], test[~english[test]]
@@ -155,13 +149,6 @@ def in_head(config: TrainConfig, examples: Sequence[Any], heldout: np.ndarray, r
             "head + attention pool in the non-English combiner": language_aucs(labels[rows], with_probe[rows],
                                                                                langs[rows]),
             "penalties": list(penalties)}
-
-
-def _take(states: np.ndarray, offsets: np.ndarray, texts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The token states and offsets of ``texts`` only."""
-    lengths = np.diff(offsets)[texts]
-    index = np.concatenate([np.arange(offsets[t], offsets[t + 1]) for t in texts]) if len(texts) else np.zeros(0, int)
-    return states[index], np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
 
 
 def markdown(data: dict[str, Any]) -> str:
@@ -176,21 +163,27 @@ def markdown(data: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def trial_cli(argv: Sequence[str] | None, description: str, run_trial: Callable[[TrainConfig], dict[str, Any]],
+              table: Callable[[dict[str, Any]], str]) -> int:
+    """The command line of a training-split trial: ``--out FILE`` measures and writes JSON, ``--markdown
+    FILE`` prints the table of a results file."""
+    p = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
     what = p.add_mutually_exclusive_group(required=True)
     what.add_argument("--out", type=Path, help="measure and write the results here (JSON)")
     what.add_argument("--markdown", type=Path, metavar="JSON", help="print the table of a results file and exit")
     p.add_argument("--shared", default="../shared/data")
-    p.add_argument("--states", type=Path, help="an .npz file keeping the token states between runs")
     args = p.parse_args(argv)
     if args.markdown:
-        print(markdown(json.loads(args.markdown.read_text())))
+        print(table(json.loads(args.markdown.read_text())))
         return 0
-    data = run(TrainConfig(shared=args.shared), args.states)
+    data = run_trial(TrainConfig(shared=args.shared))
     args.out.write_text(json.dumps(data, indent=1) + "\n")
-    print(markdown(data))
+    print(table(data))
     return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return trial_cli(argv, __doc__ or "", run, markdown)
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ import numpy as np
 from ...errors import require
 from ...models import EMBEDDED, resolve_model
 from ...types import text_hash
+from .attention import AttentionProbe
 from .embed_cache import EmbeddingCache
 
 log = logging.getLogger("polytox")
@@ -182,17 +183,26 @@ class HiddenStateEmbedder:
             for handle in handles:
                 handle.remove()
 
-    def _forward(self, ids: Any, mask: Any) -> dict[int, np.ndarray]:
-        """Mean pools (float32, (rows, hidden)) per asked layer for one padded batch."""
-        weight = self._keep_weight(ids, mask).unsqueeze(-1).to(self.device, non_blocking=True)
+    def _forward(self, ids: Any, mask: Any, probes: Sequence[AttentionProbe] = ()
+                 ) -> tuple[dict[int, np.ndarray], np.ndarray]:
+        """Mean pools (float32, (rows, hidden)) per asked layer for one padded batch, and each probe's
+        scores ((rows, len(probes)) float32) from the same pass."""
+        keep = self._keep_weight(ids, mask).to(self.device, non_blocking=True)
+        weight = keep.unsqueeze(-1)
         denom = weight.sum(1).clamp(min=1.0)
         captured: dict[int, Any] = {}
+        hidden: dict[int, Any] = {}
 
-        def pool(layer: int, hidden: Any) -> None:
-            captured[layer] = (hidden.float() * weight).sum(1) / denom
+        def pool(layer: int, states: Any) -> None:
+            captured[layer] = (states.float() * weight).sum(1) / denom
+            if probes:
+                hidden[layer] = states
 
         self._run_layers(ids, mask, pool)
-        return {layer: pooled.cpu().numpy() for layer, pooled in captured.items()}
+        scores = np.zeros((len(ids), len(probes)), dtype=np.float32)
+        for k, probe in enumerate(probes):
+            scores[:, k] = probe.token_scores([hidden[layer] for layer in self.layers], keep > 0).cpu().numpy()
+        return {layer: pooled.cpu().numpy() for layer, pooled in captured.items()}, scores
 
     def token_states(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         """Every token's states, the tokens a mean pool reads (no padding, no leading BOS): (tokens,
@@ -228,7 +238,7 @@ class HiddenStateEmbedder:
         for row, seq in enumerate(batch):
             ids[row, : len(seq)] = torch.tensor(seq, dtype=torch.long)
             mask[row, : len(seq)] = 1
-        return self._forward(ids, mask)
+        return self._forward(ids, mask)[0]
 
     # ---- public ---------------------------------------------------------------------------------
     def embed(self, texts: Sequence[str], progress: ProgressCallback | None = None) -> np.ndarray:
@@ -241,22 +251,42 @@ class HiddenStateEmbedder:
             return np.zeros((0, 0), dtype=np.float32)
         if self.legacy:
             return self._embed_legacy(texts, progress)
+        return self.embed_and_probe(texts, (), progress)[0]
+
+    def probe_key(self, probe: AttentionProbe) -> str:
+        """Cache identity of a probe's scores (stored as a one-number vector under layer 0)."""
+        return f"{self.key}|attention-{probe.digest}"
+
+    def embed_and_probe(self, texts: Sequence[str], probes: Sequence[AttentionProbe],
+                        progress: ProgressCallback | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """``embed(texts)`` and each attention probe's score of every text ((texts, len(probes)) float32,
+        rounded to float16 like the pools) from the same forward pass. A text is a cache hit only when its
+        pools and every probe's score are cached."""
+        texts = list(texts)
         position: dict[str, int] = {}
         inverse = np.fromiter((position.setdefault(t, len(position)) for t in texts), dtype=np.int64,
                               count=len(texts))
         unique = list(position)
         pools: dict[int, np.ndarray] = {}
+        scores = np.zeros((len(unique), len(probes)), dtype=np.float16)
         todo = np.arange(len(unique))
+        pooled = np.zeros(len(unique), dtype=bool)  # pools found in the cache
         hashes: list[str] = []
-        if self.cache is not None:
+        if self.cache is not None and unique:
             hashes = [text_hash(t) for t in unique]
             found = {layer: self.cache.get_many(self.key, layer, hashes) for layer in self.layers}
-            hit = np.fromiter((all(h in found[layer] for layer in self.layers) for h in hashes), dtype=bool,
-                              count=len(hashes))
-            for layer in self.layers:
-                for i in np.flatnonzero(hit):
+            found_probe = [self.cache.get_many(self.probe_key(probe), 0, hashes) for probe in probes]
+            pooled = np.fromiter((all(h in found[layer] for layer in self.layers) for h in hashes), dtype=bool,
+                                 count=len(hashes))
+            hit = pooled & np.fromiter((all(h in f for f in found_probe) for h in hashes), dtype=bool,
+                                       count=len(hashes))
+            for i in np.flatnonzero(pooled):
+                for layer in self.layers:
                     vec = found[layer][hashes[i]]
                     pools.setdefault(layer, np.zeros((len(unique), vec.shape[0]), dtype=np.float16))[i] = vec
+            for i in np.flatnonzero(hit):
+                for k, f in enumerate(found_probe):
+                    scores[i, k] = f[hashes[i]][0]
             todo = np.flatnonzero(~hit)
         if len(todo):
             self._load()
@@ -266,17 +296,26 @@ class HiddenStateEmbedder:
             order = np.argsort(lengths, kind="stable")
             for start in range(0, len(order), self.batch_size):
                 chunk = order[start : start + self.batch_size]
-                batch = self._forward(*self._pad(ids, chunk, lengths[chunk]))
+                batch, batch_scores = self._forward(*self._pad(ids, chunk, lengths[chunk]), probes)
                 rows = todo[chunk]
+                # cached pools stay as they are: a recomputation in another batch can differ in the last bit
+                new = ~pooled[rows]
                 for layer in self.layers:
-                    pools[layer][rows] = batch[layer]
+                    pools[layer][rows[new]] = batch[layer][new]
+                scores[rows] = batch_scores
                 if self.cache is not None:
                     self.cache.put_many(self.key, [(layer, hashes[r], pools[layer][r])
-                                                   for layer in self.layers for r in rows])
+                                                   for layer in self.layers for r in rows[new]])
+                    for k, probe in enumerate(probes):
+                        self.cache.put_many(self.probe_key(probe), [(0, hashes[r], scores[r, k : k + 1])
+                                                                    for r in rows])
                 self.computed += len(chunk)
                 if progress is not None:
                     progress(min(start + len(chunk), len(order)), len(order))
-        return np.concatenate([pools[layer] for layer in self.layers], axis=1)[inverse].astype(np.float32)
+        if not unique:
+            return np.zeros((0, 0), dtype=np.float32), np.zeros((0, len(probes)), dtype=np.float32)
+        return (np.concatenate([pools[layer] for layer in self.layers], axis=1)[inverse].astype(np.float32),
+                scores[inverse].astype(np.float32))
 
     def _embed_legacy(self, texts: list[str], progress: ProgressCallback | None) -> np.ndarray:
         """The previous ``embed``: per-text tokenizer calls and per-text dictionaries."""

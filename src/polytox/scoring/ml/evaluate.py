@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from .calib import ScaleMaps
 from .data import Example
 from .head import MlHead
 from .measure import TARGETS, card_summary, measure_scorer, reliability, slice_masks
@@ -31,7 +32,8 @@ def head_scores(head: MlHead, feats: Features, examples: Sequence[Example], mode
     langs = [e.lang for e in examples]
     s_ngram = head.ngram_output(tfidf(feats.counts, head.idf), langs)
     s_emb = head.emb_output(feats.emb, langs) if mode == "full" and feats.emb is not None else None
-    return head.probability(s_ngram, s_emb, mode, langs, [text_kind(e) for e in examples])
+    s_probe = feats.attention.final if mode == "full" and feats.attention is not None else None
+    return head.probability(s_ngram, s_emb, mode, langs, [text_kind(e) for e in examples], s_probe)
 
 
 def measurements(config: TrainConfig, result: TrainResult, feats: Features,
@@ -50,8 +52,8 @@ def measurements(config: TrainConfig, result: TrainResult, feats: Features,
         oof = oof_calibrated(config, examples, result.oof[mode], folds)
         lx_pred = np.where(lx_train, oof, pred)
         # the AUCs read the out-of-fold scores under the final head's own maps (one per language)
-        lx_rank = np.where(lx_train, oof_one_map(config, examples, result.oof[mode], np.flatnonzero(~result.heldout)),
-                           pred)
+        maps = ScaleMaps.from_json(result.head.scale[mode])
+        lx_rank = np.where(lx_train, oof_one_map(maps, examples, result.oof[mode], np.flatnonzero(lx_train)), pred)
         name = "polytox-ml" if mode == "full" else "polytox-ml (ngram)"
         scorers[name] = measure_scorer(examples, result.heldout, pred, lx_pred, groups, lx_rank)
         diagrams[name] = {s: reliability(pred[masks[s] & result.heldout], target[masks[s] & result.heldout])

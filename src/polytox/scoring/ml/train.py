@@ -11,7 +11,8 @@ Method (docs/trainscorer.md):
    so labels with different base rates and strictness share one ranking direction without dragging its
    scale around;
 4. features: hashed character n-grams (tf-idf) and mean-pooled hidden states of backbone layers;
-5. two ridge regressions (one per feature set), a logistic combiner, then isotonic maps onto Perspective's
+5. two ridge regressions (one per feature set), for non-English texts an attention probe over the same
+   layers' token states (``attention_fit.py``), a logistic combiner, then isotonic maps onto Perspective's
    scale (English: one map for web text and one for model continuations, ``web_gen_share`` /
    ``continuation_gen_share``) or the human rater share (other languages): ``calib.py``;
 6. K-fold cross-validation grouped by joined group on the training split gives out-of-fold outputs for
@@ -33,6 +34,7 @@ import numpy as np
 from ...constants import CONTINUATION_GEN_SHARE, WEB_GEN_SHARE
 from ...errors import PolytoxError, require
 from ...langs import PTP_LANGUAGES
+from .attention_fit import AttentionScores, attention_embedder, fit_attention
 from .calib import CONTINUATION, WEB, ScaleMaps, fit_scale_maps
 from .data import Example
 from .embed_cache import EmbeddingCache
@@ -46,7 +48,7 @@ log = logging.getLogger("polytox")
 # RTP-LX (de Wynter et al. 2024), as DATA.md records it: prompts with Index >= 1000 are culturally
 # specific additions per language, not translations of a shared source prompt.
 CULTURAL_INDEX_START = 1000
-HEAD_VERSION = "3"  # part of the scorer version: bumped so scores cached for older heads are not reused
+HEAD_VERSION = "4"  # part of the scorer version: bumped so scores cached for older heads are not reused
 
 Progress = Callable[[str, int, int], None]
 
@@ -99,6 +101,15 @@ class TrainConfig:
     other_alpha_ngram: float | None = None
     other_alpha_emb: float | None = None
     fit_tasks: tuple[str, ...] | None = None  # rows of other tasks weigh 0 in the ridges (set by other_config)
+    # the attention probe as the non-English combiner's third input (with a backbone), fitted on the training
+    # split's RTP-LX rows (weight 1) and its non-English human-labelled pack rows (weight
+    # ``attention_human_weight``; None: RTP-LX alone), with these penalties on its token weights and its
+    # attention query. Penalties picked on a small grid out of fold on RTP-LX, the pack weight out of fold
+    # on RTP-LX and the pack's rows together (docs/trainscorer.md, "Attention pooling")
+    attention: bool = True
+    attention_alpha_w: float = 30_000.0
+    attention_alpha_v: float = 3_000.0
+    attention_human_weight: float | None = 0.3
     folds: int = 5
     subset: float | None = None  # keep this share of joined groups (seeded by hash; for tests and ablations)
     batch_size: int = 32
@@ -181,6 +192,7 @@ class Features:
     emb: np.ndarray | None
     tasks: np.ndarray  # int task id per row
     task_names: list[str]
+    attention: AttentionScores | None = None  # set by ``train`` (its probes depend on the folds)
 
 
 @dataclass
@@ -281,21 +293,28 @@ def part_outputs(parts: Parts, feats: Features, rows: np.ndarray) -> tuple[np.nd
     return s_ngram, s_emb
 
 
-Combiner = tuple[float, float, float]
+Combiner = tuple[float, ...]  # (bias, ngram, emb[, probe])
 
 
-def fit_combiner(s_ngram: np.ndarray, s_emb: np.ndarray | None, labels: np.ndarray, weight: np.ndarray) -> Combiner:
-    """Logistic weights (bias, ngram, emb) on the regressors' outputs."""
+def fit_combiner(s_ngram: np.ndarray, s_emb: np.ndarray | None, labels: np.ndarray, weight: np.ndarray,
+                 s_probe: np.ndarray | None = None) -> Combiner:
+    """Logistic weights (bias, ngram, emb[, probe]) on the parts' outputs (emb weight 0 without ``s_emb``)."""
     linear = require("sklearn.linear_model", "ml")
-    x = s_ngram[:, None] if s_emb is None else np.column_stack([s_ngram, s_emb])
-    model = linear.LogisticRegression(C=100.0, max_iter=1000).fit(x, labels, sample_weight=weight)
-    coef = model.coef_.ravel()
-    return float(model.intercept_[0]), float(coef[0]), float(coef[1]) if s_emb is not None else 0.0
+    inputs = [x for x in (s_ngram, s_emb, s_probe) if x is not None]
+    model = linear.LogisticRegression(C=100.0, max_iter=1000).fit(np.column_stack(inputs), labels,
+                                                                   sample_weight=weight)
+    coef = [float(c) for c in model.coef_.ravel()]
+    return (float(model.intercept_[0]), *coef) if s_emb is not None else (float(model.intercept_[0]), coef[0], 0.0)
 
 
-def apply_combiner(combiner: Combiner, s_ngram: np.ndarray, s_emb: np.ndarray | None) -> np.ndarray:
-    bias, a, b = combiner
+def apply_combiner(combiner: Combiner, s_ngram: np.ndarray, s_emb: np.ndarray | None,
+                   s_probe: np.ndarray | None = None) -> np.ndarray:
+    bias, a, b, *c = combiner
     logit = bias + a * s_ngram + (b * s_emb if s_emb is not None else 0.0)
+    if c:
+        if s_probe is None:
+            raise PolytoxError("this combiner reads the attention probe's scores; none were given")
+        logit = logit + c[0] * s_probe
     return np.asarray(1.0 / (1.0 + np.exp(-np.asarray(logit, dtype=np.float64))))
 
 
@@ -372,14 +391,10 @@ def cross_validate(config: TrainConfig, examples: Sequence[Example], feats: Feat
     The combiner for fold k is fitted on the other folds' outputs only, so the combined score is
     out-of-fold too; the maps (``oof_calibrated``) are fitted the same way.
     """
-    selection = require("sklearn.model_selection", "ml")
-    names = join_components([examples[i] for i in train_rows])
-    ids = {n: k for k, n in enumerate(sorted(set(names)))}
-    groups = np.array([ids[n] for n in names])
-    if len(ids) < config.folds:
-        raise PolytoxError(f"{len(ids)} groups cannot make {config.folds} folds")
-    splitter = selection.GroupKFold(n_splits=config.folds)
-    folds = [train_rows[test] for _, test in splitter.split(np.zeros(len(train_rows)), groups=groups)]
+    folds = make_folds(config, examples, train_rows)
+    if feats.attention is not None and not all(
+            np.array_equal(a, b) for a, b in zip(folds, feats.attention.folds, strict=True)):
+        raise PolytoxError("the attention probe's out-of-fold scores follow other folds")
     n = len(examples)
     raw = {"ngram": np.full(n, np.nan), "emb": np.full(n, np.nan)}
     for k, test_rows in enumerate(folds):
@@ -398,22 +413,38 @@ def cross_validate(config: TrainConfig, examples: Sequence[Example], feats: Feat
                 raw.setdefault("emb" + OTHER, np.full(n, np.nan))[other_rows] = o_emb
         if progress:
             progress("cross-validation", k + 1, len(folds))
+    if feats.attention is not None:
+        raw["probe" + OTHER] = feats.attention.oof
     combined: dict[str, np.ndarray] = {}
     english = np.array([e.lang == "en" for e in examples])
+    probe = raw.get("probe" + OTHER)
     for mode in modes_of(feats):
         out = np.full(n, np.nan)
         for test_rows in folds:
             combiners = fit_combiners(config, examples, np.setdiff1d(train_rows, test_rows), raw, mode)
             out[test_rows] = apply_combiners(combiners, mode, other_view(raw, english, "ngram")[test_rows],
                                              other_view(raw, english, "emb")[test_rows] if mode == "full" else None,
-                                             english[test_rows])
+                                             english[test_rows], None if probe is None else probe[test_rows])
         combined[mode] = out
     return combined, raw, folds
 
 
+def make_folds(config: TrainConfig, examples: Sequence[Example], train_rows: np.ndarray) -> list[np.ndarray]:
+    """The cross-validation folds (example row numbers): grouped K-fold by joined group, deterministic."""
+    selection = require("sklearn.model_selection", "ml")
+    names = join_components([examples[i] for i in train_rows])
+    ids = {n: k for k, n in enumerate(sorted(set(names)))}
+    groups = np.array([ids[n] for n in names])
+    if len(ids) < config.folds:
+        raise PolytoxError(f"{len(ids)} groups cannot make {config.folds} folds")
+    splitter = selection.GroupKFold(n_splits=config.folds)
+    return [train_rows[test] for _, test in splitter.split(np.zeros(len(train_rows)), groups=groups)]
+
+
 def fit_combiners(config: TrainConfig, examples: Sequence[Example], rows: np.ndarray, raw: dict[str, np.ndarray],
                   mode: str) -> dict[str, Combiner]:
-    """The combiner of ``mode`` (and of ``mode:other`` with ``split_combiner``) from part outputs on ``rows``."""
+    """The combiner of ``mode`` (and of ``mode:other`` with ``split_combiner``) from part outputs on ``rows``;
+    the non-English combiner of mode ``full`` also reads the attention probe where ``raw`` has its scores."""
     out: dict[str, Combiner] = {}
     for key, other in ((mode, False), (mode + OTHER, True)):
         if other and not (config.split_combiner or config.other_rtplx_weight is not None):
@@ -422,8 +453,9 @@ def fit_combiners(config: TrainConfig, examples: Sequence[Example], rows: np.nda
         if len(set(labels.tolist())) < 2:
             continue
         suffix = OTHER if other and "ngram" + OTHER in raw else ""
+        probe = raw["probe" + OTHER][sel] if other and mode == "full" and "probe" + OTHER in raw else None
         out[key] = fit_combiner(raw["ngram" + suffix][sel], raw["emb" + suffix][sel] if mode == "full" else None,
-                                labels, weight)
+                                labels, weight, probe)
     return out
 
 
@@ -437,11 +469,12 @@ def other_view(raw: dict[str, np.ndarray], english: np.ndarray, part: str) -> np
 
 
 def apply_combiners(combiners: dict[str, Combiner], mode: str, s_ngram: np.ndarray, s_emb: np.ndarray | None,
-                    english: np.ndarray) -> np.ndarray:
+                    english: np.ndarray, s_probe: np.ndarray | None = None) -> np.ndarray:
     out = apply_combiner(combiners[mode], s_ngram, s_emb)
     if mode + OTHER in combiners:
         other = ~english
-        out[other] = apply_combiner(combiners[mode + OTHER], s_ngram[other], None if s_emb is None else s_emb[other])
+        out[other] = apply_combiner(combiners[mode + OTHER], s_ngram[other], None if s_emb is None else s_emb[other],
+                                    None if s_probe is None else s_probe[other])
     return out
 
 
@@ -459,10 +492,9 @@ def oof_calibrated(config: TrainConfig, examples: Sequence[Example], combined: n
     return out
 
 
-def oof_one_map(config: TrainConfig, examples: Sequence[Example], combined: np.ndarray,
-                rows: np.ndarray) -> np.ndarray:
-    """Out-of-fold combined scores of ``rows`` under one set of maps, fitted on ``rows`` (the final
-    head's maps): what the per-language AUCs read.
+def oof_one_map(maps: ScaleMaps, examples: Sequence[Example], combined: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """Out-of-fold combined scores of ``rows`` under one set of ``maps`` (the final head's, which ``train``
+    fits on the training split's out-of-fold scores): what the per-language AUCs read.
 
     ``oof_calibrated`` maps each fold by maps fitted on the other folds, which is what a calibration
     measure needs. For a ranking measure it adds noise the scorer does not have: five slightly different
@@ -471,9 +503,25 @@ def oof_one_map(config: TrainConfig, examples: Sequence[Example], combined: np.n
     out-of-fold score in the order it had; no label of a row can move its rank.
     """
     out = np.full(len(examples), np.nan)
-    maps = fit_maps(config, examples, rows, combined)
     out[rows] = maps.apply(combined[rows], [examples[i].lang for i in rows], [text_kind(examples[i]) for i in rows])
     return out
+
+
+def attention_scores(config: TrainConfig, examples: Sequence[Example], train_rows: np.ndarray,
+                     progress: Progress | None = None) -> AttentionScores:
+    """The attention probes of ``config`` (``attention_fit.fit_attention``) on the training folds."""
+    assert config.backbone is not None
+    embedder, folder = attention_embedder(config.backbone, config.layers, config.max_tokens, config.batch_size,
+                                          config.embedding_cache)
+    try:
+        return fit_attention(examples, train_rows, make_folds(config, examples, train_rows),
+                             lambda rows: pooled_target(examples, rows, config.index_mean_weight), embedder,
+                             (config.attention_alpha_w, config.attention_alpha_v), folder, progress,
+                             config.attention_human_weight)
+    finally:
+        embedder.close()
+        if embedder.cache is not None:
+            embedder.cache.close()
 
 
 def train(config: TrainConfig, examples: Sequence[Example], progress: Progress | None = None,
@@ -483,6 +531,8 @@ def train(config: TrainConfig, examples: Sequence[Example], progress: Progress |
     heldout = np.array(heldout_mask(examples), dtype=bool)
     train_rows = np.flatnonzero(~heldout)
     feats = feats if feats is not None else build_features(config, examples, progress)
+    if config.attention and feats.emb is not None and feats.attention is None:  # kept on ``feats`` for measuring
+        feats.attention = attention_scores(config, examples, train_rows, progress)
     combined, raw, folds = cross_validate(config, examples, feats, train_rows, progress)
     parts = fit_parts(config, feats, examples, train_rows)
     other_parts = (fit_parts(other_config(config), feats, examples, train_rows)
@@ -506,7 +556,8 @@ def train(config: TrainConfig, examples: Sequence[Example], progress: Progress |
         b_ngram_other=0.0 if other_parts is None else other_parts.b_ngram,
         w_emb_other=None if other_parts is None else other_parts.w_emb,
         b_emb_other=0.0 if other_parts is None else other_parts.b_emb,
-        languages=langs, scale={m: s.to_json() for m, s in maps.items()},
+        probe=None if feats.attention is None else feats.attention.probe, languages=langs,
+        scale={m: s.to_json() for m, s in maps.items()},
         meta={"version": HEAD_VERSION, "config": config.to_dict(), "n_train": len(train_rows),
               "n_heldout": int(heldout.sum()), "n_train_by_task": dict(sorted(n_by_task.items()))},
     )

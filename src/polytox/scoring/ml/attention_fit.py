@@ -1,0 +1,153 @@
+"""The attention probe of a head, fitted inside ``polytox train-scorer`` (``train.train``).
+
+The probe (``attention.py``) is the third input of the non-English combiner, so the combiner and the maps
+need it out of fold, exactly like the two ridges:
+
+1. token states of the training split's fit rows (one backbone pass per row group, each kept in the
+   polytox cache as an ``.npz`` file keyed by the texts, the backbone and the layers): RTP-LX in all 17
+   languages at weight 1 and, with ``TrainConfig.attention_human_weight``, the pack's non-English
+   human-labelled rows at that weight;
+2. one probe per cross-validation fold, fitted on the other folds' fit rows, and the head's own probe,
+   fitted on all of them; targets are ``train.pooled_target``'s, penalties ``TrainConfig.attention_alpha_*``
+   (chosen on the training split, docs/trainscorer.md "Attention pooling");
+3. one more backbone pass over every non-English text (both splits) computes all the probes' scores the way
+   the scorer does at run time (``HiddenStateEmbedder.embed_and_probe``, the probe's scores cached in the
+   embedding cache under its digest): each training row keeps its own fold's probe score, and every row
+   keeps the head's probe score for measuring the finished head.
+
+English texts never read the probe: the English combiner keeps its two inputs.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ...atomic import atomic_write
+from ...types import text_hash
+from .attention import AttentionProbe, fit_attention_probe
+from .data import Example
+from .embed_cache import EmbeddingCache
+from .embedder import HiddenStateEmbedder
+
+log = logging.getLogger("polytox")
+
+Progress = Callable[[str, int, int], None]
+
+
+@dataclass
+class AttentionScores:
+    """The fitted probes' scores per example (NaN where a score is not needed)."""
+
+    probe: AttentionProbe  # the head's: fitted on every fit row of the training split
+    oof: np.ndarray  # non-English training rows: the score of the probe fitted without the row's fold
+    final: np.ndarray  # non-English rows: the head's probe's score
+    folds: list[np.ndarray]  # the folds the out-of-fold scores follow (``train.make_folds``)
+
+
+def states_path(cache_dir: Path, embedder: HiddenStateEmbedder, texts: Sequence[str]) -> Path:
+    """Where the token states of ``texts`` are kept: one file per (backbone, layers, length cap, texts)."""
+    key = text_hash(f"{embedder.key}|{list(embedder.layers)}\n" + "\n".join(texts))
+    return cache_dir / "token-states" / f"{key[:24]}.npz"
+
+
+def cached_token_states(embedder: HiddenStateEmbedder, texts: Sequence[str], cache_dir: Path | None
+                        ) -> tuple[np.ndarray, np.ndarray]:
+    """``embedder.token_states(texts)``, read from (or written atomically to) ``cache_dir`` when given."""
+    path = None if cache_dir is None else states_path(cache_dir, embedder, texts)
+    if path is not None and path.exists():
+        with np.load(path) as stored:
+            if int(stored["texts"]) == len(texts):
+                return stored["states"], stored["offsets"]
+    states, offsets = embedder.token_states(texts)
+    if path is not None:
+        def write(tmp: str) -> None:
+            with open(tmp, "wb") as fh:
+                np.savez(fh, states=states, offsets=offsets, texts=np.array(len(texts)))
+
+        atomic_write(path, write)
+    return states, offsets
+
+
+def take(states: np.ndarray, offsets: np.ndarray, texts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The token states and offsets of the texts numbered ``texts`` only."""
+    lengths = np.diff(offsets)[texts]
+    index = (np.concatenate([np.arange(offsets[t], offsets[t + 1]) for t in texts]) if len(texts)
+             else np.zeros(0, dtype=np.int64))
+    return states[index], np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+
+
+def fit_row_groups(examples: Sequence[Example], train_rows: np.ndarray, human_weight: float | None
+                   ) -> list[tuple[np.ndarray, float]]:
+    """The probe's fit rows as (rows, weight) groups: the training split's RTP-LX rows at weight 1, and its
+    non-English human-labelled pack rows at ``human_weight`` (none when it is None)."""
+    groups = [(np.array([i for i in train_rows if examples[i].source == "rtp-lx"], dtype=np.int64), 1.0)]
+    if human_weight is not None:
+        groups.append((np.array([i for i in train_rows if examples[i].domain == "human" and examples[i].lang != "en"],
+                                dtype=np.int64), float(human_weight)))
+    return [(rows, weight) for rows, weight in groups if len(rows)]
+
+
+def group_states(embedder: HiddenStateEmbedder, examples: Sequence[Example],
+                 groups: Sequence[tuple[np.ndarray, float]], cache_dir: Path | None
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The rows of ``groups`` side by side: (rows, their weights, token states, offsets), each group's
+    states cached on its own (``cached_token_states``)."""
+    parts = [cached_token_states(embedder, [examples[i].text for i in rows], cache_dir) for rows, _ in groups]
+    rows = np.concatenate([r for r, _ in groups]) if groups else np.zeros(0, dtype=np.int64)
+    weights = np.concatenate([np.full(len(r), w) for r, w in groups]) if groups else np.zeros(0)
+    starts = np.cumsum([0] + [int(o[-1]) for _, o in parts])
+    offsets = np.concatenate([o[:-1] + start for (_, o), start in zip(parts, starts, strict=False)] + [starts[-1:]])
+    states = np.concatenate([s for s, _ in parts]) if parts else np.zeros((0, 0), dtype=np.float16)
+    return rows, weights, states, offsets.astype(np.int64)
+
+
+def fit_attention(examples: Sequence[Example], train_rows: np.ndarray, folds: Sequence[np.ndarray],
+                  target: Callable[[np.ndarray], np.ndarray], embedder: HiddenStateEmbedder,
+                  penalties: tuple[float, float], cache_dir: Path | None = None,
+                  progress: Progress | None = None, human_weight: float | None = None) -> AttentionScores:
+    """Fold probes and the head's probe on the fit rows of ``train_rows`` (``fit_row_groups``), and their
+    scores.
+
+    ``target(rows)`` gives the regression target of example rows (``train.pooled_target``); ``embedder``
+    reads the head's backbone and layers (its embedding cache, if any, keeps the probes' scores)."""
+    fit_rows, row_weight, states, offsets = group_states(
+        embedder, examples, fit_row_groups(examples, train_rows, human_weight), cache_dir)
+    position = np.full(len(examples), -1)
+    position[fit_rows] = np.arange(len(fit_rows))
+    log.info("attention probe: %d training texts, %d tokens", len(fit_rows), len(states))
+    probes: list[AttentionProbe] = []
+    for k, fold in enumerate([*folds, np.zeros(0, dtype=np.int64)]):  # the last: no fold left out (the head's)
+        rows = np.setdiff1d(fit_rows, fold)
+        weight = None if human_weight is None else row_weight[position[rows]]  # RTP-LX alone: unweighted
+        probes.append(fit_attention_probe(*take(states, offsets, position[rows]), target(rows), *penalties,
+                                          weight=weight))
+        if progress:
+            progress("attention probes", k + 1, len(folds) + 1)
+    del states
+    other = np.array([i for i, e in enumerate(examples) if e.lang != "en"], dtype=np.int64)
+    callback = (lambda done, total: progress("attention scores", done, total)) if progress else None
+    _, scores = embedder.embed_and_probe([examples[i].text for i in other], probes, callback)
+    oof = np.full(len(examples), np.nan)
+    final = np.full(len(examples), np.nan)
+    final[other] = scores[:, -1]
+    in_train = np.isin(other, train_rows)
+    for k, fold in enumerate(folds):
+        held = in_train & np.isin(other, fold)
+        oof[other[held]] = scores[held, k]
+    return AttentionScores(probe=probes[-1], oof=oof, final=final, folds=[np.asarray(f) for f in folds])
+
+
+def attention_embedder(backbone: str, layers: Sequence[int], max_tokens: int, batch_size: int,
+                       cache: str | None) -> tuple[HiddenStateEmbedder, Path | None]:
+    """The embedder that reads the probe's token states (with the training's embedding cache unless
+    ``cache`` is ``off``) and the cache folder for the fit rows' token states."""
+    from .embed_cache import default_embedding_cache_path
+
+    store = None if cache == "off" else EmbeddingCache(cache)
+    folder = None if store is None else (Path(cache).parent if cache else default_embedding_cache_path().parent)
+    return HiddenStateEmbedder(backbone, layers, max_tokens=max_tokens, batch_size=batch_size, cache=store), folder
