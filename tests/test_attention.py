@@ -219,3 +219,29 @@ def test_rows_trial_reads_each_source_and_averages_the_real_ones() -> None:
     out = source_aucs(labels, scores, sources)
     assert out["sources"] == {"cold": 1.0, "templates-de": 1.0, "told-br": 0.0}  # one class only: no AUC
     assert out["real_mean"] == 0.5  # the synthetic template set is reported, not averaged
+
+
+def test_fold_probes_leave_each_fold_out_and_the_last_sees_all() -> None:
+    from polytox.scoring.ml.attention import fit_attention_probe
+    from polytox.scoring.ml.attention_fit import fold_probes, take
+
+    rng = np.random.default_rng(4)
+    states, offsets, toxic = _bags(rng, 60, dims=4)
+    fit_rows = np.arange(100, 160)  # example row numbers; text k of ``states`` is example 100 + k
+    position = np.full(160, -1)
+    position[fit_rows] = np.arange(60)
+    folds = [fit_rows[:20], fit_rows[20:40], fit_rows[40:]]
+    weight = np.where(np.arange(60) < 30, 1.0, 0.3)
+
+    def target(rows: np.ndarray) -> np.ndarray:
+        return toxic[position[rows]].astype(float)
+
+    probes = fold_probes(states, offsets, position, fit_rows, folds, target, (10.0, 1.0), weight)
+    assert len(probes) == 4
+    rows = fit_rows[20:]  # the first fold left out
+    alone = fit_attention_probe(*take(states, offsets, position[rows]), target(rows), 10.0, 1.0,
+                                weight=weight[position[rows]])
+    np.testing.assert_allclose(probes[0].w, alone.w, atol=1e-6)
+    full = fit_attention_probe(states, offsets, toxic.astype(float), 10.0, 1.0, weight=weight)
+    np.testing.assert_allclose(probes[-1].w, full.w, atol=1e-6)
+    assert len(fold_probes(states, offsets, position, fit_rows, folds, target, (10.0, 1.0), final=False)) == 3

@@ -106,6 +106,24 @@ def group_states(embedder: HiddenStateEmbedder, examples: Sequence[Example],
     return rows, weights, states, offsets.astype(np.int64)
 
 
+def fold_probes(states: np.ndarray, offsets: np.ndarray, position: np.ndarray, fit_rows: np.ndarray,
+                folds: Sequence[np.ndarray], target: Callable[[np.ndarray], np.ndarray],
+                penalties: tuple[float, float], weight: np.ndarray | None = None, final: bool = True,
+                progress: Progress | None = None) -> list[AttentionProbe]:
+    """One probe per fold, fitted on the ``fit_rows`` (example rows) outside it, then (``final``) one on all
+    of them: the head's. ``position`` maps an example row to its text in ``states`` / ``offsets``;
+    ``weight`` (per text of ``states``, None: unweighted) weighs the rows in the fit."""
+    probes: list[AttentionProbe] = []
+    left_out = [*folds, np.zeros(0, dtype=np.int64)] if final else list(folds)  # the last: none left out
+    for k, fold in enumerate(left_out):
+        rows = np.setdiff1d(fit_rows, fold)
+        probes.append(fit_attention_probe(*take(states, offsets, position[rows]), target(rows), *penalties,
+                                          weight=None if weight is None else weight[position[rows]]))
+        if progress:
+            progress("attention probes", k + 1, len(left_out))
+    return probes
+
+
 def fit_attention(examples: Sequence[Example], train_rows: np.ndarray, folds: Sequence[np.ndarray],
                   target: Callable[[np.ndarray], np.ndarray], embedder: HiddenStateEmbedder,
                   penalties: tuple[float, float], cache_dir: Path | None = None,
@@ -120,14 +138,8 @@ def fit_attention(examples: Sequence[Example], train_rows: np.ndarray, folds: Se
     position = np.full(len(examples), -1)
     position[fit_rows] = np.arange(len(fit_rows))
     log.info("attention probe: %d training texts, %d tokens", len(fit_rows), len(states))
-    probes: list[AttentionProbe] = []
-    for k, fold in enumerate([*folds, np.zeros(0, dtype=np.int64)]):  # the last: no fold left out (the head's)
-        rows = np.setdiff1d(fit_rows, fold)
-        weight = None if human_weight is None else row_weight[position[rows]]  # RTP-LX alone: unweighted
-        probes.append(fit_attention_probe(*take(states, offsets, position[rows]), target(rows), *penalties,
-                                          weight=weight))
-        if progress:
-            progress("attention probes", k + 1, len(folds) + 1)
+    probes = fold_probes(states, offsets, position, fit_rows, folds, target, penalties,
+                         None if human_weight is None else row_weight, progress=progress)  # RTP-LX alone: unweighted
     del states
     other = np.array([i for i, e in enumerate(examples) if e.lang != "en"], dtype=np.int64)
     callback = (lambda done, total: progress("attention scores", done, total)) if progress else None

@@ -27,8 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from .attention import fit_attention_probe
-from .attention_fit import AttentionScores, fit_row_groups, group_states, take
+from .attention_fit import AttentionScores, fit_row_groups, fold_probes, group_states, take
 from .attention_trial import language_aucs, trial_cli
 from .embed_cache import default_embedding_cache_path
 from .embedder import HiddenStateEmbedder
@@ -77,20 +76,17 @@ def run(config: TrainConfig, weights: Sequence[float | None] = WEIGHTS) -> dict[
 
     out: dict[str, Any] = {"no probe": read(cross_validate(config, examples, feats, train_rows)[0]["full"])}
     for weight in weights:
-        fit_rows = rows_all if weight is not None else rows_all[is_lx]
+        probes = fold_probes(states, offsets, position, rows_all if weight is not None else rows_all[is_lx], folds,
+                             lambda rows: pooled_target(examples, rows, config.index_mean_weight),
+                             (config.attention_alpha_w, config.attention_alpha_v),
+                             None if weight is None else np.where(is_lx, 1.0, weight), final=False)
         oof = np.full(len(examples), np.nan)
-        probe = None
-        for fold in folds:
-            fit = np.setdiff1d(fit_rows, fold)
+        for probe, fold in zip(probes, folds, strict=True):
             test = np.intersect1d(rows_all, fold)
             test = test[langs[test] != "en"]
-            row_weight = None if weight is None else np.where(sources[fit] == "rtp-lx", 1.0, weight)
-            probe = fit_attention_probe(*take(states, offsets, position[fit]),
-                                        pooled_target(examples, fit, config.index_mean_weight),
-                                        config.attention_alpha_w, config.attention_alpha_v, weight=row_weight)
             oof[test] = probe.score(*take(states, offsets, position[test]))
-        assert probe is not None
-        feats.attention = AttentionScores(probe=probe, oof=oof, final=np.full(len(examples), np.nan), folds=folds)
+        feats.attention = AttentionScores(probe=probes[-1], oof=oof, final=np.full(len(examples), np.nan),
+                                          folds=folds)
         name = "probe on RTP-LX alone" if weight is None else f"probe on RTP-LX + pack rows at weight {weight:g}"
         out[name] = read(cross_validate(config, examples, feats, train_rows)[0]["full"])
         feats.attention = None

@@ -33,7 +33,7 @@ import numpy as np
 
 from ...errors import require
 from .attention import fit_attention_probe, fit_ridge, mean_pools
-from .attention_fit import cached_token_states, take
+from .attention_fit import cached_token_states, fold_probes, take
 from .measure import auc
 from .ngrams import fit_idf, hashed_counts, tfidf
 from .pack import heldout_mask, join_components
@@ -134,10 +134,10 @@ def in_head(config: TrainConfig, examples: Sequence[Any], heldout: np.ndarray, r
     probe_score = np.full(len(examples), np.nan)
     ngram, emb = other_view(raw, english, "ngram"), other_view(raw, english, "emb")
     with_probe = combined["full"].copy()
-    for fold in folds:
-        fit, test = np.setdiff1d(rows, fold), np.intersect1d(rows, fold)
-        probe = fit_attention_probe(*take(states, offsets, position[fit]),
-                                    pooled_target(examples, fit, config.index_mean_weight), *penalties)
+    probes = fold_probes(states, offsets, position, rows, folds,
+                         lambda fit: pooled_target(examples, fit, config.index_mean_weight), penalties, final=False)
+    for probe, fold in zip(probes, folds, strict=True):
+        test = np.intersect1d(rows, fold)
         probe_score[test] = probe.score(*take(states, offsets, position[test]))
     for fold in folds:  # the non-English combiner, refitted with the probe beside the two ridges
         fit, test = np.setdiff1d(rows, fold), np.intersect1d(rows, fold)
