@@ -245,3 +245,30 @@ def test_fold_probes_leave_each_fold_out_and_the_last_sees_all() -> None:
     full = fit_attention_probe(states, offsets, toxic.astype(float), 10.0, 1.0, weight=weight)
     np.testing.assert_allclose(probes[-1].w, full.w, atol=1e-6)
     assert len(fold_probes(states, offsets, position, fit_rows, folds, target, (10.0, 1.0), final=False)) == 3
+
+
+def test_probe_fit_runs_on_fit_threads_and_gives_the_caller_its_threads_back(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The L-BFGS fit runs on ``FIT_THREADS`` threads (multi-threaded gradient sums differed in the last bits
+    under CPU load, and a retrain then wrote another head), whatever the caller set, and restores it."""
+    torch = pytest.importorskip("torch")
+    from polytox.scoring.ml import attention
+
+    seen: list[int] = []
+    pooled = attention._pooled_scores
+
+    def spy(*args: object) -> object:
+        seen.append(torch.get_num_threads())
+        return pooled(*args)
+
+    monkeypatch.setattr(attention, "_pooled_scores", spy)
+    states, offsets, toxic = _bags(np.random.default_rng(3), 200)
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+        probe = attention.fit_attention_probe(states, offsets, toxic.astype(float), alpha_w=10.0, alpha_v=1.0,
+                                              max_iter=5)
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)
+    assert len(seen) >= 5 and set(seen) == {attention.FIT_THREADS} == {1}
+    assert np.isfinite(probe.v).all() and np.abs(probe.v).max() > 0

@@ -10,9 +10,10 @@ head and measurement file were made with:
   polytox train-scorer --out src/polytox/data/polytox-ml-head.npz --plot docs/img/trainscorer-reliability.png
 
 Backbone hidden states are cached on disk (mean pools and attention-probe scores by model x layer x text
-hash, the attention probe's training token states as one file per row group): a retrain from a warm cache
-costs about 14 minutes on 2 CPU cores. The same caches give the same ridges and maps; the attention
-probe's fit is reproducible to about 1e-6, not bit for bit (docs/trainscorer.md).
+hash, the attention probe's training token states as one file per row group): a retrain from warm caches
+costs about 7 minutes on 2 CPU cores, about 13 when the attention probes change (their scores need one
+more backbone pass). The same caches give the same head, byte for byte, under any CPU load
+(docs/trainscorer.md).
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -35,6 +35,7 @@ class AttentionProbe:
     v: np.ndarray  # attention query
     w: np.ndarray  # token score weights
     b: float
+    _tensors: dict[str, tuple[Any, ...]] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @property
     def digest(self) -> str:
@@ -64,15 +65,15 @@ class AttentionProbe:
         ((rows, width, hidden) tensors, in the head's layer order) at the positions ``keep`` (a (rows, width)
         bool tensor) marks: what ``score`` computes from the same tokens' ``token_states``."""
         torch = require("torch", "hf")
-        device = keep.device
-
-        def vec(a: np.ndarray) -> Any:
-            return torch.from_numpy(np.asarray(a, dtype=np.float32)).to(device)
-
-        x = (torch.cat([h.float() for h in hidden], dim=-1) - vec(self.mean)) / vec(self.scale)
-        u = (x @ vec(self.v)).masked_fill(~keep, -torch.inf)
+        key = str(keep.device)
+        if key not in self._tensors:  # copied to the device once, not once per batch
+            self._tensors[key] = tuple(torch.from_numpy(np.asarray(a, dtype=np.float32)).to(keep.device)
+                                       for a in (self.mean, self.scale, self.v, self.w))
+        mean, scale, v, w = self._tensors[key]
+        x = (torch.cat([h.float() for h in hidden], dim=-1) - mean) / scale
+        u = (x @ v).masked_fill(~keep, -torch.inf)
         weight = torch.softmax(u, dim=1).nan_to_num(0.0)  # a row without kept tokens: all -inf
-        out = (weight * (x @ vec(self.w))).sum(1) + self.b
+        out = (weight * (x @ w)).sum(1) + self.b
         return torch.where(keep.any(1), out, torch.full_like(out, self.empty_score))
 
     def to_arrays(self, prefix: str) -> dict[str, np.ndarray]:
@@ -131,6 +132,16 @@ def fit_ridge(z: np.ndarray, y: np.ndarray, alpha: float, weight: np.ndarray | N
     return np.asarray(model.coef_, dtype=np.float64), float(model.intercept_)
 
 
+FIT_THREADS = 1
+"""Threads of the probe's L-BFGS fit. With two, the gradient's sums over the 463,093 tokens came out
+different in the last bits when another process loaded the CPU (the loss of the same weights did not; a
+fit beside a busy process gave another probe, then another head), and L-BFGS carries such bits into the
+weights (4e-6 measured). One thread gives
+the same bits under any load, at the same speed: the fit is memory-bound (62 s for one thread, 70 s for
+two, the full fit rows on 2 cores). So a retrain from the same caches writes the same head, byte for
+byte, and the probes' cached scores carry over to it."""
+
+
 def fit_attention_probe(states: np.ndarray, offsets: np.ndarray, target: np.ndarray, alpha_w: float,
                         alpha_v: float, max_iter: int = 60, weight: np.ndarray | None = None) -> AttentionProbe:
     """Fit the probe to ``target`` (one value per text), starting from the mean-pool ridge (penalty
@@ -146,7 +157,7 @@ def fit_attention_probe(states: np.ndarray, offsets: np.ndarray, target: np.ndar
     n = len(offsets) - 1
     y = torch.from_numpy(np.asarray(target, dtype=np.float32))
     wt = torch.ones(n) if weight is None else torch.from_numpy(np.asarray(weight, dtype=np.float32))
-    w = torch.from_numpy(coef.astype(np.float32)).requires_grad_(True)
+    w = torch.tensor(coef, dtype=torch.float32, requires_grad=True)  # torch-owned: the allocator's alignment
     v = torch.zeros(x.shape[1], requires_grad=True)
     b = torch.tensor(float(intercept), requires_grad=True)
     opt = torch.optim.LBFGS([w, v, b], lr=1, max_iter=max_iter, history_size=20, line_search_fn="strong_wolfe")
@@ -158,6 +169,11 @@ def fit_attention_probe(states: np.ndarray, offsets: np.ndarray, target: np.ndar
         loss.backward()
         return loss
 
-    opt.step(closure)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(FIT_THREADS)
+    try:
+        opt.step(closure)
+    finally:
+        torch.set_num_threads(threads)
     return AttentionProbe(mean=mean.astype(np.float32), scale=scale.astype(np.float32), v=v.detach().numpy().copy(),
                           w=w.detach().numpy().copy(), b=float(np.float32(b.detach())))  # b as the head stores it
