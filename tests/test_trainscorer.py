@@ -292,6 +292,35 @@ def test_ablation_measures_out_of_fold_on_the_training_split_only(
     assert "Mode `ngram`:" in tables and f"| chosen | {run['n_prompts']} | {run['emt_diff']:+.3f} [" in tables
 
 
+def test_ablation_fits_the_probes_train_scorer_would_once_per_distinct_input(
+        shared_data: Path, pool: list[Example], tiny_backbone: Path, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """With a backbone, every variant is read with its attention probes, as train-scorer fits them: shared
+    where the probe's inputs are the chosen ones, refitted where the rows change, absent where switched off."""
+    from polytox.scoring.ml import ablation
+
+    config = small_config(shared_data, backbone=str(tiny_backbone), layers=(1, 3), subset=0.01,
+                          embedding_cache=str(tmp_path / "emb.sqlite"))
+    fitted: list[int] = []
+    real = ablation.attention_scores
+
+    def counting(variant: TrainConfig, examples: list[Example], train_rows: np.ndarray) -> object:
+        fitted.append(len(examples))
+        return real(variant, examples, train_rows)
+
+    monkeypatch.setattr(ablation, "training_pool", lambda shared, langs: pool)
+    monkeypatch.setattr(ablation, "attention_scores", counting)
+    variants = {"chosen": {}, "no attention probe": {"attention": False}, "no task weights": {"task_weights": False},
+                "no pack human data": {"human_data": False}}
+    data = ablation.run(config, variants)["variants"]
+    assert len(fitted) == 2 and fitted[0] > fitted[1]  # chosen and "no task weights" share; fewer rows: refitted
+    chosen, plain = data["chosen"], data["no attention probe"]
+    assert chosen["ngram"] == plain["ngram"]  # only the full mode's non-English combiner reads the probe
+    for key in ("auc_prompts", "auc_web_continuations", "mae_web", "ece_model_continuations"):  # English: unchanged
+        assert chosen["full"][key] == plain["full"][key]
+    assert chosen["full"]["mean_auc_humans"] != plain["full"]["mean_auc_humans"]
+
+
 def test_ece_and_degeneration_metrics_by_hand() -> None:
     from polytox.scoring.ml.measure import degeneration_metrics, ece
 
@@ -531,6 +560,16 @@ def test_train_with_backbone_and_full_mode_scorer(shared_data: Path, pool: list[
     key = HiddenStateEmbedder(str(tiny_backbone), head.layers).key
     assert cache.count(key) == 2 * len({e.text for e in examples})
     assert cache.count() - cache.count(key) >= len({e.text for e in examples if e.lang != "en"})  # probe scores
+    # English texts alone: no combiner reads the probe, so it is not run (nothing of it in the scorer's cache)
+    en_texts = list(dict.fromkeys(np.array(texts)[english].tolist()))
+    en_cache = tmp_path / "english.sqlite"
+    en_scorer = PolytoxMlScorer(head=str(path), dtype="float32", embedding_cache=str(en_cache))
+    en_scores = [s.get("toxicity") for s in en_scorer.score(en_texts, ["en"] * len(en_texts))]
+    en_scorer.close()
+    first = [texts.index(t) for t in en_texts]
+    np.testing.assert_allclose(en_scores, expected[first], rtol=1e-5)
+    store = EmbeddingCache(en_cache)
+    assert store.count() == store.count(key) == len(head.layers) * len(en_texts)
 
 
 def test_missing_backbone_wheel_names_the_install(tmp_path: Path, small_run: tuple[TrainConfig, object, object]

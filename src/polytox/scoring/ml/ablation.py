@@ -1,10 +1,11 @@
 """What each modelling choice buys: the same measurements, out-of-fold on the TRAINING split only.
 
 Choices (task offsets, task weights, the pack's human data, each calibration map's weight on model
-generations, ridge penalties, the non-English ridges; each in both modes, so the hidden-state part too)
-are compared by grouped cross-validation inside the training split, so the held-out split stays
-untouched by every choice. Each variant is one ``TrainConfig`` change from the default (a few combine
-two, named so); the n-gram counts and embeddings are computed once and shared.
+generations, ridge penalties, the non-English ridges, the attention probe; each in both modes, so the
+hidden-state part too) are compared by grouped cross-validation inside the training split, so the held-out
+split stays untouched by every choice. Each variant is one ``TrainConfig`` change from the default (a few
+combine two, named so); the n-gram counts and embeddings are computed once and shared, and so are the
+attention probes wherever a variant leaves their inputs as they were (``variant_probes``).
 
     python -m polytox.scoring.ml.ablation --out docs/trainscorer-ablation.json
     python -m polytox.scoring.ml.ablation --markdown docs/trainscorer-ablation.json   # the docs' tables
@@ -23,14 +24,16 @@ from typing import Any
 
 import numpy as np
 
+from .attention_fit import AttentionScores
 from .card import POOLED_RUN
 from .measure import card_summary, measure_scorer
 from .pack import heldout_mask
 from .pool import training_pool
-from .train import Features, TrainConfig, build_features, cross_validate, oof_calibrated, select
+from .train import Features, TrainConfig, attention_scores, build_features, cross_validate, oof_calibrated, select
 
 VARIANTS: dict[str, dict[str, Any]] = {
     "chosen": {},
+    "no attention probe (head version 3)": {"attention": False},
     "own combiner for non-English texts": {"split_combiner": True},
     "task offsets": {"task_offsets": True},
     "task offsets, continuation map: generations 80%": {"task_offsets": True, "continuation_gen_share": 0.8},
@@ -83,6 +86,17 @@ def oof_measure(config: TrainConfig, examples: Sequence[Any], feats: Features, h
     return out
 
 
+def variant_probes(config: TrainConfig, examples: Sequence[Any], heldout: np.ndarray, rows: np.ndarray,
+                   fitted: dict[tuple[Any, ...], AttentionScores]) -> AttentionScores:
+    """The attention probes ``train-scorer`` would fit for this variant (``train.attention_scores``), fitted
+    once per distinct input: the examples, the folds, the probe's penalties, row weight and target."""
+    key = (rows.tobytes(), config.folds, config.attention_alpha_w, config.attention_alpha_v,
+           config.attention_human_weight, config.index_mean_weight)
+    if key not in fitted:
+        fitted[key] = attention_scores(config, examples, np.flatnonzero(~heldout))
+    return fitted[key]
+
+
 def cached_only(config: TrainConfig, examples: list[Any]) -> list[Any]:
     """The examples whose embeddings are all in the cache (exploratory runs while extraction goes on)."""
     from ...types import text_hash
@@ -108,6 +122,7 @@ def run(config: TrainConfig, variants: dict[str, dict[str, Any]], only_cached: b
         heldout_all = heldout_all[keep_rows]
         print(f"{len(everything)} examples with cached embeddings", flush=True)
     feats_all = build_features(config, everything)
+    probes: dict[tuple[Any, ...], AttentionScores] = {}
     results: dict[str, Any] = {}
     for name, change in variants.items():
         started = time.perf_counter()
@@ -115,8 +130,10 @@ def run(config: TrainConfig, variants: dict[str, dict[str, Any]], only_cached: b
         keep = np.array([variant.human_data or e.domain != "human" for e in everything])
         rows = np.flatnonzero(keep)
         examples = [everything[i] for i in rows]
-        results[name] = {"change": change, **oof_measure(variant, examples, subset_features(feats_all, rows),
-                                                         heldout_all[rows]),
+        feats = subset_features(feats_all, rows)
+        if variant.attention and feats.emb is not None:  # as train-scorer: the probes, out of fold
+            feats.attention = variant_probes(variant, examples, heldout_all[rows], rows, probes)
+        results[name] = {"change": change, **oof_measure(variant, examples, feats, heldout_all[rows]),
                          "seconds": round(time.perf_counter() - started, 1)}
         print(name, json.dumps(results[name]), flush=True)
     return {"config": config.to_dict(), "variants": results, "n_examples": len(everything),

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import itertools
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as pkg_version
 from typing import Any
@@ -146,6 +146,15 @@ class HiddenStateEmbedder:
         matrix[mask] = flat
         return torch.from_numpy(matrix), torch.from_numpy(mask.astype(np.int64))
 
+    def _batches(self, texts: Sequence[str]) -> Iterator[tuple[np.ndarray, Any, Any]]:
+        """``texts`` tokenized in one call, sorted by token count and cut into padded batches of
+        ``batch_size``: (the batch's indices into ``texts``, id matrix, mask) per batch."""
+        ids, lengths = self._tokenize(texts)
+        order = np.argsort(lengths, kind="stable")
+        for start in range(0, len(order), self.batch_size):
+            rows = order[start : start + self.batch_size]
+            yield (rows, *self._pad(ids, rows, lengths[rows]))
+
     def _keep_weight(self, ids: Any, mask: Any) -> Any:
         """(rows, width) float32: 1 for the tokens a pool reads, 0 for padding and a leading BOS (kept when
         it is the text's only token)."""
@@ -212,19 +221,14 @@ class HiddenStateEmbedder:
         self._load()
         width = len(self.layers) * self.hidden_size
         chunks: list[np.ndarray] = [np.zeros((0, width), dtype=np.float16)] * len(texts)
-        if texts:
-            ids, lengths = self._tokenize(texts)
-            order = np.argsort(lengths, kind="stable")
-            for start in range(0, len(order), self.batch_size):
-                rows = order[start : start + self.batch_size]
-                batch_ids, mask = self._pad(ids, rows, lengths[rows])
-                keep = self._keep_weight(batch_ids, mask).bool().numpy()
-                captured: dict[int, Any] = {}
-                self._run_layers(batch_ids, mask, captured.__setitem__)
-                states = np.concatenate([captured[layer].float().cpu().numpy() for layer in self.layers], axis=-1)
-                states = np.clip(states, -65000.0, 65000.0).astype(np.float16)  # float16's finite range
-                for j, row in enumerate(rows):
-                    chunks[row] = states[j][keep[j]]
+        for rows, batch_ids, mask in self._batches(texts) if texts else ():
+            keep = self._keep_weight(batch_ids, mask).bool().numpy()
+            captured: dict[int, Any] = {}
+            self._run_layers(batch_ids, mask, captured.__setitem__)
+            states = np.concatenate([captured[layer].float().cpu().numpy() for layer in self.layers], axis=-1)
+            states = np.clip(states, -65000.0, 65000.0).astype(np.float16)  # float16's finite range
+            for j, row in enumerate(rows):
+                chunks[row] = states[j][keep[j]]
         offsets = np.concatenate([[0], np.cumsum([len(c) for c in chunks])]).astype(np.int64)
         return np.concatenate(chunks) if texts else np.zeros((0, width), dtype=np.float16), offsets
 
@@ -292,11 +296,9 @@ class HiddenStateEmbedder:
             self._load()
             for layer in self.layers:
                 pools.setdefault(layer, np.zeros((len(unique), self.hidden_size), dtype=np.float16))
-            ids, lengths = self._tokenize([unique[i] for i in todo])
-            order = np.argsort(lengths, kind="stable")
-            for start in range(0, len(order), self.batch_size):
-                chunk = order[start : start + self.batch_size]
-                batch, batch_scores = self._forward(*self._pad(ids, chunk, lengths[chunk]), probes)
+            done = 0
+            for chunk, batch_ids, mask in self._batches([unique[i] for i in todo]):
+                batch, batch_scores = self._forward(batch_ids, mask, probes)
                 rows = todo[chunk]
                 # cached pools stay as they are: a recomputation in another batch can differ in the last bit
                 new = ~pooled[rows]
@@ -310,8 +312,9 @@ class HiddenStateEmbedder:
                         self.cache.put_many(self.probe_key(probe), [(0, hashes[r], scores[r, k : k + 1])
                                                                     for r in rows])
                 self.computed += len(chunk)
+                done += len(chunk)
                 if progress is not None:
-                    progress(min(start + len(chunk), len(order)), len(order))
+                    progress(done, len(todo))
         if not unique:
             return np.zeros((0, 0), dtype=np.float32), np.zeros((0, len(probes)), dtype=np.float32)
         return (np.concatenate([pools[layer] for layer in self.layers], axis=1)[inverse].astype(np.float32),

@@ -90,7 +90,8 @@ class PolytoxMlScorer(Scorer):
         s_ngram = self.head.ngram_output(tfidf(counts, self.head.idf), langs)
         s_emb = s_probe = None
         if self._embedder is not None:  # the pools and the attention probe's scores from one backbone pass
-            probes = [self.head.probe] if self.head.probe is not None else []
+            # only the non-English combiner reads the probe: an English-only batch skips it (and its cache rows)
+            probes = [self.head.probe] if self.head.probe is not None and any(lang != "en" for lang in langs) else []
             pools, probe_scores = self._embedder.embed_and_probe(texts, probes)
             s_emb = self.head.emb_output(pools, langs)
             s_probe = probe_scores[:, 0] if probes else None
