@@ -77,7 +77,8 @@ class PolytoxMlScorer(Scorer):
             self._embedder = HiddenStateEmbedder(self.head.backbone, self.head.layers,
                                                  max_tokens=self.head.max_tokens, batch_size=int(lm_batch_size),
                                                  device=device, cache=cache, dtype=dtype)
-            if resolve_dtype(dtype, device) != "float32":  # bf16 scores differ (by up to 0.011): their own id
+            # bf16 scores differ (single texts by up to ~0.1, docs/scorer-speed.md): their own id
+            if resolve_dtype(dtype, device) != "float32":
                 self.version += f"-{resolve_dtype(dtype, device)}"
 
     def describe(self) -> dict[str, Any]:
