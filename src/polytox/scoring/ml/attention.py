@@ -136,10 +136,9 @@ FIT_THREADS = 1
 """Threads of the probe's L-BFGS fit. With two, the gradient's sums over the 463,093 tokens came out
 different in the last bits when another process loaded the CPU (the loss of the same weights did not; a
 fit beside a busy process gave another probe, then another head), and L-BFGS carries such bits into the
-weights (4e-6 measured). One thread gives
-the same bits under any load, at the same speed: the fit is memory-bound (62 s for one thread, 70 s for
-two, the full fit rows on 2 cores). So a retrain from the same caches writes the same head, byte for
-byte, and the probes' cached scores carry over to it."""
+weights (4e-6 measured). One thread gives the same bits under any load, at the same speed: the fit is
+memory-bound (62 s for one thread, 70 s for two, the full fit rows on 2 cores). So a retrain from the
+same caches writes the same head, byte for byte, and the probes' cached scores carry over to it."""
 
 
 def fit_attention_probe(states: np.ndarray, offsets: np.ndarray, target: np.ndarray, alpha_w: float,
