@@ -160,8 +160,10 @@ def test_head_keeps_its_probe_and_its_fourth_combiner_weight(tmp_path: Path) -> 
     np.testing.assert_allclose(np.log(p / (1 - p)), [-0.5 + 0.2 + 0.05, -0.5 + 0.2 + 0.05 + 3.0])
     english = loaded.raw_probability(ngram, emb, "full", ["en", "en"])  # English never reads the probe
     np.testing.assert_allclose(np.log(english / (1 - english)), [0.1 + 0.2 + 0.2] * 2)
-    with pytest.raises(PolytoxError, match="attention probe"):
+    with pytest.raises(PolytoxError, match="combiner 'full:other' reads the attention probe"):
         loaded.raw_probability(ngram, emb, "full", langs)
+    # which batches need the probe at all: the ones with a row whose combiner has its weight
+    assert loaded.reads_probe("full", ["en", "de"]) and not loaded.reads_probe("full", ["en", "en"])
     head.probe = None
     head.combine = {"full": (0.1, 1.0, 2.0)}
     head.save(tmp_path / "plain.npz")  # a head without a probe is still written as format 2

@@ -56,6 +56,25 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
     return 1.0 / (1.0 + np.exp(-x))
 
 
+Combiner = tuple[float, ...]  # logistic weights (bias, ngram, emb[, probe])
+
+
+def apply_combiner(combiner: Combiner, s_ngram: np.ndarray, s_emb: np.ndarray | None,
+                   s_probe: np.ndarray | None = None, name: str = "this combiner") -> np.ndarray:
+    """P(toxic) from the parts' outputs under one combiner (its emb weight unused without ``s_emb``): the
+    one formula both training (``train.apply_combiners``) and the shipped head (``raw_probability``) use.
+    A combiner with a probe weight needs the probe's scores."""
+    bias, a_ngram, a_emb, *a_probe = combiner
+    logit = bias + a_ngram * np.asarray(s_ngram, dtype=np.float64)
+    if s_emb is not None:
+        logit = logit + a_emb * np.asarray(s_emb, dtype=np.float64)
+    if a_probe:
+        if s_probe is None:
+            raise PolytoxError(f"{name} reads the attention probe's scores; none were given")
+        logit = logit + a_probe[0] * np.asarray(s_probe, dtype=np.float64)
+    return _sigmoid(logit)
+
+
 @dataclass
 class MlHead:
     """Weights and the metadata needed to compute features exactly as training did."""
@@ -64,7 +83,7 @@ class MlHead:
     idf: np.ndarray
     w_ngram: np.ndarray
     b_ngram: float
-    combine: dict[str, tuple[float, ...]]  # (bias, ngram, emb[, probe])
+    combine: dict[str, Combiner]
     backbone: str | None = None
     layers: tuple[int, ...] = ()
     max_tokens: int = 128
@@ -131,23 +150,27 @@ class MlHead:
         """
         if mode == "full" and emb_out is None:
             raise PolytoxError("mode 'full' needs embeddings")
-        ngram_out = np.asarray(ngram_out, dtype=np.float64)
-        keys = np.full(len(ngram_out), mode, dtype=object)
-        if langs is not None and f"{mode}:other" in self.combine:
-            keys[np.asarray([lang != "en" for lang in langs], dtype=bool)] = f"{mode}:other"
-        logit = np.zeros(len(ngram_out))
+        keys = self.combiner_keys(mode, langs, len(ngram_out))
+        out = np.zeros(len(ngram_out))
         for key in set(keys.tolist()):
             rows = keys == key
-            bias, a_ngram, a_emb, *a_probe = self.combine[key]
-            logit[rows] = bias + a_ngram * ngram_out[rows]
-            if mode == "full":
-                assert emb_out is not None
-                logit[rows] += a_emb * np.asarray(emb_out, dtype=np.float64)[rows]
-                if a_probe:
-                    if probe_out is None:
-                        raise PolytoxError(f"combiner {key!r} reads the attention probe's scores; none were given")
-                    logit[rows] += a_probe[0] * np.asarray(probe_out, dtype=np.float64)[rows]
-        return _sigmoid(logit)
+            out[rows] = apply_combiner(self.combine[key], np.asarray(ngram_out)[rows],
+                                       np.asarray(emb_out)[rows] if mode == "full" else None,
+                                       None if probe_out is None else np.asarray(probe_out)[rows], f"combiner {key!r}")
+        return out
+
+    def combiner_keys(self, mode: str, langs: Sequence[str] | None, n: int) -> np.ndarray:
+        """The combiner each of ``n`` rows goes through: ``<mode>:other`` for non-English texts where the head
+        has one, ``mode`` otherwise."""
+        keys = np.full(n, mode, dtype=object)
+        if langs is not None and f"{mode}:other" in self.combine:
+            keys[np.asarray([lang != "en" for lang in langs], dtype=bool)] = f"{mode}:other"
+        return keys
+
+    def reads_probe(self, mode: str, langs: Sequence[str]) -> bool:
+        """Whether any of these rows goes through a combiner with a probe weight (the scorer skips the
+        probe's computation otherwise)."""
+        return any(len(self.combine[key]) > 3 for key in set(self.combiner_keys(mode, langs, len(langs)).tolist()))
 
     # ---- persistence ----------------------------------------------------------------------------
     def to_arrays(self) -> dict[str, np.ndarray]:

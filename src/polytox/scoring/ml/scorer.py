@@ -91,8 +91,9 @@ class PolytoxMlScorer(Scorer):
         s_ngram = self.head.ngram_output(tfidf(counts, self.head.idf), langs)
         s_emb = s_probe = None
         if self._embedder is not None:  # the pools and the attention probe's scores from one backbone pass
-            # only the non-English combiner reads the probe: an English-only batch skips it (and its cache rows)
-            probes = [self.head.probe] if self.head.probe is not None and any(lang != "en" for lang in langs) else []
+            # a batch whose rows' combiners have no probe weight (English texts) skips it, and its cache rows
+            probe = self.head.probe if self.head.reads_probe(self.mode, langs) else None
+            probes = [probe] if probe is not None else []
             pools, probe_scores = self._embedder.embed_and_probe(texts, probes)
             s_emb = self.head.emb_output(pools, langs)
             s_probe = probe_scores[:, 0] if probes else None

@@ -39,7 +39,7 @@ from .calib import CONTINUATION, WEB, ScaleMaps, fit_scale_maps
 from .data import Example
 from .embed_cache import EmbeddingCache
 from .embedder import HiddenStateEmbedder
-from .head import MlHead
+from .head import Combiner, MlHead, apply_combiner
 from .ngrams import NgramConfig, fit_idf, hashed_counts, tfidf
 from .pack import heldout_mask, join_components, unit_hash
 
@@ -293,9 +293,6 @@ def part_outputs(parts: Parts, feats: Features, rows: np.ndarray) -> tuple[np.nd
     return s_ngram, s_emb
 
 
-Combiner = tuple[float, ...]  # (bias, ngram, emb[, probe])
-
-
 def fit_combiner(s_ngram: np.ndarray, s_emb: np.ndarray | None, labels: np.ndarray, weight: np.ndarray,
                  s_probe: np.ndarray | None = None) -> Combiner:
     """Logistic weights (bias, ngram, emb[, probe]) on the parts' outputs (emb weight 0 without ``s_emb``)."""
@@ -305,17 +302,6 @@ def fit_combiner(s_ngram: np.ndarray, s_emb: np.ndarray | None, labels: np.ndarr
                                                                    sample_weight=weight)
     coef = [float(c) for c in model.coef_.ravel()]
     return (float(model.intercept_[0]), *coef) if s_emb is not None else (float(model.intercept_[0]), coef[0], 0.0)
-
-
-def apply_combiner(combiner: Combiner, s_ngram: np.ndarray, s_emb: np.ndarray | None,
-                   s_probe: np.ndarray | None = None) -> np.ndarray:
-    bias, a, b, *c = combiner
-    logit = bias + a * s_ngram + (b * s_emb if s_emb is not None else 0.0)
-    if c:
-        if s_probe is None:
-            raise PolytoxError("this combiner reads the attention probe's scores; none were given")
-        logit = logit + c[0] * s_probe
-    return np.asarray(1.0 / (1.0 + np.exp(-np.asarray(logit, dtype=np.float64))))
 
 
 OTHER = ":other"  # combiner key suffix for non-English texts
