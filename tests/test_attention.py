@@ -225,7 +225,7 @@ def test_rows_trial_reads_each_source_and_averages_the_real_ones() -> None:
 
 def test_fold_probes_leave_each_fold_out_and_the_last_sees_all() -> None:
     from polytox.scoring.ml.attention import fit_attention_probe
-    from polytox.scoring.ml.attention_fit import fold_probes, take
+    from polytox.scoring.ml.attention_fit import fold_probes, fold_scores, take
 
     rng = np.random.default_rng(4)
     states, offsets, toxic = _bags(rng, 60, dims=4)
@@ -247,6 +247,12 @@ def test_fold_probes_leave_each_fold_out_and_the_last_sees_all() -> None:
     full = fit_attention_probe(states, offsets, toxic.astype(float), 10.0, 1.0, weight=weight)
     np.testing.assert_allclose(probes[-1].w, full.w, atol=1e-6)
     assert len(fold_probes(states, offsets, position, fit_rows, folds, target, (10.0, 1.0), final=False)) == 3
+    read = fit_rows[10:50]  # rows of the first two folds only
+    oof = fold_scores(probes, folds, read, position, states, offsets, 160)
+    np.testing.assert_allclose(oof[110:120], probes[0].score(*take(states, offsets, np.arange(10, 20))), atol=1e-6)
+    np.testing.assert_allclose(oof[120:140], probes[1].score(*take(states, offsets, np.arange(20, 40))), atol=1e-6)
+    assert np.isnan(oof[:110]).all() and np.isnan(oof[150:]).all()  # unread rows, and the final probe unread
+    assert not np.allclose(oof[120:140], probes[-1].score(*take(states, offsets, np.arange(20, 40))))
 
 
 def test_probe_fit_runs_on_fit_threads_and_gives_the_caller_its_threads_back(monkeypatch: pytest.MonkeyPatch) -> None:

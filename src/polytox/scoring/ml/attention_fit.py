@@ -124,6 +124,19 @@ def fold_probes(states: np.ndarray, offsets: np.ndarray, position: np.ndarray, f
     return probes
 
 
+def fold_scores(probes: Sequence[AttentionProbe], folds: Sequence[np.ndarray], rows: np.ndarray,
+                position: np.ndarray, states: np.ndarray, offsets: np.ndarray, n: int) -> np.ndarray:
+    """Out-of-fold probe scores read from token states: each of ``rows`` (example rows that have states,
+    ``position``) scored by the probe of the fold that holds it (``probes[k]`` left out ``folds[k]``), NaN
+    for the other of the ``n`` examples. The training-split trials read their fold probes this way;
+    ``fit_attention`` scores through the backbone instead, as the scorer does."""
+    out = np.full(n, np.nan)
+    for probe, fold in zip(probes, folds, strict=False):  # a final probe after the folds' is not read
+        test = np.intersect1d(rows, fold)
+        out[test] = probe.score(*take(states, offsets, position[test]))
+    return out
+
+
 def fit_attention(examples: Sequence[Example], train_rows: np.ndarray, folds: Sequence[np.ndarray],
                   target: Callable[[np.ndarray], np.ndarray], embedder: HiddenStateEmbedder,
                   penalties: tuple[float, float], cache_dir: Path | None = None,

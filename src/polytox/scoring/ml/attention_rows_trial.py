@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from .attention_fit import AttentionScores, fit_row_groups, fold_probes, group_states, take
+from .attention_fit import AttentionScores, fit_row_groups, fold_probes, fold_scores, group_states
 from .attention_trial import language_aucs, trial_cli
 from .embed_cache import default_embedding_cache_path
 from .embedder import HiddenStateEmbedder
@@ -80,11 +80,7 @@ def run(config: TrainConfig, weights: Sequence[float | None] = WEIGHTS) -> dict[
                              lambda rows: pooled_target(examples, rows, config.index_mean_weight),
                              (config.attention_alpha_w, config.attention_alpha_v),
                              None if weight is None else np.where(is_lx, 1.0, weight), final=False)
-        oof = np.full(len(examples), np.nan)
-        for probe, fold in zip(probes, folds, strict=True):
-            test = np.intersect1d(rows_all, fold)
-            test = test[langs[test] != "en"]
-            oof[test] = probe.score(*take(states, offsets, position[test]))
+        oof = fold_scores(probes, folds, rows_all[langs[rows_all] != "en"], position, states, offsets, len(examples))
         feats.attention = AttentionScores(probe=probes[-1], oof=oof, final=np.full(len(examples), np.nan),
                                           folds=folds)
         name = "probe on RTP-LX alone" if weight is None else f"probe on RTP-LX + pack rows at weight {weight:g}"

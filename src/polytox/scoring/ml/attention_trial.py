@@ -33,7 +33,7 @@ import numpy as np
 
 from ...errors import require
 from .attention import fit_attention_probe, fit_ridge, mean_pools
-from .attention_fit import cached_token_states, fold_probes, take
+from .attention_fit import cached_token_states, fold_probes, fold_scores, take
 from .measure import auc
 from .ngrams import fit_idf, hashed_counts, tfidf
 from .pack import heldout_mask, join_components
@@ -131,14 +131,11 @@ def in_head(config: TrainConfig, examples: Sequence[Any], heldout: np.ndarray, r
     langs = np.array([e.lang for e in examples])
     position = np.full(len(examples), -1)
     position[rows] = np.arange(len(rows))
-    probe_score = np.full(len(examples), np.nan)
     ngram, emb = other_view(raw, english, "ngram"), other_view(raw, english, "emb")
     with_probe = combined["full"].copy()
     probes = fold_probes(states, offsets, position, rows, folds,
                          lambda fit: pooled_target(examples, fit, config.index_mean_weight), penalties, final=False)
-    for probe, fold in zip(probes, folds, strict=True):
-        test = np.intersect1d(rows, fold)
-        probe_score[test] = probe.score(*take(states, offsets, position[test]))
+    probe_score = fold_scores(probes, folds, rows[~english[rows]], position, states, offsets, len(examples))
     for fold in folds:  # the non-English combiner, refitted with the probe beside the two ridges
         fit, test = np.setdiff1d(rows, fold), np.intersect1d(rows, fold)
         fit, test = fit[~english[fit]], test[~english[test]]
