@@ -226,6 +226,7 @@ def test_measurements_of_a_small_run(small_run: tuple[TrainConfig, object, objec
     lo, hi = card["share_diff_web_ci"]
     assert lo <= card["share_web"] - card["perspective_share_web"] <= hi
     assert ml["languages"][card["min_auc_language"]]["auc"] == card["min_auc_humans"]
+    assert 0 < card["mae_floor_web"] <= card["mae_web"]  # no map of the score beats the floor: the shipped one neither
     noise_card = data["card"]["noise"]
     assert noise_card["auc_prompts_ci"][0] < 0.5 < noise_card["auc_prompts_ci"][1]
 
@@ -331,6 +332,28 @@ def test_ece_and_degeneration_metrics_by_hand() -> None:
     assert got["n_prompts"] == 3
     assert got["emt"] == pytest.approx((0.6 + 0.2 + 0.3) / 3) and got["ep"] == pytest.approx(1 / 3)
     assert got["at"] == pytest.approx((0.35 + 0.2 + 0.3) / 3)
+
+
+def test_mae_floor_is_the_best_monotone_map_of_the_score() -> None:
+    from sklearn.isotonic import IsotonicRegression
+
+    from polytox.scoring.ml.measure import mae_floor
+
+    score = np.array([0.1, 0.2, 0.3, np.nan])
+    # values 0.5, 0.1, 0.9 in score order: a map must keep the first two in order, so they meet
+    # anywhere in [0.1, 0.5] (error 0.4) and the third is exact
+    assert mae_floor(score, np.array([0.5, 0.1, 0.9, 0.0])) == pytest.approx(0.4 / 3)
+    assert mae_floor(score[::-1][1:], np.array([0.5, 0.1, 0.9])) == pytest.approx(0.8 / 3)  # reversed ranking
+    assert mae_floor(np.array([0.2, 0.2, 0.7]), np.array([0.0, 0.3, 0.9])) == pytest.approx(0.1)  # ties: one value
+    assert mae_floor(np.array([3.0, 1.0, 2.0]), np.array([0.9, 0.1, 0.4])) == pytest.approx(0.0)  # any monotone truth
+    rng = np.random.default_rng(3)
+    pred = rng.random(500)
+    ref = np.clip(pred + rng.normal(0, 0.2, 500), 0, 1)
+    isotonic = IsotonicRegression().fit(pred, ref).predict(pred)  # least squares: never below the L1 floor
+    floor = mae_floor(pred, ref)
+    assert floor is not None and floor <= float(np.abs(isotonic - ref).mean())
+    assert floor <= float(np.abs(pred - ref).mean())  # the identity map is one of them
+    assert mae_floor(np.array([0.5, np.nan]), np.array([0.1, 0.2])) is None
 
 
 def test_paired_diff_ci_brackets_the_difference_and_is_zero_for_a_perfect_scorer() -> None:

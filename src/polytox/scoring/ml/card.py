@@ -137,9 +137,13 @@ def target_rows(data: Mapping[str, Any], scorer: str = "default") -> list[list[s
     card, targets = data["card"].get(scorer, {}), data.get("targets", {})
     rows = [["measure", "target", "measured [95% CI]", "verdict"]]
 
-    def add(name: str, target_text: str, value: Any, ci: Any, lo: float, hi: float, **style: bool) -> None:
+    def add(name: str, target_text: str, value: Any, ci: Any, lo: float, hi: float, floor: Any = None,
+            **style: bool) -> None:
         if value is not None:
-            rows.append([name, target_text, value_with_ci(value, ci, **style), _verdict(value, ci, lo, hi)])
+            verdict = _verdict(value, ci, lo, hi)
+            if floor is not None:  # ``measure.mae_floor``: the best any map of this score does on these texts
+                verdict += f"; best monotone map of this score: {floor:.3f}"
+            rows.append([name, target_text, value_with_ci(value, ci, **style), verdict])
 
     auc_t, mae_t = targets.get("perspective_auc", 0.95), targets.get("mae", 0.05)
     add("AUC vs humans, mean of 17 languages", f">= {targets.get('mean_auc', 0.85)}", card.get("mean_auc_humans"),
@@ -150,7 +154,8 @@ def target_rows(data: Mapping[str, Any], scorer: str = "default") -> list[list[s
                        ("auc_model_continuations", "model continuations")):
         add(f"AUC vs Perspective, {label}", f">= {auc_t}", card.get(key), card.get(f"{key}_ci"), auc_t, 1.0)
     for key, label in (("mae_web", "web"), ("mae_model_continuations", "model continuations")):
-        add(f"MAE vs Perspective, {label}", f"<= {mae_t}", card.get(key), card.get(f"{key}_ci"), 0.0, mae_t)
+        add(f"MAE vs Perspective, {label}", f"<= {mae_t}", card.get(key), card.get(f"{key}_ci"), 0.0, mae_t,
+            floor=card.get(key.replace("mae_", "mae_floor_")))
     points = targets.get("share_points", 1.0) / 100
     for part, label in (("web", "web"), ("model_continuations", "model continuations")):
         share, ref = card.get(f"share_{part}"), card.get(f"perspective_share_{part}")

@@ -67,6 +67,39 @@ def reliability(pred: np.ndarray, observed: np.ndarray, bins: int = ECE_BINS) ->
              "observed": float(y[which == b].mean())} for b in range(bins) if (which == b).any()]
 
 
+def mae_floor(pred: np.ndarray, reference: np.ndarray) -> float | None:
+    """The lowest MAE against ``reference`` that any non-decreasing map of ``pred`` reaches on these very
+    texts: least-absolute-deviation isotonic regression, solved exactly as a linear program (SciPy's HiGHS).
+
+    The map is fitted on the slice it is judged on, so no one could ship it; that is the point. It is the
+    floor of every recalibration of this score, so the part of an MAE above it is the map's, and the floor
+    itself is the ranking's: only a better-ranking score (a stronger backbone) lowers it. Tied predictions
+    get one value, as a map would give them."""
+    ok = ~np.isnan(pred)
+    if ok.sum() < 2:
+        return None
+    optimize, sparse = require("scipy.optimize", "ml"), require("scipy.sparse", "ml")
+    _, level = np.unique(pred[ok], return_inverse=True)  # each text's rank among the distinct predictions
+    y = np.asarray(reference, dtype=np.float64)[ok]
+    n, m = len(y), int(level.max()) + 1
+    # variables: the map's value at each distinct prediction (m), then each text's absolute error (n)
+    rows = np.arange(n)
+    fit = sparse.csr_matrix((np.ones(n), (rows, level)), shape=(n, m))
+    err = sparse.identity(n, format="csr")
+    steps = sparse.csr_matrix((np.r_[np.ones(m - 1), -np.ones(m - 1)],
+                               (np.r_[np.arange(m - 1), np.arange(m - 1)], np.r_[np.arange(m - 1), np.arange(1, m)])),
+                              shape=(m - 1, m))  # value_j - value_{j+1} <= 0
+    a_ub = sparse.vstack([sparse.hstack([fit, -err]), sparse.hstack([-fit, -err]),
+                          sparse.hstack([steps, sparse.csr_matrix((m - 1, n))])], format="csr")
+    b_ub = np.r_[y, -y, np.zeros(m - 1)]
+    cost = np.r_[np.zeros(m), np.ones(n)]
+    result = optimize.linprog(cost, A_ub=a_ub, b_ub=b_ub, bounds=[(None, None)] * m + [(0, None)] * n,
+                              method="highs")
+    if not result.success:
+        raise RuntimeError(f"MAE floor: the linear program failed ({result.message})")
+    return float(result.fun) / n
+
+
 def _r(x: float | None, digits: int = 4) -> float | None:
     return None if x is None or (isinstance(x, float) and np.isnan(x)) else round(float(x), digits)
 
@@ -83,7 +116,8 @@ def perspective_slice(pred: np.ndarray, persp: np.ndarray, groups: np.ndarray | 
     p, y = pred[ok], persp[ok]
     out.update({"auc": _r(auc(y >= TOXIC, p)), "mae": _r(float(np.abs(p - y).mean())),
                 "pearson_r": _r(float(np.corrcoef(p, y)[0, 1]) if p.std() > 0 else None),
-                "mean": _r(float(p.mean())), "share": _r(float((p >= TOXIC).mean())), "ece": _r(ece(p, y))})
+                "mean": _r(float(p.mean())), "share": _r(float((p >= TOXIC).mean())), "ece": _r(ece(p, y)),
+                "mae_floor": _r(mae_floor(p, y))})
     if groups is not None:
         w = group_weights(groups[ok])
         out.update({"auc_ci": percentile_ci(weighted_auc(y >= TOXIC, p, w)),
@@ -266,6 +300,7 @@ def card_summary(measure: Mapping[str, Any]) -> dict[str, Any]:
             "auc_web_continuations": persp.get("web continuations", {}).get("auc"),
             "auc_model_continuations": gen.get("auc"), "mae_web": web.get("mae"),
             "mae_model_continuations": gen.get("mae"), "share_model_continuations": gen.get("share"),
+            "mae_floor_web": web.get("mae_floor"), "mae_floor_model_continuations": gen.get("mae_floor"),
             "perspective_share_model_continuations": gen.get("perspective_share"),
             "ece_web": web.get("ece"), "ece_model_continuations": gen.get("ece"),
             "mean_auc_humans": measure["summary"]["mean_auc"], "min_auc_humans": measure["summary"]["min_auc"],
