@@ -356,6 +356,21 @@ def test_mae_floor_is_the_best_monotone_map_of_the_score() -> None:
     assert mae_floor(np.array([0.5, np.nan]), np.array([0.1, 0.2])) is None
 
 
+def test_mae_floor_left_blank_when_the_solver_stops(monkeypatch: pytest.MonkeyPatch,
+                                                      caplog: pytest.LogCaptureFixture) -> None:
+    """A solver that gives up leaves the card's floor empty with a warning; train-scorer's run goes on."""
+    from types import SimpleNamespace
+
+    import scipy.optimize
+
+    from polytox.scoring.ml.measure import mae_floor
+
+    monkeypatch.setattr(scipy.optimize, "linprog",
+                        lambda *a, **k: SimpleNamespace(success=False, message="iteration limit", fun=0.0))
+    assert mae_floor(np.array([0.1, 0.2, 0.3]), np.array([0.3, 0.1, 0.2])) is None
+    assert "iteration limit" in caplog.text
+
+
 def test_paired_diff_ci_brackets_the_difference_and_is_zero_for_a_perfect_scorer() -> None:
     from polytox.scoring.ml.measure import degeneration_metrics, paired_diff_ci
 

@@ -4,8 +4,9 @@ Every number is computed on texts that no fitted part of the head has seen:
 
 - Perspective (English): the held-out split, sliced into web prompts, web continuations and continuations
   written by language models; AUC (Perspective >= 0.5 as the label), MAE, Pearson r, mean and share >= 0.5
-  side by side with Perspective's, and expected calibration error (ECE: 10 equal-width bins of the
-  prediction, |mean prediction - mean Perspective| weighted by bin size);
+  side by side with Perspective's, expected calibration error (ECE: 10 equal-width bins of the
+  prediction, |mean prediction - mean Perspective| weighted by bin size) and the MAE floor (``mae_floor``:
+  the best any monotone map of the scores could do on the slice);
 - human raters: per-language AUC on RTP-LX (out-of-fold predictions for the training split, the final head
   for the held-out split: every prompt predicted by a model that never saw its group), ECE against the
   rater share; and per source of the held-out human-labelled pack rows;
@@ -17,6 +18,7 @@ Scorers that are not trained here (svm, lexicon) are measured on the same texts.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -28,6 +30,8 @@ from .card import POOLED_RUN
 from .data import Example
 from .group_bootstrap import group_weights, percentile_ci, weighted_auc, weighted_mean
 from .train import task_of
+
+log = logging.getLogger("polytox")
 
 TARGETS = {"mean_auc": 0.85, "min_auc": 0.75, "perspective_auc": 0.95, "mae": 0.05, "share_points": 1.0,
            "emt": 0.02, "ep": 0.04, "at": 0.02}
@@ -95,8 +99,9 @@ def mae_floor(pred: np.ndarray, reference: np.ndarray) -> float | None:
     cost = np.r_[np.zeros(m), np.ones(n)]
     result = optimize.linprog(cost, A_ub=a_ub, b_ub=b_ub, bounds=[(None, None)] * m + [(0, None)] * n,
                               method="highs")
-    if not result.success:
-        raise RuntimeError(f"MAE floor: the linear program failed ({result.message})")
+    if not result.success:  # a measurement left blank, not a failed train-scorer run
+        log.warning("MAE floor not measured: the linear program stopped (%s)", result.message)
+        return None
     return float(result.fun) / n
 
 
