@@ -59,19 +59,24 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
 Combiner = tuple[float, ...]  # logistic weights (bias, ngram, emb[, probe])
 
 
+def combiner_reads_probe(combiner: Combiner) -> bool:
+    """Whether a combiner has the fourth weight, the attention probe's."""
+    return len(combiner) > 3
+
+
 def apply_combiner(combiner: Combiner, s_ngram: np.ndarray, s_emb: np.ndarray | None,
                    s_probe: np.ndarray | None = None, name: str = "this combiner") -> np.ndarray:
     """P(toxic) from the parts' outputs under one combiner (its emb weight unused without ``s_emb``): the
     one formula both training (``train.apply_combiners``) and the shipped head (``raw_probability``) use.
     A combiner with a probe weight needs the probe's scores."""
-    bias, a_ngram, a_emb, *a_probe = combiner
+    bias, a_ngram, a_emb = combiner[:3]
     logit = bias + a_ngram * np.asarray(s_ngram, dtype=np.float64)
     if s_emb is not None:
         logit = logit + a_emb * np.asarray(s_emb, dtype=np.float64)
-    if a_probe:
+    if combiner_reads_probe(combiner):
         if s_probe is None:
             raise PolytoxError(f"{name} reads the attention probe's scores; none were given")
-        logit = logit + a_probe[0] * np.asarray(s_probe, dtype=np.float64)
+        logit = logit + combiner[3] * np.asarray(s_probe, dtype=np.float64)
     return _sigmoid(logit)
 
 
@@ -170,7 +175,8 @@ class MlHead:
     def reads_probe(self, mode: str, langs: Sequence[str]) -> bool:
         """Whether any of these rows goes through a combiner with a probe weight (the scorer skips the
         probe's computation otherwise)."""
-        return any(len(self.combine[key]) > 3 for key in set(self.combiner_keys(mode, langs, len(langs)).tolist()))
+        return any(combiner_reads_probe(self.combine[key])
+                   for key in set(self.combiner_keys(mode, langs, len(langs)).tolist()))
 
     # ---- persistence ----------------------------------------------------------------------------
     def to_arrays(self) -> dict[str, np.ndarray]:
