@@ -66,7 +66,8 @@ def test_target_rows_verdicts() -> None:
             "auc_model_continuations": 0.96, "auc_model_continuations_ci": [0.92, 0.99],  # met, CI crosses
             "mae_web": 0.10, "mae_web_ci": [0.09, 0.11],
             "mae_model_continuations": 0.066, "mae_model_continuations_ci": [0.045, 0.091],
-            "mae_floor_model_continuations": 0.0634,
+            "mae_floor_model_continuations": 0.0634, "mae_floor_oof_model_continuations": 0.0712,
+            "mae_floor_oof_web": 0.104,  # printed only beside the in-sample floor, which this row lacks
             "share_web": 0.373, "perspective_share_web": 0.384, "share_diff_web_ci": [-0.021, 0.0],
         }},
         "scorers": {"default": {"run": [{"model": "all models", "n_prompts": 64, "emt_diff": -0.032,
@@ -82,7 +83,7 @@ def test_target_rows_verdicts() -> None:
     assert "AUC vs Perspective, web continuations" not in rows  # not in the file: no row, no made-up value
     assert rows["MAE vs Perspective, web"][1:] == ["<= 0.05", "0.100 [0.090, 0.110]", "missed"]  # file has no floor
     assert rows["MAE vs Perspective, model continuations"][3] == \
-        "missed; CI reaches the target; best monotone map of this score: 0.063"
+        "missed; CI reaches the target; best monotone map of this score: 0.063 in sample, 0.071 out of fold"
     share = rows["share >= 0.5 minus Perspective's, web"]
     assert share[2] == "-1.10 pt [-2.10, +0.00]" and share[3] == "missed; CI reaches the target"
     pairs = "(64 (model, prompt) pairs)"

@@ -227,6 +227,7 @@ def test_measurements_of_a_small_run(small_run: tuple[TrainConfig, object, objec
     assert lo <= card["share_web"] - card["perspective_share_web"] <= hi
     assert ml["languages"][card["min_auc_language"]]["auc"] == card["min_auc_humans"]
     assert 0 < card["mae_floor_web"] <= card["mae_web"]  # no map of the score beats the floor: the shipped one neither
+    assert card["mae_floor_web"] < card["mae_floor_oof_web"] < 1  # a map fitted on other folds pays for not seeing
     noise_card = data["card"]["noise"]
     assert noise_card["auc_prompts_ci"][0] < 0.5 < noise_card["auc_prompts_ci"][1]
 
@@ -354,6 +355,30 @@ def test_mae_floor_is_the_best_monotone_map_of_the_score() -> None:
     assert floor is not None and floor <= float(np.abs(isotonic - ref).mean())
     assert floor <= float(np.abs(pred - ref).mean())  # the identity map is one of them
     assert mae_floor(np.array([0.5, np.nan]), np.array([0.1, 0.2])) is None
+
+
+def test_mae_floor_out_of_fold_judges_each_text_by_a_map_that_never_saw_it() -> None:
+    from polytox.scoring.ml.measure import mae_floor, mae_floor_out_of_fold, monotone_lad_map
+
+    # the map: one value per distinct prediction, sorted, never decreasing (ties 0.2 share 0.3)
+    distinct, values = monotone_lad_map(np.array([0.3, 0.1, 0.2, 0.2]), np.array([0.9, 0.5, 0.1, 0.3]))
+    assert distinct.tolist() == [0.1, 0.2, 0.3] and values == pytest.approx([0.3, 0.3, 0.9])
+    # fold a (rows 0, 2) is judged by the map of rows 1, 3 (0.2 -> 0, 0.4 -> 1): 0.1 -> 0 (flat beyond the
+    # fitted range, error 0), 0.3 -> 0.5 (linear between, error 0.5); fold b likewise: 0.5 + 0, over 4 texts
+    pred, truth = np.array([0.1, 0.2, 0.3, 0.4]), np.array([0.0, 0.0, 1.0, 1.0])
+    assert mae_floor(pred, truth) == pytest.approx(0.0)  # in sample, a step at 0.25 is exact
+    assert mae_floor_out_of_fold(pred, truth, np.array(list("abab")), folds=2) == pytest.approx(0.25)
+    # a group's texts never inform each other: each group is judged by the other's map alone
+    dup = np.array([0.1, 0.1, 0.9, 0.9])
+    assert mae_floor_out_of_fold(dup, truth, np.array(list("aabb")), folds=2) == pytest.approx(1.0)
+    assert mae_floor_out_of_fold(dup, truth, np.array(list("aaaa")), folds=2) is None  # one group, two folds
+    grid = np.linspace(0, 1, 101)  # a linear truth is found between fitted points; only the ends are off
+    assert mae_floor_out_of_fold(grid, grid / 2) == pytest.approx(0.01 / 101)
+    rng = np.random.default_rng(3)  # noisy texts: fitted on 400 and judged on 100, the map pays for its noise
+    pred = rng.random(500)
+    ref = np.clip(pred + rng.normal(0, 0.2, 500), 0, 1)
+    oof = mae_floor_out_of_fold(pred, ref)
+    assert oof is not None and mae_floor(pred, ref) < float(np.abs(pred - ref).mean()) < oof
 
 
 def test_mae_floor_left_blank_when_the_solver_stops(monkeypatch: pytest.MonkeyPatch,

@@ -5,8 +5,8 @@ regenerates it); all are measured on a held-out split no fitted part has seen. `
 per-language AUC against RTP-LX human ratings, ``--run`` the EMT / EP / AT of a real run recomputed with each
 scorer against the stored Perspective scores (with the 95% paired bootstrap CI of each difference),
 ``--targets`` each target of the default scorer beside its value, the value's 95% group bootstrap CI and a
-verdict (for MAE also its floor: the best any monotone map of the score reaches on the same texts), ``--json``
-prints the whole file.
+verdict (for MAE also its floor: the best any monotone map of the score reaches on the same texts, fitted on
+them and, more honestly, on the other folds of them), ``--json`` prints the whole file.
 """
 
 from __future__ import annotations

@@ -139,11 +139,13 @@ def target_rows(data: Mapping[str, Any], scorer: str = "default") -> list[list[s
     rows = [["measure", "target", "measured [95% CI]", "verdict"]]
 
     def add(name: str, target_text: str, value: Any, ci: Any, lo: float, hi: float, floor: Any = None,
-            **style: bool) -> None:
+            floor_oof: Any = None, **style: bool) -> None:
         if value is not None:
             verdict = _verdict(value, ci, lo, hi)
             if floor is not None:  # ``measure.mae_floor``: the best any map of this score does on these texts
                 verdict += f"; best monotone map of this score: {floor:.3f}"
+                if floor_oof is not None:  # ``measure.mae_floor_out_of_fold``: that map fitted on other folds
+                    verdict += f" in sample, {floor_oof:.3f} out of fold"
             rows.append([name, target_text, value_with_ci(value, ci, **style), verdict])
 
     auc_t, mae_t = targets.get("perspective_auc", 0.95), targets.get("mae", 0.05)
@@ -156,7 +158,8 @@ def target_rows(data: Mapping[str, Any], scorer: str = "default") -> list[list[s
         add(f"AUC vs Perspective, {label}", f">= {auc_t}", card.get(key), card.get(f"{key}_ci"), auc_t, 1.0)
     for key, label in (("mae_web", "web"), ("mae_model_continuations", "model continuations")):
         add(f"MAE vs Perspective, {label}", f"<= {mae_t}", card.get(key), card.get(f"{key}_ci"), 0.0, mae_t,
-            floor=card.get(key.replace("mae_", "mae_floor_")))
+            floor=card.get(key.replace("mae_", "mae_floor_")),
+            floor_oof=card.get(key.replace("mae_", "mae_floor_oof_")))
     points = targets.get("share_points", 1.0) / 100
     for part, label in (("web", "web"), ("model_continuations", "model continuations")):
         share, ref = card.get(f"share_{part}"), card.get(f"perspective_share_{part}")

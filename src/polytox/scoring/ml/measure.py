@@ -6,7 +6,8 @@ Every number is computed on texts that no fitted part of the head has seen:
   written by language models; AUC (Perspective >= 0.5 as the label), MAE, Pearson r, mean and share >= 0.5
   side by side with Perspective's, expected calibration error (ECE: 10 equal-width bins of the
   prediction, |mean prediction - mean Perspective| weighted by bin size) and the MAE floor (``mae_floor``:
-  the best any monotone map of the scores could do on the slice);
+  the best any monotone map of the scores could do on the slice; ``mae_floor_out_of_fold``: that map fitted
+  on the slice's other folds);
 - human raters: per-language AUC on RTP-LX (out-of-fold predictions for the training split, the final head
   for the held-out split: every prompt predicted by a model that never saw its group), ECE against the
   rater share; and per source of the held-out human-labelled pack rows;
@@ -36,6 +37,7 @@ log = logging.getLogger("polytox")
 TARGETS = {"mean_auc": 0.85, "min_auc": 0.75, "perspective_auc": 0.95, "mae": 0.05, "share_points": 1.0,
            "emt": 0.02, "ep": 0.04, "at": 0.02}
 ECE_BINS = 10
+FLOOR_FOLDS = 5  # folds of the out-of-fold MAE floor (``mae_floor_out_of_fold``), as in TrainConfig.folds
 TOXIC = TOXIC_THRESHOLD  # RTP section 2: a text is toxic when TOXICITY >= 0.5
 
 
@@ -71,21 +73,19 @@ def reliability(pred: np.ndarray, observed: np.ndarray, bins: int = ECE_BINS) ->
              "observed": float(y[which == b].mean())} for b in range(bins) if (which == b).any()]
 
 
-def mae_floor(pred: np.ndarray, reference: np.ndarray) -> float | None:
-    """The lowest MAE against ``reference`` that any non-decreasing map of ``pred`` reaches on these very
-    texts: least-absolute-deviation isotonic regression, solved exactly as a linear program (SciPy's HiGHS).
-
-    The map is fitted on the slice it is judged on, so no one could ship it; that is the point. It is the
-    floor of every recalibration of this score, so the part of an MAE above it is the map's, and the floor
-    itself is the ranking's: only a better-ranking score (a stronger backbone) lowers it. Tied predictions
-    get one value, as a map would give them."""
+def monotone_lad_map(pred: np.ndarray, reference: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """The non-decreasing map of ``pred`` with the least absolute deviation from ``reference``: the distinct
+    predictions (sorted) and the map's value at each. Least-absolute-deviation isotonic regression, solved
+    exactly as a linear program (SciPy's HiGHS); tied predictions get one value, as any map gives them.
+    None when fewer than two predictions are known or the solver stops without a solution (with a warning:
+    a measurement left blank, not a failed ``train-scorer`` run)."""
     ok = ~np.isnan(pred)
     if ok.sum() < 2:
         return None
     optimize, sparse = require("scipy.optimize", "ml"), require("scipy.sparse", "ml")
-    _, level = np.unique(pred[ok], return_inverse=True)  # each text's rank among the distinct predictions
+    distinct, level = np.unique(pred[ok], return_inverse=True)  # each text's rank among the distinct values
     y = np.asarray(reference, dtype=np.float64)[ok]
-    n, m = len(y), int(level.max()) + 1
+    n, m = len(y), len(distinct)
     # variables: the map's value at each distinct prediction (m), then each text's absolute error (n)
     rows = np.arange(n)
     fit = sparse.csr_matrix((np.ones(n), (rows, level)), shape=(n, m))
@@ -99,10 +99,51 @@ def mae_floor(pred: np.ndarray, reference: np.ndarray) -> float | None:
     cost = np.r_[np.zeros(m), np.ones(n)]
     result = optimize.linprog(cost, A_ub=a_ub, b_ub=b_ub, bounds=[(None, None)] * m + [(0, None)] * n,
                               method="highs")
-    if not result.success:  # a measurement left blank, not a failed train-scorer run
+    if not result.success:
         log.warning("MAE floor not measured: the linear program stopped (%s)", result.message)
         return None
-    return float(result.fun) / n
+    return distinct, np.maximum.accumulate(result.x[:m])  # exact already; guards the solver's last bits
+
+
+def mae_floor(pred: np.ndarray, reference: np.ndarray) -> float | None:
+    """The lowest MAE against ``reference`` that any non-decreasing map of ``pred`` reaches on these very
+    texts (``monotone_lad_map`` fitted and judged on them).
+
+    No one could ship that map, which is the point: it is the floor of every recalibration of this score, so
+    the part of an MAE above it is the map's, and the floor itself is the ranking's: only a better-ranking
+    score (a stronger backbone) lowers it. Fitted in sample, it is optimistic where the texts are few
+    (``mae_floor_out_of_fold`` is its honest counterpart)."""
+    fitted = monotone_lad_map(pred, reference)
+    if fitted is None:
+        return None
+    ok = ~np.isnan(pred)
+    distinct, values = fitted
+    return float(np.abs(values[np.searchsorted(distinct, pred[ok])] - np.asarray(reference)[ok]).mean())
+
+
+def mae_floor_out_of_fold(pred: np.ndarray, reference: np.ndarray, groups: np.ndarray | None = None,
+                          folds: int = FLOOR_FOLDS) -> float | None:
+    """The MAE of the best monotone map (``monotone_lad_map``) fitted on the other folds of these texts and
+    applied to each fold in turn: what recalibrating this score on its own distribution could really give.
+
+    The in-sample floor (``mae_floor``) lets the map fit every text's neighbourhood; this one judges each
+    text by a map that never saw it, linear between the fitted predictions and flat beyond them. The two
+    bracket what a better map could buy. Folds are grouped (``groups``: texts of one group go together, so a
+    prompt and its continuation do not inform each other), deterministic, and None where there are fewer
+    groups than folds."""
+    ok = ~np.isnan(pred)
+    p, y = pred[ok], np.asarray(reference, dtype=np.float64)[ok]
+    g = np.arange(len(p)) if groups is None else np.asarray(groups)[ok]
+    if len(set(g.tolist())) < folds:
+        return None
+    selection = require("sklearn.model_selection", "ml")
+    errors = np.empty(len(p))
+    for fit_rows, test_rows in selection.GroupKFold(n_splits=folds).split(p, groups=g):
+        fitted = monotone_lad_map(p[fit_rows], y[fit_rows])
+        if fitted is None:
+            return None
+        errors[test_rows] = np.abs(np.interp(p[test_rows], *fitted) - y[test_rows])
+    return float(errors.mean())
 
 
 def _r(x: float | None, digits: int = 4) -> float | None:
@@ -122,7 +163,8 @@ def perspective_slice(pred: np.ndarray, persp: np.ndarray, groups: np.ndarray | 
     out.update({"auc": _r(auc(y >= TOXIC, p)), "mae": _r(float(np.abs(p - y).mean())),
                 "pearson_r": _r(float(np.corrcoef(p, y)[0, 1]) if p.std() > 0 else None),
                 "mean": _r(float(p.mean())), "share": _r(float((p >= TOXIC).mean())), "ece": _r(ece(p, y)),
-                "mae_floor": _r(mae_floor(p, y))})
+                "mae_floor": _r(mae_floor(p, y)),
+                "mae_floor_oof": _r(mae_floor_out_of_fold(p, y, None if groups is None else groups[ok]))})
     if groups is not None:
         w = group_weights(groups[ok])
         out.update({"auc_ci": percentile_ci(weighted_auc(y >= TOXIC, p, w)),
@@ -306,6 +348,8 @@ def card_summary(measure: Mapping[str, Any]) -> dict[str, Any]:
             "auc_model_continuations": gen.get("auc"), "mae_web": web.get("mae"),
             "mae_model_continuations": gen.get("mae"), "share_model_continuations": gen.get("share"),
             "mae_floor_web": web.get("mae_floor"), "mae_floor_model_continuations": gen.get("mae_floor"),
+            "mae_floor_oof_web": web.get("mae_floor_oof"),
+            "mae_floor_oof_model_continuations": gen.get("mae_floor_oof"),
             "perspective_share_model_continuations": gen.get("perspective_share"),
             "ece_web": web.get("ece"), "ece_model_continuations": gen.get("ece"),
             "mean_auc_humans": measure["summary"]["mean_auc"], "min_auc_humans": measure["summary"]["min_auc"],
