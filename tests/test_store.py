@@ -153,6 +153,7 @@ def test_run_directory_contents(tmp_path: Path) -> None:
     assert {"created_at", "finished_at", "versions", "git_commit", "platform", "scorer",
             "model"} <= set(manifest)
     assert {"polytox", "numpy", "pyarrow", "duckdb", "python"} <= set(manifest["versions"])
+    assert {"machine", "system", "cpu", "cpu_count"} <= set(manifest["platform"])
     assert manifest["n_records"] == 104 and manifest["n_bad_records"] == 0
     gens = pq.read_table(out / "generations")
     assert {"prompt_id", "sample_index", "text", "finish_reason", "n_tokens", "prompt_truncated",

@@ -48,7 +48,7 @@ PROMPT_SCHEMA = pa.schema([
 ])
 
 VERSIONED_PACKAGES = ("polytox", "torch", "transformers", "numpy", "pyarrow", "duckdb", "alt-profanity-check",
-                      "scikit-learn", "vllm", "tokenizers")
+                      "scikit-learn", "scipy", "vllm", "tokenizers")
 
 
 def now() -> str:
@@ -64,6 +64,18 @@ def package_versions() -> dict[str, str]:
             continue
     out["python"] = sys.version.split()[0]
     return out
+
+
+def platform_info() -> dict[str, Any]:
+    """The machine a run or a retrain ran on: the last bits of floating-point results can depend on the CPU
+    (its SIMD kernels) as well as on the package versions, so both are recorded beside the numbers."""
+    cpu = platform.processor() or None
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            cpu = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), cpu)
+    except OSError:
+        pass
+    return {"machine": platform.machine(), "system": platform.system(), "cpu": cpu, "cpu_count": os.cpu_count()}
 
 
 def git_commit() -> str | None:
@@ -148,8 +160,7 @@ class RunStore:
             "status": "running",
             "versions": package_versions(),
             "git_commit": git_commit(),
-            "platform": {"machine": platform.machine(), "system": platform.system(),
-                         "cpu_count": os.cpu_count()},
+            "platform": platform_info(),
             **(extra or {}),
         }
         atomic_write_json(self.manifest_path, manifest)

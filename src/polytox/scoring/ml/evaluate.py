@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from ...store import package_versions, platform_info
 from .calib import ScaleMaps
 from .data import Example
 from .head import MlHead
@@ -68,6 +69,8 @@ def measurements(config: TrainConfig, result: TrainResult, feats: Features,
         "head_version": result.head.meta.get("version"),
         "n_train": result.head.meta.get("n_train"), "n_heldout": result.head.meta.get("n_heldout"),
         "targets": TARGETS, "notes": list(notes),
+        # a retrain gives this head byte for byte only from the same caches, package versions and CPU kind
+        "environment": {"versions": package_versions(), "platform": platform_info()},
         "card": {name: card_summary(m) for name, m in scorers.items()},
         "scorers": scorers, "reliability": diagrams,
     }
