@@ -6,7 +6,9 @@ the backbone is a tiny random LM built here, so nothing is downloaded.
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -135,6 +137,30 @@ def small_run(shared_data: Path, pool: list[Example]) -> tuple[TrainConfig, obje
     examples = select(pool, config)
     feats = build_features(config, examples)
     return config, train(config, examples, feats=feats), feats
+
+
+def test_non_english_ngram_ridge_is_well_posed(small_run: tuple[TrainConfig, object, object], pool: list[Example],
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """With task offsets the one-hot task columns are the intercepts: a rounding-level change of the targets
+    leaves the task-free output where it was. (With a free intercept beside them its level was set by the
+    offsets' negligible penalty, and 1e-7 moved it by about 1e-2: train.NGRAM_TOL_OFFSETS.)"""
+    import polytox.scoring.ml.train as train_module
+    from polytox.scoring.ml.train import fit_parts, other_config, part_outputs
+
+    config, result, feats = small_run
+    examples = select(pool, config)
+    rows = np.flatnonzero(~result.heldout)  # type: ignore[attr-defined]
+    other = other_config(config)
+    assert other.task_offsets and not config.task_offsets  # the non-English ridge is the one with offsets
+    exact = train_module.pooled_target
+    outputs = []
+    for scale in (1.0, 1 + 1e-7):
+        monkeypatch.setattr(train_module, "pooled_target", lambda *a, s=scale: exact(*a) * s)
+        parts = fit_parts(other, feats, examples, rows)  # type: ignore[arg-type]
+        assert parts.b_ngram == 0.0  # no free intercept beside the task columns
+        outputs.append(part_outputs(parts, feats, rows)[0])  # type: ignore[arg-type]
+    assert np.abs(outputs[0] - outputs[1]).max() < 1e-4
+    assert outputs[0].std() > 0.01  # the output itself is not flat
 
 
 def test_small_retrain_is_deterministic_and_never_reads_heldout_labels(
@@ -798,6 +824,10 @@ def test_train_scorer_cli_writes_head_and_card(shared_data: Path, tmp_path: Path
     assert rc == 0
     data = json.loads(card.read_text())
     assert data["head_digest"] == MlHead.load(out).digest
+    # what a byte-for-byte retrain depends on besides the caches: the solvers' versions and the CPU kind
+    assert data["environment"]["versions"]["scikit-learn"] == importlib.metadata.version("scikit-learn")
+    assert {"scipy", "numpy", "python"} <= set(data["environment"]["versions"])
+    assert data["environment"]["platform"]["cpu_count"] == os.cpu_count()
     en = data["scorers"]["lexicon"]["languages"]["en"]
     assert set(data["scorers"]["polytox-ml (ngram)"]["languages"]) == {"de", "en", "zh"}
     assert en["auc"] is not None and 0 <= en["auc"] <= 1

@@ -11,8 +11,9 @@ head and measurement file were made with:
 
 Backbone hidden states are cached on disk (mean pools and attention-probe scores by model x layer x text
 hash, the attention probe's training token states as one file per row group): a retrain from warm caches
-costs about 7 minutes on 2 CPU cores, about 13 when the attention probes change (their scores need one
-more backbone pass). The same caches give the same head, byte for byte, under any CPU load
+costs about 11 minutes on 2 CPU cores, about 17 when the attention probes change (their scores need one
+more backbone pass), about 40 from empty caches. The same caches, package versions and CPU kind give the
+same head, byte for byte, under any CPU load; the card records the versions and the CPU
 (docs/trainscorer.md).
 """
 
