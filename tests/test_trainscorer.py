@@ -682,6 +682,40 @@ def test_missing_backbone_wheel_names_the_install(tmp_path: Path, small_run: tup
             scorer_module.PolytoxMlScorer(head=str(tmp_path / "h.npz"), mode="fast")
 
 
+def test_backbone_device_and_batch_follow_the_hardware(tmp_path: Path,
+                                                       small_run: tuple[TrainConfig, object, object]) -> None:
+    """``device=auto`` puts the backbone on a GPU when torch sees one (a GPU machine scored on its CPU before),
+    with GPU-sized forward batches; explicit choices win. Nothing is loaded: the embedder is lazy."""
+    import torch
+
+    from polytox.scoring.ml import scorer as scorer_module
+
+    head = MlHead(**{**small_run[1].head.__dict__})  # type: ignore[attr-defined]
+    head.backbone, head.layers = "gemma-3-270m", (1,)  # a full head (its wheel need not be installed here)
+    head.emb_mean, head.emb_scale, head.w_emb = np.zeros(4), np.ones(4), np.zeros(4)
+    head.combine = {**head.combine, "full": (0.0, 1.0, 1.0)}
+    path = tmp_path / "h.npz"
+    head.save(path)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(scorer_module, "backbone_available", lambda name: True)
+        here = scorer_module.PolytoxMlScorer(head=str(path), dtype="float32")
+        assert here._embedder is not None and here._embedder.device == "cpu"
+        assert here._embedder.batch_size == scorer_module.LM_BATCH_CPU
+        mp.setattr(torch.cuda, "is_available", lambda: True)
+        mp.setattr(torch.cuda, "is_bf16_supported", lambda *args, **kwargs: True)
+        gpu = scorer_module.PolytoxMlScorer(head=str(path))
+        assert gpu._embedder is not None and gpu._embedder.device == "cuda"
+        assert gpu._embedder.batch_size == scorer_module.LM_BATCH_GPU > scorer_module.LM_BATCH_CPU
+        assert gpu.id.endswith("-bfloat16")  # auto dtype on that GPU: its own cache identity
+        chosen = scorer_module.PolytoxMlScorer(head=str(path), device="cpu", lm_batch_size=64, dtype="float32")
+        assert chosen._embedder is not None and (chosen._embedder.device, chosen._embedder.batch_size) == ("cpu", 64)
+        from polytox.scoring import build_scorer
+
+        via_default = build_scorer("default", {"head": str(path), "dtype": "float32", "cache": "off"})
+        inner = via_default.scorers["polytox-ml"]  # type: ignore[attr-defined]
+        assert inner._embedder.device == "cuda" and inner._embedder.batch_size == scorer_module.LM_BATCH_GPU
+
+
 # ---- the committed head, its card, the default scorer, the CLI -----------------------------------------
 def test_committed_head_is_small_calibrated_and_covers_17_languages() -> None:
     from polytox.scoring.ml.calib import ScaleMaps

@@ -17,11 +17,17 @@ from ...errors import MissingDependencyError, PolytoxError, require
 from ...models import EMBEDDED
 from ...types import Score
 from ..base import Scorer
+from ..torch_device import pick_device
 from .calib import CONTINUATION, TEXT_KINDS, WEB
 from .embed_cache import EmbeddingCache
 from .embedder import HiddenStateEmbedder, resolve_dtype
 from .head import MODES, MlHead, default_head_path
 from .ngrams import hashed_counts, tfidf
+
+# Texts per backbone forward pass (docs/scorer-speed.md): on a CPU larger batches only pad more; on a GPU
+# the forward of 32 short texts is launch-bound, and larger batches fill it.
+LM_BATCH_CPU = 32
+LM_BATCH_GPU = 256
 
 
 def backbone_available(name: str) -> bool:
@@ -34,7 +40,8 @@ def backbone_available(name: str) -> bool:
 
 class PolytoxMlScorer(Scorer):
     """Options: ``head`` (a head file; default: the committed one), ``mode`` (full | ngram; default full
-    when the head has an embedding part), ``device`` (cpu), ``lm_batch_size`` (texts per LM forward),
+    when the head has an embedding part), ``device`` (auto: CUDA, else MPS, else CPU), ``lm_batch_size``
+    (texts per LM forward; auto: ``LM_BATCH_CPU`` on a CPU, ``LM_BATCH_GPU`` on a GPU),
     ``embedding_cache`` (off by default; ``on`` or a path caches text embeddings for repeated texts),
     ``dtype`` (auto | float32 | bfloat16: the backbone's compute dtype; auto = bfloat16 where the hardware
     has it natively, see docs/scorer-speed.md), ``text`` (continuation | web: which English map puts the
@@ -44,7 +51,7 @@ class PolytoxMlScorer(Scorer):
     name = "polytox-ml"
     batch_size = 512
 
-    def __init__(self, head: str = "", mode: str = "auto", device: str = "cpu", lm_batch_size: str | int = 32,
+    def __init__(self, head: str = "", mode: str = "auto", device: str = "auto", lm_batch_size: str | int = "auto",
                  embedding_cache: str = "off", dtype: str = "auto", text: str = CONTINUATION) -> None:
         require("sklearn", "ml", "scikit-learn")
         self.head_path = str(head or default_head_path())
@@ -74,6 +81,9 @@ class PolytoxMlScorer(Scorer):
             cache = None
             if embedding_cache not in ("off", ""):
                 cache = EmbeddingCache(None if embedding_cache == "on" else embedding_cache)
+            device = pick_device(device)
+            if lm_batch_size == "auto":
+                lm_batch_size = LM_BATCH_CPU if device == "cpu" else LM_BATCH_GPU
             self._embedder = HiddenStateEmbedder(self.head.backbone, self.head.layers,
                                                  max_tokens=self.head.max_tokens, batch_size=int(lm_batch_size),
                                                  device=device, cache=cache, dtype=dtype)
