@@ -15,7 +15,10 @@ excluded, and prints one table:
 3. the polytox transformers backend (or raw ``model.generate`` when that backend is absent), beside
    HF batched ``generate`` (left-padded batches of the same prompts, ``num_return_sequences=K``, same
    sampling settings; the strongest simple baseline) and the naive loop (one ``generate(K)`` per prompt),
-   each with its fraction of the bandwidth bound: a decode step over R rows must read the weights once
+   each with its fraction of the bandwidth bound. The polytox backend is timed twice over the same shards
+   (the first pass pays for compiling each new shape, the second is the steady state), once per
+   ``--variants`` entry (e.g. ``";compile=false;continuous=false"``: the defaults, then two variants).
+   A decode step over R rows must read the weights once
    plus each row's filled KV cache, so for T generated tokens the bound is
    ``(T / R) * weight_bytes + T * (prompt_tokens + max_new_tokens / 2) * kv_bytes_per_token`` bytes;
 4. batch-1 decoding with vLLM vs the memory-bandwidth bound: each decoding step reads every weight once,

