@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
@@ -120,6 +121,17 @@ def test_ptp_split_positions_and_half_scores(full_build: tuple[Path, dict[str, A
         assert r["toxicity"] == want_doc.get("toxicity")
         assert r["toxicity_bucket"] == toxicity_bucket(r["toxicity"])
         assert r["perspective"]["scorer"].startswith("fake@")
+
+
+def test_manifest_records_versions_and_platform(full_build: tuple[Path, dict[str, Any]]) -> None:
+    """A build's scores depend on package versions and, in their last bits, on the CPU; both are kept
+    beside its outputs, as for runs and the scorer card."""
+    import platform as stdlib_platform
+
+    manifest = json.loads((full_build[0] / "build.json").read_text())
+    assert {"polytox", "numpy", "python"} <= set(manifest["versions"])
+    assert manifest["platform"]["machine"] == stdlib_platform.machine()
+    assert manifest["platform"]["cpu_count"] == os.cpu_count()
 
 
 def test_schemas_round_trip_through_the_eval_readers(full_build: tuple[Path, dict[str, Any]]) -> None:

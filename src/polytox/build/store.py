@@ -3,7 +3,7 @@
 Layout::
 
     OUT/
-      build.json                         spec, spec hash, versions, status, counters and reports
+      build.json                         spec, spec hash, versions, platform, status, counters and reports
       scan/docs/part-00000.parquet       scored units of input shard 0 (DOCUMENT_SCHEMA)
       scan/rejected/part-00000.parquet   what the steps dropped from shard 0, with reasons
       scan/done/part-00000.json          completion marker (written last) with the shard's counters
@@ -30,7 +30,7 @@ import pyarrow.parquet as pq
 
 from ..atomic import atomic_write, atomic_write_json
 from ..errors import PolytoxError, SpecMismatchError
-from ..store import _diff, git_commit, now, package_versions
+from ..store import _diff, git_commit, now, package_versions, platform_info
 from .document import Document, Rejected, documents_table, rejected_table
 from .spec import BuildSpec
 
@@ -82,7 +82,8 @@ class BuildStore:
         self.path.mkdir(parents=True, exist_ok=True)
         atomic_write_json(self.manifest_path, {
             "polytox_build": 1, "spec": spec.to_dict(), "spec_hash": spec.spec_hash(), "created_at": now(),
-            "status": "running", "versions": package_versions(), "git_commit": git_commit(),
+            "status": "running", "versions": package_versions(), "platform": platform_info(),
+            "git_commit": git_commit(),
         })
         return False
 
