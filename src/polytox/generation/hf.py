@@ -32,6 +32,7 @@ from the BOS token alone.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -46,6 +47,8 @@ from .continuous import DecodeSettings, decode
 from .prompting import PromptTooLongError, encode_prompt, wants_chat_template
 from .sampling import row_uniforms, sample_next
 from .slots import register_attention
+
+log = logging.getLogger("polytox")
 
 # Compact the decoding batch once this share of its rows has finished (EOS).
 COMPACT_FINISHED_SHARE = 0.25
@@ -132,6 +135,10 @@ class TransformersGenerator(Generator):
         if self.continuous and self.compile:
             dynamo = self.torch._dynamo.config  # one graph per (rows, read-length bucket)
             dynamo.cache_size_limit = max(int(dynamo.cache_size_limit), 64)
+            if compile_opt == "auto":  # measured on an H100 (docs/scale.md, "On a GPU")
+                log.info("compiling the decode step (CUDA graphs): the first shards pay for each new batch shape "
+                         "(about 25 s at RTP settings, minutes at PTP settings on an H100), then decoding runs 3.1x "
+                         "the eager speed (RTP settings); for a short run pass --model-opt compile=false")
             self._step = self.torch.compile(self.model, mode="reduce-overhead" if on_gpu else "default",
                                             dynamic=False)
 
