@@ -90,12 +90,11 @@ class AttentionProbe:
                    w=arrays[f"{prefix}w"], b=float(arrays[f"{prefix}b"][0]))
 
 
-def _standardised(states: np.ndarray, mean: np.ndarray, scale: np.ndarray) -> Any:
-    """Token states as a float32 tensor in the mean pool's standardised coordinates."""
+def _standardised(states: np.ndarray, mean: np.ndarray, scale: np.ndarray, dtype: str = "float32") -> Any:
+    """Token states as a ``dtype`` tensor in the mean pool's standardised coordinates."""
     torch = require("torch", "hf")
-    x = torch.from_numpy(np.asarray(states, dtype=np.float32))
-    return (x - torch.from_numpy(np.asarray(mean, dtype=np.float32))) / torch.from_numpy(
-        np.asarray(scale, dtype=np.float32))
+    x = torch.from_numpy(np.asarray(states, dtype=dtype))
+    return (x - torch.from_numpy(np.asarray(mean, dtype=dtype))) / torch.from_numpy(np.asarray(scale, dtype=dtype))
 
 
 def _segments(offsets: np.ndarray) -> np.ndarray:
@@ -141,25 +140,40 @@ memory-bound (62 s for one thread, 70 s for two, the full fit rows on 2 cores). 
 same caches writes the same head, byte for byte, and the probes' cached scores carry over to it."""
 
 
+# L-BFGS stopping rules of a float64 fit (``fit_attention_probe(dtype="float64")``): it runs until the
+# gradient or the loss stops moving, which the float32 fit's sums cannot resolve (docs/trainscorer.md,
+# "The attention probe is the next amplifier").
+CONVERGED_TOLERANCES = {"tolerance_grad": 1e-9, "tolerance_change": 1e-13}
+
+
 def fit_attention_probe(states: np.ndarray, offsets: np.ndarray, target: np.ndarray, alpha_w: float,
-                        alpha_v: float, max_iter: int = 60, weight: np.ndarray | None = None) -> AttentionProbe:
+                        alpha_v: float, max_iter: int = 60, weight: np.ndarray | None = None,
+                        dtype: str = "float32") -> AttentionProbe:
     """Fit the probe to ``target`` (one value per text), starting from the mean-pool ridge (penalty
-    ``alpha_w``); ``alpha_v`` penalises the attention query (large: stays near mean pooling)."""
+    ``alpha_w``); ``alpha_v`` penalises the attention query (large: stays near mean pooling).
+
+    ``dtype="float32"`` with ``max_iter`` 60 is the head's fit: it stops short of the optimum, so last-bit
+    changes of its inputs move the probe (measured in ``probe_stability``). ``dtype="float64"`` runs to
+    convergence (``CONVERGED_TOLERANCES``, within ``max_iter``) and is stable, at several times the cost.
+    Either way the probe is stored in float32."""
     torch = require("torch", "hf")
     pools = mean_pools(states, offsets)
     mean = pools.mean(axis=0)
     scale = pools.std(axis=0)
     scale[scale < 1e-6] = 1.0
     coef, intercept = fit_ridge((pools - mean) / scale, np.asarray(target, dtype=np.float64), alpha_w, weight)
-    x = _standardised(states, mean, scale)
+    x = _standardised(states, mean, scale, dtype)
     seg = torch.from_numpy(_segments(offsets))
     n = len(offsets) - 1
-    y = torch.from_numpy(np.asarray(target, dtype=np.float32))
-    wt = torch.ones(n) if weight is None else torch.from_numpy(np.asarray(weight, dtype=np.float32))
-    w = torch.tensor(coef, dtype=torch.float32, requires_grad=True)  # torch-owned: the allocator's alignment
-    v = torch.zeros(x.shape[1], requires_grad=True)
-    b = torch.tensor(float(intercept), requires_grad=True)
-    opt = torch.optim.LBFGS([w, v, b], lr=1, max_iter=max_iter, history_size=20, line_search_fn="strong_wolfe")
+    tdtype = getattr(torch, dtype)
+    y = torch.from_numpy(np.asarray(target, dtype=dtype))
+    wt = torch.ones(n, dtype=tdtype) if weight is None else torch.from_numpy(np.asarray(weight, dtype=dtype))
+    w = torch.tensor(coef, dtype=tdtype, requires_grad=True)  # torch-owned: the allocator's alignment
+    v = torch.zeros(x.shape[1], dtype=tdtype, requires_grad=True)
+    b = torch.tensor(float(intercept), dtype=tdtype, requires_grad=True)
+    tolerances = CONVERGED_TOLERANCES if dtype == "float64" else {}
+    opt = torch.optim.LBFGS([w, v, b], lr=1, max_iter=max_iter, history_size=20, line_search_fn="strong_wolfe",
+                            **tolerances)
 
     def closure() -> Any:
         opt.zero_grad()
@@ -174,5 +188,6 @@ def fit_attention_probe(states: np.ndarray, offsets: np.ndarray, target: np.ndar
         opt.step(closure)
     finally:
         torch.set_num_threads(threads)
-    return AttentionProbe(mean=mean.astype(np.float32), scale=scale.astype(np.float32), v=v.detach().numpy().copy(),
-                          w=w.detach().numpy().copy(), b=float(np.float32(b.detach())))  # b as the head stores it
+    return AttentionProbe(mean=mean.astype(np.float32), scale=scale.astype(np.float32),
+                          v=v.detach().numpy().astype(np.float32), w=w.detach().numpy().astype(np.float32),
+                          b=float(np.float32(float(b.detach()))))  # b as the head stores it
