@@ -241,7 +241,7 @@ def part_transformers(args: argparse.Namespace) -> dict[str, Any]:
         start, tokens = _raw_hf(args, n)
         passes = [time.perf_counter() - start]
     seconds = passes[-1]
-    return {"seconds": seconds, "first_pass_seconds": passes[0], "tokens": tokens,
+    return {"seconds": seconds, **({"first_pass_seconds": passes[0]} if len(passes) == 2 else {}), "tokens": tokens,
             "tokens_per_s": tokens / seconds, "label": label + (f" [{args.model_opts}]" if args.model_opts else ""),
             "prompts": n, "compile_error": getattr(locals().get("gen"), "compile_error", None)}
 
