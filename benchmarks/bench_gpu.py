@@ -219,6 +219,7 @@ def part_polytox_e2e(args: argparse.Namespace) -> dict[str, Any]:
 
 def part_transformers(args: argparse.Namespace) -> dict[str, Any]:
     n = max(1, args.prompts // args.hf_fraction)
+    gen: Any = None
     try:
         from polytox.generation import build_generator
         from polytox.runner import generate_shard
@@ -243,7 +244,7 @@ def part_transformers(args: argparse.Namespace) -> dict[str, Any]:
     seconds = passes[-1]
     return {"seconds": seconds, **({"first_pass_seconds": passes[0]} if len(passes) == 2 else {}), "tokens": tokens,
             "tokens_per_s": tokens / seconds, "label": label + (f" [{args.model_opts}]" if args.model_opts else ""),
-            "prompts": n, "compile_error": getattr(locals().get("gen"), "compile_error", None)}
+            "prompts": n, "compile_error": getattr(gen, "compile_error", None)}
 
 
 def _hf_model(args: argparse.Namespace) -> tuple[Any, Any]:

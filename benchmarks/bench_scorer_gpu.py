@@ -155,14 +155,7 @@ def run(args: argparse.Namespace, rows: list[dict[str, str]]) -> None:
     tflops = matmul_tflops(args.device)
     gpu = torch.cuda.get_device_name(0) if args.device.startswith("cuda") else "cpu"
     results: list[tuple[str, float, int]] = []  # label, seconds, tokens the backbone ran (0: none)
-
-    def case(label: str, scorer: Any, fn_name: str = "score") -> None:
-        scorer.score(texts[:8], langs[:8])  # load the backbone and warm the kernels outside the timing
-        fn = getattr(scorer, fn_name)
-        seconds = timed(lambda: fn(texts, langs), args.repeats, args.device)
-        results.append((label, seconds, tokens if scorer_runs_backbone(scorer) else 0))
-        print(f"{label}: {len(texts) / seconds:.0f} texts/s", flush=True)
-        scorer.close()
+    sizes = [int(b) for b in args.batch_sizes.split(",")]
 
     ngram = PolytoxMlScorer(mode="ngram")
     probe_scorer = PolytoxMlScorer(device=args.device, dtype="bfloat16", embedding_cache="off")
@@ -171,21 +164,27 @@ def run(args: argparse.Namespace, rows: list[dict[str, str]]) -> None:
     embedder._load()
     _, lengths = embedder._tokenize(texts)
     tokens = int(lengths.sum())
-    deepest = max(embedder.layers)
-    flops = 2 * layer_params(embedder._lm, deepest) * tokens
-    head = probe_scorer.head
+    flops = 2 * layer_params(embedder._lm, max(embedder.layers)) * tokens
     tok_s = timed(lambda: embedder._tokenize(texts), args.repeats, "cpu")
     results.append(("part: one batched tokenizer call", tok_s, 0))
-    probes = [head.probe] if head.probe is not None else []
-    for size in (int(b) for b in args.batch_sizes.split(",")):
+    probes = [probe_scorer.head.probe] if probe_scorer.head.probe is not None else []
+    for size in sizes:
         embedder.batch_size = size
         seconds = timed(lambda: embedder.embed_and_probe(texts, probes), args.repeats, args.device)
         results.append((f"part: backbone pools + probe, bf16, lm_batch_size {size}", seconds, tokens))
     probe_scorer.close()
+
+    def case(label: str, scorer: Any) -> None:
+        scorer.score(texts[:8], langs[:8])  # load the backbone and warm the kernels outside the timing
+        seconds = timed(lambda: scorer.score(texts, langs), args.repeats, args.device)
+        results.append((label, seconds, tokens if scorer_runs_backbone(scorer) else 0))
+        print(f"{label}: {len(texts) / seconds:.0f} texts/s", flush=True)
+        scorer.close()
+
     case("part: n-gram part alone (mode=ngram)", ngram)
     for dtype in ("float32", "bfloat16"):
-        for size in (int(b) for b in args.batch_sizes.split(",")):
-            if dtype == "float32" and size not in (32, max(int(b) for b in args.batch_sizes.split(","))):
+        for size in sizes:
+            if dtype == "float32" and size not in (32, max(sizes)):  # float32 at the ends only
                 continue
             case(f"polytox-ml full, {dtype}, lm_batch_size {size}",
                  PolytoxMlScorer(device=args.device, dtype=dtype, lm_batch_size=size))
