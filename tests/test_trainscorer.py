@@ -661,16 +661,22 @@ def test_train_with_backbone_and_full_mode_scorer(shared_data: Path, pool: list[
     assert store.count() == store.count(key) == len(head.layers) * len(en_texts)
 
 
-def test_missing_backbone_wheel_names_the_install(tmp_path: Path, small_run: tuple[TrainConfig, object, object]
-                                                  ) -> None:
-    from polytox.scoring.ml import scorer as scorer_module
-
-    head = small_run[1].head  # type: ignore[attr-defined]
+def _gemma_head(head: MlHead, path: Path) -> Path:
+    """A copy of ``head`` made full (an embedding part read from gemma-3-270m's layer 1), saved to ``path``:
+    for the scorer's construction checks, which never load the backbone."""
     head = MlHead(**{**head.__dict__})
     head.backbone, head.layers = "gemma-3-270m", (1,)
     head.emb_mean, head.emb_scale, head.w_emb = np.zeros(4), np.ones(4), np.zeros(4)
     head.combine = {**head.combine, "full": (0.0, 1.0, 1.0)}
-    head.save(tmp_path / "h.npz")
+    head.save(path)
+    return path
+
+
+def test_missing_backbone_wheel_names_the_install(tmp_path: Path, small_run: tuple[TrainConfig, object, object]
+                                                  ) -> None:
+    from polytox.scoring.ml import scorer as scorer_module
+
+    _gemma_head(small_run[1].head, tmp_path / "h.npz")  # type: ignore[attr-defined]
     import pytest as _pytest
 
     with _pytest.MonkeyPatch.context() as mp:
@@ -690,12 +696,7 @@ def test_backbone_device_and_batch_follow_the_hardware(tmp_path: Path,
 
     from polytox.scoring.ml import scorer as scorer_module
 
-    head = MlHead(**{**small_run[1].head.__dict__})  # type: ignore[attr-defined]
-    head.backbone, head.layers = "gemma-3-270m", (1,)  # a full head (its wheel need not be installed here)
-    head.emb_mean, head.emb_scale, head.w_emb = np.zeros(4), np.ones(4), np.zeros(4)
-    head.combine = {**head.combine, "full": (0.0, 1.0, 1.0)}
-    path = tmp_path / "h.npz"
-    head.save(path)
+    path = _gemma_head(small_run[1].head, tmp_path / "h.npz")  # type: ignore[attr-defined]
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(scorer_module, "backbone_available", lambda name: True)
         here = scorer_module.PolytoxMlScorer(head=str(path), dtype="float32")
