@@ -167,7 +167,7 @@ def run(args: argparse.Namespace, rows: list[dict[str, str]]) -> None:
     flops = 2 * layer_params(embedder._lm, max(embedder.layers)) * tokens
     tok_s = timed(lambda: embedder._tokenize(texts), args.repeats, "cpu")
     results.append(("part: one batched tokenizer call", tok_s, 0))
-    probes = [probe_scorer.head.probe] if probe_scorer.head.probe is not None else []
+    probes = [p for p in (probe_scorer.head.probe, probe_scorer.head.probe_en) if p is not None]
     for size in sizes:
         embedder.batch_size = size
         seconds = timed(lambda: embedder.embed_and_probe(texts, probes), args.repeats, args.device)

@@ -3,6 +3,8 @@ hands out, the probe's reduction to the mean-pool ridge, and what it learns wher
 
 from __future__ import annotations
 
+import io
+import json
 from pathlib import Path
 
 import numpy as np
@@ -163,15 +165,75 @@ def test_head_keeps_its_probe_and_its_fourth_combiner_weight(tmp_path: Path) -> 
     with pytest.raises(PolytoxError, match="combiner 'full:other' reads the attention probe"):
         loaded.raw_probability(ngram, emb, "full", langs)
     # which batches need the probe at all: the ones with a row whose combiner has its weight
-    assert loaded.reads_probe("full", ["en", "de"]) and not loaded.reads_probe("full", ["en", "en"])
+    [(read, rows)] = loaded.row_probes("full", ["en", "de"])
+    assert read.digest == probe.digest and rows.tolist() == [False, True]
+    assert loaded.row_probes("full", ["en", "en"]) == []
+    with np.load(io.BytesIO((tmp_path / "h.npz").read_bytes())) as data:
+        assert json.loads(bytes(data["header"]).decode())["format"] == 3
     head.probe = None
     head.combine = {"full": (0.1, 1.0, 2.0)}
     head.save(tmp_path / "plain.npz")  # a head without a probe is still written as format 2
-    import io
-    import json
     with np.load(io.BytesIO((tmp_path / "plain.npz").read_bytes())) as data:
         assert json.loads(bytes(data["header"]).decode())["format"] == 2
         assert not any(name.startswith("probe_") for name in data.files)
+
+
+def test_english_texts_read_the_english_probe_and_the_others_theirs(tmp_path: Path) -> None:
+    """Format 4: an English probe beside the non-English one. Each row's combiner reads its own probe's
+    score (``row_probes`` / ``probe_inputs``), and a head that reads a probe it lacks is an error."""
+    from polytox.errors import PolytoxError
+    from polytox.scoring.ml.head import MlHead
+    from polytox.scoring.ml.ngrams import NgramConfig
+
+    rng = np.random.default_rng(4)
+    probe, probe_en = _random_probe(rng, 6), _random_probe(rng, 6)
+    head = MlHead(ngram=NgramConfig(n_features=16), idf=np.ones(16, dtype=np.float32),
+                  w_ngram=np.zeros(16, dtype=np.float32), b_ngram=0.0,
+                  combine={"full": (0.1, 1.0, 2.0, -4.0), "full:other": (-0.5, 1.0, 0.5, 3.0)}, backbone="x",
+                  layers=(1,), emb_mean=np.zeros(6, dtype=np.float32), emb_scale=np.ones(6, dtype=np.float32),
+                  w_emb=np.ones(6, dtype=np.float32), probe=probe, probe_en=probe_en)  # type: ignore[arg-type]
+    head.save(tmp_path / "h.npz")
+    loaded = MlHead.load(tmp_path / "h.npz")
+    with np.load(io.BytesIO((tmp_path / "h.npz").read_bytes())) as data:
+        assert json.loads(bytes(data["header"]).decode())["format"] == 4
+    assert loaded.probe_en is not None and loaded.probe_en.digest == probe_en.digest  # type: ignore[attr-defined]
+    assert loaded.probe is not None and loaded.probe.digest == probe.digest  # type: ignore[attr-defined]
+    langs = ["en", "de", "en"]
+    read = loaded.row_probes("full", langs)
+    assert [(p.digest, rows.tolist()) for p, rows in read] == [(probe_en.digest, [True, False, True]),  # type: ignore[attr-defined]
+                                                                (probe.digest, [False, True, False])]  # type: ignore[attr-defined]
+    scores = np.array([[0.5, 2.0], [0.6, 0.3], [0.7, 2.2]])  # (rows, probes in row_probes' order)
+    inputs = loaded.probe_inputs("full", langs, scores)
+    assert inputs is not None and inputs.tolist() == [0.5, 0.3, 0.7]
+    ngram, emb = np.full(3, 0.2), np.full(3, 0.1)
+    p = loaded.raw_probability(ngram, emb, "full", langs, inputs)
+    np.testing.assert_allclose(np.log(p / (1 - p)), [0.1 + 0.2 + 0.2 - 2.0, -0.5 + 0.2 + 0.05 + 0.9,
+                                                     0.1 + 0.2 + 0.2 - 2.8])
+    assert [p.digest for p, _ in loaded.row_probes("full", ["en"])] == [probe_en.digest]  # type: ignore[attr-defined]
+    loaded.combine["ngram"] = (0.1, 1.0, 0.0)  # a mode whose combiner reads no probe
+    assert loaded.row_probes("ngram", langs) == [] and loaded.probe_inputs("ngram", langs, scores) is None
+    loaded.probe_en = None
+    with pytest.raises(PolytoxError, match="combiner 'full' reads an attention probe this head does not have"):
+        loaded.row_probes("full", langs)
+
+
+def test_english_probe_fit_rows_are_the_english_training_rows_of_its_tasks() -> None:
+    from polytox.scoring.ml.attention_fit import english_fit_rows
+    from polytox.scoring.ml.data import Example
+    from polytox.scoring.ml.train import task_of, task_weight
+
+    def ex(lang: str, source: str, domain: str, kind: str = "prompt") -> Example:
+        return Example(text=source, lang=lang, target=0.5, label=False, source=source, group=source, kind=kind,
+                       domain=domain)
+
+    examples = [ex("en", "rtp", "perspective"), ex("en", "ia024-gpt2", "perspective", "generation"),
+                ex("en", "toxichat", "human"), ex("de", "rtp-lx", "rtp-lx"), ex("en", "destein-toxic", "perspective"),
+                ex("en", "rtp", "perspective")]
+    train_rows = np.array([0, 1, 2, 3, 4])  # row 5 is held out
+    rows, weight = english_fit_rows(examples, train_rows, ("persp-2020", "persp-2022"), task_weight, task_of)
+    assert rows.tolist() == [0, 1] and weight.tolist() == [1.0, 3.0]  # model generations weigh 3 (TASK_WEIGHTS)
+    rows, weight = english_fit_rows(examples, train_rows, None, task_weight, task_of)
+    assert rows.tolist() == [0, 1, 2, 4] and weight.tolist() == [1.0, 3.0, 0.25, 0.5]
 
 
 def test_probe_fit_rows_are_rtplx_and_optionally_the_non_english_human_rows() -> None:

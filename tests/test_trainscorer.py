@@ -178,7 +178,7 @@ def test_small_retrain_is_deterministic_and_never_reads_heldout_labels(
                if h else e for e, h in zip(examples, heldout, strict=True)]
     assert train(config, flipped, feats=feats).head.save(tmp_path / "c.npz") == digest  # type: ignore[arg-type]
     loaded = MlHead.load(tmp_path / "a.npz")
-    assert loaded.meta["version"] == "4" and set(loaded.scale) == {"ngram"}
+    assert loaded.meta["version"] == "5" and set(loaded.scale) == {"ngram"}
     assert set(PTP_LANGUAGES) <= set(loaded.languages)
 
 
@@ -329,24 +329,32 @@ def test_ablation_fits_the_probes_train_scorer_would_once_per_distinct_input(
 
     config = small_config(shared_data, backbone=str(tiny_backbone), layers=(1, 3), subset=0.01,
                           embedding_cache=str(tmp_path / "emb.sqlite"))
-    fitted: list[int] = []
+    fitted: list[tuple[bool, int]] = []
     real = ablation.attention_scores
 
-    def counting(variant: TrainConfig, examples: list[Example], train_rows: np.ndarray) -> object:
-        fitted.append(len(examples))
-        return real(variant, examples, train_rows)
+    def counting(variant: TrainConfig, examples: list[Example], train_rows: np.ndarray, english: bool = False
+                 ) -> object:
+        fitted.append((english, len(examples)))
+        return real(variant, examples, train_rows, english=english)
 
     monkeypatch.setattr(ablation, "training_pool", lambda shared, langs: pool)
     monkeypatch.setattr(ablation, "attention_scores", counting)
-    variants = {"chosen": {}, "no attention probe": {"attention": False}, "no task weights": {"task_weights": False},
-                "no pack human data": {"human_data": False}}
+    variants = {"chosen": {}, "no English probe": {"english_attention": False},
+                "no attention probe": {"attention": False, "english_attention": False},
+                "no task weights": {"task_weights": False}, "no pack human data": {"human_data": False}}
     data = ablation.run(config, variants)["variants"]
-    assert len(fitted) == 2 and fitted[0] > fitted[1]  # chosen and "no task weights" share; fewer rows: refitted
-    chosen, plain = data["chosen"], data["no attention probe"]
-    assert chosen["ngram"] == plain["ngram"]  # only the full mode's non-English combiner reads the probe
-    for key in ("auc_prompts", "auc_web_continuations", "mae_web", "ece_model_continuations"):  # English: unchanged
-        assert chosen["full"][key] == plain["full"][key]
-    assert chosen["full"]["mean_auc_humans"] != plain["full"]["mean_auc_humans"]
+    other = [n for english, n in fitted if not english]
+    assert len(other) == 2 and other[0] > other[1]  # chosen and "no task weights" share; fewer rows: refitted
+    # the English probe's fit weighs rows by task: "no task weights" refits it, and so do fewer rows
+    assert [n for english, n in fitted if english] == [other[0], other[0], other[1]]
+    chosen, no_en, plain = data["chosen"], data["no English probe"], data["no attention probe"]
+    assert chosen["ngram"] == no_en["ngram"] == plain["ngram"]  # only the full mode's combiners read probes
+    english_keys = ("auc_prompts", "auc_web_continuations", "mae_web", "ece_model_continuations")
+    for key in english_keys:  # the non-English probe leaves English alone
+        assert no_en["full"][key] == plain["full"][key]
+    assert any(chosen["full"][key] != no_en["full"][key] for key in english_keys)  # the English probe does not
+    assert chosen["full"]["mean_auc_humans"] == no_en["full"]["mean_auc_humans"]  # ... and leaves the rest alone
+    assert no_en["full"]["mean_auc_humans"] != plain["full"]["mean_auc_humans"]
 
 
 def test_ece_and_degeneration_metrics_by_hand() -> None:
@@ -577,7 +585,7 @@ def test_train_with_backbone_and_full_mode_scorer(shared_data: Path, pool: list[
     # the attention probe: the non-English combiner's fourth weight, out-of-fold scores for every non-English
     # training row (each from the probe fitted without its fold), the head's probe's score for every
     # non-English row, none for English rows
-    assert len(result.head.combine["full:other"]) == 4 and len(result.head.combine["full"]) == 3
+    assert len(result.head.combine["full:other"]) == 4 and len(result.head.combine["full"]) == 4
     assert result.head.probe is not None and feats.attention is not None
     english = np.array([e.lang == "en" for e in examples])
     train_rows = ~result.heldout
@@ -585,21 +593,30 @@ def test_train_with_backbone_and_full_mode_scorer(shared_data: Path, pool: list[
     assert np.isnan(feats.attention.oof[english | result.heldout]).all()
     assert np.isfinite(feats.attention.final[~english]).all() and np.isnan(feats.attention.final[english]).all()
     assert not np.allclose(feats.attention.oof[~english & train_rows], feats.attention.final[~english & train_rows])
+    # the English probe, the English combiner's fourth weight: out-of-fold scores for the English training rows
+    # and the other RTP-LX training rows (the English combiner learns from them too), the head's English
+    # probe's score for every English row
+    en = feats.attention_en
+    assert result.head.probe_en is not None and en is not None and en.probe.digest != feats.attention.probe.digest
+    lx = np.array([e.source == "rtp-lx" for e in examples])
+    assert np.isfinite(en.oof[(english | lx) & train_rows]).all() and np.isnan(en.oof[result.heldout]).all()
+    assert np.isnan(en.oof[~english & ~lx]).all() and np.isfinite(en.final[english]).all()
     # the fit rows' token states, kept for reruns: one file per row group (RTP-LX, the pack's non-English
     # human rows at config.attention_human_weight)
     from polytox.scoring.ml.attention_fit import fit_row_groups
 
     groups = fit_row_groups(examples, np.flatnonzero(train_rows), config.attention_human_weight)
     assert len(groups) == 2 and groups[1][1] == 0.3
-    assert len(list((tmp_path / "token-states").glob("*.npz"))) == 2
+    assert len(list((tmp_path / "token-states").glob("*.npz"))) == 3  # and the English training rows
     again = train(config, examples, feats=build_features(config, examples))
     assert again.head.probe is not None and again.head.probe.digest == result.head.probe.digest
+    assert again.head.probe_en is not None and again.head.probe_en.digest == result.head.probe_en.digest
     path = tmp_path / "head.npz"
     result.head.save(path)
     assert again.head.save(tmp_path / "again.npz") == result.head.digest  # a rerun from the caches: same bytes
     scorer = PolytoxMlScorer(head=str(path), dtype="float32")  # the float32 embedder below is the reference
     assert scorer.mode == "full" and set(PTP_LANGUAGES) <= scorer.languages
-    assert scorer.version.startswith("4-full-")  # a new head version: scores cached for older heads are not reused
+    assert scorer.version.startswith("5-full-")  # a new head version: scores cached for older heads are not reused
     sample = examples[:15] + [e for e in examples if e.lang != "en"][:5]
     texts = [e.text for e in sample]
     langs = [e.lang for e in sample]
@@ -607,13 +624,17 @@ def test_train_with_backbone_and_full_mode_scorer(shared_data: Path, pool: list[
     assert all(s.ok for s in scores)
     # The scorer computes exactly what the head says: both parts, the combiner, then the language's scale map.
     head = MlHead.load(path)
-    assert head.probe is not None
-    emb, probe_scores = HiddenStateEmbedder(str(tiny_backbone), head.layers).embed_and_probe(texts, [head.probe])
+    assert head.probe is not None and head.probe_en is not None
+    emb, probe_scores = HiddenStateEmbedder(str(tiny_backbone), head.layers).embed_and_probe(
+        texts, [head.probe_en, head.probe])
+    is_en = np.array(langs) == "en"
+    probe_out = np.where(is_en, probe_scores[:, 0], probe_scores[:, 1])
     expected = head.probability(head.ngram_output(tfidf(hashed_counts(texts, head.ngram), head.idf), langs),
-                                head.emb_output(emb, langs), "full", langs, probe_out=probe_scores[:, 0])
-    without = head.probability(head.ngram_output(tfidf(hashed_counts(texts, head.ngram), head.idf), langs),
-                               head.emb_output(emb, langs), "full", ["en"] * len(texts))
-    assert not np.allclose(expected[np.array(langs) != "en"], without[np.array(langs) != "en"])
+                                head.emb_output(emb, langs), "full", langs, probe_out=probe_out)
+    swapped = head.probability(head.ngram_output(tfidf(hashed_counts(texts, head.ngram), head.idf), langs),
+                               head.emb_output(emb, langs), "full", langs,
+                               probe_out=np.where(is_en, probe_scores[:, 1], probe_scores[:, 0]))
+    assert not np.allclose(expected[is_en], swapped[is_en]) and not np.allclose(expected[~is_en], swapped[~is_en])
     np.testing.assert_allclose([s.get("toxicity") for s in scores], expected, rtol=1e-5)
     ngram_only = PolytoxMlScorer(head=str(path), mode="ngram")
     assert ngram_only.id != scorer.id  # the mode is part of the cache identity
@@ -624,7 +645,7 @@ def test_train_with_backbone_and_full_mode_scorer(shared_data: Path, pool: list[
     assert web.id == f"{scorer.id}-web" and scorer.text == "continuation"
     web_scores = [s.get("toxicity") for s in web.score(texts, langs)]
     expected_web = head.probability(head.ngram_output(tfidf(hashed_counts(texts, head.ngram), head.idf), langs),
-                                    head.emb_output(emb, langs), "full", langs, "web", probe_scores[:, 0])
+                                    head.emb_output(emb, langs), "full", langs, "web", probe_out)
     np.testing.assert_allclose(web_scores, expected_web, rtol=1e-5)
     english = np.array(langs) == "en"
     assert english.any() and (~english).any()
@@ -649,7 +670,7 @@ def test_train_with_backbone_and_full_mode_scorer(shared_data: Path, pool: list[
     key = HiddenStateEmbedder(str(tiny_backbone), head.layers).key
     assert cache.count(key) == 2 * len({e.text for e in examples})
     assert cache.count() - cache.count(key) >= len({e.text for e in examples if e.lang != "en"})  # probe scores
-    # English texts alone: no combiner reads the probe, so it is not run (nothing of it in the scorer's cache)
+    # English texts alone: only the English probe is run (nothing of the non-English one in the scorer's cache)
     en_texts = list(dict.fromkeys(np.array(texts)[english].tolist()))
     en_cache = tmp_path / "english.sqlite"
     en_scorer = PolytoxMlScorer(head=str(path), dtype="float32", embedding_cache=str(en_cache))
@@ -658,7 +679,11 @@ def test_train_with_backbone_and_full_mode_scorer(shared_data: Path, pool: list[
     first = [texts.index(t) for t in en_texts]
     np.testing.assert_allclose(en_scores, expected[first], rtol=1e-5)
     store = EmbeddingCache(en_cache)
-    assert store.count() == store.count(key) == len(head.layers) * len(en_texts)
+    embedder = HiddenStateEmbedder(str(tiny_backbone), head.layers)
+    assert store.count(key) == len(head.layers) * len(en_texts)
+    assert store.count(embedder.probe_key(head.probe_en)) == len(en_texts)
+    assert store.count(embedder.probe_key(head.probe)) == 0
+    assert store.count() == store.count(key) + len(en_texts)
 
 
 def _gemma_head(head: MlHead, path: Path) -> Path:

@@ -66,6 +66,14 @@ def register(sub: Any) -> None:
     p.add_argument("--attention-human-weight", type=float, default=0.3,
                    help="weight of the pack's non-English human-labelled rows in the attention probe's fit (RTP-LX "
                         "rows weigh 1; 0: RTP-LX alone)")
+    p.add_argument("--english-attention", action=argparse.BooleanOptionalAction, default=True,
+                   help="an attention pool for English texts too, the English combiner's third input (default: on; "
+                        "needs a backbone and the non-English texts' own ridges)")
+    p.add_argument("--english-attention-penalties", default="1000,3000", metavar="W,V",
+                   help="the English probe's L2 penalties on its token weights and its attention query")
+    p.add_argument("--english-attention-tasks", default="persp-2020,persp-2022",
+                   help="label definitions of the English rows the English probe is fitted on ('all': every "
+                        "English training row, at its task weight)")
     p.add_argument("--weight-rtplx", type=float,
                    help="regression weight of RTP-LX rows (default: TASK_WEIGHTS in train.py)")
     p.add_argument("--web-gen-share", type=float, default=WEB_GEN_SHARE,
@@ -82,6 +90,17 @@ def register(sub: Any) -> None:
     p.add_argument("--plot", help="also draw the reliability diagram (PNG) from the measurements")
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(func=run)
+
+
+def two_numbers(option: str, value: str) -> tuple[float, float]:
+    """An option's ``W,V`` pair of penalties."""
+    try:
+        numbers = [float(x) for x in value.split(",")]
+    except ValueError:
+        numbers = []
+    if len(numbers) != 2:
+        raise PolytoxError(f"{option} takes two numbers W,V, got {value!r}")
+    return numbers[0], numbers[1]
 
 
 def write_text(path: Path, text: str) -> None:
@@ -101,12 +120,10 @@ def run(args: argparse.Namespace) -> int:
 
     langs = tuple(sorted({normalize_lang(x) for v in (args.lang or []) for x in v.split(",") if x})) \
         or PTP_LANGUAGES
-    try:
-        penalties = [float(x) for x in args.attention_penalties.split(",")]
-    except ValueError:
-        penalties = []
-    if len(penalties) != 2:
-        raise PolytoxError(f"--attention-penalties takes two numbers W,V, got {args.attention_penalties!r}")
+    penalties = two_numbers("--attention-penalties", args.attention_penalties)
+    en_penalties = two_numbers("--english-attention-penalties", args.english_attention_penalties)
+    en_tasks = (None if args.english_attention_tasks == "all"
+                else tuple(x.strip() for x in args.english_attention_tasks.split(",") if x.strip()))
     config = TrainConfig(
         shared=args.shared, langs=langs, backbone=None if args.backbone == "none" else args.backbone,
         layers=tuple(int(x) for x in args.layers.split(",") if x.strip()), max_tokens=args.max_tokens,
@@ -116,7 +133,9 @@ def run(args: argparse.Namespace) -> int:
         weight_rtplx=args.weight_rtplx, other_rtplx_weight=args.other_rtplx_weight or None,
         other_task_offsets=args.other_task_offsets, attention=args.attention,
         attention_alpha_w=penalties[0], attention_alpha_v=penalties[1],
-        attention_human_weight=args.attention_human_weight or None,
+        attention_human_weight=args.attention_human_weight or None, english_attention=args.english_attention,
+        english_attention_alpha_w=en_penalties[0], english_attention_alpha_v=en_penalties[1],
+        english_attention_tasks=en_tasks,
         web_gen_share=args.web_gen_share, continuation_gen_share=args.continuation_gen_share,
         folds=args.folds, subset=args.subset,
         batch_size=args.batch_size, embedding_cache=args.embedding_cache)

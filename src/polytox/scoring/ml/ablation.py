@@ -1,7 +1,7 @@
 """What each modelling choice buys: the same measurements, out-of-fold on the TRAINING split only.
 
 Choices (task offsets, task weights, the pack's human data, each calibration map's weight on model
-generations, ridge penalties, the non-English ridges, the attention probe; each in both modes, so the
+generations, ridge penalties, the non-English ridges, the attention probes; each in both modes, so the
 hidden-state part too) are compared by grouped cross-validation inside the training split, so the held-out
 split stays untouched by every choice. Each variant is one ``TrainConfig`` change from the default (a few
 combine two, named so); the n-gram counts and embeddings are computed once and shared, and so are the
@@ -29,11 +29,21 @@ from .card import POOLED_RUN
 from .measure import card_summary, measure_scorer
 from .pack import heldout_mask
 from .pool import training_pool
-from .train import Features, TrainConfig, attention_scores, build_features, cross_validate, oof_calibrated, select
+from .train import (
+    Features,
+    TrainConfig,
+    attention_scores,
+    build_features,
+    cross_validate,
+    oof_calibrated,
+    reads_english_probe,
+    select,
+)
 
 VARIANTS: dict[str, dict[str, Any]] = {
     "chosen": {},
-    "no attention probe (head version 3)": {"attention": False},
+    "no English attention probe (head version 4)": {"english_attention": False},
+    "no attention probe (head version 3)": {"attention": False, "english_attention": False},
     "own combiner for non-English texts": {"split_combiner": True},
     "task offsets": {"task_offsets": True},
     "task offsets, continuation map: generations 80%": {"task_offsets": True, "continuation_gen_share": 0.8},
@@ -87,13 +97,19 @@ def oof_measure(config: TrainConfig, examples: Sequence[Any], feats: Features, h
 
 
 def variant_probes(config: TrainConfig, examples: Sequence[Any], heldout: np.ndarray, rows: np.ndarray,
-                   fitted: dict[tuple[Any, ...], AttentionScores]) -> AttentionScores:
-    """The attention probes ``train-scorer`` would fit for this variant (``train.attention_scores``), fitted
-    once per distinct input: the examples, the folds, the probe's penalties, row weight and target."""
-    key = (rows.tobytes(), config.folds, config.attention_alpha_w, config.attention_alpha_v,
-           config.attention_human_weight, config.index_mean_weight)
+                   fitted: dict[tuple[Any, ...], AttentionScores], english: bool = False) -> AttentionScores:
+    """The attention probes ``train-scorer`` would fit for this variant (``train.attention_scores``; the
+    English ones with ``english``), fitted once per distinct input: the examples, the folds, the probe's
+    penalties, fit rows, row weights and target."""
+    if english:
+        key: tuple[Any, ...] = ("en", rows.tobytes(), config.folds, config.english_attention_alpha_w,
+                                config.english_attention_alpha_v, config.english_attention_tasks, config.task_weights,
+                                config.weight_generations, config.weight_human, config.weight_rtplx)
+    else:
+        key = (rows.tobytes(), config.folds, config.attention_alpha_w, config.attention_alpha_v,
+               config.attention_human_weight, config.index_mean_weight)
     if key not in fitted:
-        fitted[key] = attention_scores(config, examples, np.flatnonzero(~heldout))
+        fitted[key] = attention_scores(config, examples, np.flatnonzero(~heldout), english=english)
     return fitted[key]
 
 
@@ -133,6 +149,8 @@ def run(config: TrainConfig, variants: dict[str, dict[str, Any]], only_cached: b
         feats = subset_features(feats_all, rows)
         if variant.attention and feats.emb is not None:  # as train-scorer: the probes, out of fold
             feats.attention = variant_probes(variant, examples, heldout_all[rows], rows, probes)
+        if reads_english_probe(variant, feats):
+            feats.attention_en = variant_probes(variant, examples, heldout_all[rows], rows, probes, english=True)
         results[name] = {"change": change, **oof_measure(variant, examples, feats, heldout_all[rows]),
                          "seconds": round(time.perf_counter() - started, 1)}
         print(name, json.dumps(results[name]), flush=True)

@@ -137,33 +137,75 @@ def fold_scores(probes: Sequence[AttentionProbe], folds: Sequence[np.ndarray], r
     return out
 
 
+def english_fit_rows(examples: Sequence[Example], train_rows: np.ndarray, tasks: Sequence[str] | None,
+                     weight_of: Callable[[str], float], task: Callable[[Example], str]
+                     ) -> tuple[np.ndarray, np.ndarray]:
+    """The English probe's fit rows, the training split's English rows of ``tasks`` (None: all), and
+    their weights (their tasks' regression weights)."""
+    rows = np.array([i for i in train_rows if examples[i].lang == "en"
+                     and (tasks is None or task(examples[i]) in tasks)], dtype=np.int64)
+    return rows, np.array([weight_of(task(examples[i])) for i in rows])
+
+
 def fit_attention(examples: Sequence[Example], train_rows: np.ndarray, folds: Sequence[np.ndarray],
                   target: Callable[[np.ndarray], np.ndarray], embedder: HiddenStateEmbedder,
                   penalties: tuple[float, float], cache_dir: Path | None = None,
                   progress: Progress | None = None, human_weight: float | None = None) -> AttentionScores:
-    """Fold probes and the head's probe on the fit rows of ``train_rows`` (``fit_row_groups``), and their
-    scores.
+    """The non-English probe: fold probes and the head's probe on the fit rows of ``train_rows``
+    (``fit_row_groups``), and their scores of every non-English text.
 
     ``target(rows)`` gives the regression target of example rows (``train.pooled_target``); ``embedder``
     reads the head's backbone and layers (its embedding cache, if any, keeps the probes' scores)."""
-    fit_rows, row_weight, states, offsets = group_states(
-        embedder, examples, fit_row_groups(examples, train_rows, human_weight), cache_dir)
-    position = np.full(len(examples), -1)
-    position[fit_rows] = np.arange(len(fit_rows))
-    log.info("attention probe: %d training texts, %d tokens", len(fit_rows), len(states))
-    probes = fold_probes(states, offsets, position, fit_rows, folds, target, penalties,
-                         None if human_weight is None else row_weight, progress=progress)  # RTP-LX alone: unweighted
-    del states
+    groups = fit_row_groups(examples, train_rows, human_weight)
+    fit_rows, row_weight, states, offsets = group_states(embedder, examples, groups, cache_dir)
     other = np.array([i for i, e in enumerate(examples) if e.lang != "en"], dtype=np.int64)
-    callback = (lambda done, total: progress("attention scores", done, total)) if progress else None
-    _, scores = embedder.embed_and_probe([examples[i].text for i in other], probes, callback)
+    return fit_scored(examples, train_rows, folds, target, embedder, penalties, (states, offsets), fit_rows,
+                      fit_rows, None if human_weight is None else row_weight, other, "attention", progress)
+
+
+def fit_english_attention(examples: Sequence[Example], train_rows: np.ndarray, folds: Sequence[np.ndarray],
+                          target: Callable[[np.ndarray], np.ndarray], embedder: HiddenStateEmbedder,
+                          penalties: tuple[float, float], english: tuple[np.ndarray, np.ndarray],
+                          cache_dir: Path | None = None, progress: Progress | None = None) -> AttentionScores:
+    """The English probe: fold probes and the head's probe on ``english`` (``english_fit_rows``: the rows
+    and their weights; their token states kept as one file), and their scores of every English text and of
+    the training split's other RTP-LX rows, from which the English combiner also learns
+    (``train.combiner_rows``)."""
+    rows, row_weight = english
+    _, _, states, offsets = group_states(embedder, examples, [(rows, 1.0)], cache_dir)
+    training = set(train_rows.tolist())
+    scored = np.array([i for i, e in enumerate(examples)
+                       if e.lang == "en" or (e.source == "rtp-lx" and i in training)], dtype=np.int64)
+    return fit_scored(examples, train_rows, folds, target, embedder, penalties, (states, offsets), rows, rows,
+                      row_weight, scored, "English attention", progress)
+
+
+def fit_scored(examples: Sequence[Example], train_rows: np.ndarray, folds: Sequence[np.ndarray],
+               target: Callable[[np.ndarray], np.ndarray], embedder: HiddenStateEmbedder,
+               penalties: tuple[float, float], token_states: tuple[np.ndarray, np.ndarray], rows: np.ndarray,
+               fit_rows: np.ndarray, row_weight: np.ndarray | None, scored: np.ndarray, name: str,
+               progress: Progress | None) -> AttentionScores:
+    """Fold probes and the head's probe fitted on ``fit_rows`` (example rows among ``rows``, whose token
+    states ``token_states`` holds in that order; ``row_weight`` per row of ``rows``, None: unweighted),
+    then every probe's score of the ``scored`` rows in one backbone pass, as the scorer computes them."""
+    states, offsets = token_states
+    position = np.full(len(examples), -1)
+    position[rows] = np.arange(len(rows))
+    log.info("%s probe: %d training texts, %d tokens", name, len(fit_rows),
+             int(np.diff(offsets)[position[fit_rows]].sum()))
+    probes = fold_probes(states, offsets, position, fit_rows, folds, target, penalties, row_weight,
+                         progress=None if progress is None else lambda what, done, total: progress(
+                             f"{name} probes", done, total))
+    del states
+    callback = (lambda done, total: progress(f"{name} scores", done, total)) if progress else None
+    _, scores = embedder.embed_and_probe([examples[i].text for i in scored], probes, callback)
     oof = np.full(len(examples), np.nan)
     final = np.full(len(examples), np.nan)
-    final[other] = scores[:, -1]
-    in_train = np.isin(other, train_rows)
+    final[scored] = scores[:, -1]
+    in_train = np.isin(scored, train_rows)
     for k, fold in enumerate(folds):
-        held = in_train & np.isin(other, fold)
-        oof[other[held]] = scores[held, k]
+        held = in_train & np.isin(scored, fold)
+        oof[scored[held]] = scores[held, k]
     return AttentionScores(probe=probes[-1], oof=oof, final=final, folds=[np.asarray(f) for f in folds])
 
 

@@ -21,7 +21,7 @@ from .head import MlHead
 from .measure import TARGETS, card_summary, measure_scorer, reliability, slice_masks
 from .ngrams import tfidf
 from .pack import join_components
-from .train import Features, TrainConfig, TrainResult, oof_calibrated, oof_one_map, text_kind
+from .train import Features, TrainConfig, TrainResult, final_probe_inputs, oof_calibrated, oof_one_map, text_kind
 
 # /2: per-language AUCs read out-of-fold scores under one map per language (``train.oof_one_map``)
 MEASUREMENT_FORMAT = "polytox-scorer-card/2"
@@ -33,7 +33,7 @@ def head_scores(head: MlHead, feats: Features, examples: Sequence[Example], mode
     langs = [e.lang for e in examples]
     s_ngram = head.ngram_output(tfidf(feats.counts, head.idf), langs)
     s_emb = head.emb_output(feats.emb, langs) if mode == "full" and feats.emb is not None else None
-    s_probe = feats.attention.final if mode == "full" and feats.attention is not None else None
+    s_probe = final_probe_inputs(feats, examples) if mode == "full" else None
     return head.probability(s_ngram, s_emb, mode, langs, [text_kind(e) for e in examples], s_probe)
 
 

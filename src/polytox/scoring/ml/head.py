@@ -7,9 +7,10 @@ Perspective >= 0.5 (RTP):
 - ``ngram``: ridge over hashed character n-grams (``ngrams.py``); needs nothing but scikit-learn;
 - ``emb``: ridge over standardised mean-pooled hidden states of the backbone LM (``embedder.py``);
 - ``combine[mode]``: logistic weights (bias, ngram, emb) for mode ``full`` (both) and ``ngram`` (alone);
-  ``combine["full:other"]`` (non-English texts) has a fourth weight when the head has an attention probe;
+  ``combine["full:other"]`` (non-English texts) has a fourth weight when the head has an attention probe,
+  ``combine["full"]`` (English texts) when it has an English one;
 - ``probe``: an attention pool over the same layers' token states (``attention.py``, format 3), whose score
-  is that fourth input;
+  is the non-English combiner's fourth input; ``probe_en`` (format 4): the English combiner's;
 - ``scale[mode]``: isotonic maps of the combined score onto Perspective TOXICITY's scale (English) or the
   share of human raters calling a text toxic (other languages): ``calib.py``. Heads without it (format 1)
   return the combiner's P(toxic) unchanged.
@@ -36,9 +37,12 @@ from .attention import AttentionProbe
 from .calib import CONTINUATION, ScaleMaps
 from .ngrams import NgramConfig
 
-HEAD_FORMAT = 3  # 3: the attention probe and a fourth combiner weight (heads without a probe are written as 2)
-READABLE_FORMATS = (1, 2, 3)
-PROBE = "probe_"  # array name prefix of the attention probe
+# 3: the attention probe and a fourth combiner weight; 4: an English probe too (a head is written in the
+# lowest format that holds it)
+HEAD_FORMAT = 4
+READABLE_FORMATS = (1, 2, 3, 4)
+PROBE = "probe_"  # array name prefix of the (non-English) attention probe
+PROBE_EN = "probe_en_"  # ... of the English one
 DEFAULT_HEAD = "polytox-ml-head.npz"
 MODES = ("full", "ngram")  # combiner keys: a mode, or "<mode>:other" for non-English texts
 
@@ -102,6 +106,7 @@ class MlHead:
     w_emb_other: np.ndarray | None = None
     b_emb_other: float = 0.0
     probe: AttentionProbe | None = None  # non-English texts' third combiner input (``combine[...][3]``)
+    probe_en: AttentionProbe | None = None  # English texts' (``combine[mode][3]``)
     languages: tuple[str, ...] = ()
     scale: dict[str, Any] = field(default_factory=dict)  # mode -> ScaleMaps JSON
     meta: dict[str, Any] = field(default_factory=dict)
@@ -172,16 +177,43 @@ class MlHead:
             keys[np.asarray([lang != "en" for lang in langs], dtype=bool)] = f"{mode}:other"
         return keys
 
-    def reads_probe(self, mode: str, langs: Sequence[str]) -> bool:
-        """Whether any of these rows goes through a combiner with a probe weight (the scorer skips the
-        probe's computation otherwise)."""
-        return any(combiner_reads_probe(self.combine[key])
-                   for key in set(self.combiner_keys(mode, langs, len(langs)).tolist()))
+    def row_probes(self, mode: str, langs: Sequence[str]) -> list[tuple[AttentionProbe, np.ndarray]]:
+        """The probes these rows' combiners read, each with the rows (a bool mask) that read it: the English
+        probe for rows through ``mode``, the non-English one for rows through ``<mode>:other``. Empty when
+        none reads a probe: the scorer then skips the probes' computation."""
+        keys = self.combiner_keys(mode, langs, len(langs))
+        out = []
+        for key, probe in ((mode, self.probe_en), (f"{mode}:other", self.probe)):
+            rows = keys == key
+            if rows.any() and combiner_reads_probe(self.combine[key]):
+                if probe is None:
+                    raise PolytoxError(f"combiner {key!r} reads an attention probe this head does not have")
+                out.append((probe, rows))
+        return out
+
+    def probe_inputs(self, mode: str, langs: Sequence[str], scores: np.ndarray) -> np.ndarray | None:
+        """Each row's probe score (``probe_out`` of ``probability``) from ``scores`` ((rows, probes): the
+        scores of ``row_probes``' probes, in that order); None when no row reads a probe."""
+        probes = self.row_probes(mode, langs)
+        if not probes:
+            return None
+        out = np.full(len(langs), np.nan)
+        for k, (_, rows) in enumerate(probes):
+            out[rows] = scores[rows, k]
+        return out
 
     # ---- persistence ----------------------------------------------------------------------------
+    @property
+    def format(self) -> int:
+        """The lowest file format that holds this head: 4 with an English probe, 3 with the non-English
+        one alone, else 2 (so a head without probes stays readable by older readers)."""
+        if not self.has_embeddings:
+            return 2
+        return 4 if self.probe_en is not None else 3 if self.probe is not None else 2
+
     def to_arrays(self) -> dict[str, np.ndarray]:
         header = {
-            "format": HEAD_FORMAT if self.has_embeddings and self.probe is not None else 2,
+            "format": self.format,
             "ngram": self.ngram.to_dict(), "b_ngram": self.b_ngram,
             "combine": {k: list(v) for k, v in self.combine.items()}, "backbone": self.backbone,
             "layers": list(self.layers), "max_tokens": self.max_tokens, "b_emb": self.b_emb,
@@ -201,6 +233,8 @@ class MlHead:
             arrays["w_emb_other"] = self.w_emb_other.astype(np.float32)
         if self.has_embeddings and self.probe is not None:
             arrays.update(self.probe.to_arrays(PROBE))
+        if self.has_embeddings and self.probe_en is not None:
+            arrays.update(self.probe_en.to_arrays(PROBE_EN))
         return arrays
 
     def save(self, path: Path | str) -> str:
@@ -243,6 +277,7 @@ class MlHead:
             b_ngram_other=float(header.get("b_ngram_other", 0.0)), w_emb_other=arrays.get("w_emb_other"),
             b_emb_other=float(header.get("b_emb_other", 0.0)),
             probe=AttentionProbe.from_arrays(arrays, PROBE) if has_emb else None,
+            probe_en=AttentionProbe.from_arrays(arrays, PROBE_EN) if has_emb else None,
             languages=tuple(header.get("languages", ())),
             scale=dict(header.get("scale", {})),
             meta=dict(header.get("meta", {})), digest=hashlib.sha256(blob).hexdigest()[:12],

@@ -100,13 +100,12 @@ class PolytoxMlScorer(Scorer):
         counts = hashed_counts(texts, self.head.ngram)
         s_ngram = self.head.ngram_output(tfidf(counts, self.head.idf), langs)
         s_emb = s_probe = None
-        if self._embedder is not None:  # the pools and the attention probe's scores from one backbone pass
-            # a batch whose rows' combiners have no probe weight (English texts) skips it, and its cache rows
-            probe = self.head.probe if self.head.reads_probe(self.mode, langs) else None
-            probes = [probe] if probe is not None else []
+        if self._embedder is not None:  # the pools and the attention probes' scores from one backbone pass
+            # only the probes this batch's combiners read (the English one, the non-English one, both, none)
+            probes = [probe for probe, _ in self.head.row_probes(self.mode, langs)]
             pools, probe_scores = self._embedder.embed_and_probe(texts, probes)
             s_emb = self.head.emb_output(pools, langs)
-            s_probe = probe_scores[:, 0] if probes else None
+            s_probe = self.head.probe_inputs(self.mode, langs, probe_scores)
         probs = self.head.probability(s_ngram, s_emb, self.mode, langs, self.text, s_probe)
         return [Score(values={"toxicity": float(p)}) for p in probs]
 

@@ -34,7 +34,7 @@ import numpy as np
 from ...constants import CONTINUATION_GEN_SHARE, WEB_GEN_SHARE
 from ...errors import PolytoxError, require
 from ...langs import PTP_LANGUAGES
-from .attention_fit import AttentionScores, attention_embedder, fit_attention
+from .attention_fit import AttentionScores, attention_embedder, english_fit_rows, fit_attention, fit_english_attention
 from .calib import CONTINUATION, WEB, ScaleMaps, fit_scale_maps
 from .data import Example
 from .embed_cache import EmbeddingCache
@@ -48,7 +48,7 @@ log = logging.getLogger("polytox")
 # RTP-LX (de Wynter et al. 2024), as DATA.md records it: prompts with Index >= 1000 are culturally
 # specific additions per language, not translations of a shared source prompt.
 CULTURAL_INDEX_START = 1000
-HEAD_VERSION = "4"  # part of the scorer version: bumped so scores cached for older heads are not reused
+HEAD_VERSION = "5"  # part of the scorer version: bumped so scores cached for older heads are not reused
 
 Progress = Callable[[str, int, int], None]
 
@@ -110,6 +110,14 @@ class TrainConfig:
     attention_alpha_w: float = 30_000.0
     attention_alpha_v: float = 3_000.0
     attention_human_weight: float | None = 0.3
+    # an attention probe for English texts too, the English combiner's third input (with a backbone and the
+    # non-English texts' own path), fitted on the training split's English rows of these tasks (None: every
+    # English row) at their task weights, with these penalties. Measured out of fold on the training split
+    # (``attention_en_trial``; docs/trainscorer.md, "An English probe")
+    english_attention: bool = True
+    english_attention_tasks: tuple[str, ...] | None = ("persp-2020", "persp-2022")
+    english_attention_alpha_w: float = 1_000.0
+    english_attention_alpha_v: float = 3_000.0
     folds: int = 5
     subset: float | None = None  # keep this share of joined groups (seeded by hash; for tests and ablations)
     batch_size: int = 32
@@ -193,6 +201,7 @@ class Features:
     tasks: np.ndarray  # int task id per row
     task_names: list[str]
     attention: AttentionScores | None = None  # set by ``train`` (its probes depend on the folds)
+    attention_en: AttentionScores | None = None  # the English probe's, likewise
 
 
 @dataclass
@@ -387,9 +396,9 @@ def cross_validate(config: TrainConfig, examples: Sequence[Example], feats: Feat
     out-of-fold too; the maps (``oof_calibrated``) are fitted the same way.
     """
     folds = make_folds(config, examples, train_rows)
-    if feats.attention is not None and not all(
-            np.array_equal(a, b) for a, b in zip(folds, feats.attention.folds, strict=True)):
-        raise PolytoxError("the attention probe's out-of-fold scores follow other folds")
+    for scores in (feats.attention, feats.attention_en):
+        if scores is not None and not all(np.array_equal(a, b) for a, b in zip(folds, scores.folds, strict=True)):
+            raise PolytoxError("the attention probe's out-of-fold scores follow other folds")
     n = len(examples)
     raw = {"ngram": np.full(n, np.nan), "emb": np.full(n, np.nan)}
     for k, test_rows in enumerate(folds):
@@ -410,16 +419,19 @@ def cross_validate(config: TrainConfig, examples: Sequence[Example], feats: Feat
             progress("cross-validation", k + 1, len(folds))
     if feats.attention is not None:
         raw["probe" + OTHER] = feats.attention.oof
+    if feats.attention_en is not None:
+        raw["probe"] = feats.attention_en.oof
     combined: dict[str, np.ndarray] = {}
     english = np.array([e.lang == "en" for e in examples])
-    probe = raw.get("probe" + OTHER)
+    probe, probe_en = raw.get("probe" + OTHER), raw.get("probe")
     for mode in modes_of(feats):
         out = np.full(n, np.nan)
         for test_rows in folds:
             combiners = fit_combiners(config, examples, np.setdiff1d(train_rows, test_rows), raw, mode)
             out[test_rows] = apply_combiners(combiners, mode, other_view(raw, english, "ngram")[test_rows],
                                              other_view(raw, english, "emb")[test_rows] if mode == "full" else None,
-                                             english[test_rows], None if probe is None else probe[test_rows])
+                                             english[test_rows], None if probe is None else probe[test_rows],
+                                             None if probe_en is None else probe_en[test_rows])
         combined[mode] = out
     return combined, raw, folds
 
@@ -439,7 +451,8 @@ def make_folds(config: TrainConfig, examples: Sequence[Example], train_rows: np.
 def fit_combiners(config: TrainConfig, examples: Sequence[Example], rows: np.ndarray, raw: dict[str, np.ndarray],
                   mode: str) -> dict[str, Combiner]:
     """The combiner of ``mode`` (and of ``mode:other`` with ``split_combiner``) from part outputs on ``rows``;
-    the non-English combiner of mode ``full`` also reads the attention probe where ``raw`` has its scores."""
+    in mode ``full`` each also reads its attention probe where ``raw`` has its scores (``probe:other``:
+    the non-English one, ``probe``: the English one)."""
     out: dict[str, Combiner] = {}
     for key, other in ((mode, False), (mode + OTHER, True)):
         if other and not (config.split_combiner or config.other_rtplx_weight is not None):
@@ -448,7 +461,8 @@ def fit_combiners(config: TrainConfig, examples: Sequence[Example], rows: np.nda
         if len(set(labels.tolist())) < 2:
             continue
         suffix = OTHER if other and "ngram" + OTHER in raw else ""
-        probe = raw["probe" + OTHER][sel] if other and mode == "full" and "probe" + OTHER in raw else None
+        probe_key = "probe" + (OTHER if other else "")
+        probe = raw[probe_key][sel] if mode == "full" and probe_key in raw else None
         out[key] = fit_combiner(raw["ngram" + suffix][sel], raw["emb" + suffix][sel] if mode == "full" else None,
                                 labels, weight, probe)
     return out
@@ -464,8 +478,11 @@ def other_view(raw: dict[str, np.ndarray], english: np.ndarray, part: str) -> np
 
 
 def apply_combiners(combiners: dict[str, Combiner], mode: str, s_ngram: np.ndarray, s_emb: np.ndarray | None,
-                    english: np.ndarray, s_probe: np.ndarray | None = None) -> np.ndarray:
-    out = apply_combiner(combiners[mode], s_ngram, s_emb)
+                    english: np.ndarray, s_probe: np.ndarray | None = None, s_probe_en: np.ndarray | None = None
+                    ) -> np.ndarray:
+    """The combined score of every row: non-English rows through ``mode:other`` where there is one (reading
+    ``s_probe``), the rest through ``mode`` (reading ``s_probe_en``)."""
+    out = apply_combiner(combiners[mode], s_ngram, s_emb, s_probe_en)
     if mode + OTHER in combiners:
         other = ~english
         out[other] = apply_combiner(combiners[mode + OTHER], s_ngram[other], None if s_emb is None else s_emb[other],
@@ -503,20 +520,51 @@ def oof_one_map(maps: ScaleMaps, examples: Sequence[Example], combined: np.ndarr
 
 
 def attention_scores(config: TrainConfig, examples: Sequence[Example], train_rows: np.ndarray,
-                     progress: Progress | None = None) -> AttentionScores:
-    """The attention probes of ``config`` (``attention_fit.fit_attention``) on the training folds."""
+                     progress: Progress | None = None, english: bool = False) -> AttentionScores:
+    """The attention probes of ``config`` on the training folds: the non-English ones
+    (``attention_fit.fit_attention``) or, with ``english``, the English ones (``fit_english_attention``)."""
     assert config.backbone is not None
     embedder, folder = attention_embedder(config.backbone, config.layers, config.max_tokens, config.batch_size,
                                           config.embedding_cache)
+    folds = make_folds(config, examples, train_rows)
+
+    def target(rows: np.ndarray) -> np.ndarray:
+        return pooled_target(examples, rows, config.index_mean_weight)
+
     try:
-        return fit_attention(examples, train_rows, make_folds(config, examples, train_rows),
-                             lambda rows: pooled_target(examples, rows, config.index_mean_weight), embedder,
+        if english:
+            rows = english_fit_rows(examples, train_rows, config.english_attention_tasks,
+                                    lambda task: task_weight(task, config), task_of)
+            return fit_english_attention(examples, train_rows, folds, target, embedder,
+                                         (config.english_attention_alpha_w, config.english_attention_alpha_v), rows,
+                                         folder, progress)
+        return fit_attention(examples, train_rows, folds, target, embedder,
                              (config.attention_alpha_w, config.attention_alpha_v), folder, progress,
                              config.attention_human_weight)
     finally:
         embedder.close()
         if embedder.cache is not None:
             embedder.cache.close()
+
+
+def final_probe_inputs(feats: Features, examples: Sequence[Example]) -> np.ndarray | None:
+    """Each row's score from the head's own probe that its combiner reads (English rows the English probe,
+    the others the non-English one; NaN where that probe was not fitted); None without probes."""
+    if feats.attention is None and feats.attention_en is None:
+        return None
+    english = np.array([e.lang == "en" for e in examples])
+    out = np.full(len(examples), np.nan)
+    if feats.attention is not None:
+        out[~english] = feats.attention.final[~english]
+    if feats.attention_en is not None:
+        out[english] = feats.attention_en.final[english]
+    return out
+
+
+def reads_english_probe(config: TrainConfig, feats: Features) -> bool:
+    """Whether the head gets an English probe: asked for, with a backbone, and with the non-English texts'
+    own path (the English combiner then scores English texts only, which are all the probe scores)."""
+    return config.english_attention and feats.emb is not None and config.other_rtplx_weight is not None
 
 
 def train(config: TrainConfig, examples: Sequence[Example], progress: Progress | None = None,
@@ -528,6 +576,8 @@ def train(config: TrainConfig, examples: Sequence[Example], progress: Progress |
     feats = feats if feats is not None else build_features(config, examples, progress)
     if config.attention and feats.emb is not None and feats.attention is None:  # kept on ``feats`` for measuring
         feats.attention = attention_scores(config, examples, train_rows, progress)
+    if reads_english_probe(config, feats) and feats.attention_en is None:
+        feats.attention_en = attention_scores(config, examples, train_rows, progress, english=True)
     combined, raw, folds = cross_validate(config, examples, feats, train_rows, progress)
     parts = fit_parts(config, feats, examples, train_rows)
     other_parts = (fit_parts(other_config(config), feats, examples, train_rows)
@@ -551,7 +601,8 @@ def train(config: TrainConfig, examples: Sequence[Example], progress: Progress |
         b_ngram_other=0.0 if other_parts is None else other_parts.b_ngram,
         w_emb_other=None if other_parts is None else other_parts.w_emb,
         b_emb_other=0.0 if other_parts is None else other_parts.b_emb,
-        probe=None if feats.attention is None else feats.attention.probe, languages=langs,
+        probe=None if feats.attention is None else feats.attention.probe,
+        probe_en=None if feats.attention_en is None else feats.attention_en.probe, languages=langs,
         scale={m: s.to_json() for m, s in maps.items()},
         meta={"version": HEAD_VERSION, "config": config.to_dict(), "n_train": len(train_rows),
               "n_heldout": int(heldout.sum()), "n_train_by_task": dict(sorted(n_by_task.items()))},
