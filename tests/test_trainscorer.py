@@ -749,11 +749,14 @@ def test_committed_head_is_small_calibrated_and_covers_17_languages() -> None:
     path = default_head_path()
     assert path.exists() and path.stat().st_size < 2_000_000
     head = MlHead.load(path)
-    assert set(PTP_LANGUAGES) <= set(head.languages) and head.meta["version"] == "4"
+    assert set(PTP_LANGUAGES) <= set(head.languages) and head.meta["version"] == "5"
     assert head.backbone == "gemma-3-270m" and head.has_embeddings
-    # the attention probe reads the embedding part's layers; only the non-English combiner weighs it
+    # two attention probes read the embedding part's layers: the non-English combiner weighs one, the English
+    # combiner the other
     assert head.probe is not None and head.emb_mean is not None and len(head.probe.w) == len(head.emb_mean)
-    assert len(head.combine["full:other"]) == 4 and len(head.combine["full"]) == 3
+    assert head.probe_en is not None and len(head.probe_en.w) == len(head.emb_mean)
+    assert head.probe_en.digest != head.probe.digest
+    assert len(head.combine["full:other"]) == 4 and len(head.combine["full"]) == 4
     assert {k.split(":")[0] for k in head.combine} == set(head.scale) == {"full", "ngram"}
     grid = np.linspace(0, 1, 101)
     for mode in head.scale:

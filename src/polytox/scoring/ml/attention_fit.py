@@ -15,7 +15,9 @@ need it out of fold, exactly like the two ridges:
    embedding cache under its digest): each training row keeps its own fold's probe score, and every row
    keeps the head's probe score for measuring the finished head.
 
-English texts never read the probe: the English combiner keeps its two inputs.
+The English probe (head version 5, ``fit_english_attention``) is fitted the same way on the training split's
+Perspective-scored English rows, and scored over every English text and the training split's RTP-LX rows
+(the English combiner learns from those too); it is the English combiner's third input.
 """
 
 from __future__ import annotations
