@@ -12,9 +12,9 @@ Method (docs/trainscorer.md):
    scale around;
 4. features: hashed character n-grams (tf-idf) and mean-pooled hidden states of backbone layers;
 5. two ridge regressions (one per feature set), an attention probe over the same layers' token states
-   (``attention_fit.py``; one for non-English texts, one for English texts), a logistic combiner, then isotonic maps onto Perspective's
-   scale (English: one map for web text and one for model continuations, ``web_gen_share`` /
-   ``continuation_gen_share``) or the human rater share (other languages): ``calib.py``;
+   (``attention_fit.py``; one for non-English texts, one for English texts), a logistic combiner, then
+   isotonic maps onto Perspective's scale (English: one map for web text and one for model continuations,
+   ``web_gen_share`` / ``continuation_gen_share``) or the human rater share (other languages): ``calib.py``;
 6. K-fold cross-validation grouped by joined group on the training split gives out-of-fold outputs for
    the combiner and the maps (each fitted on other folds' outputs only); the final regressions are
    refitted on the whole training split.
