@@ -203,7 +203,7 @@ def test_english_texts_read_the_english_probe_and_the_others_theirs(tmp_path: Pa
     assert [(p.digest, rows.tolist()) for p, rows in read] == [(probe_en.digest, [True, False, True]),  # type: ignore[attr-defined]
                                                                 (probe.digest, [False, True, False])]  # type: ignore[attr-defined]
     scores = np.array([[0.5, 2.0], [0.6, 0.3], [0.7, 2.2]])  # (rows, probes in row_probes' order)
-    inputs = loaded.probe_inputs("full", langs, scores)
+    inputs = loaded.probe_inputs(read, scores)
     assert inputs is not None and inputs.tolist() == [0.5, 0.3, 0.7]
     ngram, emb = np.full(3, 0.2), np.full(3, 0.1)
     p = loaded.raw_probability(ngram, emb, "full", langs, inputs)
@@ -211,7 +211,8 @@ def test_english_texts_read_the_english_probe_and_the_others_theirs(tmp_path: Pa
                                                      0.1 + 0.2 + 0.2 - 2.8])
     assert [p.digest for p, _ in loaded.row_probes("full", ["en"])] == [probe_en.digest]  # type: ignore[attr-defined]
     loaded.combine["ngram"] = (0.1, 1.0, 0.0)  # a mode whose combiner reads no probe
-    assert loaded.row_probes("ngram", langs) == [] and loaded.probe_inputs("ngram", langs, scores) is None
+    assert loaded.row_probes("ngram", langs) == [] and loaded.probe_inputs(loaded.row_probes("ngram", langs),
+                                                                           scores) is None
     loaded.probe_en = None
     with pytest.raises(PolytoxError, match="combiner 'full' reads an attention probe this head does not have"):
         loaded.row_probes("full", langs)

@@ -191,14 +191,15 @@ class MlHead:
                 out.append((probe, rows))
         return out
 
-    def probe_inputs(self, mode: str, langs: Sequence[str], scores: np.ndarray) -> np.ndarray | None:
+    @staticmethod
+    def probe_inputs(read: Sequence[tuple[AttentionProbe, np.ndarray]], scores: np.ndarray) -> np.ndarray | None:
         """Each row's probe score (``probe_out`` of ``probability``) from ``scores`` ((rows, probes): the
-        scores of ``row_probes``' probes, in that order); None when no row reads a probe."""
-        probes = self.row_probes(mode, langs)
-        if not probes:
+        scores of the probes of ``read``, what ``row_probes`` returned for these rows, in that order); None
+        when no row reads a probe."""
+        if not read:
             return None
-        out = np.full(len(langs), np.nan)
-        for k, (_, rows) in enumerate(probes):
+        out = np.full(len(scores), np.nan)
+        for k, (_, rows) in enumerate(read):
             out[rows] = scores[rows, k]
         return out
 
@@ -209,7 +210,7 @@ class MlHead:
         one alone, else 2 (so a head without probes stays readable by older readers)."""
         if not self.has_embeddings:
             return 2
-        return 4 if self.probe_en is not None else 3 if self.probe is not None else 2
+        return HEAD_FORMAT if self.probe_en is not None else 3 if self.probe is not None else 2
 
     def to_arrays(self) -> dict[str, np.ndarray]:
         header = {

@@ -102,10 +102,10 @@ class PolytoxMlScorer(Scorer):
         s_emb = s_probe = None
         if self._embedder is not None:  # the pools and the attention probes' scores from one backbone pass
             # only the probes this batch's combiners read (the English one, the non-English one, both, none)
-            probes = [probe for probe, _ in self.head.row_probes(self.mode, langs)]
-            pools, probe_scores = self._embedder.embed_and_probe(texts, probes)
+            read = self.head.row_probes(self.mode, langs)
+            pools, probe_scores = self._embedder.embed_and_probe(texts, [probe for probe, _ in read])
             s_emb = self.head.emb_output(pools, langs)
-            s_probe = self.head.probe_inputs(self.mode, langs, probe_scores)
+            s_probe = self.head.probe_inputs(read, probe_scores)
         probs = self.head.probability(s_ngram, s_emb, self.mode, langs, self.text, s_probe)
         return [Score(values={"toxicity": float(p)}) for p in probs]
 
