@@ -30,10 +30,10 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import require
 from .attention_fit import attention_embedder, fit_row_groups, fold_probes, fold_scores, group_states
 from .attention_trial import trial_cli
 from .card import POOLED_RUN
+from .head import apply_combiner
 from .measure import card_summary, measure_scorer
 from .pack import heldout_mask
 from .pool import training_pool
@@ -42,6 +42,7 @@ from .train import (
     build_features,
     combiner_rows,
     cross_validate,
+    fit_combiner,
     oof_calibrated,
     other_view,
     pooled_target,
@@ -68,7 +69,6 @@ def english_card(config: TrainConfig, examples: Sequence[Any], heldout: np.ndarr
 
 
 def run(config: TrainConfig) -> dict[str, Any]:
-    linear = require("sklearn.linear_model", "ml")
     t0 = time.time()
     examples = select(training_pool(config.shared), config)
     heldout = np.array(heldout_mask(examples), dtype=bool)
@@ -107,12 +107,11 @@ def run(config: TrainConfig) -> dict[str, Any]:
         lx_score = fold_scores(probes, folds, lx_only, lx_pos, lx_states, lx_offsets, len(examples))
         probe[lx_only] = lx_score[lx_only]
         with_probe = combined["full"].copy()
-        for fold in folds:  # the English combiner, refitted with the probe beside the two ridges
+        for fold in folds:  # the English combiner, refitted with the probe beside the two ridges, as train does
             sel, fit_labels, fit_weight = combiner_rows(config, examples, np.setdiff1d(train_rows, fold))
-            inputs = np.column_stack([ngram[sel], emb[sel], probe[sel]])
-            model = linear.LogisticRegression(C=100.0, max_iter=1000).fit(inputs, fit_labels, sample_weight=fit_weight)
+            combiner = fit_combiner(ngram[sel], emb[sel], fit_labels, fit_weight, probe[sel])
             test = fold[english[fold]]
-            with_probe[test] = model.decision_function(np.column_stack([ngram[test], emb[test], probe[test]]))
+            with_probe[test] = apply_combiner(combiner, ngram[test], emb[test], probe[test])
         name = f"probe on {rows_name} rows, penalty w {penalties[0]:g}, v {penalties[1]:g}"
         results[name] = english_card(config, examples, heldout, with_probe, folds) | {
             "fit_rows": len(fit_rows), "seconds": round(time.time() - started, 1)}
