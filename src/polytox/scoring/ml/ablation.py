@@ -4,8 +4,8 @@ Choices (task offsets, task weights, the pack's human data, each calibration map
 generations, ridge penalties, the non-English ridges, the attention probes; each in both modes, so the
 hidden-state part too) are compared by grouped cross-validation inside the training split, so the held-out
 split stays untouched by every choice. Each variant is one ``TrainConfig`` change from the default (a few
-combine two, named so); the n-gram counts and embeddings are computed once and shared, and so are the
-attention probes wherever a variant leaves their inputs as they were (``variant_probes``).
+combine two, named so); the n-gram counts and embeddings are computed once and shared (the counts once per
+hashing config, for the bucket variants), and so are the attention probes wherever a variant leaves their inputs as they were (``variant_probes``).
 
     python -m polytox.scoring.ml.ablation --out docs/trainscorer-ablation.json
     python -m polytox.scoring.ml.ablation --markdown docs/trainscorer-ablation.json   # the docs' tables
@@ -27,6 +27,7 @@ import numpy as np
 from .attention_fit import AttentionScores
 from .card import POOLED_RUN
 from .measure import card_summary, measure_scorer
+from .ngrams import NgramConfig, hashed_counts
 from .pack import heldout_mask
 from .pool import training_pool
 from .train import (
@@ -71,6 +72,9 @@ VARIANTS: dict[str, dict[str, Any]] = {
                                                                  "other_alpha_emb": 30000.0},
     "non-English ridges on RTP-LX and human data, embedding alpha 10000": {
         "other_fit_tasks": ("rtp-lx", "human:"), "other_alpha_emb": 10000.0},
+    "n-gram buckets 2^18": {"ngram": NgramConfig(n_features=2**18)},
+    "n-gram buckets 2^19": {"ngram": NgramConfig(n_features=2**19)},
+    "n-gram buckets 2^20": {"ngram": NgramConfig(n_features=2**20)},
 }
 
 
@@ -138,6 +142,7 @@ def run(config: TrainConfig, variants: dict[str, dict[str, Any]], only_cached: b
         heldout_all = heldout_all[keep_rows]
         print(f"{len(everything)} examples with cached embeddings", flush=True)
     feats_all = build_features(config, everything)
+    counts = {config.ngram: feats_all.counts}  # n-gram counts per hashing config (variants may change it)
     probes: dict[tuple[Any, ...], AttentionScores] = {}
     results: dict[str, Any] = {}
     for name, change in variants.items():
@@ -146,12 +151,15 @@ def run(config: TrainConfig, variants: dict[str, dict[str, Any]], only_cached: b
         keep = np.array([variant.human_data or e.domain != "human" for e in everything])
         rows = np.flatnonzero(keep)
         examples = [everything[i] for i in rows]
-        feats = subset_features(feats_all, rows)
+        if variant.ngram not in counts:
+            counts[variant.ngram] = hashed_counts([e.text for e in everything], variant.ngram)
+        feats = subset_features(replace(feats_all, counts=counts[variant.ngram]), rows)
         if variant.attention and feats.emb is not None:  # as train-scorer: the probes, out of fold
             feats.attention = variant_probes(variant, examples, heldout_all[rows], rows, probes)
         if reads_english_probe(variant, feats):
             feats.attention_en = variant_probes(variant, examples, heldout_all[rows], rows, probes, english=True)
-        results[name] = {"change": change, **oof_measure(variant, examples, feats, heldout_all[rows]),
+        recorded = {k: v.to_dict() if isinstance(v, NgramConfig) else v for k, v in change.items()}
+        results[name] = {"change": recorded, **oof_measure(variant, examples, feats, heldout_all[rows]),
                          "seconds": round(time.perf_counter() - started, 1)}
         print(name, json.dumps(results[name]), flush=True)
     return {"config": config.to_dict(), "variants": results, "n_examples": len(everything),
