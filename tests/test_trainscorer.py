@@ -320,6 +320,26 @@ def test_ablation_measures_out_of_fold_on_the_training_split_only(
     assert "Mode `ngram`:" in tables and f"| chosen | {run['n_prompts']} | {run['emt_diff']:+.3f} [" in tables
 
 
+def test_ablation_hashes_a_bucket_variant_with_its_own_ngram_config(
+        shared_data: Path, pool: list[Example], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A variant that changes the hashing is measured on counts hashed its way: exactly what a run with that
+    config as the default gives, and not the default's numbers."""
+    from dataclasses import replace
+
+    from polytox.scoring.ml import ablation
+
+    config = small_config(shared_data)
+    other = NgramConfig(n_features=SMALL_NGRAM.n_features // 4)
+    monkeypatch.setattr(ablation, "training_pool", lambda shared, langs: pool)
+    data = ablation.run(config, {"chosen": {}, "fewer buckets": {"ngram": other}})["variants"]
+    alone = ablation.run(replace(config, ngram=other), {"chosen": {}})["variants"]["chosen"]
+    assert data["fewer buckets"]["change"] == {"ngram": other.to_dict()}  # recorded as JSON
+    for v in (*data.values(), alone):
+        v.pop("seconds")
+    assert data["fewer buckets"]["ngram"] == alone["ngram"]
+    assert data["fewer buckets"]["ngram"] != data["chosen"]["ngram"]
+
+
 def test_ablation_fits_the_probes_train_scorer_would_once_per_distinct_input(
         shared_data: Path, pool: list[Example], tiny_backbone: Path, tmp_path: Path,
         monkeypatch: pytest.MonkeyPatch) -> None:
