@@ -310,6 +310,11 @@ def test_fold_probes_leave_each_fold_out_and_the_last_sees_all() -> None:
     full = fit_attention_probe(states, offsets, toxic.astype(float), 10.0, 1.0, weight=weight)
     np.testing.assert_allclose(probes[-1].w, full.w, atol=1e-6)
     assert len(fold_probes(states, offsets, position, fit_rows, folds, target, (10.0, 1.0), final=False)) == 3
+    short = fold_probes(states, offsets, position, fit_rows, folds, target, (10.0, 1.0), weight, max_iter=2)
+    two = fit_attention_probe(*take(states, offsets, position[rows]), target(rows), 10.0, 1.0, max_iter=2,
+                              weight=weight[position[rows]])
+    np.testing.assert_allclose(short[0].w, two.w, atol=1e-6)  # the cap reaches every fit
+    assert not np.allclose(short[0].w, probes[0].w, atol=1e-4)
     read = fit_rows[10:50]  # rows of the first two folds only
     oof = fold_scores(probes, folds, read, position, states, offsets, 160)
     np.testing.assert_allclose(oof[110:120], probes[0].score(*take(states, offsets, np.arange(10, 20))), atol=1e-6)
@@ -375,3 +380,22 @@ def test_a_converged_float64_fit_is_stable_and_at_least_as_good() -> None:
     assert loss(converged.probe) <= loss(early.probe) + 1e-6
     head_fit = fit_attention_probe(states, offsets, target, *penalties, max_iter=8, weight=weight)
     assert head_fit.b == early.probe.b and np.array_equal(head_fit.v, early.probe.v)
+
+
+def test_trial_cli_runs_only_the_named_variants(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--only`` reaches the trial as ``only`` (and an unknown name is refused); without it, every variant."""
+    from polytox.scoring.ml.attention_trial import trial_cli
+
+    calls: list[object] = []
+
+    def run_trial(config: object, only: list[str] | None = None) -> dict[str, object]:
+        calls.append(only)
+        return {"ran": only or ["a", "b"]}
+
+    out = tmp_path / "t.json"
+    assert trial_cli(["--out", str(out), "--only", "b"], "", run_trial, lambda d: str(d["ran"]), ["a", "b"]) == 0
+    assert calls == [["b"]] and json.loads(out.read_text()) == {"ran": ["b"]}
+    trial_cli(["--out", str(out)], "", run_trial, lambda d: "", ["a", "b"])
+    assert calls[-1] is None
+    with pytest.raises(SystemExit):
+        trial_cli(["--out", str(out), "--only", "c"], "", run_trial, lambda d: "", ["a", "b"])

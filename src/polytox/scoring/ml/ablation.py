@@ -5,7 +5,8 @@ generations, ridge penalties, the non-English ridges, the attention probes; each
 hidden-state part too) are compared by grouped cross-validation inside the training split, so the held-out
 split stays untouched by every choice. Each variant is one ``TrainConfig`` change from the default (a few
 combine two, named so); the n-gram counts and embeddings are computed once and shared (the counts once per
-hashing config, for the bucket variants), and so are the attention probes wherever a variant leaves their inputs as they were (``variant_probes``).
+hashing config, for the bucket variants), and so are the attention probes wherever a variant leaves their
+inputs as they were (``variant_probes``).
 
     python -m polytox.scoring.ml.ablation --out docs/trainscorer-ablation.json
     python -m polytox.scoring.ml.ablation --markdown docs/trainscorer-ablation.json   # the docs' tables

@@ -111,16 +111,17 @@ def group_states(embedder: HiddenStateEmbedder, examples: Sequence[Example],
 def fold_probes(states: np.ndarray, offsets: np.ndarray, position: np.ndarray, fit_rows: np.ndarray,
                 folds: Sequence[np.ndarray], target: Callable[[np.ndarray], np.ndarray],
                 penalties: tuple[float, float], weight: np.ndarray | None = None, final: bool = True,
-                progress: Progress | None = None) -> list[AttentionProbe]:
+                progress: Progress | None = None, max_iter: int = 60) -> list[AttentionProbe]:
     """One probe per fold, fitted on the ``fit_rows`` (example rows) outside it, then (``final``) one on all
     of them: the head's. ``position`` maps an example row to its text in ``states`` / ``offsets``;
-    ``weight`` (per text of ``states``, None: unweighted) weighs the rows in the fit."""
+    ``weight`` (per text of ``states``, None: unweighted) weighs the rows in the fit; ``max_iter`` caps each
+    fit's L-BFGS iterations (60: the head's, ``fit_attention_probe``)."""
     probes: list[AttentionProbe] = []
     left_out = [*folds, np.zeros(0, dtype=np.int64)] if final else list(folds)  # the last: none left out
     for k, fold in enumerate(left_out):
         rows = np.setdiff1d(fit_rows, fold)
         probes.append(fit_attention_probe(*take(states, offsets, position[rows]), target(rows), *penalties,
-                                          weight=None if weight is None else weight[position[rows]]))
+                                          max_iter=max_iter, weight=None if weight is None else weight[position[rows]]))
         if progress:
             progress("attention probes", k + 1, len(left_out))
     return probes

@@ -160,20 +160,25 @@ def markdown(data: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def trial_cli(argv: Sequence[str] | None, description: str, run_trial: Callable[[TrainConfig], dict[str, Any]],
-              table: Callable[[dict[str, Any]], str]) -> int:
+def trial_cli(argv: Sequence[str] | None, description: str, run_trial: Callable[..., dict[str, Any]],
+              table: Callable[[dict[str, Any]], str], variants: Sequence[str] | None = None) -> int:
     """The command line of a training-split trial: ``--out FILE`` measures and writes JSON, ``--markdown
-    FILE`` prints the table of a results file."""
+    FILE`` prints the table of a results file. With ``variants`` (the trial's variant names), ``--only NAME``
+    (repeatable) runs only those, passed to ``run_trial`` as ``only``."""
     p = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
     what = p.add_mutually_exclusive_group(required=True)
     what.add_argument("--out", type=Path, help="measure and write the results here (JSON)")
     what.add_argument("--markdown", type=Path, metavar="JSON", help="print the table of a results file and exit")
     p.add_argument("--shared", default="../shared/data")
+    if variants is not None:
+        p.add_argument("--only", action="append", choices=list(variants), metavar="NAME",
+                       help="run only this variant (repeatable): " + "; ".join(variants))
     args = p.parse_args(argv)
     if args.markdown:
         print(table(json.loads(args.markdown.read_text())))
         return 0
-    data = run_trial(TrainConfig(shared=args.shared))
+    config = TrainConfig(shared=args.shared)
+    data = run_trial(config, only=args.only) if variants is not None else run_trial(config)
     args.out.write_text(json.dumps(data, indent=1) + "\n")
     print(table(data))
     return 0

@@ -5,9 +5,10 @@ amplifies such differences makes the head depend on the machine. This trial fits
 setting, on the targets as they are and on ``targets * (1 + eps)``, and prints how far ``b``, ``v``, ``w``
 and the probe's scores of the fit texts moved. It reads the head's fit rows and their token states as
 ``train-scorer`` does (the token-state cache; one backbone pass when it is empty); the held-out split is
-never read. docs/trainscorer.md ("The attention probe is the next amplifier") has the figures.
+never read. ``--english`` reads the English probe's fit rows, weights and penalties instead.
+docs/trainscorer.md ("The attention probe is the next amplifier") has the figures.
 
-    python -m polytox.scoring.ml.probe_stability [--shared ../shared/data] [--eps 1e-7]
+    python -m polytox.scoring.ml.probe_stability [--shared ../shared/data] [--eps 1e-7] [--english]
         [--fits float32:60,float32:200,float64:500]
 """
 
@@ -50,15 +51,16 @@ def perturbation(states: np.ndarray, offsets: np.ndarray, target: np.ndarray, we
 
 
 def main(argv: list[str] | None = None) -> None:
-    from .attention_fit import attention_embedder, fit_row_groups, group_states
+    from .attention_fit import attention_embedder, english_fit_rows, fit_row_groups, group_states
     from .head import MlHead, default_head_path
     from .pool import training_pool
-    from .train import TrainConfig, heldout_mask, pooled_target, select
+    from .train import TrainConfig, heldout_mask, pooled_target, select, task_of, task_weight
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--shared", default="../shared/data")
     parser.add_argument("--eps", type=float, default=1e-7)
     parser.add_argument("--fits", default="float32:60,float32:200,float64:500", help="dtype:max_iter,...")
+    parser.add_argument("--english", action="store_true", help="the English probe (default: the non-English one)")
     args = parser.parse_args(argv)
     config = TrainConfig()
     assert config.backbone is not None
@@ -66,19 +68,28 @@ def main(argv: list[str] | None = None) -> None:
     train_rows = np.flatnonzero(~np.array(heldout_mask(examples), dtype=bool))
     embedder, folder = attention_embedder(config.backbone, config.layers, config.max_tokens, config.batch_size,
                                           config.embedding_cache)
-    rows, row_weight, states, offsets = group_states(
-        embedder, examples, fit_row_groups(examples, train_rows, config.attention_human_weight), folder)
+    head = MlHead.load(default_head_path())
+    weight: np.ndarray | None
+    if args.english:  # as attention_fit.fit_english_attention: one group, each row at its task's weight
+        en_rows, weight = english_fit_rows(examples, train_rows, config.english_attention_tasks,
+                                           lambda task: task_weight(task, config), task_of)
+        rows, _, states, offsets = group_states(embedder, examples, [(en_rows, 1.0)], folder)
+        penalties = (config.english_attention_alpha_w, config.english_attention_alpha_v)
+        shipped = head.probe_en
+    else:
+        rows, row_weight, states, offsets = group_states(
+            embedder, examples, fit_row_groups(examples, train_rows, config.attention_human_weight), folder)
+        weight = None if config.attention_human_weight is None else row_weight
+        penalties = (config.attention_alpha_w, config.attention_alpha_v)
+        shipped = head.probe
     embedder.close()
     target = pooled_target(examples, rows, config.index_mean_weight)
-    weight = None if config.attention_human_weight is None else row_weight
-    shipped = MlHead.load(default_head_path()).probe
     print(f"{len(rows)} fit texts, {len(states)} tokens; eps {args.eps}")
     print("| probe fit | fit s | moves b | moves v | moves w | moves scores (max / mean) | the shipped probe |")
     print("|---|---:|---:|---:|---:|---:|---|")
     for item in args.fits.split(","):
         dtype, _, iters = item.partition(":")
-        m = perturbation(states, offsets, target, weight, (config.attention_alpha_w, config.attention_alpha_v),
-                         args.eps, dtype, int(iters))
+        m = perturbation(states, offsets, target, weight, penalties, args.eps, dtype, int(iters))
         same = shipped is not None and shipped.b == m.probe.b and np.array_equal(shipped.v, m.probe.v)
         print(f"| {dtype}, up to {iters} iterations | {m.seconds:.0f} | {m.b:.1e} | {m.v:.1e} | {m.w:.1e} | "
               f"{m.score_max:.1e} / {m.score_mean:.1e} | {'reproduced' if same else f'b {m.probe.b:.4f}'} |",
