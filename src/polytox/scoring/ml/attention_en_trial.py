@@ -11,7 +11,9 @@ Fit rows (one variant each):
 
 - ``perspective``: the English Perspective rows (2020 web text at weight 1, 2022 model generations at
   weight 3, ``train.task_weight``), the two scales the English maps target;
-- ``all English``: every English training row at the English ridges' task weights.
+- ``all English``: every English training row at the English ridges' task weights;
+- the head's probe (``perspective``, w 1000) fitted up to 200 L-BFGS iterations instead of 60, closer to
+  its optimum.
 
 The English combiner also learns from RTP-LX rows in every language (``train.combiner_rows``), so those
 rows are scored by the English probes too, out of fold, from the token states ``train-scorer`` keeps for
@@ -19,6 +21,7 @@ the non-English probe. The held-out split is never read.
 
     python -m polytox.scoring.ml.attention_en_trial --out docs/trainscorer-attention-en.json
     python -m polytox.scoring.ml.attention_en_trial --markdown docs/trainscorer-attention-en.json
+    python -m polytox.scoring.ml.attention_en_trial --out FILE --only NAME [--only NAME]   # some variants
 """
 
 from __future__ import annotations
