@@ -313,7 +313,7 @@ def test_fold_probes_leave_each_fold_out_and_the_last_sees_all() -> None:
     short = fold_probes(states, offsets, position, fit_rows, folds, target, (10.0, 1.0), weight, max_iter=2)
     two = fit_attention_probe(*take(states, offsets, position[rows]), target(rows), 10.0, 1.0, max_iter=2,
                               weight=weight[position[rows]])
-    np.testing.assert_allclose(short[0].w, two.w, atol=1e-6)  # the cap reaches every fit
+    np.testing.assert_allclose(short[0].w, two.w, atol=1e-6)  # the cap reaches the fold fits
     assert not np.allclose(short[0].w, probes[0].w, atol=1e-4)
     read = fit_rows[10:50]  # rows of the first two folds only
     oof = fold_scores(probes, folds, read, position, states, offsets, 160)

@@ -140,6 +140,12 @@ memory-bound (62 s for one thread, 70 s for two, the full fit rows on 2 cores). 
 same caches writes the same head, byte for byte, and the probes' cached scores carry over to it."""
 
 
+PROBE_ITERATIONS = 60
+"""L-BFGS iteration cap of the head's probe fits (float32): short of the optimum, which the English probe,
+for one, reaches after about 200 (docs/trainscorer.md, "An English probe": more iterations were measured
+and not adopted)."""
+
+
 # L-BFGS stopping rules of a float64 fit (``fit_attention_probe(dtype="float64")``): it runs until the
 # gradient or the loss stops moving, which the float32 fit's sums cannot resolve (docs/trainscorer.md,
 # "The attention probe is the next amplifier").
@@ -147,15 +153,15 @@ CONVERGED_TOLERANCES = {"tolerance_grad": 1e-9, "tolerance_change": 1e-13}
 
 
 def fit_attention_probe(states: np.ndarray, offsets: np.ndarray, target: np.ndarray, alpha_w: float,
-                        alpha_v: float, max_iter: int = 60, weight: np.ndarray | None = None,
+                        alpha_v: float, max_iter: int = PROBE_ITERATIONS, weight: np.ndarray | None = None,
                         dtype: str = "float32") -> AttentionProbe:
     """Fit the probe to ``target`` (one value per text), starting from the mean-pool ridge (penalty
     ``alpha_w``); ``alpha_v`` penalises the attention query (large: stays near mean pooling).
 
-    ``dtype="float32"`` with ``max_iter`` 60 is the head's fit: it stops short of the optimum, so last-bit
-    changes of its inputs move the probe (measured in ``probe_stability``). ``dtype="float64"`` runs to
-    convergence (``CONVERGED_TOLERANCES``, within ``max_iter``) and is stable, at several times the cost.
-    Either way the probe is stored in float32."""
+    ``dtype="float32"`` with ``max_iter`` ``PROBE_ITERATIONS`` is the head's fit: it stops short of the
+    optimum, so last-bit changes of its inputs move the probe (measured in ``probe_stability``).
+    ``dtype="float64"`` runs to convergence (``CONVERGED_TOLERANCES``, within ``max_iter``) and is stable,
+    at several times the cost. Either way the probe is stored in float32."""
     torch = require("torch", "hf")
     pools = mean_pools(states, offsets)
     mean = pools.mean(axis=0)

@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from .attention import PROBE_ITERATIONS
 from .attention_fit import attention_embedder, fit_row_groups, fold_probes, fold_scores, group_states
 from .attention_trial import trial_cli
 from .card import POOLED_RUN
@@ -56,18 +57,17 @@ from .train import (
 
 FIT_ROWS = {"perspective": ("persp-2020", "persp-2022"), "all English": None}
 PENALTIES = ((1_000.0, 3_000.0), (30_000.0, 3_000.0))
-HEAD_ITERATIONS = 60  # ``fit_attention_probe``'s cap: the head's probes stop there, short of the optimum
 
 
 def variant_name(rows_name: str, penalties: tuple[float, float], max_iter: int) -> str:
-    more = "" if max_iter == HEAD_ITERATIONS else f", up to {max_iter} iterations"
+    more = "" if max_iter == PROBE_ITERATIONS else f", up to {max_iter} iterations"
     return f"probe on {rows_name} rows, penalty w {penalties[0]:g}, v {penalties[1]:g}{more}"
 
 
 # (fit rows, penalties, L-BFGS iterations); the last: the head's probe fitted closer to its optimum
-VARIANTS = {variant_name(*v): v for v in (("perspective", PENALTIES[0], HEAD_ITERATIONS),
-                                          ("perspective", PENALTIES[1], HEAD_ITERATIONS),
-                                          ("all English", PENALTIES[0], HEAD_ITERATIONS),
+VARIANTS = {variant_name(*v): v for v in (("perspective", PENALTIES[0], PROBE_ITERATIONS),
+                                          ("perspective", PENALTIES[1], PROBE_ITERATIONS),
+                                          ("all English", PENALTIES[0], PROBE_ITERATIONS),
                                           ("perspective", PENALTIES[0], 200))}
 COLUMNS = ("auc_prompts", "auc_web_continuations", "auc_model_continuations", "mae_web", "mae_model_continuations",
            "share_model_continuations", "ece_web", "ece_model_continuations")

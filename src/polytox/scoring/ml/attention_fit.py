@@ -31,7 +31,7 @@ import numpy as np
 
 from ...atomic import atomic_write
 from ...types import text_hash
-from .attention import AttentionProbe, fit_attention_probe
+from .attention import PROBE_ITERATIONS, AttentionProbe, fit_attention_probe
 from .data import Example
 from .embed_cache import EmbeddingCache
 from .embedder import HiddenStateEmbedder
@@ -111,11 +111,11 @@ def group_states(embedder: HiddenStateEmbedder, examples: Sequence[Example],
 def fold_probes(states: np.ndarray, offsets: np.ndarray, position: np.ndarray, fit_rows: np.ndarray,
                 folds: Sequence[np.ndarray], target: Callable[[np.ndarray], np.ndarray],
                 penalties: tuple[float, float], weight: np.ndarray | None = None, final: bool = True,
-                progress: Progress | None = None, max_iter: int = 60) -> list[AttentionProbe]:
+                progress: Progress | None = None, max_iter: int = PROBE_ITERATIONS) -> list[AttentionProbe]:
     """One probe per fold, fitted on the ``fit_rows`` (example rows) outside it, then (``final``) one on all
     of them: the head's. ``position`` maps an example row to its text in ``states`` / ``offsets``;
     ``weight`` (per text of ``states``, None: unweighted) weighs the rows in the fit; ``max_iter`` caps each
-    fit's L-BFGS iterations (60: the head's, ``fit_attention_probe``)."""
+    fit's L-BFGS iterations (the head's by default)."""
     probes: list[AttentionProbe] = []
     left_out = [*folds, np.zeros(0, dtype=np.int64)] if final else list(folds)  # the last: none left out
     for k, fold in enumerate(left_out):
