@@ -51,10 +51,10 @@ def perturbation(states: np.ndarray, offsets: np.ndarray, target: np.ndarray, we
 
 
 def main(argv: list[str] | None = None) -> None:
-    from .attention_fit import attention_embedder, english_fit_rows, fit_row_groups, group_states
+    from .attention_fit import attention_embedder, fit_row_groups, group_states
     from .head import MlHead, default_head_path
     from .pool import training_pool
-    from .train import TrainConfig, heldout_mask, pooled_target, select, task_of, task_weight
+    from .train import TrainConfig, english_probe_rows, heldout_mask, pooled_target, select
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--shared", default="../shared/data")
@@ -71,8 +71,7 @@ def main(argv: list[str] | None = None) -> None:
     head = MlHead.load(default_head_path())
     weight: np.ndarray | None
     if args.english:  # as attention_fit.fit_english_attention: one group, each row at its task's weight
-        en_rows, weight = english_fit_rows(examples, train_rows, config.english_attention_tasks,
-                                           lambda task: task_weight(task, config), task_of)
+        en_rows, weight = english_probe_rows(config, examples, train_rows)
         rows, _, states, offsets = group_states(embedder, examples, [(en_rows, 1.0)], folder)
         penalties = (config.english_attention_alpha_w, config.english_attention_alpha_v)
         shipped = head.probe_en

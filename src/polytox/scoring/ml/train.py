@@ -533,11 +533,9 @@ def attention_scores(config: TrainConfig, examples: Sequence[Example], train_row
 
     try:
         if english:
-            rows = english_fit_rows(examples, train_rows, config.english_attention_tasks,
-                                    lambda task: task_weight(task, config), task_of)
             return fit_english_attention(examples, train_rows, folds, target, embedder,
-                                         (config.english_attention_alpha_w, config.english_attention_alpha_v), rows,
-                                         folder, progress)
+                                         (config.english_attention_alpha_w, config.english_attention_alpha_v),
+                                         english_probe_rows(config, examples, train_rows), folder, progress)
         return fit_attention(examples, train_rows, folds, target, embedder,
                              (config.attention_alpha_w, config.attention_alpha_v), folder, progress,
                              config.attention_human_weight)
@@ -545,6 +543,14 @@ def attention_scores(config: TrainConfig, examples: Sequence[Example], train_row
         embedder.close()
         if embedder.cache is not None:
             embedder.cache.close()
+
+
+def english_probe_rows(config: TrainConfig, examples: Sequence[Example], train_rows: np.ndarray
+                       ) -> tuple[np.ndarray, np.ndarray]:
+    """The English probe's fit rows of ``config`` and their weights (``attention_fit.english_fit_rows`` with
+    the config's tasks and task weights): what ``train-scorer`` fits it on, and ``probe_stability`` reads."""
+    return english_fit_rows(examples, train_rows, config.english_attention_tasks,
+                            lambda task: task_weight(task, config), task_of)
 
 
 def final_probe_inputs(feats: Features, examples: Sequence[Example]) -> np.ndarray | None:
