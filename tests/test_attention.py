@@ -275,6 +275,28 @@ def test_group_states_join_cached_groups_as_one_pass_would(tiny_backbone: Path, 
     np.testing.assert_array_equal(again[2], states)
 
 
+def test_non_english_fit_weighs_rows_only_with_a_human_weight(tiny_backbone: Path, tmp_path: Path) -> None:
+    """The non-English probe's fit rows as fit_attention and probe_stability read them: RTP-LX rows, then the
+    non-English human rows at their weight; without a human weight, RTP-LX alone and no weights at all."""
+    from polytox.scoring.ml.attention_fit import group_states, non_english_fit
+    from polytox.scoring.ml.data import Example
+    from polytox.scoring.ml.embedder import HiddenStateEmbedder
+
+    specs = [("rtp-lx", "de", "rtp-lx", "du bist dumm"), ("cold", "zh", "human", "ok"),
+             ("toxichat", "en", "human", "shut up"), ("rtp-lx", "fr", "rtp-lx", "il fait froid ce matin")]
+    examples = [Example(text=t, lang=lang, target=0.5, label=True, source=src, group=f"{src}:{i}", domain=dom)
+                for i, (src, lang, dom, t) in enumerate(specs)]
+    emb = HiddenStateEmbedder(str(tiny_backbone), (1, 2))
+    rows, weight, states, offsets = non_english_fit(emb, examples, np.arange(4), 0.3, tmp_path)
+    assert rows.tolist() == [0, 3, 1] and weight is not None and weight.tolist() == [1.0, 1.0, 0.3]
+    alone_rows, alone_weight, alone_states, _ = non_english_fit(emb, examples, np.arange(4), None, tmp_path)
+    assert alone_rows.tolist() == [0, 3] and alone_weight is None
+    expected = group_states(emb, examples, [(np.array([0, 3]), 1.0), (np.array([1]), 0.3)], tmp_path)
+    np.testing.assert_array_equal(states, expected[2])
+    np.testing.assert_array_equal(offsets, expected[3])
+    np.testing.assert_array_equal(alone_states, states[:int(offsets[2])])  # the RTP-LX group's own file
+
+
 def test_rows_trial_reads_each_source_and_averages_the_real_ones() -> None:
     from polytox.scoring.ml.attention_rows_trial import source_aucs
 

@@ -159,11 +159,20 @@ def fit_attention(examples: Sequence[Example], train_rows: np.ndarray, folds: Se
 
     ``target(rows)`` gives the regression target of example rows (``train.pooled_target``); ``embedder``
     reads the head's backbone and layers (its embedding cache, if any, keeps the probes' scores)."""
-    groups = fit_row_groups(examples, train_rows, human_weight)
-    fit_rows, row_weight, states, offsets = group_states(embedder, examples, groups, cache_dir)
+    fit_rows, row_weight, states, offsets = non_english_fit(embedder, examples, train_rows, human_weight, cache_dir)
     other = np.array([i for i, e in enumerate(examples) if e.lang != "en"], dtype=np.int64)
     return fit_scored(examples, train_rows, folds, target, embedder, penalties, (states, offsets), fit_rows,
-                      fit_rows, None if human_weight is None else row_weight, other, "attention", progress)
+                      fit_rows, row_weight, other, "attention", progress)
+
+
+def non_english_fit(embedder: HiddenStateEmbedder, examples: Sequence[Example], train_rows: np.ndarray,
+                    human_weight: float | None, cache_dir: Path | None
+                    ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray, np.ndarray]:
+    """The non-English probe's fit: (rows, their weights, token states, offsets) of ``fit_row_groups``.
+    The weights are None without ``human_weight``: every row is RTP-LX then, and the fit is unweighted."""
+    groups = fit_row_groups(examples, train_rows, human_weight)
+    rows, row_weight, states, offsets = group_states(embedder, examples, groups, cache_dir)
+    return rows, None if human_weight is None else row_weight, states, offsets
 
 
 def fit_english_attention(examples: Sequence[Example], train_rows: np.ndarray, folds: Sequence[np.ndarray],

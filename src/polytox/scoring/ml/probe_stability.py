@@ -51,7 +51,7 @@ def perturbation(states: np.ndarray, offsets: np.ndarray, target: np.ndarray, we
 
 
 def main(argv: list[str] | None = None) -> None:
-    from .attention_fit import attention_embedder, fit_row_groups, group_states
+    from .attention_fit import attention_embedder, group_states, non_english_fit
     from .head import MlHead, default_head_path
     from .pool import training_pool
     from .train import TrainConfig, english_probe_rows, heldout_mask, pooled_target, select
@@ -76,9 +76,8 @@ def main(argv: list[str] | None = None) -> None:
         penalties = (config.english_attention_alpha_w, config.english_attention_alpha_v)
         shipped = head.probe_en
     else:
-        rows, row_weight, states, offsets = group_states(
-            embedder, examples, fit_row_groups(examples, train_rows, config.attention_human_weight), folder)
-        weight = None if config.attention_human_weight is None else row_weight
+        rows, weight, states, offsets = non_english_fit(embedder, examples, train_rows,
+                                                        config.attention_human_weight, folder)
         penalties = (config.attention_alpha_w, config.attention_alpha_v)
         shipped = head.probe
     embedder.close()
