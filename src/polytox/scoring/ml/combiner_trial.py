@@ -1,0 +1,195 @@
+"""What other forms of the NON-ENGLISH combiner would buy, measured on the TRAINING split only.
+
+The non-English combiner is one logistic regression over three inputs (the non-English n-gram and
+hidden-state ridges and the attention probe), fitted on RTP-LX's 16 other languages at once. Two cheap
+changes could move the per-language AUC against humans without touching the backbone:
+
+- **per-language combiners:** a language whose n-grams or hidden states carry less of the label (cs, sv)
+  could weigh them differently: an own combiner per language, or the pooled one plus per-language
+  copies of its inputs, shrunk towards it (``copies`` scales the copies: the smaller, the stronger the
+  shrinkage under the penalty ``COPIES_C``);
+- **more inputs:** scores the head already computes for other texts, as extra inputs: the English
+  probe's score, and the shared (English) ridges' outputs.
+
+Every variant is fitted and read out of fold on the head's own folds (``train.cross_validate``: its ridges,
+probes and combined scores), on the training split's RTP-LX rows, per language against the human label
+(raw combined scores: one monotone map per language would not reorder them). English keeps its own
+combiner, so its AUC is the same in every row. Each row's difference from the head carries a 95% group
+bootstrap CI (joined groups: an RTP-LX Index with its translations). The held-out split is never read.
+The run takes about 13 minutes on 2 CPU cores with warm caches (both probes are fitted again).
+
+    python -m polytox.scoring.ml.combiner_trial --out docs/trainscorer-combiner.json
+    python -m polytox.scoring.ml.combiner_trial --markdown docs/trainscorer-combiner.json
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ...constants import BOOTSTRAP_RESAMPLES, CI_LEVEL
+from ...errors import PolytoxError, require
+from .attention_trial import language_aucs, trial_cli
+from .group_bootstrap import group_weights, weighted_auc
+from .measure import auc
+from .pack import heldout_mask, join_components
+from .pool import training_pool
+from .train import OTHER, TrainConfig, attention_scores, build_features, cross_validate, select
+
+COMBINER_C = 100.0  # train.fit_combiner's penalty: the head's combiners are all but unpenalised
+COPIES_C = 1.0  # the penalty of the pooled-plus-copies combiner, whose copies' scale sets their shrinkage
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One form of the non-English combiner: its extra inputs (``raw`` keys read beside the head's three)
+    and how it treats languages (``pooled``, ``own``: one combiner per language, or ``copies``: the pooled
+    inputs plus per-language copies scaled by ``scale``)."""
+
+    extra: tuple[str, ...] = ()
+    per_language: str = "pooled"
+    scale: float = 1.0
+
+
+HEAD = "head (one pooled combiner, three inputs)"
+VARIANTS: dict[str, Variant] = {
+    HEAD: Variant(),
+    "own combiner per language": Variant(per_language="own"),
+    "pooled + per-language copies, scale 0.1": Variant(per_language="copies", scale=0.1),
+    "pooled + per-language copies, scale 1": Variant(per_language="copies", scale=1.0),
+    "+ the English probe's score": Variant(extra=("probe",)),
+    "+ the shared ridges' outputs": Variant(extra=("ngram", "emb")),
+    "+ the English probe and the shared ridges": Variant(extra=("ngram", "emb", "probe")),
+}
+
+
+def design(inputs: np.ndarray, langs: np.ndarray, languages: Sequence[str], scale: float) -> np.ndarray:
+    """The pooled inputs, then per language a copy of them and an intercept, each zero outside the language
+    and scaled by ``scale`` (under a fixed penalty, a smaller scale shrinks the copies harder)."""
+    blocks = [inputs]
+    for lang in languages:
+        inside = (langs == lang).astype(float)[:, None] * scale
+        blocks += [inputs * inside, inside]
+    return np.column_stack(blocks)
+
+
+def nested_scores(variant: Variant, inputs: np.ndarray, labels: np.ndarray, langs: np.ndarray,
+                  folds: Sequence[np.ndarray]) -> np.ndarray:
+    """Out-of-fold P(toxic) of ``variant``'s combiner: for each fold, fitted on the rows of the other folds and
+    applied to the fold's rows (``folds``: positions into ``inputs``, whose rows are the non-English RTP-LX
+    training rows)."""
+    linear = require("sklearn.linear_model", "ml")
+    languages = sorted(set(langs.tolist()))
+    out = np.full(len(inputs), np.nan)
+    for test in folds:
+        fit = np.setdiff1d(np.concatenate(list(folds)), test)
+        if variant.per_language == "own":
+            for lang in languages:
+                f, t = fit[langs[fit] == lang], test[langs[test] == lang]
+                model = linear.LogisticRegression(C=COMBINER_C, max_iter=1000).fit(inputs[f], labels[f])
+                out[t] = model.predict_proba(inputs[t])[:, 1]
+            continue
+        x: Callable[[np.ndarray], np.ndarray] = (
+            (lambda rows: design(inputs[rows], langs[rows], languages, variant.scale))
+            if variant.per_language == "copies" else (lambda rows: inputs[rows]))
+        c = COPIES_C if variant.per_language == "copies" else COMBINER_C
+        model = linear.LogisticRegression(C=c, max_iter=1000).fit(x(fit), labels[fit])
+        out[test] = model.predict_proba(x(test))[:, 1]
+    return out
+
+
+def mean_auc_difference(labels: np.ndarray, langs: np.ndarray, groups: np.ndarray, variant: np.ndarray,
+                        head: np.ndarray, n_boot: int = BOOTSTRAP_RESAMPLES) -> dict[str, Any]:
+    """The variant's mean per-language AUC minus the head's, and its 95% group bootstrap CI (the same
+    resamples of the joined groups for both, so the interval is of the paired difference)."""
+    weights = group_weights(groups, n_boot)
+    languages = sorted(set(langs.tolist()))
+    diffs = np.zeros(n_boot)
+    for lang in languages:
+        m = langs == lang
+        diffs += weighted_auc(labels[m], variant[m], weights[:, m]) - weighted_auc(labels[m], head[m], weights[:, m])
+    diffs /= len(languages)
+    point = np.mean([_auc(labels[langs == lang], variant[langs == lang])
+                     - _auc(labels[langs == lang], head[langs == lang])
+                     for lang in languages])
+    half = (1 - CI_LEVEL) / 2
+    low, high = np.nanquantile(diffs, [half, 1 - half])
+    return {"diff": round(float(point), 4), "ci": [round(float(low), 4), round(float(high), 4)]}
+
+
+def _auc(labels: np.ndarray, scores: np.ndarray) -> float:
+    value = auc(labels, scores)
+    if value is None:
+        raise PolytoxError("a language needs toxic and non-toxic rows for its AUC")
+    return value
+
+
+def run(config: TrainConfig, only: Sequence[str] | None = None) -> dict[str, Any]:
+    started = time.time()
+    examples = select(training_pool(config.shared, config.langs), config)
+    heldout = np.array(heldout_mask(examples), dtype=bool)
+    train_rows = np.flatnonzero(~heldout)
+    feats = build_features(config, examples)
+    feats.attention = attention_scores(config, examples, train_rows)
+    feats.attention_en = attention_scores(config, examples, train_rows, english=True)
+    combined, raw, folds = cross_validate(config, examples, feats, train_rows)
+    return measure(combined["full"], raw, folds, examples, heldout, only, started)
+
+
+def measure(combined: np.ndarray, raw: dict[str, np.ndarray], folds: Sequence[np.ndarray], examples: Sequence[Any],
+            heldout: np.ndarray, only: Sequence[str] | None = None, started: float | None = None) -> dict[str, Any]:
+    """Every variant's per-language AUCs on the training split's RTP-LX rows from the head's out-of-fold
+    part outputs (``raw``, ``combined``: ``train.cross_validate``'s, mode ``full``)."""
+    langs = np.array([e.lang for e in examples])
+    labels = np.array([e.label for e in examples], dtype=bool)
+    lx = np.flatnonzero(np.array([e.source == "rtp-lx" for e in examples]) & ~heldout)
+    other = lx[langs[lx] != "en"]
+    position = np.full(len(examples), -1)
+    position[other] = np.arange(len(other))
+    local_folds = [position[np.intersect1d(fold, other)] for fold in folds]
+    head_inputs = [raw["ngram" + OTHER], raw["emb" + OTHER], raw["probe" + OTHER]]
+    groups = np.array(join_components(examples))[lx]
+    results: dict[str, Any] = {}
+    head_scores = combined[lx]
+    for name, variant in VARIANTS.items():
+        if only and name not in only and name != HEAD:
+            continue
+        inputs = np.column_stack([x[other] for x in head_inputs + [raw[k] for k in variant.extra]])
+        scores = combined.copy()
+        scores[other] = nested_scores(variant, inputs, labels[other], langs[other], local_folds)
+        entry = language_aucs(labels[lx], scores[lx], langs[lx])
+        if name == HEAD:  # the refit must be the head's own combiner, or no other row means anything
+            if not np.allclose(scores[lx], head_scores, atol=1e-6):
+                raise PolytoxError("the trial's refit of the head's combiner does not reproduce its scores")
+        else:
+            entry["vs_head"] = mean_auc_difference(labels[lx], langs[lx], groups, scores[lx], head_scores)
+        results[name] = entry
+        print(name, entry["mean"], entry["min"], entry.get("vs_head"), flush=True)
+    return {"variants": results, "n_rows": len(lx), "n_other": len(other),
+            "note": "out of fold on the training split's RTP-LX rows (the head's folds); the held-out split is "
+                    "not read", "seconds": None if started is None else round(time.time() - started, 1)}
+
+
+def markdown(data: dict[str, Any]) -> str:
+    head = data["variants"][HEAD]["languages"]
+    lowest = sorted(head, key=lambda lang: head[lang])[:3]  # the head's three lowest languages
+    lines = [f"| non-English combiner (RTP-LX training rows, out of fold) | mean AUC | min AUC | {' / '.join(lowest)} "
+             "| mean vs head [95% CI] |", "| --- | ---: | ---: | ---: | ---: |"]
+    for name, m in data["variants"].items():
+        vs = m.get("vs_head")
+        diff = f"{vs['diff']:+.4f} [{vs['ci'][0]:+.4f}, {vs['ci'][1]:+.4f}]" if vs else "-"
+        low = " / ".join(f"{m['languages'][lang]:.3f}" for lang in lowest)
+        lines.append(f"| {name} | {m['mean']:.4f} | {m['min']:.4f} ({m['min_lang']}) | {low} | {diff} |")
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return trial_cli(argv, __doc__ or "", run, markdown, list(VARIANTS))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
