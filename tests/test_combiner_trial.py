@@ -42,13 +42,27 @@ def per_language_mean(labels: np.ndarray, scores: np.ndarray, langs: np.ndarray)
 def test_own_combiners_beat_the_pooled_one_where_languages_disagree() -> None:
     inputs, labels, langs, folds = two_languages()
     pooled = nested_scores(Variant(), inputs, labels, langs, folds)
-    own = nested_scores(Variant(per_language="own"), inputs, labels, langs, folds)
-    loose = nested_scores(Variant(per_language="copies", scale=3.0), inputs, labels, langs, folds)
-    tight = nested_scores(Variant(per_language="copies", scale=0.001), inputs, labels, langs, folds)
+    own = nested_scores(Variant(form="own"), inputs, labels, langs, folds)
+    loose = nested_scores(Variant(form="copies", scale=3.0), inputs, labels, langs, folds)
+    tight = nested_scores(Variant(form="copies", scale=0.001), inputs, labels, langs, folds)
     assert not np.isnan(pooled).any() and ((pooled > 0) & (pooled < 1)).all()  # probabilities, every row
     assert per_language_mean(labels, own, langs) > per_language_mean(labels, pooled, langs) + 0.03
     assert per_language_mean(labels, loose, langs) > per_language_mean(labels, pooled, langs) + 0.03
     np.testing.assert_allclose(tight, pooled, atol=0.02)  # copies shrunk to nothing: the pooled combiner
+
+
+def test_splines_bend_where_the_evidence_is_not_linear_and_unknown_forms_stop() -> None:
+    rng = np.random.default_rng(2)
+    n = 600
+    inputs = rng.normal(size=(n, 2))
+    labels = np.abs(inputs[:, 0]) + 0.3 * rng.normal(size=n) > 1.0  # toxic at both ends of the first input
+    langs = np.array(["a", "b", "c"] * (n // 3))
+    folds = [np.arange(k, n, 5) for k in range(5)]
+    linear = nested_scores(Variant(), inputs, labels, langs, folds)
+    curved = nested_scores(Variant(form="splines"), inputs, labels, langs, folds)
+    assert auc(labels, curved) > 0.85 and auc(labels, linear) < 0.65  # type: ignore[operator]
+    with pytest.raises(PolytoxError, match="unknown combiner form 'trees'"):
+        nested_scores(Variant(form="trees"), inputs, labels, langs, folds)
 
 
 def test_each_fold_is_scored_by_a_combiner_fitted_without_it() -> None:
@@ -67,7 +81,7 @@ def test_the_paired_difference_and_its_interval() -> None:
     pooled = nested_scores(Variant(), inputs, labels, langs, folds)
     same = mean_auc_difference(labels, langs, groups, pooled, pooled, n_boot=200)
     assert same == {"diff": 0.0, "ci": [0.0, 0.0]}
-    own = nested_scores(Variant(per_language="own"), inputs, labels, langs, folds)
+    own = nested_scores(Variant(form="own"), inputs, labels, langs, folds)
     better = mean_auc_difference(labels, langs, groups, own, pooled, n_boot=200)
     expected = per_language_mean(labels, own, langs) - per_language_mean(labels, pooled, langs)
     assert better["diff"] == pytest.approx(expected, abs=1e-4)

@@ -9,7 +9,9 @@ changes could move the per-language AUC against humans without touching the back
   copies of its inputs, shrunk towards it (``copies`` scales the copies: the smaller, the stronger the
   shrinkage under the penalty ``COPIES_C``);
 - **more inputs:** scores the head already computes for other texts, as extra inputs: the English
-  probe's score, and the shared (English) ridges' outputs.
+  probe's score, and the shared (English) ridges' outputs;
+- **a curved combiner:** each input through a cubic spline (``SPLINE_KNOTS`` knots, penalty
+  ``SPLINE_C``) before the logistic regression, in case the parts' evidence is not linear in the logit.
 
 Every variant is fitted and read out of fold on the head's own folds (``train.cross_validate``: its ridges,
 probes and combined scores), on the training split's RTP-LX rows, per language against the human label
@@ -42,25 +44,29 @@ from .train import OTHER, TrainConfig, attention_scores, build_features, cross_v
 
 COMBINER_C = 100.0  # train.fit_combiner's penalty: the head's combiners are all but unpenalised
 COPIES_C = 1.0  # the penalty of the pooled-plus-copies combiner, whose copies' scale sets their shrinkage
+SPLINE_KNOTS = 5  # knots per input of the curved combiner
+SPLINE_C = 1.0  # its penalty (its spline basis has 7 columns per input)
 
 
 @dataclass(frozen=True)
 class Variant:
     """One form of the non-English combiner: its extra inputs (``raw`` keys read beside the head's three)
-    and how it treats languages (``pooled``, ``own``: one combiner per language, or ``copies``: the pooled
-    inputs plus per-language copies scaled by ``scale``)."""
+    and its form: ``pooled`` (the head's), ``own`` (one combiner per language), ``copies`` (the pooled
+    inputs plus per-language copies scaled by ``scale``) or ``splines`` (pooled, each input through a
+    spline basis)."""
 
     extra: tuple[str, ...] = ()
-    per_language: str = "pooled"
+    form: str = "pooled"
     scale: float = 1.0
 
 
 HEAD = "head (one pooled combiner, three inputs)"
 VARIANTS: dict[str, Variant] = {
     HEAD: Variant(),
-    "own combiner per language": Variant(per_language="own"),
-    "pooled + per-language copies, scale 0.1": Variant(per_language="copies", scale=0.1),
-    "pooled + per-language copies, scale 1": Variant(per_language="copies", scale=1.0),
+    "own combiner per language": Variant(form="own"),
+    "pooled + per-language copies, scale 0.1": Variant(form="copies", scale=0.1),
+    "pooled + per-language copies, scale 1": Variant(form="copies", scale=1.0),
+    "splines of the three inputs": Variant(form="splines"),
     "+ the English probe's score": Variant(extra=("probe",)),
     "+ the shared ridges' outputs": Variant(extra=("ngram", "emb")),
     "+ the English probe and the shared ridges": Variant(extra=("ngram", "emb", "probe")),
@@ -77,28 +83,40 @@ def design(inputs: np.ndarray, langs: np.ndarray, languages: Sequence[str], scal
     return np.column_stack(blocks)
 
 
+FORMS = ("pooled", "own", "copies", "splines")
+
+
+def combiner_model(variant: Variant) -> Any:
+    """An unfitted scikit-learn classifier of ``variant``'s form (``own``: the one each language gets)."""
+    linear = require("sklearn.linear_model", "ml")
+    if variant.form not in FORMS:
+        raise PolytoxError(f"unknown combiner form {variant.form!r}; known: {', '.join(FORMS)}")
+    if variant.form == "splines":
+        pipeline = require("sklearn.pipeline", "ml")
+        preprocessing = require("sklearn.preprocessing", "ml")
+        return pipeline.make_pipeline(preprocessing.SplineTransformer(n_knots=SPLINE_KNOTS),
+                                      linear.LogisticRegression(C=SPLINE_C, max_iter=1000))
+    return linear.LogisticRegression(C=COPIES_C if variant.form == "copies" else COMBINER_C, max_iter=1000)
+
+
 def nested_scores(variant: Variant, inputs: np.ndarray, labels: np.ndarray, langs: np.ndarray,
                   folds: Sequence[np.ndarray]) -> np.ndarray:
     """Out-of-fold P(toxic) of ``variant``'s combiner: for each fold, fitted on the rows of the other folds and
     applied to the fold's rows (``folds``: positions into ``inputs``, whose rows are the non-English RTP-LX
     training rows)."""
-    linear = require("sklearn.linear_model", "ml")
     languages = sorted(set(langs.tolist()))
     out = np.full(len(inputs), np.nan)
     for test in folds:
         fit = np.setdiff1d(np.concatenate(list(folds)), test)
-        if variant.per_language == "own":
+        if variant.form == "own":
             for lang in languages:
                 f, t = fit[langs[fit] == lang], test[langs[test] == lang]
-                model = linear.LogisticRegression(C=COMBINER_C, max_iter=1000).fit(inputs[f], labels[f])
-                out[t] = model.predict_proba(inputs[t])[:, 1]
+                out[t] = combiner_model(variant).fit(inputs[f], labels[f]).predict_proba(inputs[t])[:, 1]
             continue
         x: Callable[[np.ndarray], np.ndarray] = (
             (lambda rows: design(inputs[rows], langs[rows], languages, variant.scale))
-            if variant.per_language == "copies" else (lambda rows: inputs[rows]))
-        c = COPIES_C if variant.per_language == "copies" else COMBINER_C
-        model = linear.LogisticRegression(C=c, max_iter=1000).fit(x(fit), labels[fit])
-        out[test] = model.predict_proba(x(test))[:, 1]
+            if variant.form == "copies" else (lambda rows: inputs[rows]))
+        out[test] = combiner_model(variant).fit(x(fit), labels[fit]).predict_proba(x(test))[:, 1]
     return out
 
 
