@@ -53,11 +53,12 @@ class Variant:
     """One form of the non-English combiner: its extra inputs (``raw`` keys read beside the head's three)
     and its form: ``pooled`` (the head's), ``own`` (one combiner per language), ``copies`` (the pooled
     inputs plus per-language copies scaled by ``scale``) or ``splines`` (pooled, each input through a
-    spline basis)."""
+    spline basis whose knots are placed by ``knots``)."""
 
     extra: tuple[str, ...] = ()
     form: str = "pooled"
     scale: float = 1.0
+    knots: str = "uniform"  # splines: knots evenly spaced over each input's range, or at its quantiles
 
 
 HEAD = "head (one pooled combiner, three inputs)"
@@ -67,6 +68,8 @@ VARIANTS: dict[str, Variant] = {
     "pooled + per-language copies, scale 0.1": Variant(form="copies", scale=0.1),
     "pooled + per-language copies, scale 1": Variant(form="copies", scale=1.0),
     "splines of the three inputs": Variant(form="splines"),
+    "splines of the three inputs, quantile knots": Variant(form="splines", knots="quantile"),
+    "splines, quantile knots, + the shared ridges": Variant(extra=("ngram", "emb"), form="splines", knots="quantile"),
     "+ the English probe's score": Variant(extra=("probe",)),
     "+ the shared ridges' outputs": Variant(extra=("ngram", "emb")),
     "+ the English probe and the shared ridges": Variant(extra=("ngram", "emb", "probe")),
@@ -94,7 +97,7 @@ def combiner_model(variant: Variant) -> Any:
     if variant.form == "splines":
         pipeline = require("sklearn.pipeline", "ml")
         preprocessing = require("sklearn.preprocessing", "ml")
-        return pipeline.make_pipeline(preprocessing.SplineTransformer(n_knots=SPLINE_KNOTS),
+        return pipeline.make_pipeline(preprocessing.SplineTransformer(n_knots=SPLINE_KNOTS, knots=variant.knots),
                                       linear.LogisticRegression(C=SPLINE_C, max_iter=1000))
     return linear.LogisticRegression(C=COPIES_C if variant.form == "copies" else COMBINER_C, max_iter=1000)
 
