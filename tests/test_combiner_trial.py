@@ -10,9 +10,11 @@ from polytox.scoring.ml.combiner_trial import (
     HEAD,
     VARIANTS,
     Variant,
+    english_scores,
     markdown,
     mean_auc_difference,
     measure,
+    measure_english,
     nested_scores,
 )
 from polytox.scoring.ml.data import Example
@@ -139,3 +141,23 @@ def test_measure_refits_the_heads_combiner_and_refuses_other_scores() -> None:
     shifted[[i for i in train_rows if examples[i].lang == "de"][:5]] += 0.01  # not what the head's combiner gives
     with pytest.raises(PolytoxError, match="does not reproduce"):
         measure(shifted, raw, folds, examples, heldout)
+
+
+def test_english_scores_refit_the_heads_english_combiner_and_bend_with_splines() -> None:
+    examples, raw, heldout = pipeline_examples()
+    train_rows = np.flatnonzero(~heldout)
+    folds = [train_rows[k::5] for k in range(5)]
+    combined = head_combined(examples, raw, folds, train_rows)
+    english = np.array([e.lang == "en" for e in examples])
+    en = train_rows[english[train_rows]]
+    head = english_scores(Variant(), TrainConfig(), examples, raw, folds)
+    np.testing.assert_allclose(head[en], combined[en], atol=1e-6)  # train.fit_combiners' English combiner
+    assert np.isnan(head[~english]).all()  # only English rows go through the English combiner
+    curved = english_scores(Variant(form="splines", knots="quantile"), TrainConfig(), examples, raw, folds)
+    assert ((curved[en] > 0) & (curved[en] < 1)).all() and not np.allclose(curved[en], head[en], atol=1e-3)
+    with pytest.raises(PolytoxError, match="pooled and spline forms"):
+        english_scores(Variant(form="own"), TrainConfig(), examples, raw, folds)
+    shifted = combined.copy()
+    shifted[en[:5]] += 0.01  # not what the head's English combiner gives
+    with pytest.raises(PolytoxError, match="English combiner does not reproduce"):
+        measure_english(TrainConfig(), shifted, raw, folds, examples, heldout)

@@ -13,6 +13,9 @@ changes could move the per-language AUC against humans without touching the back
 - **a curved combiner:** each input through a cubic spline (``SPLINE_KNOTS`` knots, penalty
   ``SPLINE_C``) before the logistic regression, in case the parts' evidence is not linear in the logit.
 
+The ENGLISH combiner (the ridges and the English probe, fitted on Perspective and RTP-LX rows with their
+task weights) is measured in its curved forms too, on the card's English columns (``measure_english``).
+
 Every variant is fitted and read out of fold on the head's own folds (``train.cross_validate``: its ridges,
 probes and combined scores), on the training split's RTP-LX rows, per language against the human label
 (raw combined scores: one monotone map per language would not reorder them). English keeps its own
@@ -35,12 +38,22 @@ import numpy as np
 
 from ...constants import BOOTSTRAP_RESAMPLES, CI_LEVEL
 from ...errors import PolytoxError, require
+from .attention_en_trial import english_card
+from .attention_en_trial import markdown as english_markdown
 from .attention_trial import language_aucs, trial_cli
 from .group_bootstrap import group_weights, weighted_auc
 from .measure import auc
 from .pack import heldout_mask, join_components
 from .pool import training_pool
-from .train import OTHER, TrainConfig, attention_scores, build_features, cross_validate, select
+from .train import (
+    OTHER,
+    TrainConfig,
+    attention_scores,
+    build_features,
+    combiner_rows,
+    cross_validate,
+    select,
+)
 
 COMBINER_C = 100.0  # train.fit_combiner's penalty: the head's combiners are all but unpenalised
 COPIES_C = 1.0  # the penalty of the pooled-plus-copies combiner, whose copies' scale sets their shrinkage
@@ -158,7 +171,62 @@ def run(config: TrainConfig, only: Sequence[str] | None = None) -> dict[str, Any
     feats.attention = attention_scores(config, examples, train_rows)
     feats.attention_en = attention_scores(config, examples, train_rows, english=True)
     combined, raw, folds = cross_validate(config, examples, feats, train_rows)
-    return measure(combined["full"], raw, folds, examples, heldout, only, started)
+    data = measure(combined["full"], raw, folds, examples, heldout, only, started)
+    data["english"] = measure_english(config, combined["full"], raw, folds, examples, heldout, only)
+    data["seconds"] = round(time.time() - started, 1)
+    return data
+
+
+ENGLISH_VARIANTS: dict[str, Variant] = {
+    HEAD: Variant(),
+    "splines of the three inputs": Variant(form="splines"),
+    "splines of the three inputs, quantile knots": Variant(form="splines", knots="quantile"),
+}
+
+
+def english_scores(variant: Variant, config: TrainConfig, examples: Sequence[Any], raw: dict[str, np.ndarray],
+                   folds: Sequence[np.ndarray]) -> np.ndarray:
+    """Out-of-fold P(toxic) of the ENGLISH combiner in ``variant``'s form (pooled forms only) for the English
+    rows of ``folds``: per fold fitted, as ``train.fit_combiners`` fits it, on the other folds'
+    ``train.combiner_rows`` with their task weights, from the head's three English inputs (the ridges and the
+    English probe: its non-English RTP-LX fit rows read the shared ridges too, as in training)."""
+    if variant.form not in ("pooled", "splines") or variant.extra:
+        raise PolytoxError("the English combiner trial takes the pooled and spline forms, without extra inputs")
+    english = np.array([e.lang == "en" for e in examples])
+    inputs = np.column_stack([raw["ngram"], raw["emb"], raw["probe"]])  # the shared ridges on every fit row
+    all_rows = np.concatenate(list(folds))
+    out = np.full(len(examples), np.nan)
+    for fold in folds:
+        sel, labels, weight = combiner_rows(config, examples, np.setdiff1d(all_rows, fold))
+        model = combiner_model(variant)
+        fit_weight = {"logisticregression__sample_weight": weight} if variant.form == "splines" else {
+            "sample_weight": weight}
+        model.fit(inputs[sel], labels, **fit_weight)
+        test = fold[english[fold]]
+        out[test] = model.predict_proba(inputs[test])[:, 1]
+    return out
+
+
+def measure_english(config: TrainConfig, combined: np.ndarray, raw: dict[str, np.ndarray],
+                    folds: Sequence[np.ndarray], examples: Sequence[Any], heldout: np.ndarray,
+                    only: Sequence[str] | None = None) -> dict[str, Any]:
+    """The card's English columns (``attention_en_trial.english_card``: AUC, MAE, share >= 0.5 and ECE
+    against Perspective, the training split's real run) with each form of the English combiner, out of
+    fold; the head's row must reproduce the head's own out-of-fold scores."""
+    english = np.array([e.lang == "en" for e in examples])
+    rows = np.concatenate(list(folds))
+    rows = rows[english[rows]]
+    results: dict[str, Any] = {}
+    for name, variant in ENGLISH_VARIANTS.items():
+        if only and name not in only and name != HEAD:
+            continue
+        scores = combined.copy()
+        scores[rows] = english_scores(variant, config, examples, raw, folds)[rows]
+        if name == HEAD and not np.allclose(scores[rows], combined[rows], atol=1e-6):
+            raise PolytoxError("the trial's refit of the English combiner does not reproduce the head's scores")
+        results[name] = english_card(config, examples, heldout, scores, folds)
+        print("English:", name, results[name], flush=True)
+    return results
 
 
 def measure(combined: np.ndarray, raw: dict[str, np.ndarray], folds: Sequence[np.ndarray], examples: Sequence[Any],
@@ -205,6 +273,9 @@ def markdown(data: dict[str, Any]) -> str:
         diff = f"{vs['diff']:+.4f} [{vs['ci'][0]:+.4f}, {vs['ci'][1]:+.4f}]" if vs else "-"
         low = " / ".join(f"{m['languages'][lang]:.3f}" for lang in lowest)
         lines.append(f"| {name} | {m['mean']:.4f} | {m['min']:.4f} ({m['min_lang']}) | {low} | {diff} |")
+    if data.get("english"):  # the English combiner's forms, on the card's English columns
+        lines += ["", english_markdown({"variants": data["english"]}).replace(
+            "English combiner (training split, out of fold)", "English combiner form (training split, out of fold)")]
     return "\n".join(lines)
 
 
