@@ -74,6 +74,9 @@ def register(sub: Any) -> None:
     p.add_argument("--english-attention-tasks", default="persp-2020,persp-2022",
                    help="label definitions of the English rows the English probe is fitted on ('all': every "
                         "English training row, at its task weight)")
+    p.add_argument("--combiner-splines", default="", metavar="KEYS",
+                   help="combiners fitted in the curved form, each input through a cubic spline (comma-separated: "
+                        "'full' English, 'full:other' the other languages; default: none, all linear)")
     p.add_argument("--weight-rtplx", type=float,
                    help="regression weight of RTP-LX rows (default: TASK_WEIGHTS in train.py)")
     p.add_argument("--web-gen-share", type=float, default=WEB_GEN_SHARE,
@@ -135,7 +138,7 @@ def run(args: argparse.Namespace) -> int:
         attention_alpha_w=penalties[0], attention_alpha_v=penalties[1],
         attention_human_weight=args.attention_human_weight or None, english_attention=args.english_attention,
         english_attention_alpha_w=en_penalties[0], english_attention_alpha_v=en_penalties[1],
-        english_attention_tasks=en_tasks,
+        english_attention_tasks=en_tasks, combiner_splines=combiner_splines(args.combiner_splines),
         web_gen_share=args.web_gen_share, continuation_gen_share=args.continuation_gen_share,
         folds=args.folds, subset=args.subset,
         batch_size=args.batch_size, embedding_cache=args.embedding_cache)
@@ -174,3 +177,12 @@ def run(args: argparse.Namespace) -> int:
                   f"{result.head.meta['n_train']} training / {result.head.meta['n_heldout']} held-out texts "
                   f"in {data['seconds']:.0f} s")
     return 0
+
+
+def combiner_splines(value: str) -> tuple[str, ...] | None:
+    """``--combiner-splines``: the mode-"full" combiner keys to fit curved (None: none)."""
+    keys = tuple(k.strip() for k in value.split(",") if k.strip())
+    unknown = [k for k in keys if k not in ("full", "full:other")]
+    if unknown:
+        raise PolytoxError(f"--combiner-splines: unknown combiner(s) {', '.join(unknown)}; known: full, full:other")
+    return keys or None

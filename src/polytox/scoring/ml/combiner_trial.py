@@ -10,8 +10,8 @@ changes could move the per-language AUC against humans without touching the back
   shrinkage under the penalty ``COPIES_C``);
 - **more inputs:** scores the head already computes for other texts, as extra inputs: the English
   probe's score, and the shared (English) ridges' outputs;
-- **a curved combiner:** each input through a cubic spline (``SPLINE_KNOTS`` knots, penalty
-  ``SPLINE_C``) before the logistic regression, in case the parts' evidence is not linear in the logit.
+- **a curved combiner:** each input through a cubic spline (``train.spline_combiner_model``: its knots
+  and penalty) before the logistic regression, in case the parts' evidence is not linear in the logit.
 
 The ENGLISH combiner (the ridges and the English probe, fitted on Perspective and RTP-LX rows with their
 task weights) is measured in its curved forms too, on the card's English columns (``measure_english``).
@@ -53,12 +53,11 @@ from .train import (
     combiner_rows,
     cross_validate,
     select,
+    spline_combiner_model,
 )
 
 COMBINER_C = 100.0  # train.fit_combiner's penalty: the head's combiners are all but unpenalised
 COPIES_C = 1.0  # the penalty of the pooled-plus-copies combiner, whose copies' scale sets their shrinkage
-SPLINE_KNOTS = 5  # knots per input of the curved combiner
-SPLINE_C = 1.0  # its penalty (its spline basis has 7 columns per input)
 
 
 @dataclass(frozen=True)
@@ -108,10 +107,7 @@ def combiner_model(variant: Variant) -> Any:
     if variant.form not in FORMS:
         raise PolytoxError(f"unknown combiner form {variant.form!r}; known: {', '.join(FORMS)}")
     if variant.form == "splines":
-        pipeline = require("sklearn.pipeline", "ml")
-        preprocessing = require("sklearn.preprocessing", "ml")
-        return pipeline.make_pipeline(preprocessing.SplineTransformer(n_knots=SPLINE_KNOTS, knots=variant.knots),
-                                      linear.LogisticRegression(C=SPLINE_C, max_iter=1000))
+        return spline_combiner_model(variant.knots)
     return linear.LogisticRegression(C=COPIES_C if variant.form == "copies" else COMBINER_C, max_iter=1000)
 
 

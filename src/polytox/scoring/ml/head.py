@@ -32,15 +32,15 @@ from typing import Any
 import numpy as np
 
 from ...atomic import atomic_write
-from ...errors import PolytoxError
+from ...errors import PolytoxError, require
 from .attention import AttentionProbe
 from .calib import CONTINUATION, ScaleMaps
 from .ngrams import NgramConfig
 
-# 3: the attention probe and a fourth combiner weight; 4: an English probe too (a head is written in the
-# lowest format that holds it)
-HEAD_FORMAT = 4
-READABLE_FORMATS = (1, 2, 3, 4)
+# 3: the attention probe and a fourth combiner weight; 4: an English probe too; 5: a curved combiner (a head
+# is written in the lowest format that holds it)
+HEAD_FORMAT = 5
+READABLE_FORMATS = (1, 2, 3, 4, 5)
 PROBE = "probe_"  # array name prefix of the (non-English) attention probe
 PROBE_EN = "probe_en_"  # ... of the English one
 DEFAULT_HEAD = "polytox-ml-head.npz"
@@ -60,11 +60,51 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
     return 1.0 / (1.0 + np.exp(-x))
 
 
-Combiner = tuple[float, ...]  # logistic weights (bias, ngram, emb[, probe])
+SPLINE_DEGREE = 3  # a curved combiner's splines are cubic
+
+
+@dataclass(frozen=True)
+class CurvedCombiner:
+    """A logistic combiner whose inputs each pass through a cubic B-spline first (head format 5):
+    ``logit = bias + sum_j f_j(x_j)``. ``f_j`` has the extended knots ``knots[j]`` and the coefficients
+    ``coef[j]``: scikit-learn's ``SplineTransformer`` basis of input j times the logistic weights of its
+    columns, folded into one spline. It is constant beyond its boundary knots, as that transformer
+    extrapolates by default. Inputs in order: the n-gram ridge, the hidden-state ridge, the attention probe
+    (a combiner with three splines reads it)."""
+
+    bias: float
+    knots: tuple[tuple[float, ...], ...]
+    coef: tuple[tuple[float, ...], ...]
+
+    def logit(self, inputs: Sequence[np.ndarray]) -> np.ndarray:
+        interpolate = require("scipy.interpolate", "ml")
+        if len(inputs) != len(self.knots):
+            raise PolytoxError(f"a curved combiner with {len(self.knots)} splines got {len(inputs)} inputs")
+        out = np.full(len(inputs[0]), self.bias, dtype=np.float64)
+        for knots, coef, x in zip(self.knots, self.coef, inputs, strict=True):
+            t = np.asarray(knots, dtype=np.float64)
+            inside = np.clip(np.asarray(x, dtype=np.float64), t[SPLINE_DEGREE], t[-SPLINE_DEGREE - 1])
+            out += interpolate.BSpline(t, np.asarray(coef, dtype=np.float64), SPLINE_DEGREE)(inside)
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        return {"form": "splines", "bias": self.bias, "knots": [list(k) for k in self.knots],
+                "coef": [list(c) for c in self.coef]}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> CurvedCombiner:
+        return cls(bias=float(data["bias"]), knots=tuple(tuple(float(v) for v in k) for k in data["knots"]),
+                   coef=tuple(tuple(float(v) for v in c) for c in data["coef"]))
+
+
+# logistic weights (bias, ngram, emb[, probe]), or a curved combiner
+Combiner = tuple[float, ...] | CurvedCombiner
 
 
 def combiner_reads_probe(combiner: Combiner) -> bool:
-    """Whether a combiner has the fourth weight, the attention probe's."""
+    """Whether a combiner reads the attention probe: a fourth weight, or a third spline."""
+    if isinstance(combiner, CurvedCombiner):
+        return len(combiner.knots) > 2
     return len(combiner) > 3
 
 
@@ -73,13 +113,16 @@ def apply_combiner(combiner: Combiner, s_ngram: np.ndarray, s_emb: np.ndarray | 
     """P(toxic) from the parts' outputs under one combiner (its emb weight unused without ``s_emb``): the
     one formula both training (``train.apply_combiners``) and the shipped head (``raw_probability``) use.
     A combiner with a probe weight needs the probe's scores."""
+    if combiner_reads_probe(combiner) and s_probe is None:
+        raise PolytoxError(f"{name} reads the attention probe's scores; none were given")
+    if isinstance(combiner, CurvedCombiner):
+        inputs = [s_ngram, *([] if s_emb is None else [s_emb]), *([s_probe] if combiner_reads_probe(combiner) else [])]
+        return _sigmoid(combiner.logit([x for x in inputs if x is not None]))
     bias, a_ngram, a_emb = combiner[:3]
     logit = bias + a_ngram * np.asarray(s_ngram, dtype=np.float64)
     if s_emb is not None:
         logit = logit + a_emb * np.asarray(s_emb, dtype=np.float64)
     if combiner_reads_probe(combiner):
-        if s_probe is None:
-            raise PolytoxError(f"{name} reads the attention probe's scores; none were given")
         logit = logit + combiner[3] * np.asarray(s_probe, dtype=np.float64)
     return _sigmoid(logit)
 
@@ -206,17 +249,20 @@ class MlHead:
     # ---- persistence ----------------------------------------------------------------------------
     @property
     def format(self) -> int:
-        """The lowest file format that holds this head: 4 with an English probe, 3 with the non-English
-        one alone, else 2 (so a head without probes stays readable by older readers)."""
+        """The lowest file format that holds this head: 5 with a curved combiner, 4 with an English probe,
+        3 with the non-English one alone, else 2 (so a head without them stays readable by older readers)."""
+        if any(isinstance(c, CurvedCombiner) for c in self.combine.values()):
+            return HEAD_FORMAT
         if not self.has_embeddings:
             return 2
-        return HEAD_FORMAT if self.probe_en is not None else 3 if self.probe is not None else 2
+        return 4 if self.probe_en is not None else 3 if self.probe is not None else 2
 
     def to_arrays(self) -> dict[str, np.ndarray]:
         header = {
             "format": self.format,
             "ngram": self.ngram.to_dict(), "b_ngram": self.b_ngram,
-            "combine": {k: list(v) for k, v in self.combine.items()}, "backbone": self.backbone,
+            "combine": {k: v.to_json() if isinstance(v, CurvedCombiner) else list(v) for k, v in self.combine.items()},
+            "backbone": self.backbone,
             "layers": list(self.layers), "max_tokens": self.max_tokens, "b_emb": self.b_emb,
             "b_ngram_other": self.b_ngram_other, "b_emb_other": self.b_emb_other,
             "languages": list(self.languages), "meta": self.meta, "scale": self.scale,
@@ -269,7 +315,8 @@ class MlHead:
         return cls(
             ngram=NgramConfig(**header["ngram"]), idf=arrays["idf"].astype(np.float32),
             w_ngram=arrays["w_ngram"].astype(np.float32), b_ngram=float(header["b_ngram"]),
-            combine={k: tuple(float(x) for x in v) for k, v in header["combine"].items()},
+            combine={k: CurvedCombiner.from_json(v) if isinstance(v, dict) else tuple(float(x) for x in v)
+                     for k, v in header["combine"].items()},
             backbone=header.get("backbone") if has_emb else None, layers=tuple(header.get("layers", ())),
             max_tokens=int(header.get("max_tokens", 128)),
             emb_mean=arrays.get("emb_mean"), emb_scale=arrays.get("emb_scale"), w_emb=arrays.get("w_emb"),

@@ -39,7 +39,7 @@ from .calib import CONTINUATION, WEB, ScaleMaps, fit_scale_maps
 from .data import Example
 from .embed_cache import EmbeddingCache
 from .embedder import HiddenStateEmbedder
-from .head import Combiner, MlHead, apply_combiner
+from .head import SPLINE_DEGREE, Combiner, CurvedCombiner, MlHead, apply_combiner
 from .ngrams import NgramConfig, fit_idf, hashed_counts, tfidf
 from .pack import heldout_mask, join_components, unit_hash
 
@@ -58,7 +58,7 @@ TASK_WEIGHTS: dict[str, float] = {"persp-2020": 1.0, "persp-2022": 3.0, "persp-l
                                   "human": 0.25, "human:templates": 0.2}
 
 
-LATER_OPTIONS = ("other_fit_tasks", "other_alpha_ngram", "other_alpha_emb", "fit_tasks")
+LATER_OPTIONS = ("other_fit_tasks", "other_alpha_ngram", "other_alpha_emb", "fit_tasks", "combiner_splines")
 
 
 @dataclass(frozen=True)
@@ -118,6 +118,10 @@ class TrainConfig:
     english_attention_tasks: tuple[str, ...] | None = ("persp-2020", "persp-2022")
     english_attention_alpha_w: float = 1_000.0
     english_attention_alpha_v: float = 3_000.0
+    # the mode-"full" combiners ("full": English, "full:other": the others) fitted in the curved form (each
+    # input through a cubic spline; ``fit_combiner``); None: all linear. Measured out of fold on the training
+    # split (``combiner_trial``; docs/trainscorer.md, "The non-English combiner's form")
+    combiner_splines: tuple[str, ...] | None = None
     folds: int = 5
     subset: float | None = None  # keep this share of joined groups (seeded by hash; for tests and ablations)
     batch_size: int = 32
@@ -311,11 +315,40 @@ def part_outputs(parts: Parts, feats: Features, rows: np.ndarray) -> tuple[np.nd
     return s_ngram, s_emb
 
 
+SPLINE_KNOTS = 5  # a curved combiner's knots per input (docs/trainscorer.md, "The non-English combiner's form")
+SPLINE_KNOT_PLACEMENT = "quantile"  # at each input's quantiles ("uniform": evenly over its range)
+SPLINE_C = 1.0  # its penalty (each input's basis has SPLINE_KNOTS + 2 columns)
+
+
+def spline_combiner_model(knots: str = SPLINE_KNOT_PLACEMENT) -> Any:
+    """An unfitted curved combiner: each input through a cubic spline basis, then a logistic regression."""
+    pipeline = require("sklearn.pipeline", "ml")
+    preprocessing = require("sklearn.preprocessing", "ml")
+    linear = require("sklearn.linear_model", "ml")
+    return pipeline.make_pipeline(preprocessing.SplineTransformer(n_knots=SPLINE_KNOTS, degree=SPLINE_DEGREE,
+                                                                  knots=knots),
+                                  linear.LogisticRegression(C=SPLINE_C, max_iter=1000))
+
+
+def curved_combiner(model: Any) -> CurvedCombiner:
+    """The head's form of a fitted ``spline_combiner_model``: one spline per input, its basis weighted by
+    the logistic coefficients of its columns."""
+    splines, logistic = model[0], model[1]
+    per_input = logistic.coef_.reshape(len(splines.bsplines_), -1)
+    return CurvedCombiner(bias=float(logistic.intercept_[0]),
+                          knots=tuple(tuple(float(v) for v in b.t) for b in splines.bsplines_),
+                          coef=tuple(tuple(float(v) for v in row) for row in per_input))
+
+
 def fit_combiner(s_ngram: np.ndarray, s_emb: np.ndarray | None, labels: np.ndarray, weight: np.ndarray,
-                 s_probe: np.ndarray | None = None) -> Combiner:
-    """Logistic weights (bias, ngram, emb[, probe]) on the parts' outputs (emb weight 0 without ``s_emb``)."""
+                 s_probe: np.ndarray | None = None, curved: bool = False) -> Combiner:
+    """Logistic weights (bias, ngram, emb[, probe]) on the parts' outputs (emb weight 0 without ``s_emb``),
+    or with ``curved`` a ``CurvedCombiner`` over the same inputs."""
     linear = require("sklearn.linear_model", "ml")
     inputs = [x for x in (s_ngram, s_emb, s_probe) if x is not None]
+    if curved:
+        model = spline_combiner_model().fit(np.column_stack(inputs), labels, logisticregression__sample_weight=weight)
+        return curved_combiner(model)
     model = linear.LogisticRegression(C=100.0, max_iter=1000).fit(np.column_stack(inputs), labels,
                                                                    sample_weight=weight)
     coef = [float(c) for c in model.coef_.ravel()]
@@ -464,7 +497,7 @@ def fit_combiners(config: TrainConfig, examples: Sequence[Example], rows: np.nda
         probe_key = "probe" + (OTHER if other else "")
         probe = raw[probe_key][sel] if mode == "full" and probe_key in raw else None
         out[key] = fit_combiner(raw["ngram" + suffix][sel], raw["emb" + suffix][sel] if mode == "full" else None,
-                                labels, weight, probe)
+                                labels, weight, probe, curved=mode == "full" and key in (config.combiner_splines or ()))
     return out
 
 
