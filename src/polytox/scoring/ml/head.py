@@ -8,7 +8,8 @@ Perspective >= 0.5 (RTP):
 - ``emb``: ridge over standardised mean-pooled hidden states of the backbone LM (``embedder.py``);
 - ``combine[mode]``: logistic weights (bias, ngram, emb) for mode ``full`` (both) and ``ngram`` (alone);
   ``combine["full:other"]`` (non-English texts) has a fourth weight when the head has an attention probe,
-  ``combine["full"]`` (English texts) when it has an English one;
+  ``combine["full"]`` (English texts) when it has an English one; either may instead be a
+  ``CurvedCombiner`` (format 5: each input through a cubic spline first; ``train-scorer --combiner-splines``);
 - ``probe``: an attention pool over the same layers' token states (``attention.py``, format 3), whose score
   is the non-English combiner's fourth input; ``probe_en`` (format 4): the English combiner's;
 - ``scale[mode]``: isotonic maps of the combined score onto Perspective TOXICITY's scale (English) or the
