@@ -19,7 +19,15 @@ from polytox.scoring.ml.combiner_trial import (
 )
 from polytox.scoring.ml.data import Example
 from polytox.scoring.ml.measure import auc
-from polytox.scoring.ml.train import OTHER, TrainConfig, apply_combiners, fit_combiners
+from polytox.scoring.ml.train import (
+    OTHER,
+    TrainConfig,
+    apply_combiners,
+    combiner_rows,
+    fit_combiner,
+    fit_combiners,
+    other_view,
+)
 
 
 def two_languages(n: int = 400, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[np.ndarray]]:
@@ -155,6 +163,16 @@ def test_english_scores_refit_the_heads_english_combiner_and_bend_with_splines()
     assert np.isnan(head[~english]).all()  # only English rows go through the English combiner
     curved = english_scores(Variant(form="splines", knots="quantile"), TrainConfig(), examples, raw, folds)
     assert ((curved[en] > 0) & (curved[en] < 1)).all() and not np.allclose(curved[en], head[en], atol=1e-3)
+    own = english_scores(Variant(own_ridges=True), TrainConfig(), examples, raw, folds)
+    assert not np.allclose(own[en], head[en], atol=1e-4)  # the non-English fit rows read other inputs
+    config = TrainConfig()
+    for fold in folds:  # ... exactly: the linear combiner refitted on other_view's columns
+        sel, fit_labels, fit_weight = combiner_rows(config, examples, np.setdiff1d(train_rows, fold))
+        ngram, emb = other_view(raw, english, "ngram"), other_view(raw, english, "emb")
+        combiner = fit_combiner(ngram[sel], emb[sel], fit_labels, fit_weight, raw["probe"][sel])
+        test = fold[english[fold]]
+        np.testing.assert_allclose(own[test], apply_combiners({"full": combiner}, "full", ngram[test], emb[test],
+                                                              english[test], None, raw["probe"][test]), atol=1e-9)
     with pytest.raises(PolytoxError, match="pooled and spline forms"):
         english_scores(Variant(form="own"), TrainConfig(), examples, raw, folds)
     shifted = combined.copy()

@@ -52,6 +52,7 @@ from .train import (
     build_features,
     combiner_rows,
     cross_validate,
+    other_view,
     select,
     spline_combiner_model,
 )
@@ -71,6 +72,9 @@ class Variant:
     form: str = "pooled"
     scale: float = 1.0
     knots: str = "uniform"  # splines: knots evenly spaced over each input's range, or at its quantiles
+    # English combiner only: its non-English RTP-LX fit rows read their own ridges (``train.other_view``), as
+    # ``attention_en_trial`` fitted it, instead of the shared ridges ``train.fit_combiners`` gives them
+    own_ridges: bool = False
 
 
 HEAD = "head (one pooled combiner, three inputs)"
@@ -177,6 +181,7 @@ ENGLISH_VARIANTS: dict[str, Variant] = {
     HEAD: Variant(),
     "splines of the three inputs": Variant(form="splines"),
     "splines of the three inputs, quantile knots": Variant(form="splines", knots="quantile"),
+    "linear, non-English fit rows through their own ridges": Variant(own_ridges=True),
 }
 
 
@@ -189,7 +194,10 @@ def english_scores(variant: Variant, config: TrainConfig, examples: Sequence[Any
     if variant.form not in ("pooled", "splines") or variant.extra:
         raise PolytoxError("the English combiner trial takes the pooled and spline forms, without extra inputs")
     english = np.array([e.lang == "en" for e in examples])
-    inputs = np.column_stack([raw["ngram"], raw["emb"], raw["probe"]])  # the shared ridges on every fit row
+    if variant.own_ridges:
+        inputs = np.column_stack([other_view(raw, english, "ngram"), other_view(raw, english, "emb"), raw["probe"]])
+    else:
+        inputs = np.column_stack([raw["ngram"], raw["emb"], raw["probe"]])  # the shared ridges on every fit row
     all_rows = np.concatenate(list(folds))
     out = np.full(len(examples), np.nan)
     for fold in folds:
@@ -276,7 +284,7 @@ def markdown(data: dict[str, Any]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    return trial_cli(argv, __doc__ or "", run, markdown, list(VARIANTS))
+    return trial_cli(argv, __doc__ or "", run, markdown, list(VARIANTS | ENGLISH_VARIANTS))
 
 
 if __name__ == "__main__":
