@@ -1,4 +1,4 @@
-"""What other forms of the NON-ENGLISH combiner would buy, measured on the TRAINING split only.
+"""What other forms of the combiners would buy (mostly the NON-ENGLISH one), on the TRAINING split only.
 
 The non-English combiner is one logistic regression over three inputs (the non-English n-gram and
 hidden-state ridges and the attention probe), fitted on RTP-LX's 16 other languages at once. Two cheap
@@ -14,16 +14,19 @@ changes could move the per-language AUC against humans without touching the back
   and penalty) before the logistic regression, in case the parts' evidence is not linear in the logit.
 
 The ENGLISH combiner (the ridges and the English probe, fitted on Perspective and RTP-LX rows with their
-task weights) is measured in its curved forms too, on the card's English columns (``measure_english``).
+task weights) is measured in its curved forms too, and with its non-English RTP-LX fit rows read through
+their own ridges (as ``attention_en_trial`` fitted it), on the card's English columns (``measure_english``).
 
 Every variant is fitted and read out of fold on the head's own folds (``train.cross_validate``: its ridges,
 probes and combined scores), on the training split's RTP-LX rows, per language against the human label
 (raw combined scores: one monotone map per language would not reorder them). English keeps its own
 combiner, so its AUC is the same in every row. Each row's difference from the head carries a 95% group
 bootstrap CI (joined groups: an RTP-LX Index with its translations). The held-out split is never read.
-The run takes about 13 minutes on 2 CPU cores with warm caches (both probes are fitted again).
+The run takes 13-18 minutes on 2 CPU cores with warm caches (both probes are fitted again), 68 from
+empty probe caches.
 
     python -m polytox.scoring.ml.combiner_trial --out docs/trainscorer-combiner.json
+    python -m polytox.scoring.ml.combiner_trial --out FILE --only NAME [--only NAME]   # some variants
     python -m polytox.scoring.ml.combiner_trial --markdown docs/trainscorer-combiner.json
 """
 
