@@ -236,36 +236,66 @@ def measure_english(config: TrainConfig, combined: np.ndarray, raw: dict[str, np
     return results
 
 
+@dataclass(frozen=True)
+class NonEnglishRows:
+    """The rows the non-English combiner is read on: the training split's RTP-LX rows (``lx``), the
+    non-English ones among them (``other``), and the head's folds as positions into ``other``."""
+
+    lx: np.ndarray
+    other: np.ndarray
+    folds: list[np.ndarray]
+    labels: np.ndarray  # every example's label
+    langs: np.ndarray  # every example's language
+    groups: np.ndarray  # the joined group of each ``lx`` row (an RTP-LX Index with its translations)
+
+    @classmethod
+    def of(cls, examples: Sequence[Any], heldout: np.ndarray, folds: Sequence[np.ndarray]) -> NonEnglishRows:
+        langs = np.array([e.lang for e in examples])
+        lx = np.flatnonzero(np.array([e.source == "rtp-lx" for e in examples]) & ~heldout)
+        other = lx[langs[lx] != "en"]
+        position = np.full(len(examples), -1)
+        position[other] = np.arange(len(other))
+        return cls(lx=lx, other=other, folds=[position[np.intersect1d(fold, other)] for fold in folds],
+                   labels=np.array([e.label for e in examples], dtype=bool), langs=langs,
+                   groups=np.array(join_components(examples))[lx])
+
+    def scores(self, variant: Variant, raw: dict[str, np.ndarray], combined: np.ndarray) -> np.ndarray:
+        """``combined`` with the non-English rows re-scored out of fold by ``variant``'s combiner, fitted on
+        the head's three non-English inputs plus ``variant.extra`` from ``raw`` (one pipeline's part outputs)."""
+        head_inputs = [raw["ngram" + OTHER], raw["emb" + OTHER], raw["probe" + OTHER]]
+        inputs = np.column_stack([x[self.other] for x in head_inputs + [raw[k] for k in variant.extra]])
+        out = combined.copy()
+        out[self.other] = nested_scores(variant, inputs, self.labels[self.other], self.langs[self.other], self.folds)
+        return out
+
+    def aucs(self, scores: np.ndarray) -> dict[str, Any]:
+        return language_aucs(self.labels[self.lx], scores[self.lx], self.langs[self.lx])
+
+    def versus(self, scores: np.ndarray, head: np.ndarray) -> dict[str, Any]:
+        """The paired difference of the mean per-language AUC from ``head``'s, with its group bootstrap CI."""
+        return mean_auc_difference(self.labels[self.lx], self.langs[self.lx], self.groups, scores[self.lx],
+                                   head[self.lx])
+
+
 def measure(combined: np.ndarray, raw: dict[str, np.ndarray], folds: Sequence[np.ndarray], examples: Sequence[Any],
             heldout: np.ndarray, only: Sequence[str] | None = None, started: float | None = None) -> dict[str, Any]:
     """Every variant's per-language AUCs on the training split's RTP-LX rows from the head's out-of-fold
     part outputs (``raw``, ``combined``: ``train.cross_validate``'s, mode ``full``)."""
-    langs = np.array([e.lang for e in examples])
-    labels = np.array([e.label for e in examples], dtype=bool)
-    lx = np.flatnonzero(np.array([e.source == "rtp-lx" for e in examples]) & ~heldout)
-    other = lx[langs[lx] != "en"]
-    position = np.full(len(examples), -1)
-    position[other] = np.arange(len(other))
-    local_folds = [position[np.intersect1d(fold, other)] for fold in folds]
-    head_inputs = [raw["ngram" + OTHER], raw["emb" + OTHER], raw["probe" + OTHER]]
-    groups = np.array(join_components(examples))[lx]
+    rows = NonEnglishRows.of(examples, heldout, folds)
     results: dict[str, Any] = {}
-    head_scores = combined[lx]
     for name, variant in VARIANTS.items():
         if only and name not in only and name != HEAD:
             continue
-        inputs = np.column_stack([x[other] for x in head_inputs + [raw[k] for k in variant.extra]])
-        scores = combined.copy()
-        scores[other] = nested_scores(variant, inputs, labels[other], langs[other], local_folds)
-        entry = language_aucs(labels[lx], scores[lx], langs[lx])
+        scores = rows.scores(variant, raw, combined)
+        entry = rows.aucs(scores)
         if name == HEAD:  # the refit must be the head's own combiner, or no other row means anything
-            if not np.allclose(scores[lx], head_scores, atol=1e-6):
+            if not np.allclose(scores[rows.lx], combined[rows.lx], atol=1e-6):
                 raise PolytoxError("the trial's refit of the head's combiner does not reproduce its scores")
         else:
-            entry["vs_head"] = mean_auc_difference(labels[lx], langs[lx], groups, scores[lx], head_scores)
+            entry["vs_head"] = rows.versus(scores, combined)
         results[name] = entry
         print(name, entry["mean"], entry["min"], entry.get("vs_head"), flush=True)
-    return {"variants": results, "n_rows": len(lx), "n_other": len(other),
+    return {"variants": results, "n_rows": len(rows.lx), "n_other": len(rows.other),
             "note": "out of fold on the training split's RTP-LX rows (the head's folds); the held-out split is "
                     "not read", "seconds": None if started is None else round(time.time() - started, 1)}
 
