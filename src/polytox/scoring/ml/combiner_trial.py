@@ -50,6 +50,7 @@ from .pack import heldout_mask, join_components
 from .pool import training_pool
 from .train import (
     OTHER,
+    Features,
     TrainConfig,
     attention_scores,
     build_features,
@@ -165,14 +166,21 @@ def _auc(labels: np.ndarray, scores: np.ndarray) -> float:
     return value
 
 
-def run(config: TrainConfig, only: Sequence[str] | None = None) -> dict[str, Any]:
-    started = time.time()
+def training_features(config: TrainConfig) -> tuple[list[Any], np.ndarray, np.ndarray, Features]:
+    """The training pool, its held-out mask, the training rows and their features with both probes' out-of-
+    fold scores: what ``train-scorer`` cross-validates, built the same way for the trials."""
     examples = select(training_pool(config.shared, config.langs), config)
     heldout = np.array(heldout_mask(examples), dtype=bool)
     train_rows = np.flatnonzero(~heldout)
     feats = build_features(config, examples)
     feats.attention = attention_scores(config, examples, train_rows)
     feats.attention_en = attention_scores(config, examples, train_rows, english=True)
+    return list(examples), heldout, train_rows, feats
+
+
+def run(config: TrainConfig, only: Sequence[str] | None = None) -> dict[str, Any]:
+    started = time.time()
+    examples, heldout, train_rows, feats = training_features(config)
     combined, raw, folds = cross_validate(config, examples, feats, train_rows)
     data = measure(combined["full"], raw, folds, examples, heldout, only, started)
     data["english"] = measure_english(config, combined["full"], raw, folds, examples, heldout, only)
@@ -300,16 +308,23 @@ def measure(combined: np.ndarray, raw: dict[str, np.ndarray], folds: Sequence[np
                     "not read", "seconds": None if started is None else round(time.time() - started, 1)}
 
 
-def markdown(data: dict[str, Any]) -> str:
-    head = data["variants"][HEAD]["languages"]
+def nonenglish_table(variants: dict[str, Any]) -> list[str]:
+    """The per-language rows of ``variants`` (the head's first): mean, lowest, the head's three lowest
+    languages and the paired difference from the head."""
+    head = variants[HEAD]["languages"]
     lowest = sorted(head, key=lambda lang: head[lang])[:3]  # the head's three lowest languages
     lines = [f"| non-English combiner (RTP-LX training rows, out of fold) | mean AUC | min AUC | {' / '.join(lowest)} "
              "| mean vs head [95% CI] |", "| --- | ---: | ---: | ---: | ---: |"]
-    for name, m in data["variants"].items():
+    for name, m in variants.items():
         vs = m.get("vs_head")
         diff = f"{vs['diff']:+.4f} [{vs['ci'][0]:+.4f}, {vs['ci'][1]:+.4f}]" if vs else "-"
         low = " / ".join(f"{m['languages'][lang]:.3f}" for lang in lowest)
         lines.append(f"| {name} | {m['mean']:.4f} | {m['min']:.4f} ({m['min_lang']}) | {low} | {diff} |")
+    return lines
+
+
+def markdown(data: dict[str, Any]) -> str:
+    lines = nonenglish_table(data["variants"])
     if data.get("english"):  # the English combiner's forms, on the card's English columns
         lines += ["", english_markdown({"variants": data["english"]}).replace(
             "English combiner (training split, out of fold)", "English combiner form (training split, out of fold)")]

@@ -33,11 +33,9 @@ from ...errors import PolytoxError
 from .attention_en_trial import english_card
 from .attention_en_trial import markdown as english_markdown
 from .attention_trial import trial_cli
-from .combiner_trial import HEAD, NonEnglishRows, Variant
+from .combiner_trial import HEAD, NonEnglishRows, Variant, nonenglish_table, training_features
 from .ngrams import hashed_counts
-from .pack import heldout_mask
-from .pool import training_pool
-from .train import TrainConfig, attention_scores, build_features, cross_validate, select
+from .train import TrainConfig, cross_validate
 
 STACK_BUCKETS = 2**19  # the bucket count of "More hash buckets" that gained most (docs/trainscorer.md)
 STACK_EXTRA = ("ngram", "emb")  # the shared ridges' outputs ("The non-English combiner's form")
@@ -58,12 +56,7 @@ ENGLISH_MAES = ("mae_web", "mae_model_continuations")
 def run(config: TrainConfig) -> dict[str, Any]:
     """Both pipelines on the training split, every row of the table, and the verdict."""
     started = time.time()
-    examples = select(training_pool(config.shared, config.langs), config)
-    heldout = np.array(heldout_mask(examples), dtype=bool)
-    train_rows = np.flatnonzero(~heldout)
-    feats = build_features(config, examples)
-    feats.attention = attention_scores(config, examples, train_rows)
-    feats.attention_en = attention_scores(config, examples, train_rows, english=True)
+    examples, heldout, train_rows, feats = training_features(config)
     wide_config = replace(config, ngram=replace(config.ngram, n_features=STACK_BUCKETS))
     wide_feats = replace(feats, counts=hashed_counts([e.text for e in examples], wide_config.ngram))
     combined, raw, folds = cross_validate(config, examples, feats, train_rows)
@@ -105,15 +98,7 @@ def verdict(data: dict[str, Any]) -> dict[str, Any]:
 
 
 def markdown(data: dict[str, Any]) -> str:
-    head = data["variants"][HEAD]["languages"]
-    lowest = sorted(head, key=lambda lang: head[lang])[:3]
-    lines = [f"| non-English combiner (RTP-LX training rows, out of fold) | mean AUC | min AUC | {' / '.join(lowest)} "
-             "| mean vs head [95% CI] |", "| --- | ---: | ---: | ---: | ---: |"]
-    for name, m in data["variants"].items():
-        vs = m.get("vs_head")
-        diff = f"{vs['diff']:+.4f} [{vs['ci'][0]:+.4f}, {vs['ci'][1]:+.4f}]" if vs else "-"
-        low = " / ".join(f"{m['languages'][lang]:.3f}" for lang in lowest)
-        lines.append(f"| {name} | {m['mean']:.4f} | {m['min']:.4f} ({m['min_lang']}) | {low} | {diff} |")
+    lines = nonenglish_table(data["variants"])
     lines += ["", english_markdown({"variants": data["english"]}).replace(
         "English combiner (training split, out of fold)", "pipeline, English columns (training split, out of fold)")]
     v = data["verdict"]
