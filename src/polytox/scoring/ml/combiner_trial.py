@@ -276,6 +276,14 @@ class NonEnglishRows:
         out[self.other] = nested_scores(variant, inputs, self.labels[self.other], self.langs[self.other], self.folds)
         return out
 
+    def refit(self, raw: dict[str, np.ndarray], combined: np.ndarray, pipeline: str = "head") -> np.ndarray:
+        """The trial's refit of the three-input combiner, which must reproduce ``combined`` (the pipeline's
+        own out-of-fold scores), or it stops: otherwise no variant's difference from it means anything."""
+        scores = self.scores(Variant(), raw, combined)
+        if not np.allclose(scores[self.lx], combined[self.lx], atol=1e-6):
+            raise PolytoxError(f"the trial's refit of the {pipeline}'s combiner does not reproduce its scores")
+        return scores
+
     def aucs(self, scores: np.ndarray) -> dict[str, Any]:
         return language_aucs(self.labels[self.lx], scores[self.lx], self.langs[self.lx])
 
@@ -290,16 +298,14 @@ def measure(combined: np.ndarray, raw: dict[str, np.ndarray], folds: Sequence[np
     """Every variant's per-language AUCs on the training split's RTP-LX rows from the head's out-of-fold
     part outputs (``raw``, ``combined``: ``train.cross_validate``'s, mode ``full``)."""
     rows = NonEnglishRows.of(examples, heldout, folds)
+    head = rows.refit(raw, combined)
     results: dict[str, Any] = {}
     for name, variant in VARIANTS.items():
         if only and name not in only and name != HEAD:
             continue
-        scores = rows.scores(variant, raw, combined)
+        scores = head if name == HEAD else rows.scores(variant, raw, combined)
         entry = rows.aucs(scores)
-        if name == HEAD:  # the refit must be the head's own combiner, or no other row means anything
-            if not np.allclose(scores[rows.lx], combined[rows.lx], atol=1e-6):
-                raise PolytoxError("the trial's refit of the head's combiner does not reproduce its scores")
-        else:
+        if name != HEAD:
             entry["vs_head"] = rows.versus(scores, combined)
         results[name] = entry
         print(name, entry["mean"], entry["min"], entry.get("vs_head"), flush=True)

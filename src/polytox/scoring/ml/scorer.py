@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ...errors import MissingDependencyError, PolytoxError, require
-from ...models import EMBEDDED, models_dir
+from ...models import EMBEDDED, converted
 from ...types import Score
 from ..base import Scorer
 from ..torch_device import pick_device
@@ -36,9 +36,7 @@ def backbone_available(name: str) -> bool:
     embedded = EMBEDDED.get(name)
     if embedded is None:
         return True
-    if (models_dir() / embedded.name / "config.json").exists():
-        return True
-    return importlib.util.find_spec(embedded.package) is not None
+    return converted(embedded) is not None or importlib.util.find_spec(embedded.package) is not None
 
 
 class PolytoxMlScorer(Scorer):
