@@ -296,10 +296,13 @@ def read(bundle: Path, oof: Path) -> dict[str, Any]:
     result: dict[str, Any] = {"rows": int(tested.sum()), "english": english}
     if english:
         reference, kinds = data["reference"][tested], data["kinds"][tested]
-        result["readings"] = {name: {kind: {"auc": auc(labels[kinds == kind], v[kinds == kind]),
-                                            "r": float(np.corrcoef(v[kinds == kind], reference[kinds == kind])[0, 1]),
-                                            "mae_floor": mae_floor(v[kinds == kind], reference[kinds == kind])}
-                                     for kind in ("web", "generation")}
+        present = [kind for kind in ("web", "generation") if (kinds == kind).sum() >= 2]
+
+        def agreement(v: np.ndarray, m: np.ndarray) -> dict[str, Any]:
+            return {"n": int(m.sum()), "auc": auc(labels[m], v[m]),
+                    "r": float(np.corrcoef(v[m], reference[m])[0, 1]), "mae_floor": mae_floor(v[m], reference[m])}
+
+        result["readings"] = {name: {kind: agreement(v, kinds == kind) for kind in present}
                               for name, v in readings.items()}
         base, tuned = (result["readings"][f"n-grams + {n}"]["web"]["mae_floor"] for n in ("base_probe", "lora_probe"))
         result["verdict"] = {"web_floor_drop": round(base - tuned, 4), "go": base - tuned >= MIN_WEB_FLOOR_DROP}
