@@ -94,7 +94,8 @@ def trial_rows(config: TrainConfig, task: str) -> TrialRows:
     english = task == "english"
     return TrialRows(
         texts=[examples[i].text for i in rows], groups=names[rows], fold=fold, targets=targets, weights=weights,
-        labels=np.array([(examples[i].target >= TOXIC_THRESHOLD) if english else examples[i].label for i in rows], dtype=bool),
+        labels=np.array([(examples[i].target >= TOXIC_THRESHOLD) if english else examples[i].label for i in rows],
+                        dtype=bool),
         langs=np.array([examples[i].lang for i in rows]),
         kinds=np.array([("generation" if examples[i].kind == "generation" else "web") if english
                         else examples[i].source for i in rows]),
@@ -184,7 +185,7 @@ def pack(config: TrainConfig, task: str, out: Path, run_folds: Sequence[int] = t
             gguf_path = assemble(Path(tmp))
         arrays, meta = quantised_weights(model_dir, gguf_path, blocks, vocab)
     out.mkdir(parents=True, exist_ok=True)
-    np.savez(out / "weights.npz", **arrays)
+    np.savez(out / "weights.npz", allow_pickle=False, **arrays)
     (out / "weights.json").write_text(json.dumps(meta))
     cfg = json.loads((model_dir / "config.json").read_text())
     cfg.update(num_hidden_layers=blocks, vocab_size=len(vocab),
@@ -198,7 +199,7 @@ def pack(config: TrainConfig, task: str, out: Path, run_folds: Sequence[int] = t
                         reference=rows.reference, groups=rows.groups, ngram=ngram_oof(config, rows),
                         check=check, check_pools=check_pools.astype(np.float32),
                         bos=np.array(position[tok.bos_token_id]), pad=np.array(position[tok.pad_token_id]))
-    summary = {"task": task, "rows": len(rows.texts), "tokens": int(len(flat)), "vocab": len(vocab),
+    summary = {"task": task, "rows": len(rows.texts), "tokens": len(flat), "vocab": len(vocab),
                "layers": list(config.layers), "penalties": list(rows.penalties), "folds": list(run_folds),
                "weights_mb": round(sum(a.nbytes for a in arrays.values()) / 2**20, 1)}
     (out / "task.json").write_text(json.dumps(summary, indent=1))

@@ -262,10 +262,10 @@ def run(bundle: Path, out: Path, epochs: int = EPOCHS, max_steps: int | None = N
                                                                              target, weight, penalties)
         log["folds"].append({"fold": int(k), **tuned, "seconds": round(time.time() - started, 1)})
         print(f"fold {k}: {tuned} ({time.time() - started:.0f} s)", file=sys.stderr, flush=True)
-        np.savez(out / "oof.npz", **scores)
+        np.savez(out / "oof.npz", allow_pickle=False, **scores)
         (out / "log.json").write_text(json.dumps(log, indent=1))
     log["seconds"] = round(time.time() - started, 1)
-    np.savez(out / "oof.npz", **scores)
+    np.savez(out / "oof.npz", allow_pickle=False, **scores)
     (out / "log.json").write_text(json.dumps(log, indent=1))
     return log
 
@@ -289,7 +289,8 @@ def read(bundle: Path, oof: Path) -> dict[str, Any]:
         if english:  # on Perspective's scale: a linear map of the two onto the score itself
             combined[name] = linear.LinearRegression().fit(inputs, data["reference"][tested]).predict(inputs)
         else:
-            combined[name] = linear.LogisticRegression(C=100.0, max_iter=1000).fit(inputs, labels).decision_function(inputs)
+            combiner = linear.LogisticRegression(C=100.0, max_iter=1000).fit(inputs, labels)
+            combined[name] = combiner.decision_function(inputs)
     readings = {name: scores[name][tested] for name in READINGS}
     readings["ngram"] = ngram
     readings.update({f"n-grams + {name}": values for name, values in combined.items()})
