@@ -73,9 +73,9 @@ def random_backbone(files: Path, cache: Path) -> None:
 
 def layer_params(lm: Any, deepest: int) -> int:
     """Parameters of the decoder layers a pass runs (embeddings are a lookup, not arithmetic)."""
-    from polytox.scoring.ml.embedder import _decoder_layers
+    from polytox.scoring.ml.embedder import decoder_layers
 
-    return sum(p.numel() for block in _decoder_layers(lm)[:deepest] for p in block.parameters())
+    return sum(p.numel() for block in decoder_layers(lm)[:deepest] for p in block.parameters())
 
 
 def matmul_tflops(device: str) -> float | None:

@@ -118,7 +118,7 @@ class HiddenStateEmbedder:
         compute = getattr(torch, resolve_dtype(self.dtype, self.device))
         lm = transformers.AutoModel.from_pretrained(path, dtype=compute)
         lm.to(self.device).eval()
-        blocks = _decoder_layers(lm)
+        blocks = decoder_layers(lm)
         if max(self.layers) > len(blocks):
             raise ValueError(f"{self.model_name} has {len(blocks)} layers; asked for layer {max(self.layers)}")
         self._blocks = blocks
@@ -156,41 +156,14 @@ class HiddenStateEmbedder:
             yield (rows, *self._pad(ids, rows, lengths[rows]))
 
     def _keep_weight(self, ids: Any, mask: Any) -> Any:
-        """(rows, width) float32: 1 for the tokens a pool reads, 0 for padding and a leading BOS (kept when
-        it is the text's only token)."""
-        torch = require("torch", "hf")
-        bos = self._tok.bos_token_id
-        weight = mask.to(torch.float32)
-        if bos is not None:  # drop the BOS position of texts that have more than the BOS token
-            weight[:, 0] *= ~((ids[:, 0] == bos) & (mask.sum(1) > 1))
-        return weight
+        return keep_weight(ids, mask, self._tok.bos_token_id)
 
     def _run_layers(self, ids: Any, mask: Any, on_layer: Callable[[int, Any], None]) -> None:
-        """One forward pass of a padded batch, calling ``on_layer(layer, hidden)`` with each asked layer's
-        output as it is computed; the pass stops after the deepest asked layer."""
+        """One forward pass of a padded batch without gradients (``run_layers``)."""
         torch = require("torch", "hf")
-        deepest = max(self.layers)
-        handles = []
-
-        def hook_for(layer: int) -> Callable[..., None]:
-            def hook(_module: Any, _inputs: Any, output: Any) -> None:
-                on_layer(layer, output[0] if isinstance(output, tuple | list) else output)
-                if layer == deepest:
-                    raise _Stop
-
-            return hook
-
-        for layer in self.layers:
-            handles.append(self._blocks[layer - 1].register_forward_hook(hook_for(layer)))
-        try:
-            with torch.inference_mode():
-                self._lm(input_ids=ids.to(self.device, non_blocking=True),
-                         attention_mask=mask.to(self.device, non_blocking=True), use_cache=False)
-        except _Stop:
-            pass
-        finally:
-            for handle in handles:
-                handle.remove()
+        with torch.inference_mode():
+            run_layers(self._lm, self._blocks, self.layers, ids.to(self.device, non_blocking=True),
+                       mask.to(self.device, non_blocking=True), on_layer)
 
     def _forward(self, ids: Any, mask: Any, probes: Sequence[AttentionProbe] = ()
                  ) -> tuple[dict[int, np.ndarray], np.ndarray]:
@@ -357,7 +330,43 @@ class HiddenStateEmbedder:
         self._tok = None
 
 
-def _decoder_layers(model: Any) -> Any:
+def keep_weight(ids: Any, mask: Any, bos: int | None) -> Any:
+    """(rows, width) float32: 1 for the tokens a pool reads, 0 for padding and a leading BOS (kept when it
+    is the text's only token)."""
+    torch = require("torch", "hf")
+    weight = mask.to(torch.float32)
+    if bos is not None:  # drop the BOS position of texts that have more than the BOS token
+        weight[:, 0] *= ~((ids[:, 0] == bos) & (mask.sum(1) > 1))
+    return weight
+
+
+def run_layers(model: Any, blocks: Any, layers: Sequence[int], ids: Any, mask: Any,
+               on_layer: Callable[[int, Any], None]) -> None:
+    """One forward pass of a padded batch (``ids`` and ``mask`` on the model's device), calling
+    ``on_layer(layer, hidden)`` with each asked layer's output (layer L: block L-1's) as it is computed; the
+    pass stops after the deepest asked layer. Gradients follow the caller's mode (the LoRA trial trains
+    through it; the embedder calls it under ``inference_mode``)."""
+    deepest = max(layers)
+
+    def hook_for(layer: int) -> Callable[..., None]:
+        def hook(_module: Any, _inputs: Any, output: Any) -> None:
+            on_layer(layer, output[0] if isinstance(output, tuple | list) else output)
+            if layer == deepest:
+                raise _Stop
+
+        return hook
+
+    handles = [blocks[layer - 1].register_forward_hook(hook_for(layer)) for layer in layers]
+    try:
+        model(input_ids=ids, attention_mask=mask, use_cache=False)
+    except _Stop:
+        pass
+    finally:
+        for handle in handles:
+            handle.remove()
+
+
+def decoder_layers(model: Any) -> Any:
     """The list of decoder blocks of a transformers base model (``layers``, GPT-2's ``h``, ...)."""
     for owner in (model, getattr(model, "model", None), getattr(model, "language_model", None)):
         if owner is None:

@@ -42,6 +42,7 @@ import numpy as np
 from ...errors import PolytoxError, require
 from .attention import fit_attention_probe, fit_ridge, mean_pools
 from .attention_fit import take
+from .embedder import decoder_layers, keep_weight, run_layers
 from .lora_bundle import FLOAT, TASKS
 
 # The fine-tune (docs/trainscorer.md, "LoRA beside the attention probe"; the earlier LoRA reading's settings)
@@ -57,10 +58,6 @@ READINGS = ("base_probe", "base_ridge", "lora_head", "lora_probe", "lora_ridge")
 # The rule (written before the run)
 MIN_GAIN = 0.010
 MIN_WEB_FLOOR_DROP = 0.010
-
-
-class _Stop(Exception):
-    """Raised by the deepest layer's hook: nothing above it is needed."""
 
 
 class Backbone:
@@ -113,34 +110,16 @@ class Tokens:
             mask = np.arange(int(n.max()))[None, :] < n[:, None]
             matrix = np.full(mask.shape, self.pad, dtype=np.int64)
             matrix[mask] = np.concatenate([self.ids[self.offsets[i] : self.offsets[i + 1]] for i in batch])
-            keep = mask.astype(np.float32)
-            keep[:, 0] *= ~((matrix[:, 0] == self.bos) & (n > 1))
-            yield (batch, torch.from_numpy(matrix).to(self.device), torch.from_numpy(mask.astype(np.int64)).to(
-                self.device), torch.from_numpy(keep).to(self.device))
+            ids = torch.from_numpy(matrix).to(self.device)
+            mask_t = torch.from_numpy(mask.astype(np.int64)).to(self.device)
+            yield batch, ids, mask_t, keep_weight(ids, mask_t, self.bos)
 
 
 def layer_outputs(model: Any, layers: Sequence[int], ids: Any, mask: Any) -> dict[int, Any]:
-    """The asked layers' outputs (layer L: block L-1's, as ``HiddenStateEmbedder`` reads them); the pass
-    stops after the deepest."""
-    blocks = model.get_base_model().layers if hasattr(model, "get_base_model") else model.layers
+    """The asked layers' outputs of one batch, read as ``HiddenStateEmbedder`` reads them
+    (``embedder.run_layers``), with gradients where the caller's mode has them (the fine-tune)."""
     got: dict[int, Any] = {}
-
-    def hook_for(layer: int) -> Any:
-        def hook(_module: Any, _inputs: Any, output: Any) -> None:
-            got[layer] = output[0] if isinstance(output, tuple | list) else output
-            if layer == max(layers):
-                raise _Stop
-
-        return hook
-
-    handles = [blocks[layer - 1].register_forward_hook(hook_for(layer)) for layer in layers]
-    try:
-        model(input_ids=ids, attention_mask=mask, use_cache=False)
-    except _Stop:
-        pass
-    finally:
-        for handle in handles:
-            handle.remove()
+    run_layers(model, decoder_layers(model), layers, ids, mask, got.__setitem__)
     return got
 
 
@@ -163,11 +142,11 @@ def token_states(model: Any, tokens: Tokens, layers: Sequence[int], rows: np.nda
     return np.concatenate(chunks), offsets
 
 
-def read_states(states: np.ndarray, offsets: np.ndarray, fit: np.ndarray, test: np.ndarray, target: np.ndarray,
-                weight: np.ndarray, penalties: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
-    """The probe and the mean-pool ridge, fitted on ``fit``, scored on ``test``."""
+def read_states(states: np.ndarray, offsets: np.ndarray, pools: np.ndarray, fit: np.ndarray, test: np.ndarray,
+                target: np.ndarray, weight: np.ndarray, penalties: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
+    """The probe (on the token states) and the ridge on their mean pools (``pools``, one row per text),
+    fitted on ``fit``, scored on ``test``."""
     probe = fit_attention_probe(*take(states, offsets, fit), target, penalties[0], penalties[1], weight=weight)
-    pools = mean_pools(states, offsets)
     mean, scale = pools[fit].mean(axis=0), pools[fit].std(axis=0)
     scale[scale < 1e-6] = 1.0
     coef, intercept = fit_ridge((pools[fit] - mean) / scale, target, RIDGE_ALPHA, weight)
@@ -228,38 +207,39 @@ def run(bundle: Path, out: Path, epochs: int = EPOCHS, max_steps: int | None = N
     backbone = Backbone(bundle, device)
     tokens = Tokens(data, device)
     n = len(data["offsets"]) - 1
-    rows = np.arange(n if rows_limit is None else min(rows_limit, n))
+    rows = np.arange(n if rows_limit is None else min(rows_limit, n))  # a prefix: positions are row ids
     fold, targets, weights = data["fold"][rows], data["targets"], data["weights"]
     log: dict[str, Any] = {"device": torch.cuda.get_device_name() if device == "cuda" else "cpu",
                            "torch": torch.__version__, "task": backbone.task, "epochs": epochs, "folds": []}
     states, offsets = token_states(backbone.fresh(), tokens, backbone.layers, rows)
+    pools = mean_pools(states, offsets)
     checked = np.array([c for c in data["check"] if c < len(rows)])
     if len(checked):
-        mine = mean_pools(*take(states, offsets, checked))
+        mine = pools[checked]
         reference = data["check_pools"][: len(checked)]
         log["check_pools_max_rel"] = float(np.abs(mine - reference).max() / np.abs(reference).max())
         if log["check_pools_max_rel"] > 1e-3:
             raise PolytoxError(f"the bundle's backbone does not reproduce the CPU pools "
                                f"(max relative difference {log['check_pools_max_rel']:.2e})")
-    pools = mean_pools(states, offsets)
     scores = {name: np.full(n, np.nan) for name in READINGS}
     penalties = backbone.task["penalties"]
     for k in backbone.task["folds"]:
         fit, test = np.flatnonzero(fold != k), np.flatnonzero(fold == k)
         if not len(test):
             continue
-        target, weight = targets[k, rows[fit]], weights[rows[fit]]
-        scores["base_probe"][test], scores["base_ridge"][test] = read_states(states, offsets, fit, test, target,
-                                                                             weight, penalties)
+        target, weight = targets[k, fit], weights[fit]
+        scores["base_probe"][test], scores["base_ridge"][test] = read_states(states, offsets, pools, fit, test,
+                                                                             target, weight, penalties)
         model, head, (mean, scale), tuned = fine_tune(backbone, tokens, pools, fit, target, weight, seed=k,
                                                       epochs=epochs, max_steps=max_steps)
         tuned_states, tuned_offsets = token_states(model, tokens, backbone.layers, rows)
+        tuned_pools = mean_pools(tuned_states, tuned_offsets)
         hidden = int(backbone.config["hidden_size"])
         with torch.inference_mode():
-            deepest = torch.tensor(mean_pools(*take(tuned_states, tuned_offsets, test))[:, -hidden:], device=device)
+            deepest = torch.tensor(tuned_pools[test][:, -hidden:], device=device)
             scores["lora_head"][test] = head((deepest - mean) / scale).squeeze(-1).float().cpu().numpy()
-        scores["lora_probe"][test], scores["lora_ridge"][test] = read_states(tuned_states, tuned_offsets, fit, test,
-                                                                             target, weight, penalties)
+        scores["lora_probe"][test], scores["lora_ridge"][test] = read_states(
+            tuned_states, tuned_offsets, tuned_pools, fit, test, target, weight, penalties)
         log["folds"].append({"fold": int(k), **tuned, "seconds": round(time.time() - started, 1)})
         print(f"fold {k}: {tuned} ({time.time() - started:.0f} s)", file=sys.stderr, flush=True)
         np.savez(out / "oof.npz", allow_pickle=False, **scores)
