@@ -43,7 +43,7 @@ IN_MEMORY = """
 import hashlib, json, resource, sys, time
 from collections import defaultdict
 from polytox.constants import toxicity_bucket
-from polytox.langid import detect_language
+from polytox.langs.detect import detect_language
 from polytox.scoring import build_scorer
 corpus, out, cache = sys.argv[1:4]
 t = time.perf_counter()

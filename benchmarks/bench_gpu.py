@@ -221,8 +221,8 @@ def part_transformers(args: argparse.Namespace) -> dict[str, Any]:
     n = max(1, args.prompts // args.hf_fraction)
     gen: Any = None
     try:
+        from polytox.executors.shards import generate_shard
         from polytox.generation import build_generator
-        from polytox.runner import generate_shard
 
         spec = _spec(args, "transformers", _prompts_file(args, n), "fake")
         from polytox.prompts import load_prompts

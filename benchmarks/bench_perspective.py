@@ -67,7 +67,7 @@ def polytox_score_path(server: FakePerspective, texts: list[str], qps: float,
     """The ``polytox score`` path: cache in front, 32-text chunks, several chunks in flight."""
     from polytox.scoring import build_scorer
     from polytox.scoring.table import score_rows
-    from polytox.textio import TextRow
+    from polytox.scoring.textio import TextRow
 
     scorer = build_scorer("perspective", {"url": server.url, "qps": str(qps), "timeout": "5",
                                           "backoff": "0.25", "backoff_max": "4", "archive": str(archive),

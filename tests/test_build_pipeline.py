@@ -21,8 +21,8 @@ from polytox.build import BuildSpec, CorpusSource, build
 from polytox.build.select import small_subset
 from polytox.cli.main import main
 from polytox.constants import toxicity_bucket
-from polytox.langid import detect_language
 from polytox.langs import PTP_LANGUAGES, normalize_lang
+from polytox.langs.detect import detect_language
 from polytox.prompts import load_prompts
 from polytox.scoring.fake import FakeScorer
 from polytox.spec import PromptSpec

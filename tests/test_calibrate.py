@@ -8,10 +8,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from polytox.calibrate import calibrate, held_out
 from polytox.cli.main import main
 from polytox.errors import PolytoxError
 from polytox.scoring import build_scorer
+from polytox.scoring.calibrate import calibrate, held_out
 from polytox.scoring.calibration import Calibration, IsotonicMap
 from polytox.scoring.fake import FakeScorer
 

@@ -10,8 +10,8 @@ import pytest
 from scipy import stats
 from sklearn.metrics import roc_auc_score
 
-from polytox.agreement import compare, confusion, pair_stats, roc_auc
 from polytox.cli.main import main
+from polytox.scoring.agreement import compare, confusion, pair_stats, roc_auc
 from polytox.scoring.fake import FakeScorer
 
 

@@ -318,8 +318,8 @@ def test_bootstrap_is_bit_identical_to_the_textbook_version(n: int) -> None:
 
 
 def test_compute_does_not_depend_on_threads(tmp_path: Path) -> None:
-    from polytox.generations_jsonl import load_generations_jsonl
     from polytox.metrics import per_prompt_table
+    from polytox.metrics.generations_jsonl import load_generations_jsonl
 
     con, _ = load_generations_jsonl(write_generations_jsonl(tmp_path / "g.jsonl"))
     table = per_prompt_table(con, MetricsSpec())
@@ -327,7 +327,7 @@ def test_compute_does_not_depend_on_threads(tmp_path: Path) -> None:
 
 
 def test_generations_jsonl_ids_name_file_lines(tmp_path: Path) -> None:
-    from polytox.generations_jsonl import load_generations_jsonl
+    from polytox.metrics.generations_jsonl import load_generations_jsonl
 
     line_a = {"prompt": {"text": "a"}, "generations": [{"text": "x", "toxicity": 0.2}]}
     line_b = {"prompt": {"text": "b"}, "generations": [{"text": "y", "toxicity": 0.4}]}
@@ -339,7 +339,7 @@ def test_generations_jsonl_ids_name_file_lines(tmp_path: Path) -> None:
 
 
 def test_generations_jsonl_languages_are_normalised(tmp_path: Path) -> None:
-    from polytox.generations_jsonl import load_generations_jsonl
+    from polytox.metrics.generations_jsonl import load_generations_jsonl
 
     lines = [{"lang": code, "prompt": {"text": code}, "generations": [{"text": "x", "toxicity": 0.2}]}
              for code in ("EN", "en-US", "de")]

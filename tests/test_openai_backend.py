@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
+from polytox._util.ratelimit import RateLimiter
 from polytox.errors import PolytoxError
 from polytox.generation.openai_backend import OpenAIGenerator, allowed_n, plan_calls, usage_split
 from polytox.generation.vllm_backend import api_seed
-from polytox.ratelimit import RateLimiter
 from polytox.runner import evaluate
 from polytox.spec import EvalSpec, GenerationSpec, PromptSpec, ScorerSpec
 from polytox.types import GenerationRequest, Prompt, derive_seed

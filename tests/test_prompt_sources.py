@@ -228,7 +228,7 @@ def test_demo_set_covers_english_and_every_ptp_language() -> None:
 
 def test_demo_language_detection_agrees_with_labels() -> None:
     """The demo set's labels are checked against py3langid (restricted to PTP's 17 languages)."""
-    from polytox.langid import detect_language
+    from polytox.langs.detect import detect_language
 
     prompts = load("demo")
     agree = sum(detect_language(p.text) == p.lang for p in prompts)

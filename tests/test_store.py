@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from polytox import evaluate
-from polytox.atomic import atomic_write, atomic_write_json
+from polytox._util.atomic import atomic_write, atomic_write_json
 from polytox.errors import SpecMismatchError
 from polytox.spec import EvalSpec, GenerationSpec, MetricsSpec, PromptSpec, ScorerSpec
 from polytox.store import RunStore

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from polytox._util.textutil import truncate_utf8, utf8_len
 from polytox.constants import PERSPECTIVE_MAX_BYTES
-from polytox.textutil import truncate_utf8, utf8_len
 
 
 @pytest.mark.parametrize("char", ["a", "é", "中", "ह", "😀"])

@@ -12,9 +12,9 @@ import pytest
 
 from polytox.cli.main import main
 from polytox.errors import PolytoxError
+from polytox.metrics.unprompted import bootstrap_curve, exact_expected_max, n_grid
 from polytox.runner import evaluate
 from polytox.spec import spec_from_flat
-from polytox.unprompted import bootstrap_curve, exact_expected_max, n_grid
 
 
 def test_grid_is_1_2_5_up_to_the_pool() -> None:

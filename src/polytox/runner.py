@@ -17,22 +17,19 @@ composition, so a run killed at any moment and resumed produces exactly the unin
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from .executors import ExecutorConfig, Work, build_executor
-from .generation import Generator
+from .executors.shards import shards
 from .metrics import run_metrics
 from .prompts import PromptSet, load_prompts
 from .registry import resolve
 from .scoring import Scorer, build_scorer, check_languages
 from .spec import EvalSpec
 from .store import RunStore, now
-from .types import Generation, GenerationRequest, Prompt, Score, derive_seed
-
-GENERATION_FAILED = "GENERATION_FAILED: no text to score"
 
 ProgressCallback = Callable[[str, int, int], None]  # (stage, done, total)
 
@@ -63,35 +60,6 @@ def resolve_spec(spec: EvalSpec, scorer: Scorer) -> EvalSpec:
     if prompts.source in ("demo", "builtin:demo") and not prompts.langs and scorer.languages is not None:
         prompts = dataclasses.replace(prompts, langs=tuple(sorted(scorer.languages)))
     return dataclasses.replace(spec, generation=gen, prompts=prompts).validate()
-
-
-def shards(prompts: Sequence[Prompt], size: int) -> list[list[Prompt]]:
-    return [list(prompts[i : i + size]) for i in range(0, len(prompts), size)]
-
-
-def generate_shard(generator: Generator, shard: Sequence[Prompt], spec: EvalSpec) -> list[Generation]:
-    """K samples for every prompt of the shard, ordered by (prompt position, sample index)."""
-    requests = [GenerationRequest(p, k, derive_seed(spec.seed, p.id, k))
-                for p in shard for k in range(spec.generation.samples)]
-    try:
-        generations = generator.generate(requests)
-    except Exception as exc:  # a backend that crashes loses this shard as recorded errors, not the run
-        generations = [Generation(prompt_id=r.prompt.id, sample_index=r.sample_index, text=None,
-                                  finish_reason="error", error=f"GENERATION_CRASHED: {type(exc).__name__}: {exc}")
-                       for r in requests]
-    order = {p.id: i for i, p in enumerate(shard)}
-    return sorted(generations, key=lambda g: (order[g.prompt_id], g.sample_index))
-
-
-def score_generations(scorer: Scorer, generations: Sequence[Generation], langs: dict[str, str]) -> list[Score]:
-    """One score per generation; failed generations get an error score, never a value."""
-    todo = [i for i, g in enumerate(generations) if g.text is not None]
-    scored = scorer.score([generations[i].text or "" for i in todo],
-                          [langs[generations[i].prompt_id] for i in todo])
-    out = [Score.failed(GENERATION_FAILED)] * len(generations)
-    for i, s in zip(todo, scored, strict=True):
-        out[i] = s
-    return out
 
 
 def evaluate(spec: EvalSpec, out: str | Path, progress: ProgressCallback | None = None,
@@ -131,7 +99,7 @@ def evaluate(spec: EvalSpec, out: str | Path, progress: ProgressCallback | None 
 
     metrics.update(detox_metrics(store, spec, prompt_set.prompts, len(plan)))
     if spec.prompts.unprompted:  # RTP §3.1: bootstrap expected max toxicity of n <= N generations
-        from .unprompted import unprompted_report
+        from .metrics.unprompted import unprompted_report
 
         metrics["unprompted"] = unprompted_report(store, scorer.id, spec.metrics.n_bootstrap,
                                                   spec.metrics.ci_level, spec.seed)

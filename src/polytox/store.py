@@ -31,7 +31,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .atomic import atomic_write, atomic_write_json
+from ._util.atomic import atomic_write, atomic_write_json
 from .errors import PolytoxError, SpecMismatchError
 from .spec import EvalSpec
 from .types import Generation, Prompt, Score

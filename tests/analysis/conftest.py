@@ -22,7 +22,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from polytox import registry
-from polytox.runner import evaluate, score_generations, shards
+from polytox.executors.shards import score_generations, shards
+from polytox.runner import evaluate
 from polytox.scoring import build_scorer
 from polytox.spec import spec_from_flat
 from polytox.store import RunStore

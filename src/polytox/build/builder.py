@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from ..atomic import atomic_write_json, atomic_write_text
+from .._util.atomic import atomic_write_json, atomic_write_text
 from ..scoring import check_languages
 from ..store import now
 from .augment import Translator, run_augmentation, translation_report

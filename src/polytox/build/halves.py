@@ -15,7 +15,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..atomic import atomic_write_json
+from .._util.atomic import atomic_write_json
 from ..scoring import Scorer
 from ..types import Score
 from .document import DOCUMENT_SCHEMA

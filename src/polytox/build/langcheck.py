@@ -1,7 +1,7 @@
 """Steps that decide which documents' languages to keep.
 
 ``LanguageFilter`` keeps only the languages asked for. ``LanguageCheck`` runs py3langid (restricted to
-PTP's 17 languages, ``polytox.langid``) on every document that declares a language and records any
+PTP's 17 languages, ``polytox.langs.detect``) on every document that declares a language and records any
 mismatch. The policy decides what a mismatch does: ``drop`` rejects the document with the reason
 ``LANG_MISMATCH: declared X, detected Y`` (kept in the rejected parts, so nothing is lost); ``keep`` keeps
 it under its declared language and marks ``detected_lang``; ``off`` skips detection.
@@ -46,7 +46,7 @@ class LanguageCheck(Step):
         self.policy = policy
 
     def run(self, docs: Iterator[Document], ctx: StepContext) -> Iterator[Document]:
-        from ..langid import detect_language
+        from ..langs.detect import detect_language
 
         for doc in docs:
             if self.policy == "off" or doc.declared_lang is None:

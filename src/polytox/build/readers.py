@@ -130,7 +130,7 @@ def parse_record(raw: RawRecord, fields: FieldMap) -> Document:
     raw_id = _first(record, fields.id, ID_FIELDS)
     extra: dict[str, Any] = {}
     if declared is None:
-        from ..langid import detect_language
+        from ..langs.detect import detect_language
 
         lang = detect_language(text)
         extra["lang_source"] = "detected"

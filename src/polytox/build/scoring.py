@@ -1,7 +1,7 @@
 """Scoring documents with any registered polytox scorer, through the persistent score cache.
 
 Each text is cut to 20,480 UTF-8 bytes on a character boundary before scoring, as PTP did before calling
-Perspective (Appendix A; ``polytox.textutil.truncate_utf8``). Scores go through ``build_scorer``'s cache,
+Perspective (Appendix A; ``polytox._util.textutil.truncate_utf8``). Scores go through ``build_scorer``'s cache,
 so a rerun after a kill scores nothing twice. A document whose score failed is rejected with the
 scorer's error (``SCORE_FAILED``), never given a made-up value; transient failures (timeouts, quota,
 crashes) are counted so the shard is redone on the next run, when they are retried.
@@ -13,10 +13,10 @@ import dataclasses
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, ClassVar
 
+from .._util.textutil import truncate_utf8
 from ..constants import PERSPECTIVE_MAX_BYTES
 from ..errors import PolytoxError
 from ..scoring import Scorer, build_scorer
-from ..textutil import truncate_utf8
 from ..types import Score
 from .document import Document, Rejected
 from .pipeline import Step, StepContext

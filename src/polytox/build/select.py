@@ -18,7 +18,7 @@ from typing import Any
 
 import duckdb
 
-from ..atomic import atomic_write
+from .._util.atomic import atomic_write
 from ..errors import PolytoxError
 
 N_BINS = 4

@@ -28,7 +28,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..atomic import atomic_write, atomic_write_json
+from .._util.atomic import atomic_write, atomic_write_json
 from ..errors import PolytoxError, SpecMismatchError
 from ..store import _diff, git_commit, now, package_versions, platform_info
 from .document import Document, Rejected, documents_table, rejected_table

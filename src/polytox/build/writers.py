@@ -23,7 +23,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..atomic import atomic_write
+from .._util.atomic import atomic_write
 
 META_FIELDS = ("data_category", "lang", "pile_set_name", "timestamp", "url", "id", "parent_id", "begin", "end",
                "translated_from", "source_lang", "source_toxicity", "scorer", "truncated")

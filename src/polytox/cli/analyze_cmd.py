@@ -13,8 +13,8 @@ from typing import Any
 
 from rich.text import Text
 
+from .._util.atomic import atomic_write, atomic_write_text
 from ..analysis import ANALYSES
-from ..atomic import atomic_write, atomic_write_text
 from .analysis_args import add_common, load_corpus
 from .common import console, out_console
 

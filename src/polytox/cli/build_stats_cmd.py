@@ -29,7 +29,7 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..atomic import atomic_write_json, atomic_write_text
+    from .._util.atomic import atomic_write_json, atomic_write_text
     from ..build.stats import compute_stats
     from ..build.stats_render import render_stats_markdown, render_stats_plots
 

@@ -65,9 +65,9 @@ def print_heldout(report: dict[str, Any], title: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..calibrate import calibrate
+    from ..scoring.calibrate import calibrate
     from ..scoring.sources import is_reference, side_values
-    from ..textio import dig
+    from ..scoring.textio import dig
 
     if is_reference(args.a):
         from ..errors import PolytoxError

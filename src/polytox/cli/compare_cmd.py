@@ -20,7 +20,7 @@ from typing import Any
 from rich.table import Table
 
 from .. import constants as C
-from ..atomic import atomic_write_text
+from .._util.atomic import atomic_write_text
 from ..spec import parse_options
 from .common import console, fmt, out_console, print_json, progress_bar
 from .score_cmd import add_input_args, read_rows
@@ -47,7 +47,7 @@ def register(sub: Any) -> None:
 
 
 def build_report(args: argparse.Namespace) -> dict[str, Any]:
-    from ..agreement import compare
+    from ..scoring.agreement import compare
     from ..scoring.sources import side_values
 
     rows = read_rows(args)

@@ -163,7 +163,7 @@ def run_score(args: argparse.Namespace) -> int:
 
 
 def run_stats(args: argparse.Namespace) -> int:
-    from ..atomic import atomic_write_json, atomic_write_text
+    from .._util.atomic import atomic_write_json, atomic_write_text
     from ..corpus.render import stats_markdown, stats_plots
     from ..corpus.stats import compute_corpus_stats
 
@@ -183,7 +183,7 @@ def run_stats(args: argparse.Namespace) -> int:
 
 
 def run_provenance(args: argparse.Namespace) -> int:
-    from ..atomic import atomic_write_json, atomic_write_text
+    from .._util.atomic import atomic_write_json, atomic_write_text
     from ..corpus.provenance import load_labels, provenance
     from ..corpus.render import provenance_markdown
 
@@ -205,7 +205,7 @@ def run_provenance(args: argparse.Namespace) -> int:
 
 
 def run_overlap(args: argparse.Namespace) -> int:
-    from ..atomic import atomic_write_json
+    from .._util.atomic import atomic_write_json
     from ..build.readers import CorpusSource
     from ..corpus.overlap import OverlapIndex, build_index, query, toxic_split
     from ..errors import PolytoxError

@@ -16,7 +16,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..atomic import atomic_write_text
+from .._util.atomic import atomic_write_text
 from .common import console, out_console
 
 DEFAULT_CORPUS = str(Path("..") / "shared" / "data" / "scorer-train" / "en-perspective.jsonl")

@@ -12,7 +12,7 @@ from typing import Any
 
 from rich.text import Text
 
-from ..atomic import atomic_write_text
+from .._util.atomic import atomic_write_text
 from .analysis_args import add_common, load_corpus
 from .common import console, out_console
 

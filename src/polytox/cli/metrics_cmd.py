@@ -50,7 +50,7 @@ def compute_for_path(path: Path, spec: MetricsSpec, scorer: str | None = None, s
                 **stored_detox_metrics(store, store.spec())}
     if not path.exists():
         raise PolytoxError(f"no such file or directory: {path}")
-    from ..generations_jsonl import load_generations_jsonl
+    from ..metrics.generations_jsonl import load_generations_jsonl
 
     con, problems = load_generations_jsonl(path, skip_bad=skip_bad)
     return compute(per_prompt_table(con, spec), spec, seed,

@@ -48,7 +48,7 @@ def add_input_args(p: argparse.ArgumentParser) -> None:
 
 
 def read_rows(args: argparse.Namespace) -> Any:
-    from ..textio import read_text_rows
+    from ..scoring.textio import read_text_rows
 
     return read_text_rows(Path(args.input), layout=args.layout, text_fields=tuple(args.text_field or ()),
                           id_field=args.id_field, lang_field=args.lang_field, default_lang=args.default_lang)

@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..atomic import atomic_write
+from .._util.atomic import atomic_write
 from ..constants import CONTINUATION_GEN_SHARE, WEB_GEN_SHARE
 from ..errors import PolytoxError
 from ..langs import PTP_LANGUAGES, normalize_lang

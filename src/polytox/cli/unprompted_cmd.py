@@ -42,7 +42,7 @@ def unprompted_table(report: dict[str, Any], title: str = "unprompted toxicity")
 def write_plot(curves: dict[str, dict[str, Any]], path: Path) -> Path | None:
     """Plot, or say how to get matplotlib when it is missing (the table and JSON are still written)."""
     from ..errors import MissingDependencyError
-    from ..unprompted_plot import plot_curves
+    from ..metrics.unprompted_plot import plot_curves
 
     try:
         return plot_curves(curves, path)
@@ -52,8 +52,8 @@ def write_plot(curves: dict[str, dict[str, Any]], path: Path) -> Path | None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..metrics.unprompted import unprompted_report
     from ..store import RunStore
-    from ..unprompted import unprompted_report
 
     curves: dict[str, dict[str, Any]] = {}
     for path in args.runs:

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .._util.textutil import utf8_len
 from ..build.readers import (
     ID_FIELDS,
     LANG_FIELDS,
@@ -41,7 +42,6 @@ from ..errors import PolytoxError
 from ..langs import UnknownLanguageError, normalize_lang
 from ..prompts.readers import RawRecord, file_kind, read_records
 from ..prompts.records import dig, short_hash
-from ..textutil import utf8_len
 from .domains import domain_of
 
 UNKNOWN_LANG = "und"
@@ -96,7 +96,7 @@ def _language(text: str, declared: Any, default_lang: str | None, detect: bool) 
                 return UNKNOWN_LANG, "unknown"
     if not detect:
         return UNKNOWN_LANG, "unknown"
-    from ..langid import _identifier
+    from ..langs.detect import _identifier
 
     lang, prob = _identifier().classify(text)
     return (str(lang), "detected") if prob >= LANGID_MIN_PROB else (UNKNOWN_LANG, "unknown")

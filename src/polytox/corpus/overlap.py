@@ -49,24 +49,19 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..atomic import atomic_write, atomic_write_json
+from .._util.atomic import atomic_write, atomic_write_json
 from ..build.dedup import jaccard, shingles
 from ..build.readers import CorpusSource, FieldMap
 from ..constants import NEAR_DUP_JACCARD, NEAR_DUP_PERMUTATIONS, NEAR_DUP_SHINGLE_CHARS, TOXIC_THRESHOLD
 from ..errors import PolytoxError, require
 from .documents import CorpusDoc, iter_docs
+from .minhash import band_key
 
 CHECK_SAMPLE = 500
 LSH_WEIGHTS = (0.02, 0.98)  # datasketch (false positive, false negative) weights; see the module docstring
 CHUNK = 2_000  # documents hashed per MinHash.bulk call (bounded memory)
 VERDICT_SCHEMA = pa.schema([("doc_id", pa.string()), ("location", pa.string()), ("verdict", pa.string()),
                             ("a_doc_id", pa.string()), ("jaccard", pa.float64())])
-
-
-def band_key(data: bytes) -> bytes:
-    """A band's bytes as a 64-bit key (``MinHashLSH(hashfunc=...)``); a collision only adds a candidate,
-    which the exact Jaccard check then rejects."""
-    return hashlib.blake2b(data, digest_size=8).digest()
 
 
 def exact_key(text: str) -> int:

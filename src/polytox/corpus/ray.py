@@ -18,7 +18,6 @@ driver, as in the local run.
 
 from __future__ import annotations
 
-import io
 import os
 import time
 from collections.abc import Iterator
@@ -32,6 +31,8 @@ from ..executors import ExecutorConfig
 from ..executors.ray_data import ray_session
 from ..prompts.readers import RawRecord
 from ..scoring import Scorer
+from .minhash import band_join
+from .shard_scorer import ShardScorer
 
 WINDOW_SHARDS_PER_WORKER = 64
 FORWARDED_ENV_PREFIXES = ("POLYTOX_", "HF_", "TRANSFORMERS_", "TOKENIZERS_", "OMP_")
@@ -39,36 +40,6 @@ FORWARDED_ENV_PREFIXES = ("POLYTOX_", "HF_", "TRANSFORMERS_", "TOKENIZERS_", "OM
 
 def _raws_to_rows(raws: list[RawRecord]) -> list[list[Any]]:
     return [[r.location, r.record, r.error] for r in raws]
-
-
-class ShardScorer:
-    """A Ray Data actor: builds the scorer once, scores whole shards with ``score_shard``."""
-
-    def __init__(self, job: dict[str, Any]) -> None:
-        from .score import ScoreJob
-
-        self.job = ScoreJob.from_dict(job)
-        from ..build.scoring import open_scorer
-
-        self.scorer = open_scorer(self.job.scorer, self.job.scorer_options)
-
-    def __call__(self, batch: dict[str, Any]) -> dict[str, list[Any]]:
-        import json
-
-        from .score import score_shard
-
-        out: dict[str, list[Any]] = {"shard": [], "ipc": [], "seconds": []}
-        for shard, blob in zip(batch["shard"], batch["raws"], strict=True):
-            start = time.perf_counter()
-            raws = [RawRecord(loc, record=rec, error=err) for loc, rec, err in json.loads(str(blob))]
-            table = score_shard(self.scorer, raws, self.job)
-            sink = io.BytesIO()
-            with pa.ipc.new_stream(sink, table.schema) as writer:
-                writer.write_table(table)
-            out["shard"].append(int(shard))
-            out["ipc"].append(sink.getvalue())
-            out["seconds"].append(time.perf_counter() - start)
-        return out
 
 
 def init_ray(config: ExecutorConfig, cpus_needed: float) -> bool:
@@ -156,28 +127,13 @@ def ray_score(job: Any, store: Any, scorer: Scorer, todo: Iterator[tuple[int, li
 
 
 # ---- overlap: the LSH join partitioned by band --------------------------------------------------------
-def _band_join(band: int, a_keys: np.ndarray, a_band: np.ndarray, b_keys: np.ndarray,
-               b_band: np.ndarray) -> list[tuple[int, int]]:
-    """Pairs (a key, b key) whose band ``band`` bytes are equal."""
-    from .overlap import band_key
-
-    buckets: dict[bytes, list[int]] = {}
-    for key, row in zip(a_keys.tolist(), a_band, strict=True):  # the bytes datasketch's index hashes
-        buckets.setdefault(band_key(bytes(row.byteswap().data)), []).append(key)
-    pairs: list[tuple[int, int]] = []
-    for key, row in zip(b_keys.tolist(), b_band, strict=True):
-        for a_key in buckets.get(band_key(bytes(row.byteswap().data)), ()):
-            pairs.append((a_key, key))
-    return pairs
-
-
 def ray_band_candidates(a_keys: np.ndarray, a_sigs: np.ndarray, b_keys: np.ndarray, b_sigs: np.ndarray,
                         bands: int, rows: int, config: ExecutorConfig) -> set[tuple[int, int]]:
     """Candidate pairs of the banded LSH join, one Ray task per band (see the module docstring)."""
     ray = require("ray", "ray")
     started = init_ray(config, config.score_workers * config.cpus_per_worker + 1)
     try:
-        join = ray.remote(num_cpus=config.cpus_per_worker)(_band_join)
+        join = ray.remote(num_cpus=config.cpus_per_worker)(band_join)
         a_ref, b_ref = ray.put(a_keys), ray.put(b_keys)
         futures = [join.remote(i, a_ref, np.ascontiguousarray(a_sigs[:, i * rows:(i + 1) * rows]), b_ref,
                                np.ascontiguousarray(b_sigs[:, i * rows:(i + 1) * rows])) for i in range(bands)]

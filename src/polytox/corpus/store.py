@@ -19,7 +19,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..atomic import atomic_write, atomic_write_json
+from .._util.atomic import atomic_write, atomic_write_json
 from ..errors import PolytoxError
 
 MANIFEST = "manifest.json"

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import constants as C
-from ..atomic import atomic_write_text
+from .._util.atomic import atomic_write_text
 from ..errors import PolytoxError
 from ..prompts.records import dig
 

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import constants as C
-from ..atomic import atomic_write_text
+from .._util.atomic import atomic_write_text
 from ..errors import PolytoxError, require
 from .corpus import NONTOXIC, TOXIC, Corpus
 

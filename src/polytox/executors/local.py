@@ -32,7 +32,7 @@ class _Shards:
         self.lock = threading.Lock()
 
     def generate(self, index: int) -> list[Generation]:
-        from ..runner import generate_shard
+        from .shards import generate_shard
 
         w = self.work
         if self.generator is None:
@@ -51,7 +51,7 @@ class _Shards:
         return generations
 
     def score(self, index: int, generations: list[Generation] | None) -> None:
-        from ..runner import score_generations
+        from .shards import score_generations
 
         w = self.work
         start = time.perf_counter()

@@ -90,7 +90,7 @@ class GenerateActor:
 
     def __call__(self, batch: dict[str, Any]) -> dict[str, list[Any]]:
         from ..generation import build_generator
-        from ..runner import generate_shard
+        from .shards import generate_shard
 
         out: dict[str, list[Any]] = {"shard": [], "prompts": [], "generations": [], "generated": [],
                                      "gen_seconds": [], "model": []}
@@ -127,7 +127,7 @@ class ScoreActor:
         self.scorer = build_scorer(scorer_spec.name, options)
 
     def __call__(self, batch: dict[str, Any]) -> dict[str, list[Any]]:
-        from ..runner import score_generations
+        from .shards import score_generations
 
         out: dict[str, list[Any]] = {k: [] for k in ("shard", "generations", "generated", "gen_seconds",
                                                        "model", "scores", "score_seconds")}

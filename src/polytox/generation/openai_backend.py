@@ -52,8 +52,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from .._util.ratelimit import RateLimiter
 from ..errors import PolytoxError, require
-from ..ratelimit import RateLimiter
 from ..spec import GenerationSpec
 from ..types import Generation, GenerationRequest
 from .base import Generator, failed

@@ -191,7 +191,7 @@ def from_generic(record: Mapping[str, Any], default_lang: str | None) -> Prompt:
     elif default_lang:
         lang = default_lang
     else:
-        from ..langid import detect_language
+        from ..langs.detect import detect_language
 
         lang = detect_language(text)
         meta["lang_detected"] = True

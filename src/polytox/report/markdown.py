@@ -11,8 +11,8 @@ import html
 import re
 from pathlib import Path
 
+from .._util.atomic import atomic_write
 from ..analysis.result import AnalysisResult, Table
-from ..atomic import atomic_write
 from .build import Report
 from .cells import format_cell
 

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from ..atomic import atomic_write_text
+from .._util.atomic import atomic_write_text
 from ..errors import PolytoxError, require
 from ..types import Score
 from .base import Scorer

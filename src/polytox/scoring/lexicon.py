@@ -200,7 +200,7 @@ def appendix_c2(scorer: LexiconScorer, prompts: Sequence[str], continuations: Se
     ``scorer`` must have been built with ``lists=profanity,identity``. Pairs without a toxicity are left
     out of the toxicity correlations only.
     """
-    from ..agreement import _scipy_stats
+    from .agreement import _scipy_stats
 
     if "identity" not in scorer.lists:
         raise PolytoxError("appendix_c2 needs a lexicon scorer built with lists=profanity,identity")

@@ -49,7 +49,7 @@ from urllib.parse import urlsplit
 from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_random_exponential
 
 from .. import constants as C
-from .. import textutil
+from .._util import textutil
 from ..errors import PolytoxError
 from ..types import Score, text_hash
 from .archive import ResponseArchive

@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from ..textio import ReferenceColumn, TextRow
 from .table import ProgressCallback, score_rows
+from .textio import ReferenceColumn, TextRow
 
 
 @dataclass

@@ -21,11 +21,11 @@ from typing import Any
 
 import pyarrow as pa
 
-from ..atomic import atomic_write
+from .._util.atomic import atomic_write
 from ..errors import PolytoxError
-from ..textio import TextRow, json_line
 from ..types import Score
 from .base import Scorer
+from .textio import TextRow, json_line
 
 IN_FLIGHT_THREAD_SAFE = 8
 ProgressCallback = Callable[[str, int, int], None]

@@ -81,7 +81,7 @@ class Server:
                                     max_queue=config.max_queue, metrics=self.metrics,
                                     in_flight=lambda: self.requests_in_flight)
         if detect is None:
-            from ..langid import detect_language
+            from ..langs.detect import detect_language
 
             detect = detect_language
         self.detect = detect

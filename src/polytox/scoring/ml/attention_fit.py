@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ...atomic import atomic_write
+from ..._util.atomic import atomic_write
 from ...types import text_hash
 from .attention import PROBE_ITERATIONS, AttentionProbe, fit_attention_probe
 from .data import Example

@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from ...atomic import atomic_write
+from ..._util.atomic import atomic_write
 from ...errors import PolytoxError, require
 from .attention import AttentionProbe
 from .calib import CONTINUATION, ScaleMaps

@@ -25,9 +25,9 @@ bootstrap CI (joined groups: an RTP-LX Index with its translations). The held-ou
 The run takes 13-18 minutes on 2 CPU cores with warm caches (both probes are fitted again), 68 from
 empty probe caches.
 
-    python -m polytox.scoring.ml.combiner_trial --out docs/trainscorer-combiner.json
-    python -m polytox.scoring.ml.combiner_trial --out FILE --only NAME [--only NAME]   # some variants
-    python -m polytox.scoring.ml.combiner_trial --markdown docs/trainscorer-combiner.json
+    python -m research.scorer.combiner_trial --out research/scorer/results/trainscorer-combiner.json
+    python -m research.scorer.combiner_trial --out FILE --only NAME [--only NAME]   # some variants
+    python -m research.scorer.combiner_trial --markdown research/scorer/results/trainscorer-combiner.json
 """
 
 from __future__ import annotations
@@ -39,16 +39,13 @@ from typing import Any
 
 import numpy as np
 
-from ...constants import BOOTSTRAP_RESAMPLES, CI_LEVEL
-from ...errors import PolytoxError, require
-from .attention_en_trial import english_card
-from .attention_en_trial import markdown as english_markdown
-from .attention_trial import language_aucs, trial_cli
-from .group_bootstrap import group_weights, weighted_auc
-from .measure import auc
-from .pack import heldout_mask, join_components
-from .pool import training_pool
-from .train import (
+from polytox.constants import BOOTSTRAP_RESAMPLES, CI_LEVEL
+from polytox.errors import PolytoxError, require
+from polytox.scoring.ml.group_bootstrap import group_weights, weighted_auc
+from polytox.scoring.ml.measure import auc
+from polytox.scoring.ml.pack import heldout_mask, join_components
+from polytox.scoring.ml.pool import training_pool
+from polytox.scoring.ml.train import (
     OTHER,
     Features,
     TrainConfig,
@@ -60,6 +57,9 @@ from .train import (
     select,
     spline_combiner_model,
 )
+from research.scorer.attention_en_trial import english_card
+from research.scorer.attention_en_trial import markdown as english_markdown
+from research.scorer.attention_trial import language_aucs, trial_cli
 
 COMBINER_C = 100.0  # train.fit_combiner's penalty: the head's combiners are all but unpenalised
 COPIES_C = 1.0  # the penalty of the pooled-plus-copies combiner, whose copies' scale sets their shrinkage

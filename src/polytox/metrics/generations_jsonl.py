@@ -14,10 +14,10 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from .constants import toxicity_bucket
-from .errors import BadInputError
-from .prompts.readers import read_jsonl
-from .prompts.records import RecordError, check_lang, check_toxicity
+from ..constants import toxicity_bucket
+from ..errors import BadInputError
+from ..prompts.readers import read_jsonl
+from ..prompts.records import RecordError, check_lang, check_toxicity
 
 
 def _convert_line(record: Any, lineno: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:

@@ -29,11 +29,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from .errors import PolytoxError
-from .langs import UnknownLanguageError, normalize_lang
-from .prompts.readers import RawRecord, file_kind, read_jsonl, read_parquet
-from .prompts.records import dig
-from .scoring.base import EMPTY_TEXT_ERROR
+from ..errors import PolytoxError
+from ..langs import UnknownLanguageError, normalize_lang
+from ..prompts.readers import RawRecord, file_kind, read_jsonl, read_parquet
+from ..prompts.records import dig
+from .base import EMPTY_TEXT_ERROR
 
 
 @dataclass(frozen=True, slots=True)
@@ -233,7 +233,7 @@ def _row(position: int, index: int, item: RawRecord, field: str, part: str | Non
     elif fallback_lang:
         lang = fallback_lang
     elif detect and error is None and text is not None:
-        from .langid import detect_language
+        from ..langs.detect import detect_language
 
         lang, detected = detect_language(text), True
     else:

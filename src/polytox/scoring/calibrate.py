@@ -14,10 +14,10 @@ from typing import Any
 
 import numpy as np
 
-from . import constants as C
+from .. import constants as C
+from ..errors import PolytoxError
 from .agreement import labels, roc_auc
-from .errors import PolytoxError
-from .scoring.calibration import Calibration, fit_calibration
+from .calibration import Calibration, fit_calibration
 
 
 def held_out(groups: Sequence[str], share: float, seed: int) -> np.ndarray:

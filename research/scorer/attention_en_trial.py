@@ -19,9 +19,9 @@ The English combiner also learns from RTP-LX rows in every language (``train.com
 rows are scored by the English probes too, out of fold, from the token states ``train-scorer`` keeps for
 the non-English probe. The held-out split is never read.
 
-    python -m polytox.scoring.ml.attention_en_trial --out docs/trainscorer-attention-en.json
-    python -m polytox.scoring.ml.attention_en_trial --markdown docs/trainscorer-attention-en.json
-    python -m polytox.scoring.ml.attention_en_trial --out FILE --only NAME [--only NAME]   # some variants
+    python -m research.scorer.attention_en_trial --out research/scorer/results/trainscorer-attention-en.json
+    python -m research.scorer.attention_en_trial --markdown research/scorer/results/trainscorer-attention-en.json
+    python -m research.scorer.attention_en_trial --out FILE --only NAME [--only NAME]   # some variants
 """
 
 from __future__ import annotations
@@ -33,15 +33,14 @@ from typing import Any
 
 import numpy as np
 
-from .attention import PROBE_ITERATIONS
-from .attention_fit import attention_embedder, fit_row_groups, fold_probes, fold_scores, group_states
-from .attention_trial import trial_cli
-from .card import POOLED_RUN
-from .head import apply_combiner
-from .measure import card_summary, measure_scorer
-from .pack import heldout_mask
-from .pool import training_pool
-from .train import (
+from polytox.scoring.ml.attention import PROBE_ITERATIONS
+from polytox.scoring.ml.attention_fit import attention_embedder, fit_row_groups, fold_probes, fold_scores, group_states
+from polytox.scoring.ml.card import POOLED_RUN
+from polytox.scoring.ml.head import apply_combiner
+from polytox.scoring.ml.measure import card_summary, measure_scorer
+from polytox.scoring.ml.pack import heldout_mask
+from polytox.scoring.ml.pool import training_pool
+from polytox.scoring.ml.train import (
     TrainConfig,
     build_features,
     combiner_rows,
@@ -54,6 +53,7 @@ from .train import (
     task_of,
     task_weight,
 )
+from research.scorer.attention_trial import trial_cli
 
 FIT_ROWS = {"perspective": ("persp-2020", "persp-2022"), "all English": None}
 PENALTIES = ((1_000.0, 3_000.0), (30_000.0, 3_000.0))

@@ -16,8 +16,8 @@ and the card's English columns of both pipelines (the English combiner keeps its
 ridge changes with the buckets). ``verdict`` applies the adoption rule of docs/trainscorer.md ("Two
 changes below their rules, stacked"), which was written before the run. The held-out split is never read.
 
-    python -m polytox.scoring.ml.stack_trial --out docs/trainscorer-stack.json
-    python -m polytox.scoring.ml.stack_trial --markdown docs/trainscorer-stack.json
+    python -m research.scorer.stack_trial --out research/scorer/results/trainscorer-stack.json
+    python -m research.scorer.stack_trial --markdown research/scorer/results/trainscorer-stack.json
 """
 
 from __future__ import annotations
@@ -29,13 +29,13 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import PolytoxError
-from .attention_en_trial import english_card
-from .attention_en_trial import markdown as english_markdown
-from .attention_trial import trial_cli
-from .combiner_trial import HEAD, NonEnglishRows, Variant, nonenglish_table, training_features
-from .ngrams import hashed_counts
-from .train import TrainConfig, cross_validate
+from polytox.errors import PolytoxError
+from polytox.scoring.ml.ngrams import hashed_counts
+from polytox.scoring.ml.train import TrainConfig, cross_validate
+from research.scorer.attention_en_trial import english_card
+from research.scorer.attention_en_trial import markdown as english_markdown
+from research.scorer.attention_trial import trial_cli
+from research.scorer.combiner_trial import HEAD, NonEnglishRows, Variant, nonenglish_table, training_features
 
 STACK_BUCKETS = 2**19  # the bucket count of "More hash buckets" that gained most (docs/trainscorer.md)
 STACK_EXTRA = ("ngram", "emb")  # the shared ridges' outputs ("The non-English combiner's form")

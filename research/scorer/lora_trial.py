@@ -21,10 +21,10 @@ reading, so the two may buy the same thing. This trial measures it out of fold, 
 
 The held-out split is never read.
 
-    python -m polytox.scoring.ml.lora_trial pack --task rtp-lx --out .gpu/lora
-    python -m polytox.scoring.ml.lora_trial run --bundle .gpu/lora --out /tmp/lora-out
-    python -m polytox.scoring.ml.lora_trial read --bundle .gpu/lora --oof /tmp/lora-out/oof.npz \\
-        --out docs/trainscorer-lora.json
+    python -m research.scorer.lora_trial pack --task rtp-lx --out .gpu/lora
+    python -m research.scorer.lora_trial run --bundle .gpu/lora --out /tmp/lora-out
+    python -m research.scorer.lora_trial read --bundle .gpu/lora --oof /tmp/lora-out/oof.npz \\
+        --out research/scorer/results/trainscorer-lora.json
 """
 
 from __future__ import annotations
@@ -39,11 +39,11 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import PolytoxError, require
-from .attention import fit_attention_probe, fit_ridge, mean_pools
-from .attention_fit import take
-from .embedder import decoder_layers, keep_weight, run_layers
-from .lora_bundle import FLOAT, TASKS
+from polytox.errors import PolytoxError, require
+from polytox.scoring.ml.attention import fit_attention_probe, fit_ridge, mean_pools
+from polytox.scoring.ml.attention_fit import take
+from polytox.scoring.ml.embedder import decoder_layers, keep_weight, run_layers
+from research.scorer.lora_bundle import FLOAT, TASKS
 
 # The fine-tune (docs/trainscorer.md, "LoRA beside the attention probe"; the earlier LoRA reading's settings)
 LORA = {"r": 8, "lora_alpha": 16, "lora_dropout": 0.05,
@@ -253,9 +253,9 @@ def run(bundle: Path, out: Path, epochs: int = EPOCHS, max_steps: int | None = N
 def read(bundle: Path, oof: Path) -> dict[str, Any]:
     """Every reading, alone and beside the n-gram ridge, and the rule's verdict."""
     linear = require("sklearn.linear_model", "ml")
-    from .attention_trial import language_aucs
-    from .combiner_trial import mean_auc_difference
-    from .measure import auc, mae_floor
+    from polytox.scoring.ml.measure import auc, mae_floor
+    from research.scorer.attention_trial import language_aucs
+    from research.scorer.combiner_trial import mean_auc_difference
 
     data = np.load(bundle / "data.npz")
     scores = np.load(oof)
@@ -315,8 +315,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     reading.add_argument("--out", type=Path, help="write the result here (JSON)")
     args = p.parse_args(argv)
     if args.verb == "pack":
-        from .lora_bundle import pack
-        from .train import TrainConfig
+        from polytox.scoring.ml.train import TrainConfig
+        from research.scorer.lora_bundle import pack
 
         folds = tuple(int(f) for f in args.folds.split(","))
         print(json.dumps(pack(TrainConfig(shared=args.shared), args.task, args.out, folds), indent=1))

@@ -15,8 +15,8 @@ The held-out split is never read. The token states take one backbone pass (about
 RTP-LX texts on 2 CPU cores), kept in the polytox cache (``attention_fit.cached_token_states``, the same
 file ``train-scorer``'s probe fit reads).
 
-    python -m polytox.scoring.ml.attention_trial --out docs/trainscorer-attention.json
-    python -m polytox.scoring.ml.attention_trial --markdown docs/trainscorer-attention.json
+    python -m research.scorer.attention_trial --out research/scorer/results/trainscorer-attention.json
+    python -m research.scorer.attention_trial --markdown research/scorer/results/trainscorer-attention.json
 """
 
 from __future__ import annotations
@@ -31,14 +31,14 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import require
-from .attention import fit_attention_probe, fit_ridge, mean_pools
-from .attention_fit import cached_token_states, fold_probes, fold_scores, take
-from .measure import auc
-from .ngrams import fit_idf, hashed_counts, tfidf
-from .pack import heldout_mask, join_components
-from .pool import training_pool
-from .train import TrainConfig, build_features, cross_validate, other_view, pooled_target, select
+from polytox.errors import require
+from polytox.scoring.ml.attention import fit_attention_probe, fit_ridge, mean_pools
+from polytox.scoring.ml.attention_fit import cached_token_states, fold_probes, fold_scores, take
+from polytox.scoring.ml.measure import auc
+from polytox.scoring.ml.ngrams import fit_idf, hashed_counts, tfidf
+from polytox.scoring.ml.pack import heldout_mask, join_components
+from polytox.scoring.ml.pool import training_pool
+from polytox.scoring.ml.train import TrainConfig, build_features, cross_validate, other_view, pooled_target, select
 
 RIDGE_ALPHAS = (1_000.0, 10_000.0, 30_000.0)
 ATTENTION_GRID = ((30_000.0, 3_000.0), (10_000.0, 10_000.0), (30_000.0, 10_000.0))
@@ -55,8 +55,8 @@ def language_aucs(labels: np.ndarray, scores: np.ndarray, langs: np.ndarray) -> 
 
 def load_states(config: TrainConfig, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
     """Token states of ``texts`` (kept in the polytox cache, shared with ``train-scorer``'s probe fit)."""
-    from .embed_cache import default_embedding_cache_path
-    from .embedder import HiddenStateEmbedder
+    from polytox.scoring.ml.embed_cache import default_embedding_cache_path
+    from polytox.scoring.ml.embedder import HiddenStateEmbedder
 
     assert config.backbone is not None
     embedder = HiddenStateEmbedder(config.backbone, config.layers, max_tokens=config.max_tokens,

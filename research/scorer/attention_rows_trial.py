@@ -14,8 +14,8 @@ fold scores as the non-English combiner's third input) on both kinds of rows:
 Fold probes score the rows from their token states (cached like ``train-scorer``'s). The held-out split is
 never read. About 5 minutes per weight on 2 CPU cores once the token states are cached.
 
-    python -m polytox.scoring.ml.attention_rows_trial --out docs/trainscorer-attention-rows.json
-    python -m polytox.scoring.ml.attention_rows_trial --markdown docs/trainscorer-attention-rows.json
+    python -m research.scorer.attention_rows_trial --out research/scorer/results/trainscorer-attention-rows.json
+    python -m research.scorer.attention_rows_trial --markdown research/scorer/results/trainscorer-attention-rows.json
 """
 
 from __future__ import annotations
@@ -27,14 +27,14 @@ from typing import Any
 
 import numpy as np
 
-from .attention_fit import AttentionScores, fit_row_groups, fold_probes, fold_scores, group_states
-from .attention_trial import language_aucs, trial_cli
-from .embed_cache import default_embedding_cache_path
-from .embedder import HiddenStateEmbedder
-from .measure import auc
-from .pack import heldout_mask
-from .pool import training_pool
-from .train import TrainConfig, build_features, cross_validate, make_folds, pooled_target, select
+from polytox.scoring.ml.attention_fit import AttentionScores, fit_row_groups, fold_probes, fold_scores, group_states
+from polytox.scoring.ml.embed_cache import default_embedding_cache_path
+from polytox.scoring.ml.embedder import HiddenStateEmbedder
+from polytox.scoring.ml.measure import auc
+from polytox.scoring.ml.pack import heldout_mask
+from polytox.scoring.ml.pool import training_pool
+from polytox.scoring.ml.train import TrainConfig, build_features, cross_validate, make_folds, pooled_target, select
+from research.scorer.attention_trial import language_aucs, trial_cli
 
 WEIGHTS: tuple[float | None, ...] = (None, 0.1, 0.3, 1.0)  # None: RTP-LX alone
 

@@ -18,9 +18,9 @@ from typing import Any
 import duckdb
 import numpy as np
 
-from . import constants as C
-from .atomic import atomic_write_json
-from .store import RunStore
+from .. import constants as C
+from .._util.atomic import atomic_write_json
+from ..store import RunStore
 
 MAX_DRAWS_PER_CHUNK = 4_000_000
 

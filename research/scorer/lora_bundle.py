@@ -19,7 +19,7 @@ target and penalties of the non-English probe) and ``english`` (the English prob
 split's Perspective-scored English rows, their task weights, the English probe's penalties). The held-out
 split is never read.
 
-    python -m polytox.scoring.ml.lora_trial pack --task rtp-lx --out .gpu/lora
+    python -m research.scorer.lora_trial pack --task rtp-lx --out .gpu/lora
 """
 
 from __future__ import annotations
@@ -33,14 +33,14 @@ from typing import Any
 
 import numpy as np
 
-from ...constants import TOXIC_THRESHOLD
-from ...errors import PolytoxError, require
-from .attention import mean_pools
-from .attention_fit import english_fit_rows
-from .ngrams import fit_idf, hashed_counts, tfidf
-from .pack import heldout_mask, join_components
-from .pool import training_pool
-from .train import TrainConfig, pooled_target, select, task_of, task_weight
+from polytox.constants import TOXIC_THRESHOLD
+from polytox.errors import PolytoxError, require
+from polytox.scoring.ml.attention import mean_pools
+from polytox.scoring.ml.attention_fit import english_fit_rows
+from polytox.scoring.ml.ngrams import fit_idf, hashed_counts, tfidf
+from polytox.scoring.ml.pack import heldout_mask, join_components
+from polytox.scoring.ml.pool import training_pool
+from polytox.scoring.ml.train import TrainConfig, pooled_target, select, task_of, task_weight
 
 TASKS = ("rtp-lx", "english")
 CHECK_TEXTS = 64
@@ -158,8 +158,8 @@ def pack(config: TrainConfig, task: str, out: Path, run_folds: Sequence[int] = t
     """Write the bundle of ``task`` into ``out``; returns what it holds. ``model_dir`` / ``gguf_path``
     default to the embedded backbone's converted copy and its assembled GGUF."""
     transformers = require("transformers", "hf")
-    from ...models import EMBEDDED, resolve_model
-    from .embedder import HiddenStateEmbedder
+    from polytox.models import EMBEDDED, resolve_model
+    from polytox.scoring.ml.embedder import HiddenStateEmbedder
 
     assert config.backbone is not None
     rows = trial_rows(config, task)

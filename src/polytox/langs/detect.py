@@ -8,8 +8,8 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
-from .errors import require
-from .langs import PTP_LANGUAGES
+from ..errors import require
+from . import PTP_LANGUAGES
 
 
 @lru_cache(maxsize=1)

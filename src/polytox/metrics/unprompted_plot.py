@@ -10,8 +10,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .atomic import atomic_write
-from .errors import require
+from .._util.atomic import atomic_write
+from ..errors import require
 
 
 def plot_curves(curves: Mapping[str, Mapping[str, Any]], path: Path, threshold: float | None = 0.5) -> Path:

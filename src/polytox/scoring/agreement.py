@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from . import constants as C
-from .errors import require
+from .. import constants as C
+from ..errors import require
 
 
 def _scipy_stats() -> Any:

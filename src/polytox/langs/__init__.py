@@ -12,7 +12,7 @@ import json
 import os
 from typing import Final
 
-from .errors import PolytoxError
+from ..errors import PolytoxError
 
 # PTP §3: the 17 languages of PolygloToxicityPrompts.
 PTP_LANGUAGES: Final = (

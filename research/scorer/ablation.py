@@ -8,8 +8,8 @@ combine two, named so); the n-gram counts and embeddings are computed once and s
 hashing config, for the bucket variants), and so are the attention probes wherever a variant leaves their
 inputs as they were (``variant_probes``).
 
-    python -m polytox.scoring.ml.ablation --out docs/trainscorer-ablation.json
-    python -m polytox.scoring.ml.ablation --markdown docs/trainscorer-ablation.json   # the docs' tables
+    python -m research.scorer.ablation --out research/scorer/results/trainscorer-ablation.json
+    python -m research.scorer.ablation --markdown research/scorer/results/trainscorer-ablation.json   # the docs' tables
 """
 
 from __future__ import annotations
@@ -25,13 +25,13 @@ from typing import Any
 
 import numpy as np
 
-from .attention_fit import AttentionScores
-from .card import POOLED_RUN
-from .measure import card_summary, measure_scorer
-from .ngrams import NgramConfig, hashed_counts
-from .pack import heldout_mask
-from .pool import training_pool
-from .train import (
+from polytox.scoring.ml.attention_fit import AttentionScores
+from polytox.scoring.ml.card import POOLED_RUN
+from polytox.scoring.ml.measure import card_summary, measure_scorer
+from polytox.scoring.ml.ngrams import NgramConfig, hashed_counts
+from polytox.scoring.ml.pack import heldout_mask
+from polytox.scoring.ml.pool import training_pool
+from polytox.scoring.ml.train import (
     Features,
     TrainConfig,
     attention_scores,
@@ -120,9 +120,9 @@ def variant_probes(config: TrainConfig, examples: Sequence[Any], heldout: np.nda
 
 def cached_only(config: TrainConfig, examples: list[Any]) -> list[Any]:
     """The examples whose embeddings are all in the cache (exploratory runs while extraction goes on)."""
-    from ...types import text_hash
-    from .embed_cache import EmbeddingCache
-    from .embedder import model_key
+    from polytox.scoring.ml.embed_cache import EmbeddingCache
+    from polytox.scoring.ml.embedder import model_key
+    from polytox.types import text_hash
 
     assert config.backbone is not None
     cache = EmbeddingCache(config.embedding_cache)
@@ -169,7 +169,7 @@ def run(config: TrainConfig, variants: dict[str, dict[str, Any]], only_cached: b
 
 def markdown_tables(data: Mapping[str, Any]) -> str:
     """One card-style Markdown table per mode (full, ngram), one row per variant."""
-    from .card import markdown_card
+    from polytox.scoring.ml.card import markdown_card
 
     modes = dict.fromkeys(m for v in data["variants"].values() for m in v if m not in ("change", "seconds"))
     return "\n\n".join(f"Mode `{mode}`:\n\n" + markdown_card(
@@ -179,7 +179,7 @@ def markdown_tables(data: Mapping[str, Any]) -> str:
 
 def run_table(data: Mapping[str, Any], mode: str) -> str:
     """Per variant: the scorer-minus-Perspective EMT / EP / AT of the training split's real run, with CIs."""
-    from .card import diff_with_ci
+    from polytox.scoring.ml.card import diff_with_ci
 
     lines = ["| variant | pairs | EMT diff [95% CI] | EP diff [95% CI] | AT diff [95% CI] |",
              "| --- | ---: | --- | --- | --- |"]

@@ -8,7 +8,7 @@ and the probe's scores of the fit texts moved. It reads the head's fit rows and 
 never read. ``--english`` reads the English probe's fit rows, weights and penalties instead.
 docs/trainscorer.md ("The attention probe is the next amplifier") has the figures.
 
-    python -m polytox.scoring.ml.probe_stability [--shared ../shared/data] [--eps 1e-7] [--english]
+    python -m research.scorer.probe_stability [--shared ../shared/data] [--eps 1e-7] [--english]
         [--fits float32:60,float32:200,float64:500]
 """
 
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .attention import AttentionProbe, fit_attention_probe
+from polytox.scoring.ml.attention import AttentionProbe, fit_attention_probe
 
 
 @dataclass
@@ -51,10 +51,10 @@ def perturbation(states: np.ndarray, offsets: np.ndarray, target: np.ndarray, we
 
 
 def main(argv: list[str] | None = None) -> None:
-    from .attention_fit import attention_embedder, group_states, non_english_fit
-    from .head import MlHead, default_head_path
-    from .pool import training_pool
-    from .train import TrainConfig, english_probe_rows, heldout_mask, pooled_target, select
+    from polytox.scoring.ml.attention_fit import attention_embedder, group_states, non_english_fit
+    from polytox.scoring.ml.head import MlHead, default_head_path
+    from polytox.scoring.ml.pool import training_pool
+    from polytox.scoring.ml.train import TrainConfig, english_probe_rows, heldout_mask, pooled_target, select
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--shared", default="../shared/data")

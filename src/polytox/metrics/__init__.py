@@ -24,8 +24,8 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
-from .langs import load_resource_tiers
-from .spec import MetricsSpec
+from ..langs import load_resource_tiers
+from ..spec import MetricsSpec
 
 PER_PROMPT_SQL = """
 SELECT g.prompt_id,
@@ -194,7 +194,7 @@ def compute(table: pa.Table, spec: MetricsSpec, seed: int = 0, extra: Mapping[st
 
 def run_metrics(store_path: str, scorer_id: str, spec: MetricsSpec, seed: int = 0) -> dict[str, Any]:
     """Metrics of a run directory for one of its scorers."""
-    from .store import RunStore
+    from ..store import RunStore
 
     store = RunStore(store_path)
     con = duckdb.connect()

@@ -6,17 +6,6 @@ import numpy as np
 import pytest
 
 from polytox.errors import PolytoxError
-from polytox.scoring.ml.combiner_trial import (
-    HEAD,
-    VARIANTS,
-    Variant,
-    english_scores,
-    markdown,
-    mean_auc_difference,
-    measure,
-    measure_english,
-    nested_scores,
-)
 from polytox.scoring.ml.data import Example
 from polytox.scoring.ml.measure import auc
 from polytox.scoring.ml.train import (
@@ -27,6 +16,17 @@ from polytox.scoring.ml.train import (
     fit_combiner,
     fit_combiners,
     other_view,
+)
+from research.scorer.combiner_trial import (
+    HEAD,
+    VARIANTS,
+    Variant,
+    english_scores,
+    markdown,
+    mean_auc_difference,
+    measure,
+    measure_english,
+    nested_scores,
 )
 
 

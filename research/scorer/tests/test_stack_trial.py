@@ -8,11 +8,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from polytox.scoring.ml.combiner_trial import HEAD, NonEnglishRows, Variant, nested_scores
-from polytox.scoring.ml.stack_trial import SHARED, STACK, STACK_EXTRA, WIDE, markdown, verdict
 from polytox.scoring.ml.train import OTHER
-
-from .test_combiner_trial import head_combined, pipeline_examples
+from research.scorer.combiner_trial import HEAD, NonEnglishRows, Variant, nested_scores
+from research.scorer.stack_trial import SHARED, STACK, STACK_EXTRA, WIDE, markdown, verdict
+from research.scorer.tests.test_combiner_trial import head_combined, pipeline_examples
 
 
 def card(auc: float, mae: float) -> dict[str, Any]:

@@ -1,0 +1,1 @@
+"""Private plumbing shared by every layer: atomic writes, text helpers, a rate limiter. Not public API."""
