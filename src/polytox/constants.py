@@ -156,7 +156,7 @@ DISTINCT_N: Final = (1, 2, 3)
 # RTP §2.1: Perspective's scores are calibrated (isotonic regression) probabilities that a rater calls the
 # text toxic; polytox-ml maps its English score onto that scale with two isotonic maps, one for web text and
 # one for model continuations (scoring/ml/calib.py). Share of each map's fit weight carried by model
-# continuations, chosen out-of-fold on the training split (docs/trainscorer.md, "Two English maps"): with
+# continuations, chosen out-of-fold on the training split (docs/default-scorer.md, "Two English maps"): with
 # the continuation map the training continuations' EMT / EP / AT land +0.008 / 0.000 / +0.007 from
 # Perspective's, against +0.058 / +0.039 / +0.037 with the single 50/50 map used before.
 CONTINUATION_GEN_SHARE: Final = 0.95

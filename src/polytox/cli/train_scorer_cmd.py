@@ -14,7 +14,7 @@ hash, the attention probes' training token states as one file per row group): wi
 version 5) a retrain that fits them afresh took 33 minutes on 2 CPU cores (their scores need backbone
 passes over every text), a warm retrain 14 minutes; version 4 took about 40 from empty caches. The
 same caches, package versions and CPU kind give the same head, byte for byte, under any CPU load; the card
-records the versions and the CPU (docs/trainscorer.md).
+records the versions and the CPU (docs/default-scorer.md).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """``default``: the scorer ``polytox eval`` and ``polytox score`` use when none is named.
 
 It routes each text by its language to the best offline scorer measured for that language
-(docs/trainscorer.md): ``polytox-ml`` for PTP's 17 languages, unless the table below names another.
+(docs/default-scorer.md): ``polytox-ml`` for PTP's 17 languages, unless the table below names another.
 ``polytox-ml`` returns a calibrated probability on Perspective TOXICITY's scale (isotonic maps fitted on
 web text and model continuations; human rater shares for the other languages), so EMT / EP / AT computed
 with ``default`` are on Perspective's scale; ``polytox scorers`` prints the measured agreement.
@@ -20,8 +20,8 @@ from ..registry import resolve
 from ..types import Score
 from .base import Scorer, config_digest
 
-# Measured choice (docs/trainscorer.md, "Default per language"): the scorer with the best grouped-CV AUC
-# against RTP-LX human labels among the offline ones that cover the language.
+# Measured choice (docs/default-scorer.md, "Per-language AUC against human ratings"): the scorer with the
+# best grouped-CV AUC against RTP-LX human labels among the offline ones that cover the language.
 DEFAULT_ROUTES: Mapping[str, str] = dict.fromkeys(PTP_LANGUAGES, "polytox-ml")
 
 

