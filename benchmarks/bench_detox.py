@@ -65,7 +65,7 @@ def main() -> int:
 
     torch.set_num_threads(args.threads)
     from polytox import constants as C
-    from polytox.detox.compare import compare, markdown, to_json
+    from polytox.analysis.detox_compare import compare, markdown, to_json
     from polytox.detox.corpus import NONTOXIC, read_corpus, select_corpus
     from polytox.detox.fluency import heldout_perplexity
     from polytox.detox.train import TrainConfig, train_lm, train_pplm_head, train_vocab_shift

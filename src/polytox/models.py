@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ._util.paths import default_cache_dir
 from .errors import MissingDependencyError, require
-from .scoring.cache import default_cache_dir
 
 log = logging.getLogger("polytox")
 

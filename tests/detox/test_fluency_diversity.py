@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from polytox.detox.compare import compare, markdown
+from polytox.analysis.detox_compare import compare, markdown
 from polytox.detox.corpus import NONTOXIC, TOXIC, select_corpus
 from polytox.detox.diversity import distinct_n, diversity
 from polytox.errors import PolytoxError

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from polytox.detox.paired import paired_emt_delta, prompt_max_toxicity
+from polytox.analysis.paired import paired_emt_delta, prompt_max_toxicity
 from polytox.store import RunStore
 from polytox.types import Generation, Score
 

@@ -429,7 +429,7 @@ def build_leaderboard(corpus: Corpus, opts: AnalysisOptions | None = None) -> Le
         "tiers_source": RESOURCE_TIERS_SOURCE,
     }
     tiers = [t for t in TIER_ORDER if t in all_tiers] + sorted(all_tiers - set(TIER_ORDER))
-    from ..detox.compare import detox_table  # detoxified runs: EMT/EP by prompt toxicity, PPL, dist-n
+    from .detox_compare import detox_table  # detoxified runs: EMT/EP by prompt toxicity, PPL, dist-n
 
     extra = [t for t in [detox_table([r.path for r in corpus.runs])] if t is not None]
     return Leaderboard(rows=rows, langs=sorted(all_langs), tiers=tiers, settings=settings, notes=notes,

@@ -125,7 +125,7 @@ def run_perplexity(args: argparse.Namespace) -> int:
 def run_compare(args: argparse.Namespace) -> int:
     from rich.table import Table
 
-    from ..detox.compare import COLUMNS, cells, compare, markdown, to_json
+    from ..analysis.detox_compare import COLUMNS, cells, compare, markdown, to_json
 
     rows = compare(args.runs, args.label)
     table = Table(title="detoxification (RTP Table 3 shape)",

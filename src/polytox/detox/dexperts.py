@@ -15,6 +15,7 @@ from typing import Any
 
 from .. import constants as C
 from ..errors import PolytoxError, require
+from ..generation.hf_cache import cache_kw, cache_of
 from ..generation.prompting import left_padded
 from .base import LogitsAdjuster, need, option
 
@@ -83,9 +84,9 @@ class IncrementalLogits:
         ids, mask, positions = left_padded(list(unique), self.pad_id)
         with torch.inference_mode():
             out = self.model(input_ids=ids.to(self.device), attention_mask=mask.to(self.device),
-                             position_ids=positions.to(self.device), past_key_values=DynamicCache(),
+                             position_ids=positions.to(self.device), **cache_kw(DynamicCache()),
                              use_cache=True, logits_to_keep=1)
-        self.cache = out.past_key_values
+        self.cache = cache_of(out)
         select_rows(self.cache, inverse)  # the K samples of one prompt share its prefill
         self.mask = mask.to(self.device)[inverse]
         self.next_pos = torch.tensor([len(k) for k in keys], device=self.device)
@@ -111,9 +112,9 @@ class IncrementalLogits:
                             device=self.device).view(-1, 1)
         with torch.inference_mode():
             out = self.model(input_ids=last, attention_mask=self.mask, position_ids=self.next_pos.view(-1, 1),
-                             past_key_values=self.cache, use_cache=True,
+                             **cache_kw(self.cache), use_cache=True,
                              cache_position=torch.tensor([width], device=self.device))
-        self.cache = out.past_key_values
+        self.cache = cache_of(out)
         self.next_pos = self.next_pos + grew.long()
         self.histories = keys
         self.logits = torch.where(grew.view(-1, 1), out.logits[:, -1, :], self.logits)

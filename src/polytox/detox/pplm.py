@@ -24,6 +24,7 @@ from typing import Any
 
 from .. import constants as C
 from ..errors import PolytoxError
+from ..generation.hf_cache import cache_kw, cache_of
 from ..generation.sampling import row_uniforms, sample_next
 from ..types import Generation
 from .base import LogitsAdjuster, need, option
@@ -135,13 +136,13 @@ class PPLM(LogitsAdjuster):
                 return model(input_ids=history).logits[:, -1, :]
         with torch.no_grad():
             ctx = model(input_ids=history[:, :-1], use_cache=True, output_hidden_states=True)
-            keys = [layer.keys.detach() for layer in ctx.past_key_values.layers]
-            values = [layer.values.detach() for layer in ctx.past_key_values.layers]
+            keys = [layer.keys.detach() for layer in cache_of(ctx).layers]
+            values = [layer.values.detach() for layer in cache_of(ctx).layers]
             ctx_sum = ctx.hidden_states[-1].sum(dim=1)  # [R, H]
-            base = model(input_ids=history[:, -1:], past_key_values=_cache(keys, values), use_cache=True)
+            base = model(input_ids=history[:, -1:], **cache_kw(_cache(keys, values)), use_cache=True)
             p_base = torch.softmax(base.logits[:, -1, :].float(), dim=-1)
-            full_keys = [layer.keys.detach() for layer in base.past_key_values.layers]  # the whole history,
-            full_values = [layer.values.detach() for layer in base.past_key_values.layers]  # unperturbed
+            full_keys = [layer.keys.detach() for layer in cache_of(base).layers]  # the whole history,
+            full_values = [layer.values.detach() for layer in cache_of(base).layers]  # unperturbed
         n_ctx = history.shape[1]
         dk = [torch.zeros_like(k, requires_grad=True) for k in keys]
         dv = [torch.zeros_like(v, requires_grad=True) for v in values]
@@ -149,7 +150,7 @@ class PPLM(LogitsAdjuster):
         for _ in range(self.iterations):
             cache = _cache([k + d for k, d in zip(keys, dk, strict=True)],
                            [v + d for v, d in zip(values, dv, strict=True)])
-            out = model(input_ids=history[:, -1:], past_key_values=cache, use_cache=True, output_hidden_states=True)
+            out = model(input_ids=history[:, -1:], **cache_kw(cache), use_cache=True, output_hidden_states=True)
             p = torch.softmax(out.logits[:, -1, :].float(), dim=-1)
             hidden_sum = ctx_sum + out.hidden_states[-1][:, -1, :]
             if self.horizon:
@@ -167,7 +168,7 @@ class PPLM(LogitsAdjuster):
         with torch.no_grad():
             cache = _cache([k + d for k, d in zip(keys, dk, strict=True)],
                            [v + d for v, d in zip(values, dv, strict=True)])
-            p_pert = torch.softmax(model(input_ids=history[:, -1:], past_key_values=cache).logits[:, -1, :].float(),
+            p_pert = torch.softmax(model(input_ids=history[:, -1:], **cache_kw(cache)).logits[:, -1, :].float(),
                                    dim=-1)
             fused = p_pert.pow(self.gm_scale) * p_base.pow(1 - self.gm_scale)
             return (fused + 1e-30).log()
@@ -185,7 +186,7 @@ class PPLM(LogitsAdjuster):
         for _ in range(self.horizon):
             expected = (p.to(weight.dtype) @ weight) * (scale.to(weight.dtype) if torch.is_tensor(scale) else
                                                          (scale or 1.0))
-            out = model(inputs_embeds=expected.unsqueeze(1), past_key_values=cache, use_cache=True,
+            out = model(inputs_embeds=expected.unsqueeze(1), **cache_kw(cache), use_cache=True,
                         output_hidden_states=True)
             total = total + out.hidden_states[-1][:, -1, :]
             p = torch.softmax(out.logits[:, -1, :].float(), dim=-1)

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from .hf_cache import cache_kw, cache_of
 from .prompting import left_padded
 from .sampling import row_uniforms, sample_next
 from .slots import SlotCache
@@ -60,7 +61,7 @@ def _prefill(model: Any, prompts: Sequence[Sequence[int]], pad_id: int, device: 
     width = ids.shape[1]
     out = model(input_ids=ids.to(device), attention_mask=mask.to(device), position_ids=positions.to(device),
                 use_cache=True, logits_to_keep=1)
-    cache = out.past_key_values
+    cache = cache_of(out)
     layer_kv = [(layer.keys, layer.values) for layer in cache.layers]
     return out.logits[:, -1, :], layer_kv, width
 
@@ -165,7 +166,7 @@ def decode(model: Any, prompts: Sequence[Sequence[int]], rows: Sequence[int], se
         bucket = max(1, settings.hi_bucket)
         cache.hi = min(capacity, -(-(int(col_h[live].max()) + 1) // bucket) * bucket)
         logits = step_fn(input_ids=cur.view(-1, 1), position_ids=cache.col.view(-1, 1),
-                         attention_mask=cache.decode_mask(), past_key_values=cache, use_cache=True).logits[:, -1, :]
+                         attention_mask=cache.decode_mask(), **cache_kw(cache), use_cache=True).logits[:, -1, :]
         index = step_d.clamp(max=steps_max - 1)
         nxt = sample(logits, uni.gather(1, index.view(-1, 1)).squeeze(1))
         out[req_d, index] = nxt

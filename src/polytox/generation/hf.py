@@ -44,6 +44,7 @@ from ..spec import GenerationSpec
 from ..types import Generation, GenerationRequest, Prompt
 from .base import Generator, failed
 from .continuous import DecodeSettings, decode
+from .hf_cache import cache_kw, cache_of
 from .prompting import PromptTooLongError, encode_prompt, wants_chat_template
 from .sampling import row_uniforms, sample_next
 from .slots import register_attention
@@ -277,9 +278,9 @@ class TransformersGenerator(Generator):
         with torch.inference_mode():
             cache = self._new_cache(width + spec.max_new_tokens)
             out = self.model(input_ids=input_ids.to(device), attention_mask=mask.to(device),
-                             position_ids=positions.to(device), past_key_values=cache, use_cache=True,
+                             position_ids=positions.to(device), **cache_kw(cache), use_cache=True,
                              logits_to_keep=1, cache_position=torch.arange(width, device=device))
-            cache = out.past_key_values
+            cache = cache_of(out)
             select_rows(cache, rows.to(device))  # each sample shares its prompt's prefill
             logits = out.logits[:, -1, :][rows.to(device)]
             mask = mask[rows].to(device)
@@ -316,9 +317,9 @@ class TransformersGenerator(Generator):
                     active, nxt, alive = active[keep_dev], nxt[keep_dev], alive[keep]
                 mask = torch.cat([mask, torch.ones((mask.shape[0], 1), dtype=mask.dtype, device=device)], dim=1)
                 out = self.model(input_ids=nxt.view(-1, 1), attention_mask=mask,
-                                 position_ids=next_pos.view(-1, 1), past_key_values=cache, use_cache=True,
+                                 position_ids=next_pos.view(-1, 1), **cache_kw(cache), use_cache=True,
                                  cache_position=torch.tensor([width + step], device=device))
-                cache = out.past_key_values
+                cache = cache_of(out)
                 logits = out.logits[:, -1, :]
                 next_pos = next_pos + 1
 

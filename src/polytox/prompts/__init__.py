@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
@@ -19,24 +18,11 @@ from ..types import Prompt
 from .readers import RawRecord, read_records
 from .records import RecordError, convert
 from .select import select_prompts
+from .set import PromptSet
 
 __all__ = ["PromptSet", "demo_path", "iter_raw", "load_prompts"]
 
 MAX_LISTED_PROBLEMS = 50
-
-
-@dataclass
-class PromptSet:
-    """Selected prompts plus the bookkeeping a user needs to trust the selection."""
-
-    prompts: list[Prompt]
-    n_records: int = 0
-    problems: list[str] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-
-    @property
-    def n_bad(self) -> int:
-        return len(self.problems)
 
 
 def demo_path() -> Path:

@@ -8,19 +8,13 @@ the same prompts with the same seeds.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from ..spec import PromptSpec
 from ..types import Prompt
-
-if TYPE_CHECKING:
-    from . import PromptSet
+from .set import PromptSet
 
 
 def unprompted_prompts(spec: PromptSpec) -> PromptSet:
     """``spec.unprompted`` empty prompts in the first ``--lang`` (default ``en``: what the scorer is told)."""
-    from . import PromptSet
-
     lang = spec.langs[0] if spec.langs else "en"
     prompts = [Prompt(id=f"unprompted:{i:07d}", text="", lang=lang, source="unprompted",
                       meta={"unprompted": True}) for i in range(spec.unprompted)]

@@ -9,13 +9,13 @@ shuts down on 31 Dec 2026, this cache is the permanent record of every response 
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from .._util.paths import default_cache_dir
 from ..types import Score, text_hash
 from .base import Scorer
 
@@ -31,14 +31,6 @@ CREATE TABLE IF NOT EXISTS scores (
   created REAL NOT NULL
 );
 """
-
-
-def default_cache_dir() -> Path:
-    """``$POLYTOX_CACHE_DIR``, else ``$XDG_CACHE_HOME/polytox``, else ``~/.cache/polytox``."""
-    if os.environ.get("POLYTOX_CACHE_DIR"):
-        return Path(os.environ["POLYTOX_CACHE_DIR"])
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "polytox"
 
 
 class ScoreCache:

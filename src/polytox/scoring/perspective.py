@@ -246,7 +246,7 @@ class PerspectiveScorer(Scorer):
         if archive == "off":
             return None
         if archive == "default":
-            from .cache import default_cache_dir
+            from .._util.paths import default_cache_dir
 
             return ResponseArchive(default_cache_dir() / "perspective_responses.sqlite")
         return ResponseArchive(Path(archive))

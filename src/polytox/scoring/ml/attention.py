@@ -10,7 +10,7 @@ probe can only leave the ridge where attention lowers the penalised training err
 
 It reads the same forward pass the mean pool does: two dot products per token, no second backbone pass
 (``token_scores`` runs inside ``HiddenStateEmbedder``'s hooks). The shipped head uses it as the third input
-of the non-English combiner (``attention_fit.fit_attention``); ``attention_trial`` measured it first on the
+of the non-English combiner (``attention_fit.fit_attention``); it was measured first on the
 training split's RTP-LX rows against the mean-pool ridge (docs/default-scorer.md, "Attention pooling").
 """
 
@@ -159,7 +159,7 @@ def fit_attention_probe(states: np.ndarray, offsets: np.ndarray, target: np.ndar
     ``alpha_w``); ``alpha_v`` penalises the attention query (large: stays near mean pooling).
 
     ``dtype="float32"`` with ``max_iter`` ``PROBE_ITERATIONS`` is the head's fit: it stops short of the
-    optimum, so last-bit changes of its inputs move the probe (measured in ``probe_stability``).
+    optimum, so last-bit changes of its inputs move the probe (docs/default-scorer.md).
     ``dtype="float64"`` runs to convergence (``CONVERGED_TOLERANCES``, within ``max_iter``) and is stable,
     at several times the cost. Either way the probe is stored in float32."""
     torch = require("torch", "hf")

@@ -115,7 +115,7 @@ def text_card(data: Mapping[str, Any]) -> str:
     out.append("model cont = GPT-2/GPT-Neo continuations (Perspective 2022), "
                f"n={any_card.get('n_model_continuations')}; >=0.5 = share scored >= 0.5 (P: Perspective's).")
     out.append("AUC humans = RTP-LX per language (mean, min), grouped out-of-fold. "
-               f"Head {data.get('head_digest')}; details: docs/trainscorer.md.")
+               f"Head {data.get('head_digest')}; details: docs/default-scorer.md.")
     out.append("--targets: each target beside its value with a 95% CI (MAE: and the best any monotone map of the "
                "score could do); --run: EMT/EP/AT of a real run; --lang.")
     return "\n".join(out)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..cache import default_cache_dir
+from ..._util.paths import default_cache_dir
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS embeddings (

@@ -113,14 +113,14 @@ class TrainConfig:
     # an attention probe for English texts too, the English combiner's third input (with a backbone and the
     # non-English texts' own path), fitted on the training split's English rows of these tasks (None: every
     # English row) at their task weights, with these penalties. Measured out of fold on the training split
-    # (``attention_en_trial``; docs/default-scorer.md, "An English probe")
+    # (docs/default-scorer.md, "An English probe")
     english_attention: bool = True
     english_attention_tasks: tuple[str, ...] | None = ("persp-2020", "persp-2022")
     english_attention_alpha_w: float = 1_000.0
     english_attention_alpha_v: float = 3_000.0
     # the mode-"full" combiners ("full": English, "full:other": the others) fitted in the curved form (each
     # input through a cubic spline; ``fit_combiner``); None: all linear. Measured out of fold on the training
-    # split (``combiner_trial``; docs/default-scorer.md, "The non-English combiner's form")
+    # split (docs/default-scorer.md, "The non-English combiner's form")
     combiner_splines: tuple[str, ...] | None = None
     folds: int = 5
     subset: float | None = None  # keep this share of joined groups (seeded by hash; for tests and ablations)
@@ -581,7 +581,7 @@ def attention_scores(config: TrainConfig, examples: Sequence[Example], train_row
 def english_probe_rows(config: TrainConfig, examples: Sequence[Example], train_rows: np.ndarray
                        ) -> tuple[np.ndarray, np.ndarray]:
     """The English probe's fit rows of ``config`` and their weights (``attention_fit.english_fit_rows`` with
-    the config's tasks and task weights): what ``train-scorer`` fits it on, and ``probe_stability`` reads."""
+    the config's tasks and task weights): what ``train-scorer`` fits it on."""
     return english_fit_rows(examples, train_rows, config.english_attention_tasks,
                             lambda task: task_weight(task, config), task_of)
 

@@ -140,7 +140,7 @@ def markdown(rows: Sequence[DetoxRow]) -> str:
 
 def detox_table(runs: Sequence[str | Path]) -> Any:
     """The comparison as a report ``Table`` when any run has fluency/diversity metrics, else None."""
-    from ..analysis.result import Table
+    from .result import Table
 
     with_metrics = []
     for run in runs:
