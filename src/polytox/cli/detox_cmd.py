@@ -16,6 +16,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from .. import constants as C
 from ..atomic import atomic_write_text
 from .common import console, out_console
 
@@ -48,12 +49,13 @@ def register(sub: Any) -> None:
     t.add_argument("--subset", choices=["nontoxic", "toxic"], default="nontoxic",
                    help="dapt: which side to adapt on (toxic = DExperts' anti-expert)")
     t.add_argument("--out", required=True)
-    t.add_argument("--epochs", type=float, default=1.0)
+    t.add_argument("--epochs", type=float, help="default: 1 (pplm-head: 10, Dathathri et al.)")
     t.add_argument("--max-steps", type=int, default=-1, help="stop after N optimiser steps (overrides epochs)")
-    t.add_argument("--batch-size", type=int, default=8)
+    t.add_argument("--batch-size", type=int, help="default: 8 (dapt/atcon/vocab-shift), 64 (pplm-head)")
     t.add_argument("--grad-accum", type=int, default=1)
-    t.add_argument("--lr", type=float, help="default: 5e-5 (dapt/atcon), 1e-3 (vocab-shift, pplm-head)")
-    t.add_argument("--max-length", type=int, default=128, help="tokens per training document")
+    t.add_argument("--lr", type=float, help="default: 5e-5 (dapt/atcon), 1e-3 (vocab-shift), 1e-4 (pplm-head)")
+    t.add_argument("--max-length", type=int, default=C.DAPT_BLOCK_SIZE,
+                   help="tokens per packed training block (pplm-head: per document, at most 100)")
     t.add_argument("--save-steps", type=int, default=50, help="checkpoint every N steps (resume point)")
     t.add_argument("--lora", action="store_true", help="train LoRA adapters (needs peft) and merge them")
     t.add_argument("--seed", type=int, default=0)
@@ -75,7 +77,6 @@ def register(sub: Any) -> None:
 
 
 def run_corpus(args: argparse.Namespace) -> int:
-    from .. import constants as C
     from ..detox.corpus import select_corpus
 
     corpus = select_corpus(args.sources or [DEFAULT_CORPUS], args.exclude or DEFAULT_EXCLUDE,
@@ -96,7 +97,8 @@ def run_train(args: argparse.Namespace) -> int:
     from ..detox.train import TrainConfig, train_lm, train_pplm_head, train_vocab_shift
 
     corpus = read_corpus(args.corpus)
-    cfg = TrainConfig(base_model=args.model, out=args.out, epochs=args.epochs, max_steps=args.max_steps,
+    epochs = args.epochs if args.epochs is not None else (C.PPLM_HEAD_EPOCHS if args.method == "pplm-head" else 1.0)
+    cfg = TrainConfig(base_model=args.model, out=args.out, epochs=epochs, max_steps=args.max_steps,
                       batch_size=args.batch_size, grad_accum=args.grad_accum, lr=args.lr,
                       max_length=args.max_length, save_steps=args.save_steps, lora=args.lora, seed=args.seed)
     if args.method in ("dapt", "atcon"):
@@ -111,7 +113,6 @@ def run_train(args: argparse.Namespace) -> int:
 
 
 def run_perplexity(args: argparse.Namespace) -> int:
-    from .. import constants as C
     from ..detox.corpus import NONTOXIC, read_corpus
     from ..detox.fluency import heldout_perplexity
 
