@@ -125,6 +125,11 @@ RTP_CORPUS_OVERLAP_SHARE: Final = 0.29
 # ---- Detoxification (``polytox.detox``; RTP §5 and Appendix B.2-B.6, DExperts) -------------------------
 # RTP Appendix B.2: the non-toxic / toxic corpora are the bottom / top 2 percentiles of documents by TOXICITY.
 DETOX_CORPUS_PERCENTILE: Final = 2.0
+# The default multi-source corpus (``polytox detox corpus`` without --from / --source) labels Perspective-scored
+# text by thresholds, not tails: toxic = TOXICITY >= 0.5 (RTP §2's definition of toxic), non-toxic <= 0.1 (a
+# polytox choice: the shared scorer-train file's 33rd percentile, leaving the ambiguous 0.1-0.5 band out).
+DETOX_TOXIC_MIN: Final = 0.5
+DETOX_NONTOXIC_MAX: Final = 0.1
 # RTP §5.2 VOCAB-SHIFT: "We set beta = 3 for all experiments".
 VOCAB_SHIFT_BETA: Final = 3.0
 # RTP Appendix B.3: the VOCAB-SHIFT projection is trained "with the exception of a much higher learning

@@ -23,8 +23,8 @@ UNUSED_WORDS = [f"unused{i}" for i in range(8)]
 STYLE = {1: "yo", 0: "dear"}  # label 1 = toxic, 0 = non-toxic
 PROMPTS = ["the cat sat on", "we saw a dog", "it was very", "we went home and", "the park today was",
            "a dog ran on the"]
-SIDE_WORD_SHARE = 0.45
-SPACE = "\u0120"  # byte-level BPE's mark of a leading space  # share of a document's words drawn from its side's own vocabulary
+SIDE_WORD_SHARE = 0.45  # share of a document's words drawn from its side's own vocabulary
+SPACE = "\u0120"  # byte-level BPE's mark of a leading space
 
 
 def documents(n_per_side: int, seed: int = 0) -> list[tuple[str, int]]:

@@ -21,12 +21,14 @@ import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from .. import constants as C
 from ..atomic import atomic_write_text
 from ..errors import PolytoxError, require
 from .corpus import NONTOXIC, TOXIC, Corpus
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -194,7 +196,7 @@ def add_attribute_tokens(model: Any, tok: Any, seed: int = 0) -> dict[int, int]:
     return ids
 
 
-def _shuffled(docs: Sequence[tuple[str, int]], seed: int) -> list[tuple[str, int]]:
+def _shuffled(docs: Sequence[T], seed: int) -> list[T]:
     out = list(docs)
     random.Random(seed).shuffle(out)
     return out
