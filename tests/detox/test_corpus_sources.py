@@ -38,7 +38,8 @@ def test_each_source_labels_by_its_own_rule_and_sides_balance_per_dataset(files:
     s = corpus.stats
     # scored: 0.0, 0.1, 0.2 non-toxic (the evaluated prompt removed), 0.7..1.0 toxic (4), 0.3-0.6 left out
     rule = "perspective <= 0.2 non-toxic, >= 0.7 toxic"
-    assert s["sources"]["scored"] == {"path": str(files["scored"]), "rule": rule, "labelled": 8, "left_out_by_rule": 4, "overlapping_prompts_removed": 1,
+    assert s["sources"]["scored"] == {"path": str(files["scored"]), "rule": rule, "labelled": 8,
+                                      "left_out_by_rule": 4, "overlapping_prompts_removed": 1,
                                       "duplicates_removed": 0}
     assert s["datasets"]["scored/a"] == {"nontoxic": 3, "toxic": 3, "available_nontoxic": 3, "available_toxic": 4}
     # human: x has 3 toxic of 12, y 1 of 4; each dataset gives both sides the same number
