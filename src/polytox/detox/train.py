@@ -29,6 +29,7 @@ from ..errors import PolytoxError, require
 from .corpus import NONTOXIC, TOXIC, Corpus
 
 T = TypeVar("T")
+COLUMN_PROBE = 25  # VOCAB-SHIFT: tokens of the learned column's each end recorded in detox.json
 
 
 @dataclass
@@ -325,8 +326,12 @@ def train_vocab_shift(corpus: Corpus, cfg: TrainConfig) -> Path:
                  cfg.batch_size or C.DAPT_BATCH_SIZE)
     save_file({"W": module.W.detach().cpu().contiguous(), "shared": module.shared.detach().cpu().contiguous()},
               str(Path(cfg.out) / WEIGHTS))
+    order = module.shift.detach().argsort().tolist()
+    column = {"lowest": tok.convert_ids_to_tokens(order[:COLUMN_PROBE]),  # what beta * W[:, nontoxic] avoids
+              "highest": tok.convert_ids_to_tokens(order[::-1][:COLUMN_PROBE])}
     _write_meta(cfg, "vocab-shift", corpus, {"training": stats, "vocab": int(module.shift.shape[0]),
-                                             "n_blocks": len(rows), "block_size": cfg.max_length})
+                                             "n_blocks": len(rows), "block_size": cfg.max_length,
+                                             "nontoxic_column": column})
     return Path(cfg.out)
 
 
