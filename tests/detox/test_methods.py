@@ -163,6 +163,12 @@ def test_train_atcon_then_generate_with_the_attribute_token(tiny: Path, tmp_path
     g = gen(out, "atcon")
     token = g.tokenizer.convert_tokens_to_ids("<|nontoxic|>")
     assert g.encode(PROMPTS[0])[0][0] == token
+    toxic = g.tokenizer.convert_tokens_to_ids("<|toxic|>")
+    logits = torch.zeros(2, len(g.tokenizer))
+    banned = g.detox.adjust(logits, [[1], [2]])  # type: ignore[union-attr]
+    assert torch.isinf(banned[:, [token, toxic]]).all() and torch.isfinite(banned[:, :token]).all()
+    emb = g.model.get_input_embeddings().weight
+    assert not torch.allclose(emb[token], emb[toxic], atol=1e-3)  # two distinct rows, not mean-resized copies
     assert all(t is not None for t in texts(g))
     with pytest.raises(PolytoxError, match="no '<\\|nontoxic\\|>' token"):
         gen(tiny, "atcon")
