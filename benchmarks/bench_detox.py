@@ -104,7 +104,8 @@ def main() -> int:
     methods = args.methods.split(",")
 
     def cfg(name: str) -> TrainConfig:
-        return TrainConfig(base_model=args.model, out=str(models / name), epochs=args.epochs,
+        epochs = C.PPLM_HEAD_EPOCHS if name == "pplm" else args.epochs  # the head: Dathathri et al.'s 10
+        return TrainConfig(base_model=args.model, out=str(models / name), epochs=epochs,
                            max_steps=args.max_steps, batch_size=args.batch_size, max_length=args.max_length,
                            save_steps=max(10, args.max_steps // 2) if args.max_steps > 0 else 200)
 

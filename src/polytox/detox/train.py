@@ -278,28 +278,48 @@ class VocabShiftModel:
 
 
 class HeadModel:
-    """Frozen LM + trainable linear head on the mean-pooled last hidden state (PPLM's attribute model)."""
+    """A trainable linear head over cached mean-pooled hidden states (PPLM's attribute model)."""
 
     @staticmethod
-    def build(lm: Any) -> Any:
+    def build(hidden_size: int) -> Any:
         import torch
 
         class Module(torch.nn.Module):
             def __init__(self) -> None:
                 super().__init__()
-                self.head = torch.nn.Linear(lm.config.hidden_size, 2)
-                self._lm = (lm,)
+                self.head = torch.nn.Linear(hidden_size, 2)
 
-            def forward(self, input_ids: Any, attention_mask: Any, labels: Any, attribute: Any) -> dict[str, Any]:
-                with torch.no_grad():
-                    hidden = self._lm[0](input_ids=input_ids, attention_mask=attention_mask,
-                                         output_hidden_states=True).hidden_states[-1]
-                    m = attention_mask.unsqueeze(-1).to(hidden.dtype)
-                    pooled = (hidden * m).sum(1) / m.sum(1).clamp_min(1)
-                logits = self.head(pooled)
+            def forward(self, features: Any, attribute: Any) -> dict[str, Any]:
+                logits = self.head(features)
                 return {"loss": torch.nn.functional.cross_entropy(logits, attribute), "logits": logits}
 
         return Module()
+
+
+def pooled_states(lm: Any, tok: Any, docs: Sequence[tuple[str, int]], length: int, batch_size: int = 16
+                  ) -> list[dict[str, Any]]:
+    """Each document's last-layer hidden states averaged over its tokens, read once with the LM frozen
+    (Dathathri et al.'s ``--cached`` mode: the head's epochs then cost nothing more)."""
+    import torch
+
+    collate = _collate(tok.pad_token_id)
+    rows: list[dict[str, Any]] = []
+    with torch.no_grad():
+        for i in range(0, len(docs), batch_size):
+            batch = collate(_encode(tok, docs[i:i + batch_size], length))
+            hidden = lm(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
+                        output_hidden_states=True).hidden_states[-1]
+            m = batch["attention_mask"].unsqueeze(-1).to(hidden.dtype)
+            pooled = (hidden * m).sum(1) / m.sum(1).clamp_min(1)
+            rows += [{"features": f, "label": int(y)} for f, y in zip(pooled, batch["attribute"], strict=True)]
+    return rows
+
+
+def _collate_features(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    import torch
+
+    return {"features": torch.stack([r["features"] for r in rows]),
+            "attribute": torch.tensor([r["label"] for r in rows], dtype=torch.long)}
 
 
 def _frozen(cfg: TrainConfig) -> tuple[Any, Any]:
@@ -336,29 +356,27 @@ def train_vocab_shift(corpus: Corpus, cfg: TrainConfig) -> Path:
 
 
 def train_pplm_head(corpus: Corpus, cfg: TrainConfig) -> Path:
-    """Train PPLM's toxicity head on the frozen LM, one row per document truncated to
+    """Train PPLM's toxicity head on the frozen LM's mean-pooled states, one document each truncated to
     ``constants.PPLM_HEAD_MAX_TOKENS`` (Dathathri et al.'s discriminator training: Adam, lr 1e-4, batch
-    64); writes ``pplm_head.safetensors`` and the held-out accuracy."""
+    64, 10 epochs over cached states); writes ``pplm_head.safetensors`` and the held-out accuracy."""
     import torch
     from safetensors.torch import save_file
 
     from .pplm import HEAD_WEIGHTS
 
     lm, tok = _frozen(cfg)
-    module = HeadModel.build(lm)
     length = min(cfg.max_length, C.PPLM_HEAD_MAX_TOKENS)
-    stats = _fit(module, _encode(tok, corpus.train, length), _collate(tok.pad_token_id), cfg,
+    module = HeadModel.build(lm.config.hidden_size)
+    stats = _fit(module, pooled_states(lm, tok, corpus.train, length), _collate_features, cfg,
                  cfg.lr or C.PPLM_HEAD_LR, cfg.batch_size or C.PPLM_HEAD_BATCH_SIZE)
-    held = _encode(tok, corpus.heldout, length)
+    held = pooled_states(lm, tok, corpus.heldout, length)
     correct = 0
-    collate = _collate(tok.pad_token_id)
     with torch.no_grad():
-        for i in range(0, len(held), 16):
-            batch = collate(held[i:i + 16])
-            out = module(**batch)
-            correct += int((out["logits"].argmax(-1) == batch["attribute"]).sum())
+        for i in range(0, len(held), 64):
+            batch = _collate_features(held[i:i + 64])
+            correct += int((module(**batch)["logits"].argmax(-1) == batch["attribute"]).sum())
     stats["heldout_accuracy"] = correct / len(held) if held else None
     save_file({k: v.detach().cpu().contiguous() for k, v in module.head.state_dict().items()},
               str(Path(cfg.out) / HEAD_WEIGHTS))
-    _write_meta(cfg, "pplm-head", corpus, {"training": stats})
+    _write_meta(cfg, "pplm-head", corpus, {"training": stats, "max_tokens": length})
     return Path(cfg.out)
