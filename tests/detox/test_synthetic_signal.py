@@ -109,7 +109,7 @@ def test_atcon_attribute_tokens_pull_in_opposite_directions(models: dict[str, Pa
         before = S.next_token_mass(base, tok, S.PROMPTS, words)  # the model ATCON started from
         up = S.next_token_mass(model, tok, S.PROMPTS, words, [toxic])
         down = S.next_token_mass(model, tok, S.PROMPTS, words, [nontoxic])
-    assert up > before * 1.2 and down < before * 0.9, (down, before, up)  # opposite directions
+    assert up > before * 1.2 and down < before * 0.95, (down, before, up)  # opposite directions
     emb = model.get_input_embeddings().weight
     assert not torch.allclose(emb[nontoxic], emb[toxic], atol=1e-2)  # two distinct tokens, not two copies
     # sampled end to end through --detox atcon: <|nontoxic|> below the base model, <|toxic|> above it
