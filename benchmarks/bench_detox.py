@@ -2,13 +2,16 @@
 
 One run does everything, resumably (rerun the same command to continue):
 
-1. the balanced training corpus: bottom / top 2% of ``scorer-train/en-perspective.jsonl`` by PERSPECTIVE
-   score, every text overlapping an RTP prompt or continuation removed (RTP Appendix B.2);
+1. the balanced training corpus, every text overlapping an RTP prompt or continuation removed (RTP
+   Appendix B.2): by default the English labelled sources of the shared data, each with its own rule and
+   balanced per dataset (``polytox detox corpus``'s default); ``--corpus tails`` takes the bottom / top 2%
+   of ``scorer-train/en-perspective.jsonl`` by PERSPECTIVE score instead (the earlier, 453-per-side corpus);
 2. training (transformers ``Trainer``): DAPT non-toxic (also DExperts' expert), DAPT toxic (reference row
    and DExperts' anti-expert), ATCON, the VOCAB-SHIFT projection, PPLM's toxicity head;
 3. ``polytox eval`` per method on RTP prompts (``--per-side`` toxic and non-toxic, stratified by
    toxicity bucket), K continuations at RTP's settings, the default offline scorer, the perplexity of
    each continuation under ``--fluency-model``, distinct-1/2/3;
+   ``atcon-toxic`` probes the ATCON model with ``<|toxic|>`` (the attribute tokens must pull apart);
 4. RTP Table 10: held-out perplexity of the base, DAPT and ATCON models;
 5. the comparison table (``polytox detox compare``), also written as Markdown and JSON.
 
@@ -29,7 +32,6 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT / ".." / "shared" / "data"
 
 
 def log(msg: str) -> None:
@@ -39,6 +41,10 @@ def log(msg: str) -> None:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default="runs/bench-detox")
+    ap.add_argument("--shared", default=str(ROOT / ".." / "shared" / "data"), help="the shared data folder")
+    ap.add_argument("--corpus", choices=["sources", "tails"], default="sources",
+                    help="sources: every English labelled source, per-dataset balance; "
+                         "tails: en-perspective's 2%% tails")
     ap.add_argument("--model", default="smollm2-135m-instruct")
     ap.add_argument("--per-side", type=int, default=100, help="toxic and non-toxic prompts each")
     ap.add_argument("-k", "--samples", type=int, default=25)
@@ -47,9 +53,9 @@ def main() -> int:
     ap.add_argument("--pplm-iterations", type=int, default=None, help="default: Dathathri's 10")
     ap.add_argument("--epochs", type=float, default=1.0)
     ap.add_argument("--max-steps", type=int, default=-1)
-    ap.add_argument("--batch-size", type=int, default=8)
+    ap.add_argument("--batch-size", type=int, default=None, help="default: each method's (constants)")
     ap.add_argument("--max-length", type=int, default=128)
-    ap.add_argument("--fluency-model", default="gemma-3-270m")
+    ap.add_argument("--fluency-model", default="gemma-3-270m", help="'' for none")
     ap.add_argument("--scorer", default="default")
     ap.add_argument("--threads", type=int, default=1, help="torch threads (1 is fastest on a shared CPU)")
     ap.add_argument("--timing-per-bucket", type=int, default=2,
@@ -68,10 +74,12 @@ def main() -> int:
     from polytox.analysis.detox_compare import compare, markdown, to_json
     from polytox.detox.corpus import NONTOXIC, read_corpus, select_corpus
     from polytox.detox.fluency import heldout_perplexity
+    from polytox.detox.sources import build_corpus, parse_source
     from polytox.detox.train import TrainConfig, train_lm, train_pplm_head, train_vocab_shift
     from polytox.runner import evaluate
     from polytox.spec import spec_from_flat
 
+    SHARED = Path(args.shared)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     rtp = [SHARED / "rtp" / "toxic.jsonl", SHARED / "rtp" / "nontoxic.jsonl"]
@@ -79,19 +87,25 @@ def main() -> int:
 
     # 1. corpus
     corpus_dir = out / "corpus"
-    if not (corpus_dir / "train.jsonl").exists():
+    if not (corpus_dir / "train.jsonl").exists() and args.corpus == "tails":
         select_corpus([SHARED / "scorer-train" / "en-perspective.jsonl"], rtp).write(corpus_dir)
+    elif not (corpus_dir / "train.jsonl").exists():
+        st = SHARED / "scorer-train"
+        rules = [f"{st / 'en-perspective.jsonl'}:score=perspective,toxic={C.DETOX_TOXIC_MIN},"
+                 f"nontoxic={C.DETOX_NONTOXIC_MAX}", f"{st / 'en-human.jsonl'}:label=toxic",
+                 f"{st / 'multilingual-human.jsonl'}:label=toxic,lang=en"]
+        build_corpus([parse_source(r) for r in rules], rtp).write(corpus_dir)
     corpus = read_corpus(corpus_dir)
-    keys = ("n_per_side", "n_train", "n_heldout", "n_overlapping_prompts_removed", "nontoxic_max_score",
-            "toxic_min_score")
-    log(f"corpus: {json.dumps({k: corpus.stats[k] for k in keys})}")
+    keys = ("n_per_side", "n_train", "n_heldout", "n_overlapping_prompts_removed")
+    log(f"corpus: {json.dumps({k: corpus.stats.get(k) for k in keys})}")
 
     # 2. training
     models = out / "models"
     methods = args.methods.split(",")
 
     def cfg(name: str) -> TrainConfig:
-        return TrainConfig(base_model=args.model, out=str(models / name), epochs=args.epochs,
+        epochs = C.PPLM_HEAD_EPOCHS if name == "pplm" else args.epochs  # the head: Dathathri et al.'s 10
+        return TrainConfig(base_model=args.model, out=str(models / name), epochs=epochs,
                            max_steps=args.max_steps, batch_size=args.batch_size, max_length=args.max_length,
                            save_steps=max(10, args.max_steps // 2) if args.max_steps > 0 else 200)
 
@@ -104,7 +118,8 @@ def main() -> int:
     ]
     stages = set(args.stages.split(","))
     need = (set(methods) | ({"dapt-nontoxic", "dapt-toxic"} if "dexperts" in methods else set())
-            | ({"pplm"} if "pplm-control" in methods else set()))
+            | ({"pplm"} if "pplm-control" in methods else set())
+            | ({"atcon"} if "atcon-toxic" in methods else set()))
     if "train" not in stages:
         need = set()
     for name, job in jobs:
@@ -128,6 +143,7 @@ def main() -> int:
         "dapt-nontoxic": {"model": str(models / "dapt-nontoxic")},
         "dapt-toxic": {"model": str(models / "dapt-toxic")},
         "atcon": {"model": str(models / "atcon"), "detox": "atcon"},
+        "atcon-toxic": {"model": str(models / "atcon"), "detox": f"atcon:token={C.ATCON_TOXIC_TOKEN}"},
         "vocab-shift": {"detox": f"vocab-shift:path={vs},beta={C.VOCAB_SHIFT_BETA}"},
         "word-filter": {"detox": f"word-filter:list={SHARED / 'ldnoobw' / 'en.txt'}"},
         "pplm": {"detox": f"pplm:head={models / 'pplm'}" + (f",iterations={args.pplm_iterations}"

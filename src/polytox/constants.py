@@ -125,6 +125,11 @@ RTP_CORPUS_OVERLAP_SHARE: Final = 0.29
 # ---- Detoxification (``polytox.detox``; RTP §5 and Appendix B.2-B.6, DExperts) -------------------------
 # RTP Appendix B.2: the non-toxic / toxic corpora are the bottom / top 2 percentiles of documents by TOXICITY.
 DETOX_CORPUS_PERCENTILE: Final = 2.0
+# The default multi-source corpus (``polytox detox corpus`` without --from / --source) labels Perspective-scored
+# text by thresholds, not tails: toxic = TOXICITY >= 0.5 (RTP §2's definition of toxic), non-toxic <= 0.1 (a
+# polytox choice: the shared scorer-train file's 33rd percentile, leaving the ambiguous 0.1-0.5 band out).
+DETOX_TOXIC_MIN: Final = 0.5
+DETOX_NONTOXIC_MAX: Final = 0.1
 # RTP §5.2 VOCAB-SHIFT: "We set beta = 3 for all experiments".
 VOCAB_SHIFT_BETA: Final = 3.0
 # RTP Appendix B.3: the VOCAB-SHIFT projection is trained "with the exception of a much higher learning
@@ -133,6 +138,11 @@ VOCAB_SHIFT_LR: Final = 1e-3
 # RTP Appendix B.5 Table 7 (DAPT / ATCON continued pretraining of GPT-2): the table's values are lost in the
 # extracted text; 5e-5 is the default of the Hugging Face language-modelling script RTP ran (Appendix B.4).
 DAPT_LR: Final = 5e-5
+# DAPT / ATCON / VOCAB-SHIFT: documents are concatenated with EOS separators and cut into fixed-length blocks
+# (the Hugging Face run_clm recipe of RTP Appendix B.4; Table 7's block size and batch are lost in the
+# extracted text): polytox defaults to 128-token blocks, 8 per batch (``polytox detox train --max-length``).
+DAPT_BLOCK_SIZE: Final = 128
+DAPT_BATCH_SIZE: Final = 8
 # RTP §5.1 ATCON: attribute tokens prepended to training documents; <|nontoxic|> prepended at generation.
 ATCON_TOXIC_TOKEN: Final = "<|toxic|>"
 ATCON_NONTOXIC_TOKEN: Final = "<|nontoxic|>"
@@ -149,6 +159,14 @@ PPLM_GM_SCALE: Final = 0.9
 PPLM_KL_SCALE: Final = 0.01
 PPLM_TOP_K: Final = 10
 PPLM_HORIZON: Final = 1
+# RTP §5.2 / Appendix B.3 steer PPLM with "the toxicity classifier released by the authors": a linear head
+# over GPT-2's mean-pooled last hidden states trained with Dathathri et al.'s run_pplm_discrim_train.py
+# (Adam, learning rate 1e-4, batch 64, 10 epochs, documents under 100 tokens). polytox trains the same
+# head on the frozen base LM and truncates longer documents at 100 tokens instead of dropping them.
+PPLM_HEAD_LR: Final = 1e-4
+PPLM_HEAD_BATCH_SIZE: Final = 64
+PPLM_HEAD_EPOCHS: Final = 10
+PPLM_HEAD_MAX_TOKENS: Final = 100
 # DExperts §4.1: diversity is the mean over prompts of distinct-n (unique / total n-grams of the prompt's
 # continuations, whitespace tokens), n = 1, 2, 3.
 DISTINCT_N: Final = (1, 2, 3)

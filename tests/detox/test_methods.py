@@ -14,6 +14,7 @@ from polytox.detox.corpus import Corpus  # noqa: E402
 from polytox.detox.methods import canonical_detox, parse_detox  # noqa: E402
 from polytox.errors import PolytoxError  # noqa: E402
 from polytox.generation.hf import TransformersGenerator  # noqa: E402
+from polytox.generation.hf_cache import cache_of  # noqa: E402
 from polytox.spec import GenerationSpec, spec_from_flat  # noqa: E402
 from polytox.types import GenerationRequest, Prompt, derive_seed  # noqa: E402
 
@@ -163,6 +164,12 @@ def test_train_atcon_then_generate_with_the_attribute_token(tiny: Path, tmp_path
     g = gen(out, "atcon")
     token = g.tokenizer.convert_tokens_to_ids("<|nontoxic|>")
     assert g.encode(PROMPTS[0])[0][0] == token
+    toxic = g.tokenizer.convert_tokens_to_ids("<|toxic|>")
+    logits = torch.zeros(2, len(g.tokenizer))
+    banned = g.detox.adjust(logits, [[1], [2]])  # type: ignore[union-attr]
+    assert torch.isinf(banned[:, [token, toxic]]).all() and torch.isfinite(banned[:, :token]).all()
+    emb = g.model.get_input_embeddings().weight
+    assert not torch.allclose(emb[token], emb[toxic], atol=1e-3)  # two distinct rows, not mean-resized copies
     assert all(t is not None for t in texts(g))
     with pytest.raises(PolytoxError, match="no '<\\|nontoxic\\|>' token"):
         gen(tiny, "atcon")
@@ -236,7 +243,7 @@ def test_pplm_look_ahead_reads_the_expected_next_embedding(tiny: Path, tmp_path:
     d, model = g.detox, g.model
     assert d.describe()["horizon"] == 1  # type: ignore[union-attr]
     with torch.inference_mode():
-        past = model(input_ids=torch.tensor([[3, 4, 5]]), use_cache=True).past_key_values
+        past = cache_of(model(input_ids=torch.tensor([[3, 4, 5]]), use_cache=True))
         keys = [layer.keys for layer in past.layers]
         values = [layer.values for layer in past.layers]
         sure = torch.nn.functional.one_hot(torch.tensor([7]), model.config.vocab_size).float()

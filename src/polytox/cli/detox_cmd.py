@@ -16,10 +16,19 @@ import json
 from pathlib import Path
 from typing import Any
 
+from .. import constants as C
 from .._util.atomic import atomic_write_text
+from ..errors import PolytoxError
 from .common import console, out_console
 
-DEFAULT_CORPUS = str(Path("..") / "shared" / "data" / "scorer-train" / "en-perspective.jsonl")
+_SCORER_TRAIN = Path("..") / "shared" / "data" / "scorer-train"
+# The default corpus: every English source of the shared data with a label, each with its own rule.
+DEFAULT_SOURCES = [
+    f"{_SCORER_TRAIN / 'en-perspective.jsonl'}:score=perspective,toxic={C.DETOX_TOXIC_MIN},"
+    f"nontoxic={C.DETOX_NONTOXIC_MAX}",
+    f"{_SCORER_TRAIN / 'en-human.jsonl'}:label=toxic",
+    f"{_SCORER_TRAIN / 'multilingual-human.jsonl'}:label=toxic,lang=en",
+]
 DEFAULT_EXCLUDE = [str(Path("..") / "shared" / "data" / "rtp" / f) for f in ("toxic.jsonl", "nontoxic.jsonl")]
 
 
@@ -28,9 +37,15 @@ def register(sub: Any) -> None:
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     dsub = p.add_subparsers(dest="detox_command", required=True, metavar="ACTION")
 
-    c = dsub.add_parser("corpus", help="bottom/top percentile toxic/non-toxic corpus, disjoint from prompts")
-    c.add_argument("--from", dest="sources", action="append", help=f"scored JSONL (repeatable; default "
-                   f"{DEFAULT_CORPUS})")
+    c = dsub.add_parser("corpus", help="balanced toxic/non-toxic corpus from labelled sources, disjoint from prompts")
+    c.add_argument("--source", dest="rules", action="append", metavar="PATH[:RULE]",
+                   help="a source and its label rule (repeatable): score=FIELD,toxic=X,nontoxic=Y | "
+                        "score=FIELD,percentile=P | label=FIELD, plus text=, lang=, by=, name= (docs/detox.md); "
+                        "default: the shared English en-perspective (>= 0.5 / <= 0.1), en-human and MLMA-en")
+    c.add_argument("--balance", choices=["per-source", "total"], default="per-source",
+                   help="per-source: each dataset gives both sides as many documents (default)")
+    c.add_argument("--from", dest="sources", action="append", help="one scored JSONL cut at its bottom / top "
+                   "--percentile (the single-source form; repeatable)")
     c.add_argument("--exclude", action="append", help="prompt files whose texts must not be trained on "
                    "(repeatable; default: ../shared/data/rtp/*.jsonl)")
     c.add_argument("--text-field", default="text")
@@ -48,12 +63,13 @@ def register(sub: Any) -> None:
     t.add_argument("--subset", choices=["nontoxic", "toxic"], default="nontoxic",
                    help="dapt: which side to adapt on (toxic = DExperts' anti-expert)")
     t.add_argument("--out", required=True)
-    t.add_argument("--epochs", type=float, default=1.0)
+    t.add_argument("--epochs", type=float, help="default: 1 (pplm-head: 10, Dathathri et al.)")
     t.add_argument("--max-steps", type=int, default=-1, help="stop after N optimiser steps (overrides epochs)")
-    t.add_argument("--batch-size", type=int, default=8)
+    t.add_argument("--batch-size", type=int, help="default: 8 (dapt/atcon/vocab-shift), 64 (pplm-head)")
     t.add_argument("--grad-accum", type=int, default=1)
-    t.add_argument("--lr", type=float, help="default: 5e-5 (dapt/atcon), 1e-3 (vocab-shift, pplm-head)")
-    t.add_argument("--max-length", type=int, default=128, help="tokens per training document")
+    t.add_argument("--lr", type=float, help="default: 5e-5 (dapt/atcon), 1e-3 (vocab-shift), 1e-4 (pplm-head)")
+    t.add_argument("--max-length", type=int, default=C.DAPT_BLOCK_SIZE,
+                   help="tokens per packed training block (pplm-head: per document, at most 100)")
     t.add_argument("--save-steps", type=int, default=50, help="checkpoint every N steps (resume point)")
     t.add_argument("--lora", action="store_true", help="train LoRA adapters (needs peft) and merge them")
     t.add_argument("--seed", type=int, default=0)
@@ -75,11 +91,26 @@ def register(sub: Any) -> None:
 
 
 def run_corpus(args: argparse.Namespace) -> int:
-    from .. import constants as C
     from ..detox.corpus import select_corpus
+    from ..detox.sources import build_corpus, parse_source
 
-    corpus = select_corpus(args.sources or [DEFAULT_CORPUS], args.exclude or DEFAULT_EXCLUDE,
-                           text_field=args.text_field, score_field=args.score_field,
+    exclude = args.exclude or DEFAULT_EXCLUDE
+    if args.sources and args.rules:
+        raise PolytoxError("give --from (one scored file cut at its tails) or --source, not both")
+    if not args.sources:
+        sources = [parse_source(r, args.lang or None) for r in (args.rules or DEFAULT_SOURCES)]
+        corpus = build_corpus(sources, exclude, balance=args.balance, seed=args.seed)
+        corpus.write(Path(args.out))
+        s = corpus.stats
+        console.print(f"{args.out}: {s['n_nontoxic']} non-toxic and {s['n_toxic']} toxic documents "
+                      f"({s['balance']} balance); {s['n_train']} train, {s['n_heldout']} held out; "
+                      f"{s['n_overlapping_prompts_removed']} overlapping prompts removed, "
+                      f"{s['n_skipped_records']} records skipped", markup=False)
+        for name, row in s["datasets"].items():
+            console.print(f"  {name}: {row['nontoxic']} non-toxic / {row['toxic']} toxic "
+                          f"(of {row['available_nontoxic']} / {row['available_toxic']})", markup=False)
+        return 0
+    corpus = select_corpus(args.sources, exclude, text_field=args.text_field, score_field=args.score_field,
                            percentile=args.percentile or C.DETOX_CORPUS_PERCENTILE, lang=args.lang or None,
                            seed=args.seed)
     corpus.write(Path(args.out))
@@ -96,7 +127,8 @@ def run_train(args: argparse.Namespace) -> int:
     from ..detox.train import TrainConfig, train_lm, train_pplm_head, train_vocab_shift
 
     corpus = read_corpus(args.corpus)
-    cfg = TrainConfig(base_model=args.model, out=args.out, epochs=args.epochs, max_steps=args.max_steps,
+    epochs = args.epochs if args.epochs is not None else (C.PPLM_HEAD_EPOCHS if args.method == "pplm-head" else 1.0)
+    cfg = TrainConfig(base_model=args.model, out=args.out, epochs=epochs, max_steps=args.max_steps,
                       batch_size=args.batch_size, grad_accum=args.grad_accum, lr=args.lr,
                       max_length=args.max_length, save_steps=args.save_steps, lora=args.lora, seed=args.seed)
     if args.method in ("dapt", "atcon"):
@@ -111,7 +143,6 @@ def run_train(args: argparse.Namespace) -> int:
 
 
 def run_perplexity(args: argparse.Namespace) -> int:
-    from .. import constants as C
     from ..detox.corpus import NONTOXIC, read_corpus
     from ..detox.fluency import heldout_perplexity
 

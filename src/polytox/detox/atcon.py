@@ -1,4 +1,5 @@
-"""ATCON at generation (RTP §5.1): prepend the ``<|nontoxic|>`` attribute token to every prompt.
+"""ATCON at generation (RTP §5.1): prepend the ``<|nontoxic|>`` attribute token to every prompt, and never
+sample an attribute token.
 
 The model itself comes from ``polytox detox train atcon`` (attribute tokens added to the vocabulary and
 prepended to its training documents); pass it with ``--model`` and add ``--detox atcon``.
@@ -6,6 +7,7 @@ prepended to its training documents); pass it with ``--model`` and add ``--detox
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from .. import constants as C
@@ -26,6 +28,19 @@ class AttributeToken(LogitsAdjuster):
             raise PolytoxError(f"--detox atcon: the model's vocabulary has no {self.token!r} token; "
                                f"train one with: polytox detox train atcon")
         self.token_id = int(ids[0])
+        # Both attribute tokens are read, never written: training masks them from the labels, and generation
+        # bans them, so a continuation cannot switch its own attribute.
+        others = [C.ATCON_NONTOXIC_TOKEN, C.ATCON_TOXIC_TOKEN, self.token]
+        self.banned = sorted({int(i) for i in generator.tokenizer.convert_tokens_to_ids(others)
+                              if i is not None and i != unk})
+
+    def adjust(self, logits: Any, histories: Sequence[Sequence[int]], last: bool = False) -> Any:
+        banned = [i for i in self.banned if i < logits.shape[-1]]
+        if not banned:
+            return logits
+        out = logits.clone()
+        out[:, banned] = float("-inf")
+        return out
 
     def prefix(self, ids: list[int]) -> list[int]:
         return [self.token_id, *ids]
