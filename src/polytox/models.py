@@ -125,9 +125,13 @@ def resolve_model(name: str) -> tuple[str, bool | None]:
     """A path or hub id transformers can load, and whether the model is known to be instruct-tuned.
 
     Embedded aliases are converted on first use (guarded by a file lock, so parallel runs convert once).
+    Any other name is checked first (``polytox.model_lookup.check_model``): a wrong one is one clear error.
     """
     model = EMBEDDED.get(name)
     if model is None:
+        from .model_lookup import check_model
+
+        check_model(name)  # a folder that is not a model, an unknown or unreachable hub id: one clear error
         return name, None
     target = converted(model)
     if target is None:
