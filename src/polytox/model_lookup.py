@@ -55,9 +55,9 @@ def missing_model_files(folder: Path) -> list[str]:
     if not has(CONFIG_FILES):
         missing.append("config.json")
     if not has(WEIGHT_FILES):
-        missing.append("weights (*.safetensors or pytorch_model*.bin)")
+        missing.append("weights (*.safetensors, pytorch_model*.bin)")
     if not has(TOKENIZER_FILES):
-        missing.append("a tokenizer (tokenizer.json, tokenizer.model or vocab.json)")
+        missing.append("tokenizer files (tokenizer.json, tokenizer.model, vocab.json)")
     return missing
 
 
@@ -69,7 +69,7 @@ def check_folder(name: str, folder: Path) -> None:
     if missing:
         gguf = " (a GGUF file alone is not loadable: convert it with transformers first)" if next(
             folder.glob("*.gguf"), None) is not None else ""
-        raise PolytoxError(f"model folder {name!r} is not a transformers model: it has no {', no '.join(missing)}"
+        raise PolytoxError(f"model folder {name!r} is not a transformers model: it lacks {'; '.join(missing)}"
                            f"{gguf}; save one with save_pretrained (model and tokenizer), or pass a hub id or "
                            f"an embedded alias ({alias_hint(name)})")
 
@@ -101,24 +101,24 @@ def hub_failure(name: str, exc: BaseException) -> str | None:
                 f"model needs HF_TOKEN); {alias_hint(name)}")
     if isinstance(exc, hub.RevisionNotFoundError):
         return f"{tried}, and the Hugging Face hub has no such revision of {name!r}"
-    unreachable = ""
     if isinstance(exc, hub.OfflineModeIsEnabled) or _offline():
-        unreachable = "offline mode is on (HF_HUB_OFFLINE=1)"
-    elif isinstance(exc, (hub.LocalEntryNotFoundError, *_transport_errors())):
+        return (f"{tried}, and offline mode is on (HF_HUB_OFFLINE=1) with no copy of {name!r} in the local "
+                f"cache: unset HF_HUB_OFFLINE, pass a downloaded model folder, or use an embedded alias; "
+                f"{alias_hint(name)}")
+    if isinstance(exc, (hub.LocalEntryNotFoundError, *_transport_errors())):
         cause = exc.__cause__ or exc.__context__
         reason = cause if cause is not None and not isinstance(exc, _transport_errors()) else exc
-        unreachable = f"it cannot be reached ({type(reason).__name__}: {str(reason).splitlines()[0][:160]})"
+        unreachable = f"cannot be reached ({type(reason).__name__}: {str(reason).splitlines()[0][:160]})"
     elif isinstance(exc, hub.EntryNotFoundError):  # the repository exists, without a config.json
         return (f"{tried}, and the Hugging Face hub repository {name!r} has no config.json: it is not a "
                 f"transformers model")
     elif isinstance(exc, hub.HfHubHTTPError):
-        status = getattr(getattr(exc, "response", None), "status_code", "?")
-        unreachable = f"it answered HTTP {status}"
-    if not unreachable:
+        unreachable = f"answered HTTP {getattr(getattr(exc, 'response', None), 'status_code', '?')}"
+    else:
         return None
-    return (f"{tried}, and the Hugging Face hub could not be asked about it: {unreachable}, and it is not in the "
-            f"local cache; connect (or unset HF_HUB_OFFLINE), download it where the hub is reachable and pass "
-            f"its folder, or use an embedded alias: {alias_hint(name)}")
+    return (f"{tried}, and the Hugging Face hub {unreachable}, with no copy of {name!r} in the local cache "
+            f"(whether the hub knows the id is unknown): connect and retry, pass a downloaded model folder, "
+            f"or use an embedded alias; {alias_hint(name)}")
 
 
 def _offline() -> bool:

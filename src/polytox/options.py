@@ -61,6 +61,11 @@ class Option:
         return number == number  # float: any number but NaN
 
 
+def as_bool(value: Any) -> bool:
+    """An option value that ``Option("bool")`` accepted, as a bool (``1/true/yes/on`` -> True)."""
+    return value if isinstance(value, bool) else str(value).strip().lower() in TRUE_WORDS
+
+
 def _is_int(text: str) -> bool:
     try:
         int(text)

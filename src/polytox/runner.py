@@ -65,6 +65,18 @@ def resolve_spec(spec: EvalSpec, scorer: Scorer) -> EvalSpec:
     return dataclasses.replace(spec, generation=gen, prompts=prompts).validate()
 
 
+def check_generation(spec: EvalSpec) -> None:
+    """The backend's own checks (options, model name, server address) and the fluency model's name, before
+    the run directory is opened: a wrong name or address is one clear error, not a failed run."""
+    check = getattr(resolve("generator", spec.generation.backend), "check", None)  # plugins may have none
+    if callable(check):
+        check(spec.generation)
+    if spec.fluency_model:
+        from .model_lookup import check_model
+
+        check_model(spec.fluency_model)
+
+
 def shards(prompts: Sequence[Prompt], size: int) -> list[list[Prompt]]:
     return [list(prompts[i : i + size]) for i in range(0, len(prompts), size)]
 
@@ -107,6 +119,7 @@ def evaluate(spec: EvalSpec, out: str | Path, progress: ProgressCallback | None 
     spec = resolve_spec(spec, scorer)
     prompt_set = load_prompts(spec.prompts, spec.seed)
     check_languages(scorer, {p.lang for p in prompt_set.prompts})
+    check_generation(spec)
 
     store = RunStore(out)
     resumed = store.open(spec, extra={"scorer": scorer.describe()})

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from ..options import Option
 from ..spec import GenerationSpec
 from ..types import Generation, GenerationRequest
 from .base import Generator, failed
@@ -30,6 +31,7 @@ _RUDE_RE = re.compile(r"\b(" + "|".join(RUDE) + r")\b", re.IGNORECASE)
 
 class FakeGenerator(Generator):
     name = "fake"
+    OPTIONS = {key: Option("float") for key in ("toxicity", "echo", "fail_rate", "eos_rate", "delay")}
 
     def __init__(self, spec: GenerationSpec) -> None:
         opts = dict(spec.options)
