@@ -39,21 +39,21 @@ class YamlMapping:
                 raise PolytoxError(f"{self.where(key)}: unknown {what} {key!r}{hint}; known: {', '.join(allowed)}")
 
 
-def read_yaml_mapping(path: str | Path, what: str = "config file") -> YamlMapping:
+def read_yaml_mapping(path: str | Path, what: str = "config") -> YamlMapping:
     """The top-level mapping of the YAML file at ``path`` (empty file -> empty mapping); keys as strings."""
     import yaml
 
     p = Path(path)
     if not p.exists():
-        raise PolytoxError(f"{what} {p} does not exist")
+        raise PolytoxError(f"{what} file {p} does not exist")
     if p.is_dir():
-        raise PolytoxError(f"{what} {p} is a folder, not a YAML file")
+        raise PolytoxError(f"{what} file {p} is a folder, not a YAML file")
     try:
         text = p.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
-        raise PolytoxError(f"{p}: cannot read {what}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+        raise PolytoxError(f"{p}: cannot read the {what} file: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     except OSError as exc:
-        raise PolytoxError(f"{p}: cannot read {what}: {exc.strerror or exc}") from None
+        raise PolytoxError(f"{p}: cannot read the {what} file: {exc.strerror or exc}") from None
     try:
         node = yaml.compose(text, Loader=yaml.SafeLoader)
         data = yaml.safe_load(text)

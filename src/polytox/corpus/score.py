@@ -26,6 +26,7 @@ import pyarrow as pa
 from ..build.readers import CorpusSource, FieldMap
 from ..build.scoring import open_scorer, score_texts
 from ..constants import PERSPECTIVE_MAX_BYTES
+from ..errors import PolytoxError
 from ..executors import ExecutorConfig
 from ..prompts.readers import RawRecord
 from ..scoring import Scorer
@@ -169,8 +170,9 @@ def run_score(job: ScoreJob, out: str, executor: ExecutorConfig | None = None, r
               progress: Progress | None = None) -> ScoreSummary:
     """Score every shard of ``job`` that ``out`` lacks (see the module docstring)."""
     executor = executor or ExecutorConfig(kind="serial")
-    store = ScoreStore(out)
+    job.source.check()  # a missing input or a bad scorer fails before the output folder exists
     scorer = open_scorer(job.scorer, job.scorer_options)
+    store = ScoreStore(out)
     resumed = store.open(job.identity(scorer))
     summary = ScoreSummary(out=str(out), resumed=resumed)
     counter = [0, 0]
@@ -192,6 +194,8 @@ def run_score(job: ScoreJob, out: str, executor: ExecutorConfig | None = None, r
                     progress(summary.documents_scored_now, summary.shards_scored)
     finally:
         scorer.close()
+    if not counter[0]:
+        raise PolytoxError(f"no documents in {job.source.describe()}: the input is empty")
     summary.seconds = time.perf_counter() - start
     summary.shards_total, summary.shards_done_before = counter
     summarize_parts(store, summary)
