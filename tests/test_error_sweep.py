@@ -40,6 +40,18 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+@pytest.fixture(autouse=True)
+def _hub_offline(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Offline mode and an empty hub cache, whatever the machine has: the hub cases read the same everywhere
+    (``HF_HUB_OFFLINE`` is read once, when huggingface_hub is first imported)."""
+    try:
+        from huggingface_hub import constants
+    except ImportError:
+        return
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub-cache"))
+
+
 @pytest.fixture(scope="module")
 def assets(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     root = tmp_path_factory.mktemp("sweep")
@@ -63,7 +75,8 @@ def assets(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
             "notamodel": str(root / "notamodel"), "emptydir": str(root / "emptydir"),
             "badyaml": str(root / "badyaml.yaml"), "unknownkey": str(root / "unknownkey.yaml"),
             "badvalue": str(root / "badvalue.yaml"), "listyaml": str(root / "list.yaml"),
-            "scoreropt": str(root / "scoreropt.yaml"), "labels": str(root / "labels.csv"), "scored": str(root / "scored.jsonl"),
+            "scoreropt": str(root / "scoreropt.yaml"), "labels": str(root / "labels.csv"),
+            "scored": str(root / "scored.jsonl"),
             "closed": f"http://127.0.0.1:{free_port()}/v1"}
 
 

@@ -133,13 +133,15 @@ def check_hub(name: str) -> None:
     """``name`` is a hub id in the local cache, or one the hub knows; else a clear error."""
     try:
         hub = importlib.import_module("huggingface_hub")
+        from huggingface_hub.errors import HFValidationError
+        from huggingface_hub.utils import validate_repo_id
     except ImportError as exc:
         raise MissingDependencyError(f"model {name!r} is not a local folder or an embedded alias, and looking it "
                                      f"up on the Hugging Face hub needs huggingface_hub: pip install "
                                      f"'polytox[hf]' ({alias_hint(name)})") from exc
     try:
-        hub.utils.validate_repo_id(name)
-    except hub.errors.HFValidationError:
+        validate_repo_id(name)
+    except HFValidationError:
         raise PolytoxError(f"model {name!r} is not a local folder, an embedded alias or a valid hub id "
                            f"(owner/name); {alias_hint(name)}") from None
     if isinstance(hub.try_to_load_from_cache(name, CONFIG_FILES[0]), str):

@@ -51,7 +51,8 @@ def read_yaml_mapping(path: str | Path, what: str = "config") -> YamlMapping:
     try:
         text = p.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
-        raise PolytoxError(f"{p}: cannot read the {what} file: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+        reason = f"not UTF-8 text ({exc.reason} at byte {exc.start})"
+        raise PolytoxError(f"{p}: cannot read the {what} file: {reason}") from None
     except OSError as exc:
         raise PolytoxError(f"{p}: cannot read the {what} file: {exc.strerror or exc}") from None
     try:

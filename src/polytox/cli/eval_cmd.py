@@ -12,8 +12,8 @@ from typing import Any
 
 from rich.markup import escape
 
-from ..executors import EXECUTORS, ExecutorConfig
 from ..errors import BadValueError
+from ..executors import EXECUTORS, ExecutorConfig
 from ..spec import FLAT_KEYS, EvalSpec, as_number, read_config, spec_from_flat
 from .common import console, metrics_table, out_console, print_json, progress_bar
 
@@ -122,10 +122,10 @@ def spec_and_executor(args: argparse.Namespace) -> tuple[EvalSpec, ExecutorConfi
     except BadValueError as exc:
         # the error names a flat key or a spec field; point at the config line it came from
         keys = [k for k in (exc.key, *(k for k, (_, f) in FLAT_KEYS.items() if f == exc.key)) if k]
-        key = next((k for k in keys if config is not None and k in config.data and k not in from_flags), None)
-        if config is None or key is None:
+        found = next((k for k in keys if config is not None and k in config.data and k not in from_flags), None)
+        if config is None or found is None:
             raise
-        raise BadValueError(f"{config.where(key)}: {exc}", exc.key) from exc
+        raise BadValueError(f"{config.where(found)}: {exc}", exc.key) from exc
 
 
 def spec_from_args(args: argparse.Namespace) -> EvalSpec:

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -31,7 +31,8 @@ _RUDE_RE = re.compile(r"\b(" + "|".join(RUDE) + r")\b", re.IGNORECASE)
 
 class FakeGenerator(Generator):
     name = "fake"
-    OPTIONS = {key: Option("float") for key in ("toxicity", "echo", "fail_rate", "eos_rate", "delay")}
+    OPTIONS: ClassVar[Mapping[str, Option]] = {
+        key: Option("float") for key in ("toxicity", "echo", "fail_rate", "eos_rate", "delay")}
 
     def __init__(self, spec: GenerationSpec) -> None:
         opts = dict(spec.options)

@@ -34,8 +34,8 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
 
 from ..errors import PolytoxError, require
 from ..models import resolve_model
@@ -89,8 +89,9 @@ class TransformersGenerator(Generator):
     """Generation backend over any ``AutoModelForCausalLM``."""
 
     name = "transformers"
-    OPTIONS = {"continuous": Option("bool"), "check_every": Option("int"), "min_admit": Option("int"),
-               "compile": Option(choices=("auto", "true", "false")), "static_cache": Option("bool")}
+    OPTIONS: ClassVar[Mapping[str, Option]] = {
+        "continuous": Option("bool"), "check_every": Option("int"), "min_admit": Option("int"),
+        "compile": Option(choices=("auto", "true", "false")), "static_cache": Option("bool")}
 
     @classmethod
     def check(cls, spec: GenerationSpec) -> None:
