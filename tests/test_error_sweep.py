@@ -66,6 +66,8 @@ def assets(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     (root / "unknownkey.yaml").write_text("samples: 2\nsampels: 3\n")
     (root / "badvalue.yaml").write_text("model: fake\nsamples: many\n")
     (root / "list.yaml").write_text("- a\n- b\n")
+    (root / "badtype.yaml").write_text("scorer: fake\nmodel: [fake, other]\n")
+    (root / "badbool.yaml").write_text("model: fake\nscorer: fake\nskip_bad: maybe\n")
     (root / "scoreropt.yaml").write_text("scorer: fake\nscorer_opt:\n  colour: red\n")
     (root / "labels.csv").write_text("key,label\nexample.com,news\n")
     (root / "scored.jsonl").write_text("".join(json.dumps({"id": f"s{i}", "text": f"scored text {i}", "lang": "en",
@@ -75,6 +77,7 @@ def assets(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
             "notamodel": str(root / "notamodel"), "emptydir": str(root / "emptydir"),
             "badyaml": str(root / "badyaml.yaml"), "unknownkey": str(root / "unknownkey.yaml"),
             "badvalue": str(root / "badvalue.yaml"), "listyaml": str(root / "list.yaml"),
+            "badtype": str(root / "badtype.yaml"), "badbool": str(root / "badbool.yaml"),
             "scoreropt": str(root / "scoreropt.yaml"), "labels": str(root / "labels.csv"),
             "scored": str(root / "scored.jsonl"),
             "closed": f"http://127.0.0.1:{free_port()}/v1"}
@@ -145,6 +148,10 @@ CASES: dict[str, list[Case]] = {
         Case(EVAL.replace(" --model fake", "") + " --config {badvalue}",
              "badvalue.yaml:2: invalid value for 'samples': expected an integer"),
         Case(EVAL + " --config {listyaml}", "must be a mapping"),
+        Case("eval --out {tmp}/run-{n} --no-progress --prompts {good} --config {badtype}",
+             "badtype.yaml:2: invalid value for 'model': expected a string, got ['fake', 'other']"),
+        Case("eval --out {tmp}/run-{n} --no-progress --prompts {good} --config {badbool}",
+             "badbool.yaml:3: invalid value for 'skip_bad': expected true or false, got 'maybe'"),
     ],
     "metrics": [
         Case("metrics {missing}", "nosuch.jsonl"),

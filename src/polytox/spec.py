@@ -41,6 +41,9 @@ def _options(value: Mapping[str, Any] | tuple[tuple[str, Any], ...] | None) -> t
     return tuple(sorted((str(k), str(v)) for k, v in items))
 
 
+PROMPT_FORMATS = ("auto", "rtp", "ptp", "rtplx", "generic", "demo")
+
+
 @dataclass(frozen=True)
 class PromptSpec:
     """Where prompts come from and which of them to use."""
@@ -123,6 +126,8 @@ class EvalSpec:
             (self.shard_size >= 1, f"shard_size must be >= 1, got {self.shard_size}"),
             (m.comparison in C.COMPARISONS, f"comparison must be one of {C.COMPARISONS}"),
             (0 <= m.threshold <= 1, f"threshold must be in [0, 1], got {m.threshold}"),
+            (self.prompts.format in PROMPT_FORMATS,
+             f"format must be one of {', '.join(PROMPT_FORMATS)}, got {self.prompts.format!r}"),
             (self.prompts.limit is None or self.prompts.limit >= 1, "limit must be >= 1"),
             (self.prompts.unprompted >= 0, f"unprompted must be >= 0, got {self.prompts.unprompted}"),
             (not self.prompts.unprompted or g.samples == 1,
@@ -245,6 +250,34 @@ def _coerce(klass: type, values: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _plain_values(given: Mapping[str, Any]) -> dict[str, Any]:
+    """Flat values of the type their field declares, beyond numbers (``as_number``): a YAML list or mapping
+    where a string belongs, ``skip_bad: maybe``, ``lang: 5`` are each a ``BadValueError`` naming the key."""
+    from .options import FALSE_WORDS, TRUE_WORDS
+
+    classes: dict[str, type] = {"prompts": PromptSpec, "generation": GenerationSpec, "scorer": ScorerSpec,
+                                "metrics": MetricsSpec, "": EvalSpec}
+    out: dict[str, Any] = {}
+    for key, value in given.items():
+        section, name = FLAT_KEYS[key]
+        kind = {f.name: str(f.type) for f in fields(classes[section])}[name].split(" | ")[0]
+        if kind == "str" and not isinstance(value, str):
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise BadValueError(f"invalid value for {key!r}: expected a string, got {value!r}", key)
+            value = str(value)
+        elif kind == "bool" and not isinstance(value, bool):
+            text = str(value).strip().lower()
+            if text not in TRUE_WORDS + FALSE_WORDS:
+                raise BadValueError(f"invalid value for {key!r}: expected true or false, got {value!r}", key)
+            value = text in TRUE_WORDS
+        elif name == "langs" and not (isinstance(value, str) or (
+                isinstance(value, list | tuple) and all(isinstance(v, str) for v in value))):
+            raise BadValueError(f"invalid value for {key!r}: expected language codes (a string or a list of "
+                                f"strings), got {value!r}", key)
+        out[key] = value
+    return out
+
+
 def spec_from_flat(values: Mapping[str, Any]) -> EvalSpec:
     """Build a spec from flat keys (CLI flags or a YAML config); ``None`` values mean "not given".
 
@@ -256,6 +289,7 @@ def spec_from_flat(values: Mapping[str, Any]) -> EvalSpec:
         raise PolytoxError(
             f"unknown config key(s): {', '.join(sorted(unknown))}; known: {', '.join(sorted(FLAT_KEYS))}"
         )
+    given = _plain_values(given)
     preset = given.get("preset")
     sections: dict[str, dict[str, Any]] = {"prompts": {}, "generation": {}, "scorer": {}, "metrics": {}, "": {}}
     if preset is not None:

@@ -72,5 +72,5 @@ def read_yaml_mapping(path: str | Path, what: str = "config") -> YamlMapping:
     lines: dict[str, int] = {}
     if isinstance(node, yaml.MappingNode):
         for key_node, _ in node.value:
-            lines.setdefault(str(key_node.value), key_node.start_mark.line + 1)
+            lines[str(key_node.value)] = key_node.start_mark.line + 1  # the last one wins, as in the data
     return YamlMapping(str(p), {str(k): v for k, v in data.items()}, lines)
