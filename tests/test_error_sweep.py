@@ -371,12 +371,24 @@ def test_the_real_entry_point(argv: list[str], expect: str, assets: dict[str, st
     assert "generate+score" not in proc.stderr and "0/?" not in proc.stderr
 
 
+@pytest.mark.parametrize(("argv", "expect"), [
+    ([], "polytox: error: the following arguments are required: COMMAND (see 'polytox --help')"),
+    (["evaluate"], "polytox: error: argument COMMAND: invalid choice: 'evaluate'"),
+    (["metrics", "run", "--nosuch"], "polytox: error: unrecognized arguments: --nosuch"),
+])
+def test_no_or_an_unknown_subcommand(argv: list[str], expect: str, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run_in_process(argv, capsys)
+    check_one_line(code, out, err, Case("", expect), expect)
+
+
 # ---- debug: the traceback of a user error on request; a bug keeps its traceback ------------------------
 def test_debug_flag_and_env_show_the_traceback(assets: dict[str, str], capsys: pytest.CaptureFixture[str],
                                                monkeypatch: pytest.MonkeyPatch) -> None:
     argv = ["eval", "--out", f"{assets['tmp']}/dbg", "--config", f"{assets['tmp']}/nosuch.yaml"]
     code, _, err = run_in_process(["--debug", *argv], capsys)
     assert code == 2 and "Traceback" in err and err.strip().splitlines()[-1].startswith("polytox: error: config")
+    code, _, err = run_in_process([*argv, "--debug"], capsys)  # after the subcommand too
+    assert code == 2 and "Traceback" in err
     monkeypatch.setenv("POLYTOX_DEBUG", "1")
     code, _, err = run_in_process(argv, capsys)
     assert code == 2 and "Traceback" in err and "PolytoxError" in err

@@ -47,7 +47,19 @@ class Parser(argparse.ArgumentParser):
     """argparse's parser whose refusals read like every other polytox error: one line, exit code 2."""
 
     def error(self, message: str) -> NoReturn:
-        self.exit(2, f"polytox: error: {self.prog}: {message} (see '{self.prog} --help')\n")
+        where = "" if self.prog == "polytox" else f"{self.prog}: "
+        self.exit(2, f"polytox: error: {where}{message} (see '{self.prog} --help')\n")
+
+
+def add_debug_flag(parser: argparse.ArgumentParser, top: bool = False) -> None:
+    """``--debug`` on the parser and every subcommand's, so it works before or after the subcommand
+    (a subcommand's default must not reset the value given before it: ``SUPPRESS``)."""
+    parser.add_argument("--debug", action="store_true", default=False if top else argparse.SUPPRESS,
+                        help=f"print the traceback of user errors too (also: {DEBUG_ENV}=1)")
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                add_debug_flag(sub)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -55,11 +67,10 @@ def build_parser() -> argparse.ArgumentParser:
     from .. import __version__
 
     parser.add_argument("--version", action="version", version=f"polytox {__version__}")
-    parser.add_argument("--debug", action="store_true",
-                        help=f"print the traceback of user errors too (also: {DEBUG_ENV}=1)")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for module in SUBCOMMANDS.values():
         importlib.import_module(module).register(sub)
+    add_debug_flag(parser, top=True)
     return parser
 
 
