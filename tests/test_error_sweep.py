@@ -90,7 +90,7 @@ CASES: dict[str, list[Case]] = {
     "eval": [
         # model resolution (the transformers backend; HF_HUB_OFFLINE=1 in every test)
         Case("eval --out {tmp}/run-{n} --no-progress --scorer fake --prompts {good} --model gpt2",
-             "offline mode is on (HF_HUB_OFFLINE=1)"),
+             "offline mode is on (HF_HUB_OFFLINE=1 or TRANSFORMERS_OFFLINE=1)"),
         Case("eval --out {tmp}/run-{n} --no-progress --scorer fake --prompts {good} --model smollm2-135m",
              "did you mean 'smollm2-135m-instruct'?"),
         Case("eval --out {tmp}/run-{n} --no-progress --scorer fake --prompts {good} --model {notamodel}",

@@ -68,6 +68,7 @@ def fake_hub(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[str]:
 
 def online(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, endpoint: str) -> None:
     """huggingface_hub with offline mode off, ``endpoint`` as the hub and an empty cache."""
+    monkeypatch.delenv("TRANSFORMERS_OFFLINE", raising=False)
     monkeypatch.setattr(hub_constants, "HF_HUB_OFFLINE", False)
     monkeypatch.setattr(hub_constants, "ENDPOINT", endpoint)  # what HF_ENDPOINT sets at import
     template = endpoint + "/{repo_id}/resolve/{revision}/{filename}"
@@ -104,17 +105,22 @@ def test_an_unknown_id_is_told_apart_from_an_unreachable_hub(fake_hub: str, monk
 
 
 def test_offline_mode_and_a_near_miss_of_an_alias(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    online(monkeypatch, tmp_path, "http://127.0.0.1:9")
+    online(monkeypatch, tmp_path, f"http://127.0.0.1:{closed_port()}")
+    monkeypatch.setenv("TRANSFORMERS_OFFLINE", "1")  # transformers' switch counts too
+    with pytest.raises(PolytoxError, match="offline mode is on"):
+        check_model("smollm2-135m")
+    monkeypatch.delenv("TRANSFORMERS_OFFLINE")
     monkeypatch.setattr(hub_constants, "HF_HUB_OFFLINE", True)
     with pytest.raises(PolytoxError) as info:
         check_model("smollm2-135m")
     message = str(info.value)
-    assert "offline mode is on (HF_HUB_OFFLINE=1)" in message
+    assert "offline mode is on (HF_HUB_OFFLINE=1 or TRANSFORMERS_OFFLINE=1)" in message
     assert "did you mean 'smollm2-135m-instruct'?" in message and "gemma-3-270m" in message
 
 
 def test_hub_failure_classifies_only_lookup_failures(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(hub_constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.delenv("TRANSFORMERS_OFFLINE", raising=False)
     assert "offline mode is on" in (hub_failure("x/y", hub_errors.OfflineModeIsEnabled("off")) or "")
     local = hub_errors.LocalEntryNotFoundError("not in the cache")
     local.__cause__ = ConnectionRefusedError(111, "Connection refused")

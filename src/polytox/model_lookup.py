@@ -102,8 +102,8 @@ def hub_failure(name: str, exc: BaseException) -> str | None:
     if isinstance(exc, hub.RevisionNotFoundError):
         return f"{tried}, and the Hugging Face hub has no such revision of {name!r}"
     if isinstance(exc, hub.OfflineModeIsEnabled) or _offline():
-        return (f"{tried}, and offline mode is on (HF_HUB_OFFLINE=1) with no copy of {name!r} in the local "
-                f"cache: unset HF_HUB_OFFLINE, pass a downloaded model folder, or use an embedded alias; "
+        return (f"{tried}, and offline mode is on (HF_HUB_OFFLINE=1 or TRANSFORMERS_OFFLINE=1) with no copy of "
+                f"{name!r} in the local cache: unset it, pass a downloaded model folder, or use an embedded alias; "
                 f"{alias_hint(name)}")
     if isinstance(exc, (hub.LocalEntryNotFoundError, *_transport_errors())):
         cause = exc.__cause__ or exc.__context__
@@ -122,6 +122,9 @@ def hub_failure(name: str, exc: BaseException) -> str | None:
 
 
 def _offline() -> bool:
+    """huggingface_hub's offline mode (``HF_HUB_OFFLINE``), or transformers' own (``TRANSFORMERS_OFFLINE``)."""
+    if os.environ.get("TRANSFORMERS_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on"):
+        return True
     try:
         from huggingface_hub import constants
     except ImportError:
@@ -133,7 +136,7 @@ def check_hub(name: str) -> None:
     """``name`` is a hub id in the local cache, or one the hub knows; else a clear error."""
     try:
         hub = importlib.import_module("huggingface_hub")
-        from huggingface_hub.errors import HFValidationError
+        from huggingface_hub.errors import HFValidationError, OfflineModeIsEnabled
         from huggingface_hub.utils import validate_repo_id
     except ImportError as exc:
         raise MissingDependencyError(f"model {name!r} is not a local folder or an embedded alias, and looking it "
@@ -146,6 +149,8 @@ def check_hub(name: str) -> None:
                            f"(owner/name); {alias_hint(name)}") from None
     if isinstance(hub.try_to_load_from_cache(name, CONFIG_FILES[0]), str):
         return
+    if _offline():  # no request at all
+        raise PolytoxError(hub_failure(name, OfflineModeIsEnabled("offline")) or "offline")
     try:
         hub.get_hf_file_metadata(hub.hf_hub_url(name, CONFIG_FILES[0]), timeout=HUB_TIMEOUT_S)
     except Exception as exc:  # classified below; anything else is re-raised unchanged
