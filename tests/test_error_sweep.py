@@ -216,7 +216,7 @@ CASES: dict[str, list[Case]] = {
     ],
     "build": [
         Case("build --out {tmp}/b-{n} --input {missing} --no-progress", "nosuch.jsonl"),
-        Case("build --out {tmp}/b-{n} --input {empty} --no-progress", "the input is empty"),
+        Case("build --out {tmp}/b-{n} --input {empty} --scorer fake --no-progress", "the input is empty"),
         Case("build --out {tmp}/b-{n} --input {good} --scorer nosuch --no-progress", "unknown scorer 'nosuch'"),
         Case("build --out {tmp}/b-{n} --input {good} --scorer fake --scorer-opt x=1 --no-progress",
              "has no option 'x'"),
