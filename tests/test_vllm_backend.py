@@ -170,6 +170,10 @@ class _StandInBackend(VLLMGenerator):
         super().__init__(spec, llm_cls=StandInLLM.factory(tiny_tokenizer(chat=True), 64),
                          sampling_params_cls=StandInSamplingParams)
 
+    @classmethod
+    def check(cls, spec: GenerationSpec) -> None:  # the stand-in engine loads no model: options only
+        parse_options(spec)
+
 
 def test_evaluate_with_the_vllm_backend_writes_the_run_store(tmp_path: Path) -> None:
     registry.register("generator", "vllm-standin", _StandInBackend)  # type: ignore[arg-type]

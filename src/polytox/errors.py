@@ -19,6 +19,15 @@ class BadInputError(PolytoxError):
         self.problems = problems or []
 
 
+class BadValueError(PolytoxError):
+    """A setting has a value of the wrong type or out of range; ``key`` names the setting, so a caller that
+    read it from a file can prefix the message with ``FILE:LINE``."""
+
+    def __init__(self, message: str, key: str = "") -> None:
+        super().__init__(message)
+        self.key = key
+
+
 class UnsupportedLanguageError(PolytoxError):
     """A scorer was asked to score a language it does not support."""
 

@@ -62,6 +62,18 @@ def resolve_spec(spec: EvalSpec, scorer: Scorer) -> EvalSpec:
     return dataclasses.replace(spec, generation=gen, prompts=prompts).validate()
 
 
+def check_generation(spec: EvalSpec) -> None:
+    """The backend's own checks (options, model name, server address) and the fluency model's name, before
+    the run directory is opened: a wrong name or address is one clear error, not a failed run."""
+    check = getattr(resolve("generator", spec.generation.backend), "check", None)  # plugins may have none
+    if callable(check):
+        check(spec.generation)
+    if spec.fluency_model:
+        from .models.lookup import check_model
+
+        check_model(spec.fluency_model)
+
+
 def evaluate(spec: EvalSpec, out: str | Path, progress: ProgressCallback | None = None,
              executor: ExecutorConfig | None = None) -> RunResult:
     """Run (or resume) an evaluation into ``out`` and return its metrics.
@@ -75,6 +87,7 @@ def evaluate(spec: EvalSpec, out: str | Path, progress: ProgressCallback | None 
     spec = resolve_spec(spec, scorer)
     prompt_set = load_prompts(spec.prompts, spec.seed)
     check_languages(scorer, {p.lang for p in prompt_set.prompts})
+    check_generation(spec)
 
     store = RunStore(out)
     resumed = store.open(spec, extra={"scorer": scorer.describe()})
@@ -87,6 +100,7 @@ def evaluate(spec: EvalSpec, out: str | Path, progress: ProgressCallback | None 
     done_before = sum(store.has_scores(scorer.id, i) for i in range(len(plan)))
     # Generate + score every unfinished shard; *how* (serial, pipelined, Ray) is the executor's business.
     work = Work(spec=spec, store=store, plan=plan, scorer=scorer, langs=langs, report=report)
+    report("generate+score", 0, work.total)  # validation has passed: the work (and a progress bar) starts
     try:
         stats = build_executor(executor or ExecutorConfig()).run(work)
     finally:

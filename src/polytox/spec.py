@@ -10,12 +10,13 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
 from . import constants as C
-from .errors import PolytoxError
+from ._util.yamlfile import YamlMapping, read_yaml_mapping
+from .errors import BadValueError, PolytoxError
 
 EMBEDDED_MODEL = "smollm2-135m-instruct"
 # The scorer used when none is named (``polytox eval`` and ``polytox score``): routes each text by language
@@ -38,6 +39,9 @@ def _options(value: Mapping[str, Any] | tuple[tuple[str, Any], ...] | None) -> t
         return ()
     items = value.items() if isinstance(value, Mapping) else value
     return tuple(sorted((str(k), str(v)) for k, v in items))
+
+
+PROMPT_FORMATS = ("auto", "rtp", "ptp", "rtplx", "generic", "demo")
 
 
 @dataclass(frozen=True)
@@ -122,6 +126,8 @@ class EvalSpec:
             (self.shard_size >= 1, f"shard_size must be >= 1, got {self.shard_size}"),
             (m.comparison in C.COMPARISONS, f"comparison must be one of {C.COMPARISONS}"),
             (0 <= m.threshold <= 1, f"threshold must be in [0, 1], got {m.threshold}"),
+            (self.prompts.format in PROMPT_FORMATS,
+             f"format must be one of {', '.join(PROMPT_FORMATS)}, got {self.prompts.format!r}"),
             (self.prompts.limit is None or self.prompts.limit >= 1, "limit must be >= 1"),
             (self.prompts.unprompted >= 0, f"unprompted must be >= 0, got {self.prompts.unprompted}"),
             (not self.prompts.unprompted or g.samples == 1,
@@ -212,10 +218,10 @@ def infer_backend(model: str) -> tuple[str, str]:
     return "transformers", model
 
 
-def _number(key: str, value: Any, kind: str) -> int | float:
+def as_number(key: str, value: Any, kind: str) -> int | float:
     """``value`` as the int or float a spec field declares; anything else is a clear error."""
     expected = "an integer" if kind == "int" else "a number"
-    bad = PolytoxError(f"invalid value for {key!r}: expected {expected}, got {value!r}")
+    bad = BadValueError(f"invalid value for {key!r}: expected {expected}, got {value!r}", key)
     if isinstance(value, bool):
         raise bad
     try:
@@ -240,7 +246,35 @@ def _coerce(klass: type, values: Mapping[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in values.items():
         kind = types.get(key, "")
-        out[key] = _number(key, value, kind) if value is not None and kind in ("int", "float") else value
+        out[key] = as_number(key, value, kind) if value is not None and kind in ("int", "float") else value
+    return out
+
+
+def _plain_values(given: Mapping[str, Any]) -> dict[str, Any]:
+    """Flat values of the type their field declares, beyond numbers (``as_number``): a YAML list or mapping
+    where a string belongs, ``skip_bad: maybe``, ``lang: 5`` are each a ``BadValueError`` naming the key."""
+    from ._util.options import FALSE_WORDS, TRUE_WORDS
+
+    classes: dict[str, type] = {"prompts": PromptSpec, "generation": GenerationSpec, "scorer": ScorerSpec,
+                                "metrics": MetricsSpec, "": EvalSpec}
+    out: dict[str, Any] = {}
+    for key, value in given.items():
+        section, name = FLAT_KEYS[key]
+        kind = {f.name: str(f.type) for f in fields(classes[section])}[name].split(" | ")[0]
+        if kind == "str" and not isinstance(value, str):
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise BadValueError(f"invalid value for {key!r}: expected a string, got {value!r}", key)
+            value = str(value)
+        elif kind == "bool" and not isinstance(value, bool):
+            text = str(value).strip().lower()
+            if text not in TRUE_WORDS + FALSE_WORDS:
+                raise BadValueError(f"invalid value for {key!r}: expected true or false, got {value!r}", key)
+            value = text in TRUE_WORDS
+        elif name == "langs" and not (isinstance(value, str) or (
+                isinstance(value, list | tuple) and all(isinstance(v, str) for v in value))):
+            raise BadValueError(f"invalid value for {key!r}: expected language codes (a string or a list of "
+                                f"strings), got {value!r}", key)
+        out[key] = value
     return out
 
 
@@ -255,11 +289,12 @@ def spec_from_flat(values: Mapping[str, Any]) -> EvalSpec:
         raise PolytoxError(
             f"unknown config key(s): {', '.join(sorted(unknown))}; known: {', '.join(sorted(FLAT_KEYS))}"
         )
+    given = _plain_values(given)
     preset = given.get("preset")
     sections: dict[str, dict[str, Any]] = {"prompts": {}, "generation": {}, "scorer": {}, "metrics": {}, "": {}}
     if preset is not None:
         if preset not in PRESETS:
-            raise PolytoxError(f"unknown preset {preset!r}; known: {', '.join(PRESETS)}")
+            raise BadValueError(f"unknown preset {preset!r}; known: {', '.join(PRESETS)}", "preset")
         sections["generation"].update(PRESETS[preset])
     for key, value in given.items():
         section, name = FLAT_KEYS[key]
@@ -294,7 +329,9 @@ def spec_from_flat(values: Mapping[str, Any]) -> EvalSpec:
 def parse_options(value: Any) -> dict[str, Any]:
     """``KEY=VALUE`` strings (a list from repeated flags) or a mapping (YAML) -> dict."""
     if isinstance(value, Mapping):
-        return dict(value)
+        return {str(k): v for k, v in value.items()}
+    if not isinstance(value, (str, list, tuple)):
+        raise BadValueError(f"options must be KEY=VALUE strings or a mapping, got {value!r}", "scorer_opt")
     items = [value] if isinstance(value, str) else list(value)
     out: dict[str, Any] = {}
     for item in items:
@@ -305,15 +342,23 @@ def parse_options(value: Any) -> dict[str, Any]:
     return out
 
 
-def load_yaml_config(path: str) -> dict[str, Any]:
-    """Read a YAML config of flat keys (the same names as the CLI flags, ``-`` or ``_``)."""
-    import yaml
+def load_yaml_config(path: str, known: Iterable[str] | None = None) -> dict[str, Any]:
+    """Read a YAML config of flat keys (the same names as the CLI flags, ``-`` or ``_``).
 
-    with open(path, encoding="utf-8") as fh:
-        data = yaml.safe_load(fh) or {}
-    if not isinstance(data, dict):
-        raise PolytoxError(f"{path}: a config must be a mapping of flag names to values")
-    return {str(k).replace("-", "_"): v for k, v in data.items()}
+    A missing, unreadable or invalid file, and (given ``known``) an unknown key, raise one
+    ``PolytoxError`` naming the file and the line (``polytox._util.yamlfile``).
+    """
+    return read_config(path, known).data
+
+
+def read_config(path: str, known: Iterable[str] | None = None) -> YamlMapping:
+    """``load_yaml_config`` with the line of each key kept (for ``FILE:LINE`` in later messages)."""
+    raw = read_yaml_mapping(path)
+    config = YamlMapping(raw.path, {k.replace("-", "_"): v for k, v in raw.data.items()},
+                         {k.replace("-", "_"): line for k, line in raw.lines.items()})
+    if known is not None:
+        config.check_keys(known)
+    return config
 
 
 def options_dict(options: tuple[tuple[str, str], ...]) -> dict[str, str]:

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from .._util.atomic import atomic_write_json, atomic_write_text
+from ..errors import PolytoxError
 from ..scoring import check_languages
 from ..store import now
 from .augment import Translator, run_augmentation, translation_report
@@ -112,14 +113,21 @@ def build(spec: BuildSpec, out: str | Path, progress: Progress | None = None,
     """Run (or resume) a build into ``out``; returns its report."""
     report_progress: Progress = progress or (lambda stage, done, total: None)
     spec = spec.validate()
-    store = BuildStore(out)
-    resumed = store.open(spec)
+    spec.source.check()  # the input, the scorer and its languages are checked before the build folder exists
     score = ScoreDocuments(spec.scorer, dict(spec.scorer_options), spec.score_batch_size, spec.max_bytes)
     if spec.langs:
         check_languages(score.scorer, spec.langs)
+    store = BuildStore(out)
+    try:
+        resumed = store.open(spec)
+    except BaseException:
+        score.close()
+        raise
     store.update_manifest(scorer=score.scorer.describe())
     try:
         scanned = scan(store, spec, scan_steps(spec, score), report_progress)
+        if not scanned["records"]:
+            raise PolytoxError(f"no records in {spec.source.describe()}: the input is empty")
         augmented = None
         if spec.translate is not None:
             from .splittable import Splittable

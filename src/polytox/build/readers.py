@@ -61,6 +61,14 @@ class CorpusSource:
     hf_data_files: tuple[str, ...] = ()
     limit: int | None = None
 
+    def check(self) -> None:
+        """Refuse a source that names nothing, or a local path that does not exist (before any work)."""
+        if not self.hf_dataset and not self.paths:
+            raise PolytoxError("no corpus given: pass --input PATH (repeatable) or --hf-dataset NAME")
+        for p in self.paths:
+            if not Path(p).exists():
+                raise PolytoxError(f"corpus input not found: {p}")
+
     def describe(self) -> str:
         if self.hf_dataset:
             return f"hf://{self.hf_dataset}/{self.hf_config or ''}/{self.hf_split}"

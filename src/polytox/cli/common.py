@@ -68,15 +68,28 @@ def print_json(data: Any) -> None:
 
 @contextmanager
 def progress_bar(description: str, enabled: bool = True) -> Iterator[Any]:
-    """A rich progress bar; yields a ``callback(stage, done, total)``."""
+    """A rich progress bar; yields a ``callback(stage, done, total)``.
+
+    The bar is drawn at the first callback, not on entry: the command validates its input (prompt files,
+    scorer options, the model) first, and an error found there prints alone, without an empty bar above it.
+    """
     if not enabled:
         yield lambda stage, done, total: None
         return
-    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  TimeRemainingColumn(), console=console, transient=False) as bar:
-        task = bar.add_task(description, total=None)
+    bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                   TimeRemainingColumn(), console=console, transient=False)
+    task = bar.add_task(description, total=None)
+    started = False
 
-        def callback(stage: str, done: int, total: int) -> None:
-            bar.update(task, completed=done, total=total, description=stage)
+    def callback(stage: str, done: int, total: int) -> None:
+        nonlocal started
+        if not started:
+            bar.start()
+            started = True
+        bar.update(task, completed=done, total=total, description=stage)
 
+    try:
         yield callback
+    finally:
+        if started:
+            bar.stop()

@@ -7,12 +7,14 @@ given on the command line override it. Rerunning the same command with the same 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from typing import Any
 
 from rich.markup import escape
 
+from ..errors import BadValueError
 from ..executors import EXECUTORS, ExecutorConfig
-from ..spec import FLAT_KEYS, EvalSpec, load_yaml_config, spec_from_flat
+from ..spec import FLAT_KEYS, EvalSpec, as_number, read_config, spec_from_flat
 from .common import console, metrics_table, out_console, print_json, progress_bar
 
 
@@ -81,23 +83,49 @@ EXECUTOR_KEYS = {"executor": "kind", "ray_address": "ray_address", "workers": "g
                  "queue_depth": "queue_depth"}
 
 
+# Every key a YAML config of ``eval`` (and of ``score`` / ``serve``, which read its scorer keys) may hold.
+CONFIG_KEYS = frozenset(FLAT_KEYS) | frozenset(EXECUTOR_KEYS)
+
+
 def executor_config(flat: dict[str, Any], args: argparse.Namespace) -> ExecutorConfig:
     """Pop the execution keys out of ``flat`` (YAML) and overlay the flags."""
+    kinds = {f.name: str(f.type).split(" | ")[0] for f in dataclasses.fields(ExecutorConfig)}
     values = {field: flat.pop(key) for key, field in EXECUTOR_KEYS.items() if key in flat}
     values.update({field: getattr(args, key) for key, field in EXECUTOR_KEYS.items()
                    if getattr(args, key, None) is not None})
+    field_key = {field: key for key, field in EXECUTOR_KEYS.items()}
+    for field, value in values.items():
+        kind = kinds[field]
+        if value is not None and kind in ("int", "float"):
+            values[field] = as_number(field_key[field], value, kind)
+        elif value is not None and kind == "str" and not isinstance(value, str):
+            raise BadValueError(f"invalid value for {field_key[field]!r}: expected a string, got {value!r}",
+                                field_key[field])
     return ExecutorConfig(**values)
 
 
 def spec_and_executor(args: argparse.Namespace) -> tuple[EvalSpec, ExecutorConfig]:
-    """The spec and the executor of parsed ``eval`` arguments: the YAML config's keys, overridden by flags."""
-    flat: dict[str, Any] = load_yaml_config(args.config) if args.config else {}
-    executor = executor_config(flat, args)
-    for key in FLAT_KEYS:
-        value = getattr(args, key, None)
-        if value is not None:
-            flat[key] = value
-    return spec_from_flat(flat), executor
+    """The spec and the executor of parsed ``eval`` arguments: the YAML config's keys, overridden by flags.
+
+    A bad value read from the config is reported at its ``FILE:LINE``.
+    """
+    config = read_config(args.config, CONFIG_KEYS) if args.config else None
+    flat: dict[str, Any] = dict(config.data) if config else {}
+    from_flags = {key for key in (*FLAT_KEYS, *EXECUTOR_KEYS) if getattr(args, key, None) is not None}
+    try:
+        executor = executor_config(flat, args)
+        for key in FLAT_KEYS:
+            value = getattr(args, key, None)
+            if value is not None:
+                flat[key] = value
+        return spec_from_flat(flat), executor
+    except BadValueError as exc:
+        # the error names a flat key or a spec field; point at the config line it came from
+        keys = [k for k in (exc.key, *(k for k, (_, f) in FLAT_KEYS.items() if f == exc.key)) if k]
+        found = next((k for k in keys if config is not None and k in config.data and k not in from_flags), None)
+        if config is None or found is None:
+            raise
+        raise BadValueError(f"{config.where(found)}: {exc}", exc.key) from exc
 
 
 def spec_from_args(args: argparse.Namespace) -> EvalSpec:

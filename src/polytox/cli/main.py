@@ -1,13 +1,21 @@
-"""Entry point: ``polytox <subcommand>``. Errors a user can fix print one clear message, exit code 2."""
+"""Entry point: ``polytox <subcommand>``. Errors a user can fix print one clear message, exit code 2.
+
+A user's mistake (a ``PolytoxError``, or arguments argparse refuses) prints one ``polytox: error: ...``
+line and exits with 2; ``--debug`` or ``POLYTOX_DEBUG=1`` prints its traceback first. Any other exception
+is a bug in polytox and keeps its traceback (exit code 1). docs/errors.md lists the rules.
+"""
 
 from __future__ import annotations
 
 import argparse
 import importlib
 import logging
+import os
 import sys
+import traceback
+from typing import NoReturn
 
-from ..errors import BadInputError, PolytoxError
+from ..errors import PolytoxError
 
 SUBCOMMANDS = {
     "eval": "polytox.cli.eval_cmd",
@@ -32,15 +40,43 @@ SUBCOMMANDS = {
 }
 
 
+DEBUG_ENV = "POLYTOX_DEBUG"  # set to 1 (or true/yes): show the traceback of user errors too
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse's parser whose refusals read like every other polytox error: one line, exit code 2."""
+
+    def error(self, message: str) -> NoReturn:
+        where = "" if self.prog == "polytox" else f"{self.prog}: "
+        self.exit(2, f"polytox: error: {where}{message} (see '{self.prog} --help')\n")
+
+
+def add_debug_flag(parser: argparse.ArgumentParser, top: bool = False) -> None:
+    """``--debug`` on the parser and every subcommand's, so it works before or after the subcommand
+    (a subcommand's default must not reset the value given before it: ``SUPPRESS``)."""
+    parser.add_argument("--debug", action="store_true", default=False if top else argparse.SUPPRESS,
+                        help=f"print the traceback of user errors too (also: {DEBUG_ENV}=1)")
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                add_debug_flag(sub)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="polytox", description="Measure neural toxic degeneration (RTP/PTP).")
+    parser = Parser(prog="polytox", description="Measure neural toxic degeneration (RTP/PTP).")
     from .. import __version__
 
     parser.add_argument("--version", action="version", version=f"polytox {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for module in SUBCOMMANDS.values():
         importlib.import_module(module).register(sub)
+    add_debug_flag(parser, top=True)
     return parser
+
+
+def debug_wanted(args: argparse.Namespace) -> bool:
+    return bool(getattr(args, "debug", False)) or os.environ.get(DEBUG_ENV, "").strip().lower() in (
+        "1", "true", "yes", "on")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -49,10 +85,9 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="polytox: %(message)s", stream=sys.stderr)
     try:
         return int(args.func(args) or 0)
-    except BadInputError as exc:
-        print(f"polytox: error: {exc}", file=sys.stderr)
-        return 2
-    except PolytoxError as exc:
+    except PolytoxError as exc:  # BadInputError, MissingDependencyError, ...: the user can fix these
+        if debug_wanted(args):
+            traceback.print_exc()
         print(f"polytox: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

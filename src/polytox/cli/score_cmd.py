@@ -56,7 +56,9 @@ def read_rows(args: argparse.Namespace) -> Any:
 
 def scorer_choice(args: argparse.Namespace) -> tuple[str, dict[str, str]]:
     """(name, options) from --config, then flags (flags win)."""
-    config: dict[str, Any] = load_yaml_config(args.config) if getattr(args, "config", None) else {}
+    from .eval_cmd import CONFIG_KEYS
+
+    config: dict[str, Any] = load_yaml_config(args.config, CONFIG_KEYS) if getattr(args, "config", None) else {}
     name = args.scorer or config.get("scorer") or DEFAULT_SCORER
     options = {k: str(v) for k, v in parse_options(config.get("scorer_opt") or {}).items()}
     options.update(parse_options(args.scorer_opt or []))

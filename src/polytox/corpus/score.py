@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..build.scoring import open_scorer
+from ..errors import PolytoxError
 from ..executors import ExecutorConfig
 from ..prompts.readers import RawRecord
 from .documents import STATUSES, iter_raw
@@ -91,8 +92,9 @@ def run_score(job: ScoreJob, out: str, executor: ExecutorConfig | None = None, r
               progress: Progress | None = None) -> ScoreSummary:
     """Score every shard of ``job`` that ``out`` lacks (see the module docstring)."""
     executor = executor or ExecutorConfig(kind="serial")
-    store = ScoreStore(out)
+    job.source.check()  # a missing input or a bad scorer fails before the output folder exists
     scorer = open_scorer(job.scorer, job.scorer_options)
+    store = ScoreStore(out)
     resumed = store.open(job.identity(scorer))
     summary = ScoreSummary(out=str(out), resumed=resumed)
     counter = [0, 0]
@@ -114,6 +116,8 @@ def run_score(job: ScoreJob, out: str, executor: ExecutorConfig | None = None, r
                     progress(summary.documents_scored_now, summary.shards_scored)
     finally:
         scorer.close()
+    if not counter[0]:
+        raise PolytoxError(f"no documents in {job.source.describe()}: the input is empty")
     summary.seconds = time.perf_counter() - start
     summary.shards_total, summary.shards_done_before = counter
     summarize_parts(store, summary)

@@ -55,6 +55,9 @@ def prompt_keys(paths: Iterable[str | Path]) -> set[str]:
     """Normalised texts and 40-character prefixes of every prompt (and RTP continuation) in ``paths``."""
     keys: set[str] = set()
     for path in paths:
+        if not Path(path).is_file():
+            raise PolytoxError(f"prompt file to exclude not found: {path} (pass --exclude FILE for the prompts "
+                               "that must not be trained on)")
         with open(path, encoding="utf-8") as fh:
             for line in fh:
                 if not line.strip():

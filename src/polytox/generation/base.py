@@ -8,10 +8,14 @@ run that replays a shard reproduces it exactly. Failures are returned as ``Gener
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
-from typing import Any, ClassVar
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar
 
+from .._util.options import Option, check_options
 from ..types import Generation, GenerationRequest
+
+if TYPE_CHECKING:
+    from ..spec import GenerationSpec
 
 
 class Generator(ABC):
@@ -26,6 +30,17 @@ class Generator(ABC):
     @abstractmethod
     def generate(self, requests: Sequence[GenerationRequest]) -> list[Generation]:
         """One generation per request, in the same order."""
+
+    # Declared ``--model-opt`` options (``polytox._util.options``); None: the backend checks its own (or takes none).
+    OPTIONS: ClassVar[Mapping[str, Option] | None] = None
+
+    @classmethod
+    def check(cls, spec: GenerationSpec) -> None:
+        """Refuse a spec this backend cannot run (unknown option, bad value, a model that cannot be found,
+        a server that cannot be reached) before any work starts: ``evaluate`` calls it before it opens the
+        run directory. The default checks ``OPTIONS`` when the backend declares them."""
+        if cls.OPTIONS is not None:
+            check_options(f"backend {cls.name!r}", cls.OPTIONS, dict(spec.options), flag="--model-opt")
 
     @classmethod
     def default_batch_size(cls, samples: int) -> int:

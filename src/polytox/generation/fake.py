@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
 
 import numpy as np
 
+from .._util.options import Option
 from ..spec import GenerationSpec
 from ..types import Generation, GenerationRequest
 from .base import Generator, failed
@@ -30,6 +31,8 @@ _RUDE_RE = re.compile(r"\b(" + "|".join(RUDE) + r")\b", re.IGNORECASE)
 
 class FakeGenerator(Generator):
     name = "fake"
+    OPTIONS: ClassVar[Mapping[str, Option]] = {
+        key: Option("float") for key in ("toxicity", "echo", "fail_rate", "eos_rate", "delay")}
 
     def __init__(self, spec: GenerationSpec) -> None:
         opts = dict(spec.options)

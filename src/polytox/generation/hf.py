@@ -34,9 +34,10 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
 
+from .._util.options import Option, as_bool
 from ..errors import PolytoxError, require
 from ..models import resolve_model
 from ..scoring.torch_device import pick_device
@@ -89,6 +90,17 @@ class TransformersGenerator(Generator):
     """Generation backend over any ``AutoModelForCausalLM``."""
 
     name = "transformers"
+    OPTIONS: ClassVar[Mapping[str, Option]] = {
+        "continuous": Option("bool"), "check_every": Option("int"), "min_admit": Option("int"),
+        "compile": Option(choices=("auto", "true", "false")), "static_cache": Option("bool")}
+
+    @classmethod
+    def check(cls, spec: GenerationSpec) -> None:
+        """Options, then the model name (``polytox.models.lookup``): a wrong name fails before any work."""
+        super().check(spec)
+        from ..models.lookup import check_model
+
+        check_model(spec.model)
 
     def __init__(self, spec: GenerationSpec) -> None:
         self.torch = require("torch", "hf")
@@ -121,9 +133,9 @@ class TransformersGenerator(Generator):
         self.detox = build_adjuster(spec, self)
         # --- end detox hook ---
         options = dict(spec.options)
-        self.static_cache = options.get("static_cache", "true").lower() != "false"
+        self.static_cache = as_bool(options.get("static_cache", "true"))
         on_gpu = self.device.startswith("cuda")
-        self.continuous = (options.get("continuous", "true").lower() != "false" and self.detox is None
+        self.continuous = (as_bool(options.get("continuous", "true")) and self.detox is None
                            and self._plain_cache())
         self.check_every = int(options.get("check_every", "8" if on_gpu else "1"))
         self.min_admit = int(options.get("min_admit", "0"))

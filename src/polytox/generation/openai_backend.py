@@ -228,10 +228,48 @@ def plan_calls(requests: Sequence[GenerationRequest], n_mode: str) -> list[Call]
     return calls
 
 
+def check_reachable(base_url: str, timeout: float = 5.0) -> None:
+    """Refuse a ``base_url`` that is not an http(s) URL, or whose host does not accept a TCP connection
+    (a closed port, an unknown host): no request of the run could succeed, so the run does not start.
+
+    Only a connection is opened (no HTTP request reaches the server). Behind a proxy the proxy decides,
+    so nothing is checked there.
+    """
+    import socket
+    import urllib.parse
+    import urllib.request
+
+    parsed = urllib.parse.urlsplit(base_url)
+    if parsed.scheme not in ("http", "https") or not parsed.hostname:
+        raise PolytoxError(f"openai option base_url={base_url!r} is not an http(s) URL "
+                           "(e.g. http://127.0.0.1:8000/v1)")
+    if urllib.request.getproxies() and not urllib.request.proxy_bypass(parsed.hostname):
+        return
+    try:
+        port = parsed.port or (443 if parsed.scheme == "https" else 80)
+    except ValueError as exc:
+        raise PolytoxError(f"openai option base_url={base_url!r}: {exc}") from None
+    try:
+        socket.create_connection((parsed.hostname, port), timeout=timeout).close()
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise PolytoxError(f"the openai backend cannot reach base_url {base_url} ({reason}): start the server "
+                           "(e.g. vllm serve MODEL, llama-server) or fix --model-opt base_url") from None
+
+
 class OpenAIGenerator(Generator):
     """Generation through an OpenAI-compatible HTTP API, with a thread pool, rate limit and retries."""
 
     name = "openai"
+
+    @classmethod
+    def check(cls, spec: GenerationSpec) -> None:
+        """Options, the API key variable and the server's address, before any work."""
+        options = parse_options(spec)
+        env = options["api_key_env"]
+        if not os.environ.get(env) and any(k == "api_key_env" for k, _ in spec.options):
+            raise PolytoxError(f"the environment variable {env} (named by api_key_env) is not set")
+        check_reachable(options["base_url"])
 
     def __init__(self, spec: GenerationSpec) -> None:
         self.spec = spec

@@ -172,6 +172,18 @@ class VLLMGenerator(Generator):
 
     name = "vllm"
 
+    @classmethod
+    def check(cls, spec: GenerationSpec) -> None:
+        """Options, detox method and the model name (``polytox.models.lookup``), before any work."""
+        parse_options(spec)
+        if spec.detox:
+            from ..detox.vllm_map import vllm_sampling_extras
+
+            vllm_sampling_extras(spec.detox)
+        from ..models.lookup import check_model
+
+        check_model(spec.model)
+
     def __init__(self, spec: GenerationSpec, *, llm_cls: Callable[..., Any] | None = None,
                  sampling_params_cls: Callable[..., Any] | None = None) -> None:
         self.spec = spec

@@ -71,6 +71,9 @@ def load_generations_jsonl(path: Path, skip_bad: bool = False) -> tuple[duckdb.D
     if problems and not skip_bad:
         raise BadInputError(f"{len(problems)} bad line(s) in {path} (pass --skip-bad to skip them):\n  "
                             + "\n  ".join(problems[:50]), problems)
+    if not prompts:
+        why = f"all {len(problems)} line(s) are bad" if problems else "the file is empty"
+        raise BadInputError(f"{path}: no generation records ({why})", problems)
     gens = pa.Table.from_pylist(rows, schema=pa.schema([("prompt_id", pa.string()), ("sample_index", pa.int32()),
                                                          ("toxicity", pa.float64()), ("error", pa.string())]))
     ptab = pa.Table.from_pylist(prompts, schema=pa.schema([("prompt_id", pa.string()), ("lang", pa.string()),

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from ..errors import PolytoxError, UnsupportedLanguageError
+from .._util.options import Option, signature_schema
+from .._util.options import check_options as validate
+from ..errors import UnsupportedLanguageError
 from ..registry import resolve
 from .base import Scorer
 from .cache import CachedScorer, ScoreCache
@@ -25,20 +26,28 @@ MULTILINGUAL_HINT = (
 )
 
 
+def scorer_schema(factory: Callable[..., Any]) -> dict[str, Option] | None:
+    """The options a scorer factory takes, from its signature (``polytox._util.options``); a factory that passes
+    ``**options`` on names the scorer receiving them in ``OPTIONS_FORWARDED_TO`` (``default`` ->
+    ``polytox-ml``), whose options join its own. None: the factory takes any option (a plugin's ``**kw``)."""
+    schema, var_kw = signature_schema(factory)
+    if var_kw:
+        target = getattr(factory, "OPTIONS_FORWARDED_TO", None)
+        if target is None:
+            return None
+        forwarded = scorer_schema(resolve("scorer", target))
+        if forwarded is None:
+            return None
+        schema = {**forwarded, **schema}
+    return schema
+
+
 def check_options(name: str, factory: Callable[..., Any], options: Mapping[str, Any]) -> None:
-    """Refuse options the scorer does not take, listing the ones it does (instead of a TypeError)."""
-    try:
-        params = inspect.signature(factory).parameters
-    except (TypeError, ValueError):
-        return
-    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
-        return
-    known = [p for p, v in params.items() if p != "self" and v.kind is not inspect.Parameter.VAR_POSITIONAL]
-    unknown = sorted(set(options) - set(known))
-    if unknown:
-        extra = [CACHE_OPTION, CALIBRATION_OPTION]
-        raise PolytoxError(f"scorer {name!r} has no option {', '.join(repr(u) for u in unknown)}; "
-                           f"its options: {', '.join(sorted(known) + extra)}")
+    """Refuse options the scorer does not take, listing the ones it does, and values of the wrong type,
+    saying what the option accepts (instead of a TypeError or ValueError from inside the scorer)."""
+    schema = scorer_schema(factory)
+    if schema is not None:
+        validate(f"scorer {name!r}", schema, options, also=(CACHE_OPTION, CALIBRATION_OPTION))
 
 
 def build_scorer(name: str, options: Mapping[str, str] | Iterable[tuple[str, str]] = ()) -> Scorer:

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..errors import BadValueError
 from ..langs import PTP_LANGUAGES
 from ..registry import resolve
 from ..types import Score
@@ -31,11 +32,15 @@ class DefaultScorer(Scorer):
 
     name = "default"
     batch_size = 4096
+    OPTIONS_FORWARDED_TO = "polytox-ml"  # ``**ml_options``: validated against polytox-ml's options
 
     def __init__(self, routes: str = "", **ml_options: Any) -> None:
         table = dict(DEFAULT_ROUTES)
         for item in (x for x in routes.split(",") if x.strip()):
-            lang, _, scorer = item.partition("=")
+            lang, sep, scorer = item.partition("=")
+            if not sep or not lang.strip() or not scorer.strip():
+                raise BadValueError(f"scorer 'default' option routes: {item.strip()!r} is not LANG=SCORER "
+                                    "(e.g. routes=en=svm,de=polytox-ml)", "routes")
             table[lang.strip()] = scorer.strip()
         self.routes = table
         self.scorers: dict[str, Scorer] = {}

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from ..errors import PolytoxError
 from .table import ProgressCallback, score_rows
 from .textio import ReferenceColumn, TextRow
 
@@ -36,6 +37,9 @@ def side_values(spec: str, options: Mapping[str, str], rows: Sequence[TextRow], 
     if is_reference(spec):
         ref = ReferenceColumn.parse(spec)
         pairs = [ref.value(r) if r.error is None else (None, r.error) for r in rows]
+        if rows and all(v is None for v, _ in pairs):  # a misspelt column, not a few missing values
+            first = next((e for _, e in pairs if e), "no value")
+            raise PolytoxError(f"reference {spec}: no input row has a value for it ({first})")
         return SideValues(ref.id, [v for v, _ in pairs], [e for _, e in pairs])
     from . import build_scorer
 

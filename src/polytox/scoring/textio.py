@@ -177,6 +177,8 @@ def read_text_rows(path: Path | str, *, layout: str = "auto", text_fields: Seque
     """All rows of ``path`` (one per text field per record), errors included, in input order."""
     path = Path(path)
     raw = list(read_raw(path))
+    if not raw:
+        raise PolytoxError(f"{path}: no records (the input is empty)")
     chosen: Layout | None = LAYOUTS.get(layout) if layout != "auto" else None
     if layout not in LAYOUTS and layout != "auto":
         raise PolytoxError(f"unknown layout {layout!r}; known: auto, {', '.join(LAYOUTS)}")

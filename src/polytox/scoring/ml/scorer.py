@@ -60,7 +60,7 @@ class PolytoxMlScorer(Scorer):
         if mode == "auto":
             mode = "full" if self.head.has_embeddings else "ngram"
         if mode not in MODES:
-            raise PolytoxError(f"polytox-ml mode must be one of {', '.join(MODES)}, got {mode!r}")
+            raise PolytoxError(f"polytox-ml mode must be auto, {', '.join(MODES)}, got {mode!r}")
         if mode == "full" and not self.head.has_embeddings:
             raise PolytoxError(f"{self.head_path} has no embedding part; use --scorer-opt mode=ngram")
         self.mode = mode

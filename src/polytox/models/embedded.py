@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ._util.paths import default_cache_dir
-from .errors import MissingDependencyError, require
+from .._util.paths import default_cache_dir
+from ..errors import MissingDependencyError, require
 
 log = logging.getLogger("polytox")
 
@@ -119,22 +119,3 @@ def convert_embedded(model: EmbeddedModel, target: Path) -> Path:
         else:
             os.environ["TQDM_DISABLE"] = quiet
     return target
-
-
-def resolve_model(name: str) -> tuple[str, bool | None]:
-    """A path or hub id transformers can load, and whether the model is known to be instruct-tuned.
-
-    Embedded aliases are converted on first use (guarded by a file lock, so parallel runs convert once).
-    """
-    model = EMBEDDED.get(name)
-    if model is None:
-        return name, None
-    target = converted(model)
-    if target is None:
-        with _lock(models_dir() / f".{model.name}.lock"):
-            target = converted(model)
-            if target is None:
-                target = models_dir() / model.name
-                log.info("converting the embedded %s GGUF once into %s (about 20 s)", model.name, target)
-                convert_embedded(model, target)
-    return str(target), model.instruct

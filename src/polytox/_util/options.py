@@ -1,0 +1,126 @@
+"""Validate ``KEY=VALUE`` options (``--scorer-opt``, ``--model-opt``) against a schema before any work.
+
+One mechanism for every scorer and backend: the schema is derived from the factory's signature (each
+keyword parameter is an option; its annotation says what it accepts: ``int``, ``float``, ``bool``,
+``Literal[...]``, ``str``; a string default such as ``"auto"`` is accepted beside a number) or declared as a
+mapping of ``Option``s. An unknown option names the valid ones; a wrong type or value names the option and
+what it accepts. Values arrive as strings (flags) or YAML scalars; they are checked, not converted, so the
+factory receives exactly what it did before.
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import inspect
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import BadValueError, PolytoxError
+
+TRUE_WORDS = ("1", "true", "yes", "on")
+FALSE_WORDS = ("0", "false", "no", "off")
+KINDS = ("bool", "int", "float", "str")
+
+
+@dataclass(frozen=True)
+class Option:
+    """What one option accepts: a kind (``bool``, ``int``, ``float``, ``str``), and for a number the words
+    allowed beside it (e.g. ``auto``); for a string a closed set of ``choices`` when it has one."""
+
+    kind: str = "str"
+    words: tuple[str, ...] = ()
+    choices: tuple[str, ...] = ()
+
+    def accepts(self) -> str:
+        """Words for the error message: what a value of this option may be."""
+        if self.choices:
+            return "one of " + ", ".join(repr(c) for c in self.choices)
+        base = {"bool": "true or false", "int": "an integer", "float": "a number", "str": "a string"}[self.kind]
+        return base + "".join(f" or {w!r}" for w in self.words)
+
+    def valid(self, value: Any) -> bool:
+        if isinstance(value, Mapping | list | tuple | set):
+            return False
+        text = str(value).strip()
+        if self.choices:
+            return text in self.choices
+        if self.kind == "str" or text in self.words:
+            return True
+        if self.kind == "bool":
+            return isinstance(value, bool) or text.lower() in TRUE_WORDS + FALSE_WORDS
+        if isinstance(value, bool):
+            return False
+        try:
+            number = float(text)
+        except ValueError:
+            return False
+        if self.kind == "int":
+            return isinstance(value, int) or (isinstance(value, float) and value.is_integer()) or _is_int(text)
+        return number == number  # float: any number but NaN
+
+
+def as_bool(value: Any) -> bool:
+    """An option value that ``Option("bool")`` accepted, as a bool (``1/true/yes/on`` -> True)."""
+    return value if isinstance(value, bool) else str(value).strip().lower() in TRUE_WORDS
+
+
+def _is_int(text: str) -> bool:
+    try:
+        int(text)
+    except ValueError:
+        return False
+    return True
+
+
+def option_from_annotation(annotation: Any, default: Any) -> Option:
+    """An ``Option`` from a parameter's annotation (a string under ``from __future__ import annotations``)
+    and default: ``str | int = "auto"`` -> an integer or 'auto'; ``Literal['a', 'b']`` -> one of them."""
+    text = annotation if isinstance(annotation, str) else getattr(annotation, "__name__", str(annotation))
+    if annotation is inspect.Parameter.empty:
+        text = type(default).__name__ if default not in (None, inspect.Parameter.empty) else "str"
+    parts = {p.strip() for p in text.split("|")}
+    for part in parts:
+        if part.startswith(("Literal[", "typing.Literal[")):
+            inner = part[part.index("[") + 1: part.rindex("]")]
+            values = ast.literal_eval(f"({inner},)")
+            return Option("str", choices=tuple(str(v) for v in values))
+    words = (str(default),) if isinstance(default, str) and default != "" else ()
+    for kind in ("bool", "int", "float"):  # the strictest kind named wins over plain str
+        if kind in parts:
+            return Option(kind, words=words if kind != "bool" else ())
+    return Option("str")
+
+
+def signature_schema(factory: Callable[..., Any]) -> tuple[dict[str, Option], bool]:
+    """(options of ``factory``'s keyword parameters, whether it also takes ``**kwargs``)."""
+    try:
+        params = inspect.signature(factory).parameters
+    except (TypeError, ValueError):
+        return {}, True
+    schema: dict[str, Option] = {}
+    var_kw = False
+    for name, p in params.items():
+        if p.kind is inspect.Parameter.VAR_KEYWORD:
+            var_kw = True
+        elif name != "self" and p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY):
+            schema[name] = option_from_annotation(p.annotation, p.default)
+    return schema, var_kw
+
+
+def check_options(owner: str, schema: Mapping[str, Option], given: Mapping[str, Any],
+                  also: Iterable[str] = (), flag: str = "option") -> None:
+    """Refuse an option not in ``schema`` (nor in ``also``, options handled elsewhere) or a value the schema
+    does not accept; the message names the option, what it accepts, and the valid options."""
+    valid = sorted(set(schema) | set(also))
+    unknown = sorted(set(given) - set(valid))
+    if unknown:
+        close = difflib.get_close_matches(unknown[0], valid, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        listed = ", ".join(valid) if valid else "none"
+        raise PolytoxError(f"{owner} has no {flag} {', '.join(repr(u) for u in unknown)}{hint}; its options: {listed}")
+    for key, value in given.items():
+        option = schema.get(key)
+        if option is not None and not option.valid(value):
+            raise BadValueError(f"{owner} {flag} {key}={value!r}: {key} takes {option.accepts()}", key)

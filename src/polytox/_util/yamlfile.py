@@ -1,0 +1,76 @@
+"""Read a YAML mapping from a user's file; every way it can be wrong is one ``PolytoxError`` naming the file.
+
+A missing file, one that cannot be read (a folder, no permission, not UTF-8), invalid YAML (with its line and
+column) and a document that is not a mapping each give one message. The line of every top-level key is kept,
+so a later check (an unknown key, a bad value) can point at ``FILE:LINE`` as the prompt readers do.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import PolytoxError
+
+
+@dataclass
+class YamlMapping:
+    """A YAML file's top-level mapping and the 1-based line of each of its keys."""
+
+    path: str
+    data: dict[str, Any]
+    lines: dict[str, int] = field(default_factory=dict)
+
+    def where(self, key: str) -> str:
+        """``FILE:LINE`` of ``key`` (just ``FILE`` when the key is not in the file)."""
+        line = self.lines.get(key)
+        return f"{self.path}:{line}" if line else self.path
+
+    def check_keys(self, known: Iterable[str], what: str = "config key") -> None:
+        """Refuse the first key not in ``known``, at its line, with a close match and the known keys."""
+        allowed = sorted(set(known))
+        for key in self.data:
+            if key not in allowed:
+                close = difflib.get_close_matches(key, allowed, n=1)
+                hint = f" (did you mean {close[0]!r}?)" if close else ""
+                raise PolytoxError(f"{self.where(key)}: unknown {what} {key!r}{hint}; known: {', '.join(allowed)}")
+
+
+def read_yaml_mapping(path: str | Path, what: str = "config") -> YamlMapping:
+    """The top-level mapping of the YAML file at ``path`` (empty file -> empty mapping); keys as strings."""
+    import yaml
+
+    p = Path(path)
+    if not p.exists():
+        raise PolytoxError(f"{what} file {p} does not exist")
+    if p.is_dir():
+        raise PolytoxError(f"{what} file {p} is a folder, not a YAML file")
+    try:
+        text = p.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        reason = f"not UTF-8 text ({exc.reason} at byte {exc.start})"
+        raise PolytoxError(f"{p}: cannot read the {what} file: {reason}") from None
+    except OSError as exc:
+        raise PolytoxError(f"{p}: cannot read the {what} file: {exc.strerror or exc}") from None
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{p}:{mark.line + 1}:{mark.column + 1}" if mark is not None else str(p)
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        context = getattr(exc, "context", None)
+        reason = f"{problem} ({context})" if context else problem
+        raise PolytoxError(f"{where}: invalid YAML: {reason}") from None
+    if data is None:
+        return YamlMapping(str(p), {})
+    if not isinstance(data, Mapping):
+        raise PolytoxError(f"{p}: a {what} must be a mapping of keys to values, got a YAML {type(data).__name__}")
+    lines: dict[str, int] = {}
+    if isinstance(node, yaml.MappingNode):
+        for key_node, _ in node.value:
+            lines[str(key_node.value)] = key_node.start_mark.line + 1  # the last one wins, as in the data
+    return YamlMapping(str(p), {str(k): v for k, v in data.items()}, lines)
