@@ -152,7 +152,7 @@ def detox_table(runs: Sequence[str | Path]) -> Any:
     rows = compare(with_metrics)
     for row in rows:
         if row.method != "none":
-            from .methods import short_label
+            from ..detox.methods import short_label
 
             row.method = short_label(row.method)
     return Table.build("detox", "Detoxification: toxicity, fluency and diversity (RTP Table 3 shape)", COLUMNS,
