@@ -19,6 +19,18 @@ from typing import Any
 ATTN_NAME = "polytox_sdpa"
 
 
+def bucket_length(n: int, floor: int) -> int:
+    """``n`` rounded up to ``floor`` or to the next ``m * 2**k`` with ``m`` in 4..8 (quarter-octave steps).
+
+    Read lengths and cache capacities take few values this way (four per doubling, at most 25% over
+    ``n``), so a compiled or graph-captured decode step meets few shapes whatever the prompt lengths.
+    """
+    if n <= floor:
+        return floor
+    step = 1 << max(0, n.bit_length() - 3)
+    return -(-n // step) * step
+
+
 def decode_attention(module: Any, query: Any, key: Any, value: Any, attention_mask: Any,
                      dropout: float = 0.0, scaling: float | None = None, **kwargs: Any) -> tuple[Any, None]:
     """SDPA for one query token per row over ``[R, Hkv, S, D]`` keys without repeating them per query head.
@@ -64,7 +76,9 @@ class SlotCache(_cache_base()):  # type: ignore[misc]
     """Per-layer ``[rows, kv_heads, capacity, head_dim]`` keys and values plus a write column per row.
 
     ``col`` (device, ``[rows]``) is where each row's next token goes; ``hi`` (host int) is how many
-    columns the next step reads. Both are set by the decoder before each forward pass.
+    columns the next step reads. Both are set by the decoder before each forward pass. A cache may be
+    reused by later decode calls (``reset``): its buffers keep their addresses, so compiled or captured
+    decode steps stay valid.
     """
 
     def __init__(self, n_layers: int, rows: int, capacity: int, device: Any) -> None:
@@ -83,6 +97,15 @@ class SlotCache(_cache_base()):  # type: ignore[misc]
 
     def __len__(self) -> int:
         return self.n_layers
+
+    def reset(self) -> None:
+        """Ready for a new decode call: every row empty (stale keys stay but are masked out)."""
+        self.col.zero_()
+        self.hi = 1
+
+    def fits(self, rows: int, capacity: int) -> bool:
+        """Whether a decode call needing ``rows`` rows of ``capacity`` columns can reuse this cache."""
+        return self.rows == rows and self.capacity >= capacity and len(self._row_index) == rows
 
     def _allocate(self, like: Any) -> None:
         import torch
