@@ -10,7 +10,7 @@ bench() { python3 benchmarks/bench_gpu.py --skip-vllm --hf-fraction 1 --skip hf-
 for what in ${@:-rtp128 ptp32}; do
   case $what in
     rtp128) bench --cases rtp:128 --variants ";compile=false;compile=true" ;;
-    ptp32) bench --cases ptp:32 --variants ";compile=false;compile=false,read_bucket=1" ;;
+    ptp32) bench --cases ptp:32 --variants ";compile=false;compile=false,read_bucket=0" ;;
     rtp1024) bench --cases rtp:1024 --variants "" ;;
   esac
 done
