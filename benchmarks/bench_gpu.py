@@ -232,11 +232,20 @@ def part_transformers(args: argparse.Namespace) -> dict[str, Any]:
     if plan_run is not None:  # as the executor does: the run's size, for compile=auto
         plan_run(2 * n * args.samples)
     passes, tokens = [], 0
-    for _ in range(2):
+    for k in range(2):
+        profiler = _profiler(args) if k == 1 and args.profile_dir and not args.model_opts else None
         start = time.perf_counter()
+        if profiler is not None:
+            profiler.__enter__()
         tokens = sum(g.n_tokens for i in range(0, n, args.shard_size)
                      for g in generate_shard(gen, prompts[i : i + args.shard_size], spec))
         passes.append(time.perf_counter() - start)
+        if profiler is not None:  # the steady pass, profiled (its time is not the one reported above)
+            profiler.__exit__(None, None, None)
+            table = profiler.key_averages().table(sort_by="self_device_time_total" if args.device != "cpu"
+                                                  else "self_cpu_time_total", row_limit=25)
+            Path(args.profile_dir, f"profile-{args.case}-{n}.txt").write_text(table)
+            passes[-1] = _timed_pass(gen, prompts, spec, args, n)
     info = gen.describe()
     keep = ("decode_mode", "decode_mode_reason", "decode_shapes", "graph_captures", "graph_capture_seconds",
             "compile_error")
@@ -244,6 +253,24 @@ def part_transformers(args: argparse.Namespace) -> dict[str, Any]:
             "tokens_per_s": tokens / passes[1], "prompts": n,
             "label": "polytox transformers backend" + (f" [{args.model_opts}]" if args.model_opts else " [default]"),
             **{k: info[k] for k in keep if k in info}}
+
+
+def _profiler(args: argparse.Namespace) -> Any:
+    import torch
+
+    activities = [torch.profiler.ProfilerActivity.CPU]
+    if args.device.startswith("cuda"):
+        activities.append(torch.profiler.ProfilerActivity.CUDA)
+    return torch.profiler.profile(activities=activities)
+
+
+def _timed_pass(gen: Any, prompts: list[Any], spec: Any, args: argparse.Namespace, n: int) -> float:
+    from polytox.executors.shards import generate_shard
+
+    start = time.perf_counter()
+    for i in range(0, n, args.shard_size):
+        generate_shard(gen, prompts[i : i + args.shard_size], spec)
+    return time.perf_counter() - start
 
 
 def _hf_model(args: argparse.Namespace) -> tuple[Any, Any]:
@@ -368,6 +395,7 @@ def main() -> None:
     parser.add_argument("--variants", default="",
                         help="';'-separated transformers backend options to time, each 'k=v,k=v' (e.g. "
                              "';compile=false;compile=true'); empty = the defaults")
+    parser.add_argument("--profile-dir", help="write a profile of the default backend's steady pass here")
     parser.add_argument("--json", help="append every case's results here (one JSON object per line)")
     parser.add_argument("--model-opts", default="", help="(internal) one variant")
     parser.add_argument("--model-dir", help="(internal) the built model")

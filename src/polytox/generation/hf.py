@@ -175,6 +175,8 @@ class TransformersGenerator(Generator):
         per_request = self.decoded["tokens"] / max(1, self.decoded["requests"])
         remaining = int(max(0, self.planned_requests - self.decoded["requests"]) * per_request)
         rate = self.decoded["tokens"] / max(1e-9, self.decoded["seconds"])
+        if remaining <= 0:  # keep the reason of the last decision that had something to decide
+            return
         compile_now, why = should_compile(remaining, rate, len(self.shapes))
         self.choice.reason = why
         if compile_now:
