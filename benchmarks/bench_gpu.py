@@ -12,12 +12,14 @@ excluded, and prints one table:
 1. vLLM alone: ``LLM.generate`` on all prompts in one call, ``SamplingParams(n=K)`` (vLLM's best case);
 2. polytox end-to-end: ``evaluate()`` with the vLLM backend (engine pre-built), pipelined executor,
    scoring with the SVM scorer (or the fake one), writing the run store: target >= 0.9x of (1) in tokens/s;
-3. the polytox transformers backend (or raw ``model.generate`` when that backend is absent), beside
-   HF batched ``generate`` (left-padded batches of the same prompts, ``num_return_sequences=K``, same
-   sampling settings; the strongest simple baseline) and the naive loop (one ``generate(K)`` per prompt),
-   each with its fraction of the bandwidth bound. The polytox backend is timed twice over the same shards
-   (the first pass pays for compiling each new shape, the second is the steady state), once per
-   ``--variants`` entry (e.g. ``";compile=false;continuous=false"``: the defaults, then two variants).
+3. the polytox transformers backend, once per ``--variants`` entry (e.g. ``";compile=false;compile=true"``:
+   the defaults, then two variants), beside HF batched ``generate`` with its dynamic cache and with a static
+   cache (``cache_implementation="static"``, which makes transformers compile the forward pass), on the
+   same prompts (left-padded batches of 256 // K prompts, ``num_return_sequences=K``, same sampling
+   settings), and the naive loop (one ``generate(K)`` per prompt). Every method runs twice over the same
+   prompts: the first pass starts right after loading (every capture and compilation inside it), the
+   second is the steady state; each row has both, its ratio to the better HF row of each pass, and its
+   fraction of the bandwidth bound.
    A decode step over R rows must read the weights once
    plus each row's filled KV cache, so for T generated tokens the bound is
    ``(T / R) * weight_bytes + T * (prompt_tokens + max_new_tokens / 2) * kv_bytes_per_token`` bytes;
@@ -28,6 +30,7 @@ excluded, and prints one table:
     python benchmarks/bench_gpu.py [--prompts 1024] [--samples 10] [--max-new-tokens 128] [--shard-size 256]
     python benchmarks/bench_gpu.py --case rtp --skip-vllm   # K=25, 20 tokens, top_p 0.9, ~32-token prompts
     python benchmarks/bench_gpu.py --case ptp --skip-vllm   # K=10, 400-token prompts, 128 tokens
+    python benchmarks/bench_gpu.py --skip-vllm --hf-fraction 1 --cases rtp:128,ptp:32   # several cases, one model
     python benchmarks/bench_gpu.py --tiny --device cpu --skip-vllm   # smoke test of the script, no GPU
 """
 

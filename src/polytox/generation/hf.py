@@ -11,8 +11,8 @@ through the model and decodes a batch of K rows. This backend instead
    columns, with grouped-query attention on the stored key/value heads (no head repetition);
 3. samples every row on the device from its own seeded uniforms (``sampling.py``), so results do not
    depend on batch neighbours, on refills, or on where a killed run resumed; the host reads the device
-   back only every ``check_every`` steps (to find EOS rows), and on CUDA the decode step may be compiled
-   (``compile`` option, CUDA graphs).
+   back only every ``check_every`` steps (to find EOS rows), and on CUDA the decode step is captured as
+   CUDA graphs or compiled (``compile`` option, ``decode_plan.py``), over a few bucketed shapes.
 
 Architectures whose cache is not a plain full-attention cache (sliding-window layers such as Gemma 3's)
 use the lock-step loop: one left-padded batch per ``batch_size`` prompts, the model's own cache,
