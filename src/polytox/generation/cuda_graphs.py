@@ -36,8 +36,8 @@ class GraphedStep:
         import torch
 
         cache = kwargs[cache_name()]
-        buffers = (cache.keys[0].data_ptr(), cache.col.data_ptr(), cache._row_index.data_ptr())
-        if buffers != self.buffers:  # a new cache: graphs captured on the old buffers are invalid
+        buffers = (cache.allocation, cache.keys[0].data_ptr(), cache.col.data_ptr(), cache._row_index.data_ptr())
+        if buffers != self.buffers:  # new cache buffers: graphs captured on the old ones are invalid
             self.graphs.clear()
             self.buffers = buffers
         key = (int(input_ids.shape[0]), int(attention_mask.shape[-1]))

@@ -414,6 +414,8 @@ class TransformersGenerator(Generator):
         return cache
 
     def close(self) -> None:
+        self._slot_cache = None
+        self._step = None
         self.model = None
         if self.device.startswith("cuda"):
             self.torch.cuda.empty_cache()

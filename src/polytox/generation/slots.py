@@ -14,9 +14,11 @@ with transformers as ``polytox_sdpa`` and falls back to transformers' own SDPA p
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 ATTN_NAME = "polytox_sdpa"
+_ALLOCATIONS = itertools.count(1)  # a serial number per set of cache buffers (captured graphs check it)
 
 
 def bucket_length(n: int, floor: int) -> int:
@@ -94,6 +96,7 @@ class SlotCache(_cache_base()):  # type: ignore[misc]
         self.col = torch.zeros(rows, dtype=torch.long, device=device)
         self.hi = 1
         self._row_index = torch.arange(rows, device=device)
+        self.allocation = next(_ALLOCATIONS)
 
     def __len__(self) -> int:
         return self.n_layers
@@ -120,6 +123,7 @@ class SlotCache(_cache_base()):  # type: ignore[misc]
                 torch._dynamo.mark_static_address(v)
             self.keys.append(k)
             self.values.append(v)
+        self.allocation = next(_ALLOCATIONS)
 
     def fill(self, slots: Any, layer_kv: list[tuple[Any, Any]], src_rows: Any, lengths: Any, width: int) -> None:
         """Copy left-padded prefill keys/values (``[P, Hkv, width, D]`` per layer) into ``slots``.
@@ -146,6 +150,7 @@ class SlotCache(_cache_base()):  # type: ignore[misc]
         self.col = self.col[index]
         self.rows = len(index)
         self._row_index = self._row_index[: self.rows]
+        self.allocation = next(_ALLOCATIONS)
 
     def update(self, key_states: Any, value_states: Any, layer_idx: int, *args: Any, **kwargs: Any) -> tuple[Any, Any]:
         """Write one token per row at its own column; return the filled columns ``[0, hi)``."""
