@@ -12,12 +12,14 @@ excluded, and prints one table:
 1. vLLM alone: ``LLM.generate`` on all prompts in one call, ``SamplingParams(n=K)`` (vLLM's best case);
 2. polytox end-to-end: ``evaluate()`` with the vLLM backend (engine pre-built), pipelined executor,
    scoring with the SVM scorer (or the fake one), writing the run store: target >= 0.9x of (1) in tokens/s;
-3. the polytox transformers backend (or raw ``model.generate`` when that backend is absent), beside
-   HF batched ``generate`` (left-padded batches of the same prompts, ``num_return_sequences=K``, same
-   sampling settings; the strongest simple baseline) and the naive loop (one ``generate(K)`` per prompt),
-   each with its fraction of the bandwidth bound. The polytox backend is timed twice over the same shards
-   (the first pass pays for compiling each new shape, the second is the steady state), once per
-   ``--variants`` entry (e.g. ``";compile=false;continuous=false"``: the defaults, then two variants).
+3. the polytox transformers backend, once per ``--variants`` entry (e.g. ``";compile=false;compile=true"``:
+   the defaults, then two variants), beside HF batched ``generate`` with its dynamic cache and with a static
+   cache (``cache_implementation="static"``, which makes transformers compile the forward pass), on the
+   same prompts (left-padded batches of 256 // K prompts, ``num_return_sequences=K``, same sampling
+   settings), and the naive loop (one ``generate(K)`` per prompt). Every method runs twice over the same
+   prompts: the first pass starts right after loading (every capture and compilation inside it), the
+   second is the steady state; each row has both, its ratio to the better HF row of each pass, and its
+   fraction of the bandwidth bound.
    A decode step over R rows must read the weights once
    plus each row's filled KV cache, so for T generated tokens the bound is
    ``(T / R) * weight_bytes + T * (prompt_tokens + max_new_tokens / 2) * kv_bytes_per_token`` bytes;
@@ -28,6 +30,7 @@ excluded, and prints one table:
     python benchmarks/bench_gpu.py [--prompts 1024] [--samples 10] [--max-new-tokens 128] [--shard-size 256]
     python benchmarks/bench_gpu.py --case rtp --skip-vllm   # K=25, 20 tokens, top_p 0.9, ~32-token prompts
     python benchmarks/bench_gpu.py --case ptp --skip-vllm   # K=10, 400-token prompts, 128 tokens
+    python benchmarks/bench_gpu.py --skip-vllm --hf-fraction 1 --cases rtp:128,ptp:32   # several cases, one model
     python benchmarks/bench_gpu.py --tiny --device cpu --skip-vllm   # smoke test of the script, no GPU
 """
 
@@ -218,33 +221,59 @@ def part_polytox_e2e(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def part_transformers(args: argparse.Namespace) -> dict[str, Any]:
+    """The polytox backend over the shards of ``n`` prompts, twice: the first pass starts right after the model
+    is loaded (every capture or compilation inside it), the second is the steady state."""
     n = max(1, args.prompts // args.hf_fraction)
-    gen: Any = None
-    try:
-        from polytox.executors.shards import generate_shard
-        from polytox.generation import build_generator
+    from polytox.executors.shards import generate_shard
+    from polytox.generation import build_generator
+    from polytox.prompts import load_prompts
 
-        spec = _spec(args, "transformers", _prompts_file(args, n), "fake")
-        from polytox.prompts import load_prompts
+    spec = _spec(args, "transformers", _prompts_file(args, n), "fake")
+    prompts = load_prompts(spec.prompts).prompts
+    gen = build_generator(spec.generation)
+    plan_run = getattr(gen, "plan_run", None)
+    if plan_run is not None:  # as the executor does: the run's size, for compile=auto
+        plan_run(2 * n * args.samples)
+    passes, tokens = [], 0
+    for k in range(2):
+        profiler = _profiler(args) if k == 1 and args.profile_dir and not args.model_opts else None
+        start = time.perf_counter()
+        if profiler is not None:
+            profiler.__enter__()
+        tokens = sum(g.n_tokens for i in range(0, n, args.shard_size)
+                     for g in generate_shard(gen, prompts[i : i + args.shard_size], spec))
+        passes.append(time.perf_counter() - start)
+        if profiler is not None:  # the steady pass, profiled (its time is not the one reported above)
+            profiler.__exit__(None, None, None)
+            table = profiler.key_averages().table(sort_by="self_device_time_total" if args.device != "cpu"
+                                                  else "self_cpu_time_total", row_limit=25)
+            Path(args.profile_dir, f"profile-{args.case}-{n}.txt").write_text(table)
+            passes[-1] = _timed_pass(gen, prompts, spec, args, n)
+    info = gen.describe()
+    keep = ("decode_mode", "decode_mode_reason", "decode_shapes", "graph_captures", "graph_capture_seconds",
+            "compile_error")
+    return {"seconds": passes[1], "first_pass_seconds": passes[0], "tokens": tokens,
+            "tokens_per_s": tokens / passes[1], "prompts": n,
+            "label": "polytox transformers backend" + (f" [{args.model_opts}]" if args.model_opts else " [default]"),
+            **{k: info[k] for k in keep if k in info}}
 
-        prompts = load_prompts(spec.prompts).prompts
-        gen = build_generator(spec.generation)
-        label = "polytox transformers backend"
-        generate_shard(gen, prompts[:2], spec)  # warm-up
-        passes = []  # the same shards twice: the first pays for any compilation its new shapes need
-        for _ in range(2):
-            start = time.perf_counter()
-            tokens = sum(g.n_tokens for i in range(0, n, args.shard_size)
-                         for g in generate_shard(gen, prompts[i : i + args.shard_size], spec))
-            passes.append(time.perf_counter() - start)
-    except (ImportError, ModuleNotFoundError) as exc:
-        label = f"raw transformers generate ({exc})"
-        start, tokens = _raw_hf(args, n)
-        passes = [time.perf_counter() - start]
-    seconds = passes[-1]
-    return {"seconds": seconds, **({"first_pass_seconds": passes[0]} if len(passes) == 2 else {}), "tokens": tokens,
-            "tokens_per_s": tokens / seconds, "label": label + (f" [{args.model_opts}]" if args.model_opts else ""),
-            "prompts": n, "compile_error": getattr(gen, "compile_error", None)}
+
+def _profiler(args: argparse.Namespace) -> Any:
+    import torch
+
+    activities = [torch.profiler.ProfilerActivity.CPU]
+    if args.device.startswith("cuda"):
+        activities.append(torch.profiler.ProfilerActivity.CUDA)
+    return torch.profiler.profile(activities=activities)
+
+
+def _timed_pass(gen: Any, prompts: list[Any], spec: Any, args: argparse.Namespace, n: int) -> float:
+    from polytox.executors.shards import generate_shard
+
+    start = time.perf_counter()
+    for i in range(0, n, args.shard_size):
+        generate_shard(gen, prompts[i : i + args.shard_size], spec)
+    return time.perf_counter() - start
 
 
 def _hf_model(args: argparse.Namespace) -> tuple[Any, Any]:
@@ -258,7 +287,7 @@ def _hf_model(args: argparse.Namespace) -> tuple[Any, Any]:
     return tok, model.to(args.device).eval()
 
 
-def _hf_run(args: argparse.Namespace, tok: Any, model: Any, chunk: list[str]) -> int:
+def _hf_run(args: argparse.Namespace, tok: Any, model: Any, chunk: list[str], **extra: Any) -> int:
     """One ``model.generate`` on a left-padded batch, K samples per prompt; tokens up to the first EOS."""
     import torch
 
@@ -266,32 +295,39 @@ def _hf_run(args: argparse.Namespace, tok: Any, model: Any, chunk: list[str]) ->
     with torch.inference_mode():
         out = model.generate(**enc, do_sample=True, temperature=args.temperature, top_p=args.top_p, top_k=0,
                              max_new_tokens=args.max_new_tokens, num_return_sequences=args.samples,
-                             pad_token_id=tok.eos_token_id)
+                             pad_token_id=tok.eos_token_id, **extra)
     new = out[:, enc["input_ids"].shape[1]:]
     return int(((new == tok.eos_token_id).cumsum(dim=1) == 0).sum())
 
 
-def _raw_hf(args: argparse.Namespace, n: int) -> tuple[float, int]:
+def _hf_passes(args: argparse.Namespace, n: int, **extra: Any) -> dict[str, Any]:
+    """HF ``generate`` over ``n`` prompts in batches of 256 // K prompts (K rows each), twice: the first pass
+    right after loading (any compilation inside it), the second the steady state."""
+    import torch
+
     tok, model = _hf_model(args)
     texts = make_prompts(n, args.vocab, args.prompt_tokens)
     batch = max(1, 256 // args.samples)
-    _hf_run(args, tok, model, texts[:1])
-    start = time.perf_counter()
-    tokens = sum(_hf_run(args, tok, model, texts[i : i + batch]) for i in range(0, n, batch))
-    return start, tokens
+    passes, tokens = [], 0
+    for _ in range(2):
+        start = time.perf_counter()
+        tokens = sum(_hf_run(args, tok, model, texts[i : i + batch], **extra) for i in range(0, n, batch))
+        if args.device.startswith("cuda"):
+            torch.cuda.synchronize()
+        passes.append(time.perf_counter() - start)
+    return {"seconds": passes[1], "first_pass_seconds": passes[0], "tokens": tokens,
+            "tokens_per_s": tokens / passes[1], "prompts": n}
 
 
 def part_hf_batched(args: argparse.Namespace) -> dict[str, Any]:
-    """HF batched generate on the same prompts as the transformers part, as many prompts per batch as
-    polytox's default batch (256 // K prompts, K rows each)."""
-    import torch
+    """HF batched generate (dynamic cache) on the same prompts as the transformers part."""
+    return _hf_passes(args, max(1, args.prompts // args.hf_fraction))
 
-    n = max(1, args.prompts // args.hf_fraction)
-    start, tokens = _raw_hf(args, n)
-    if args.device.startswith("cuda"):
-        torch.cuda.synchronize()
-    seconds = time.perf_counter() - start
-    return {"seconds": seconds, "tokens": tokens, "tokens_per_s": tokens / seconds, "prompts": n}
+
+def part_hf_static(args: argparse.Namespace) -> dict[str, Any]:
+    """HF batched generate with a static cache, which makes ``generate`` compile the forward pass
+    (transformers' auto-compile: ``torch.compile(mode="reduce-overhead")``, CUDA graphs) on CUDA."""
+    return _hf_passes(args, max(1, args.prompts // args.hf_fraction), cache_implementation="static")
 
 
 def part_hf_naive(args: argparse.Namespace) -> dict[str, Any]:
@@ -308,18 +344,33 @@ def part_hf_naive(args: argparse.Namespace) -> dict[str, Any]:
 
 PARTS = {"bandwidth": part_bandwidth, "vllm-only": part_vllm_only, "vllm-batch1": part_vllm_batch1,
          "polytox-e2e": part_polytox_e2e, "transformers": part_transformers, "hf-batched": part_hf_batched,
-         "hf-naive": part_hf_naive}
+         "hf-static": part_hf_static, "hf-naive": part_hf_naive}
 
 
 def run_part(name: str, args: argparse.Namespace, model_opts: str = "") -> dict[str, Any] | None:
+    """One measurement in its own process, with its own (cold) inductor cache."""
     cmd = [sys.executable, __file__, "--part", name, *sys.argv[1:], "--model-opts", model_opts]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+    env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": tempfile.mkdtemp(prefix="inductor-", dir=args.workdir)}
+    started = time.perf_counter()
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
     for line in proc.stdout.splitlines():
         if line.startswith("RESULT "):
             result: dict[str, Any] = json.loads(line[7:])
+            result["process_seconds"] = time.perf_counter() - started
             return result
-    print(f"[{name} failed, exit {proc.returncode}]\n{proc.stderr[-3000:]}", file=sys.stderr)
+    print(f"[{name} {model_opts} failed, exit {proc.returncode}]\n{proc.stderr[-3000:]}", file=sys.stderr, flush=True)
     return None
+
+
+def parse_cases(text: str) -> list[tuple[str, int | None]]:
+    """``rtp,ptp:32,rtp:1024`` -> [(case, prompts or None)]."""
+    out = []
+    for item in filter(None, (t.strip() for t in text.split(","))):
+        name, _, n = item.partition(":")
+        if name not in CASES:
+            raise SystemExit(f"bench_gpu: unknown case {name!r} (known: {', '.join(CASES)})")
+        out.append((name, int(n) if n else None))
+    return out
 
 
 def main() -> None:
@@ -332,6 +383,9 @@ def main() -> None:
     parser.add_argument("--max-model-len", type=int, default=1024)
     parser.add_argument("--gpu-memory-utilization", type=float, default=0.85)
     parser.add_argument("--case", choices=list(CASES), help="preset K / tokens / top_p / prompt length")
+    parser.add_argument("--cases", default="",
+                        help="several presets in one run, each 'case[:prompts]' (e.g. 'rtp:128,ptp:32,rtp:1024'); "
+                             "the model is built once")
     parser.add_argument("--prompt-tokens", type=int, default=32)
     parser.add_argument("--top-p", type=float, default=1.0)
     parser.add_argument("--temperature", type=float, default=0.7)
@@ -340,9 +394,12 @@ def main() -> None:
     parser.add_argument("--hf-fraction", type=int, default=8, help="transformers runs prompts / this many")
     parser.add_argument("--tiny", action="store_true", help="a 2-layer model (smoke test of this script)")
     parser.add_argument("--skip-vllm", action="store_true")
+    parser.add_argument("--skip", default="", help="comma-separated parts not to run (e.g. hf-naive,hf-static)")
     parser.add_argument("--variants", default="",
                         help="';'-separated transformers backend options to time, each 'k=v,k=v' (e.g. "
-                             "';compile=false;continuous=false'); empty = the defaults")
+                             "';compile=false;compile=true'); empty = the defaults")
+    parser.add_argument("--profile-dir", help="write a profile of the default backend's steady pass here")
+    parser.add_argument("--json", help="append every case's results here (one JSON object per line)")
     parser.add_argument("--model-opts", default="", help="(internal) one variant")
     parser.add_argument("--model-dir", help="(internal) the built model")
     parser.add_argument("--workdir", help="(internal)")
@@ -354,6 +411,7 @@ def main() -> None:
     if args.part:
         print("RESULT " + json.dumps(PARTS[args.part](args)), flush=True)
         return
+    cases = parse_cases(args.cases) if args.cases else [(args.case or "", None)]
     shape = TINY if args.tiny else LLAMA_1B
     with tempfile.TemporaryDirectory() as tmp:
         model_dir = Path(tmp) / "model"
@@ -362,21 +420,37 @@ def main() -> None:
         n_params = _count_params(shape)
         weight_bytes = n_params * (2 if args.dtype in ("bfloat16", "float16") else 4)
         print(f"model: random Llama-style, {n_params / 1e9:.2f}B parameters, {args.dtype}, "
-              f"{weight_bytes / 1e9:.2f} GB of weights (built in {time.perf_counter() - start:.0f} s)")
-        sys.argv += ["--model-dir", str(model_dir), "--workdir", tmp, "--vocab", str(shape["vocab_size"])]
-        names = ["transformers", "hf-batched", "hf-naive"] if args.skip_vllm else list(PARTS)
-        if args.skip_vllm and args.device == "cuda":
-            names.insert(0, "bandwidth")
-        if args.device != "cuda":
-            names = [n for n in names if n not in ("bandwidth",)]
-        results: dict[str, dict[str, Any] | None] = {}
-        for name in names:
-            if name == "transformers":
-                for k, variant in enumerate(args.variants.split(";")):
-                    results[f"transformers{k or ''}"] = run_part(name, args, variant)
-            else:
-                results[name] = run_part(name, args)
-    report(results, args, weight_bytes, _kv_bytes_per_token(shape, args.dtype))
+              f"{weight_bytes / 1e9:.2f} GB of weights (built in {time.perf_counter() - start:.0f} s)", flush=True)
+        base_argv = [a for a in sys.argv[1:] if not a.startswith("--cases=")]
+        if "--cases" in base_argv:
+            i = base_argv.index("--cases")
+            del base_argv[i : i + 2]
+        args.workdir = tmp
+        bw = run_part("bandwidth", args) if args.device == "cuda" else None
+        for case, n in cases:
+            args.case = case or args.case
+            if case:
+                for key, value in CASES[case].items():
+                    setattr(args, key, value)
+            if n:
+                args.prompts = n
+            sys.argv = [sys.argv[0], *base_argv, *(["--case", case] if case else []),
+                        *(["--prompts", str(n)] if n else []),
+                        "--model-dir", str(model_dir), "--workdir", tmp, "--vocab", str(shape["vocab_size"])]
+            skip = set(filter(None, args.skip.split(",")))
+            names = ["transformers", "hf-batched", "hf-static", "hf-naive"] if args.skip_vllm else [
+                p for p in PARTS if p != "bandwidth"]
+            results: dict[str, dict[str, Any] | None] = {"bandwidth": bw}
+            for name in [n_ for n_ in names if n_ not in skip]:
+                if name == "transformers":
+                    for k, variant in enumerate(args.variants.split(";")):
+                        results[f"transformers{k or ''}"] = run_part(name, args, variant)
+                else:
+                    results[name] = run_part(name, args)
+            report(results, args, weight_bytes, _kv_bytes_per_token(shape, args.dtype))
+            if args.json:
+                with open(args.json, "a", encoding="utf-8") as fh:
+                    fh.write(json.dumps({"case": case, "prompts": args.prompts, "results": results}) + "\n")
 
 
 def _count_params(shape: dict[str, Any]) -> int:
@@ -442,34 +516,45 @@ def report(results: dict[str, dict[str, Any] | None], args: argparse.Namespace, 
 
 def _report_hf(results: dict[str, dict[str, Any] | None], args: argparse.Namespace, weight_bytes: int,
                kv_per_token: int, bw: dict[str, Any] | None) -> None:
-    """polytox transformers backend vs HF batched generate vs the naive loop, with the bandwidth fraction."""
+    """Every transformers-based method's first pass and steady state, against the better HF row of each."""
     variants = sorted((n for n in results if n.startswith("transformers")), key=len)
     rows = [(n, lab) for n, lab in ([(v, "polytox transformers backend") for v in variants]
-                                    + [("hf-batched", "HF batched generate (256 // K prompts x K per call)"),
+                                    + [("hf-batched", "HF batched generate, dynamic cache (256 // K prompts x K)"),
+                                       ("hf-static", "HF batched generate, static cache + compiled forward"),
                                        ("hf-naive", "naive generate(num_return_sequences=K) per prompt")])
             if results.get(n)]
     if not rows:
         return
     gbs = (bw or {}).get("measured_gbs")
-    print(f"\n{args.case or 'custom'}: K={args.samples}, {args.prompt_tokens}-token prompts, "
-          f"{args.max_new_tokens} new tokens, top_p {args.top_p}, T {args.temperature}"
-          + (f"; bandwidth {gbs:.0f} GB/s measured" if gbs else ""))
-    print("| method | prompts | tokens | seconds | tokens/s | vs HF batched | of bandwidth bound |")
-    print("|---|---|---|---|---|---|---|")
-    base = (results.get("hf-batched") or {}).get("tokens_per_s")
+    print(f"\n{args.case or 'custom'}: {args.prompts // args.hf_fraction} prompts, K={args.samples}, "
+          f"{args.prompt_tokens}-token prompts, {args.max_new_tokens} new tokens, top_p {args.top_p}, "
+          f"T {args.temperature}" + (f"; bandwidth {gbs:.0f} GB/s measured ({bw['gpu']})" if gbs and bw else ""))
+    hf = [results[n] for n in ("hf-batched", "hf-static") if results.get(n)]
+    best_first = max((r["tokens"] / r.get("first_pass_seconds", r["seconds"]) for r in hf), default=None)
+    best_steady = max((r["tokens_per_s"] for r in hf), default=None)
+    print("| method | prompts | tokens | first pass s | first tok/s | steady s | steady tok/s "
+          "| first vs best HF | steady vs best HF | steady of bandwidth bound |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for name, label in rows:
         r = results[name] or {}
         if name.startswith("transformers"):
             label = r.get("label", label)
-            if "first_pass_seconds" in r:
-                label += f" (second pass; the first took {r['first_pass_seconds']:.1f} s)"
+            if r.get("decode_mode"):
+                label += f" -> {r['decode_mode']}, {r.get('decode_shapes', '?')} shapes"
             if r.get("compile_error"):
-                label += f" [compile failed, ran eager: {str(r['compile_error'])[:200]}]"
-        ratio = f"{r['tokens_per_s'] / base:.2f}x" if base else "-"
+                label += f" [failed, ran eager: {str(r['compile_error'])[:200]}]"
+        first = r.get("first_pass_seconds", r["seconds"])
+        first_rate = r["tokens"] / first
         frac = (f"{bound_seconds(r['tokens'], args, weight_bytes, kv_per_token, gbs) / r['seconds']:.1%}"
                 if gbs else "-")
-        print(f"| {label} | {r.get('prompts', '-')} | {r['tokens']} | {r['seconds']:.1f} | "
-              f"{r['tokens_per_s']:.0f} | {ratio} | {frac} |")
+        vs_first = f"{first_rate / best_first:.2f}x" if best_first else "-"
+        vs_steady = f"{r['tokens_per_s'] / best_steady:.2f}x" if best_steady else "-"
+        print(f"| {label} | {r.get('prompts', '-')} | {r['tokens']} | {first:.1f} | {first_rate:.0f} | "
+              f"{r['seconds']:.1f} | {r['tokens_per_s']:.0f} | {vs_first} | {vs_steady} | {frac} |", flush=True)
+    for name, _ in rows:
+        reason = (results[name] or {}).get("decode_mode_reason")
+        if reason:
+            print(f"  {(results[name] or {}).get('label')}: {reason}")
 
 
 if __name__ == "__main__":

@@ -99,6 +99,7 @@ def test_decode_refills_slots_and_matches_one_slot_per_request(tiny: Path) -> No
                                   prefill_batch=2, check_every=check, min_admit=1)
         with torch.inference_mode():
             res = decode(gen.model, encoded, rows, seeds, settings, gen.eos_ids, gen.pad_id, "cpu")
+        assert res.stats["prefilled_prompts"] == 5  # each prompt once, however its samples were admitted
         assert len(res.tokens) == 20 and all(len(t) <= 12 for t in res.tokens)
         assert all(not s or len(t) < 12 for t, s in zip(res.tokens, res.stopped, strict=True))
         return res.tokens, res.admissions

@@ -37,6 +37,10 @@ class _Shards:
         w = self.work
         if self.generator is None:
             self.generator = build_generator(w.spec.generation)
+            plan_run = getattr(self.generator, "plan_run", None)
+            if plan_run is not None:  # the samples still to generate (compile=auto weighs them)
+                plan_run(sum(len(w.plan[i]) for i in range(index, len(w.plan)) if not w.store.has_generations(i))
+                         * w.spec.generation.samples)
             self.described = self.generator.describe()
             w.store.update_manifest(model=self.described)
         start = time.perf_counter()

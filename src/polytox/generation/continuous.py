@@ -23,7 +23,7 @@ import numpy as np
 from .hf_cache import cache_kw, cache_of
 from .prompting import left_padded
 from .sampling import row_uniforms, sample_next
-from .slots import SlotCache
+from .slots import SlotCache, bucket_length
 
 # Once no request is waiting, drop finished slots from the batch when this share of them is idle.
 TAIL_COMPACT_SHARE = 0.25
@@ -41,7 +41,8 @@ class DecodeSettings:
     prefill_batch: int  # prompts per prefill forward pass
     check_every: int = 1  # steps between EOS read-backs (1 on CPU, where a read-back costs nothing)
     min_admit: int = 1  # free slots needed before an admission (a prefill) is worth it
-    hi_bucket: int = 1  # round the read length up to a multiple of this (fewer shapes for CUDA graphs)
+    read_floor: int = 0  # >0: read lengths and capacity in ``bucket_length`` steps, at least this (few shapes)
+    fixed_rows: bool = False  # always ``slots`` rows, no tail compaction (one row count for compiled steps)
 
 
 @dataclass
@@ -68,19 +69,30 @@ def _prefill(model: Any, prompts: Sequence[Sequence[int]], pad_id: int, device: 
 
 def decode(model: Any, prompts: Sequence[Sequence[int]], rows: Sequence[int], seeds: Sequence[int],
            settings: DecodeSettings, eos_ids: Sequence[int], pad_id: int, device: str,
-           forward: Callable[..., Any] | None = None) -> DecodeResult:
+           forward: Callable[..., Any] | None = None,
+           get_cache: Callable[[int, int, int], SlotCache] | None = None) -> DecodeResult:
     """Generate for every request ``r`` (prompt ``prompts[rows[r]]``, seed ``seeds[r]``), in queue order.
 
-    ``forward`` (default: ``model``) runs one decode step; a compiled version may be passed.
+    ``forward`` (default: ``model``) runs one decode step; a compiled or graph-captured version may be
+    passed. ``get_cache(layers, rows, capacity)`` may hand out a reused ``SlotCache`` (same buffers across
+    calls, as captured steps need); by default each call allocates its own.
     """
     import torch
 
     steps_max = settings.max_new_tokens
     n_req = len(rows)
     capacity = max(len(p) for p in prompts) + steps_max
+    floor = max(0, settings.read_floor)
+    if floor:
+        capacity = bucket_length(capacity, floor)
     n_layers = int(model.config.num_hidden_layers)
-    n_slots = max(1, min(settings.slots, n_req))
-    cache = SlotCache(n_layers, n_slots, capacity, device)
+    n_slots = max(1, settings.slots if settings.fixed_rows else min(settings.slots, n_req))
+    if get_cache is None:
+        cache = SlotCache(n_layers, n_slots, capacity, device)
+    else:
+        cache = get_cache(n_layers, n_slots, capacity)
+        cache.reset()
+    capacity = cache.capacity
     step_fn = model if forward is None else forward
     eos = torch.tensor(list(eos_ids) or [-1], device=device)
     out = torch.full((n_req + 1, steps_max), -1, dtype=torch.long, device=device)  # last row: idle slots' sink
@@ -100,40 +112,63 @@ def decode(model: Any, prompts: Sequence[Sequence[int]], rows: Sequence[int], se
     head = 0
     admissions = 0
     steps = 0
+    prefilled = 0
+    shapes: set[tuple[int, int]] = set()
+    # Samples of each prompt not admitted yet; a prompt split over two admissions keeps its prefill here.
+    waiting_of = np.bincount(np.asarray(rows, dtype=np.int64), minlength=len(prompts))
+    kept: dict[int, tuple[Any, list[tuple[Any, Any]]]] = {}
 
     def sample(logits: Any, u: Any) -> Any:
         return sample_next(logits, u, settings.temperature, settings.top_p, settings.top_k)
 
+    def place(take: list[int], slots_all: list[int], uniforms_all: Any, chunk: list[int], logits: Any,
+              layer_kv: list[tuple[Any, Any]], width: int) -> None:
+        """Copy the prefill of prompts ``chunk`` into the slots of the requests in ``take`` that use them."""
+        local = {p: i for i, p in enumerate(chunk)}
+        pick = [j for j, r in enumerate(take) if rows[r] in local]
+        slots = torch.tensor([slots_all[j] for j in pick], device=device)
+        src = torch.tensor([local[rows[take[j]]] for j in pick], device=device)
+        lengths = torch.tensor([len(prompts[rows[take[j]]]) for j in pick], device=device)
+        cache.fill(slots, layer_kv, src, lengths, width)
+        u = uniforms_all[pick]
+        first = sample(logits[src], u[:, 0])
+        reqs = torch.tensor([take[j] for j in pick], device=device)
+        out[reqs, 0] = first
+        cur[slots] = first
+        eos_d[slots] = torch.isin(first, eos)
+        step_d[slots] = 1
+        req_d[slots] = reqs
+        uni[slots] = u
+        for j in pick:
+            s = slots_all[j]
+            req_h[s], step_h[s], col_h[s] = take[j], 1, len(prompts[rows[take[j]]])
+
     def admit(free: list[int]) -> None:
-        nonlocal head, admissions
+        nonlocal head, admissions, prefilled
         take = queue[head: head + len(free)]
         head += len(take)
         slots_all = free[: len(take)]
         uniforms_all = torch.from_numpy(row_uniforms([seeds[r] for r in take], steps_max)).float().to(device)
         distinct = list(dict.fromkeys(rows[r] for r in take))
-        for start in range(0, len(distinct), max(1, settings.prefill_batch)):
-            chunk = distinct[start: start + max(1, settings.prefill_batch)]
-            local = {p: i for i, p in enumerate(chunk)}
-            pick = [j for j, r in enumerate(take) if rows[r] in local]
+        for r in take:
+            waiting_of[rows[r]] -= 1
+        reused = [p for p in distinct if p in kept]
+        for p in reused:  # prefilled by an earlier admission: reuse it
+            logits, layer_kv = kept[p] if waiting_of[p] else kept.pop(p)
+            place(take, slots_all, uniforms_all, [p], logits, layer_kv, len(prompts[p]))
+        fresh = [p for p in distinct if p not in reused]
+        for start in range(0, len(fresh), max(1, settings.prefill_batch)):
+            chunk = fresh[start: start + max(1, settings.prefill_batch)]
             logits, layer_kv, width = _prefill(model, [prompts[p] for p in chunk], pad_id, device)
-            slots = torch.tensor([slots_all[j] for j in pick], device=device)
-            src = torch.tensor([local[rows[take[j]]] for j in pick], device=device)
-            lengths = torch.tensor([len(prompts[rows[take[j]]]) for j in pick], device=device)
-            cache.fill(slots, layer_kv, src, lengths, width)
-            u = uniforms_all[pick]
-            first = sample(logits[src], u[:, 0])
-            reqs = torch.tensor([take[j] for j in pick], device=device)
-            out[reqs, 0] = first
-            cur[slots] = first
-            eos_d[slots] = torch.isin(first, eos)
-            step_d[slots] = 1
-            req_d[slots] = reqs
-            uni[slots] = u
-            for j in pick:
-                s = slots_all[j]
-                req_h[s], step_h[s], col_h[s] = take[j], 1, len(prompts[rows[take[j]]])
-            admissions += 1
-
+            prefilled += len(chunk)
+            place(take, slots_all, uniforms_all, chunk, logits, layer_kv, width)
+            for i, p in enumerate(chunk):
+                if waiting_of[p]:  # more of its samples wait: keep its prefill (its real columns only)
+                    n = len(prompts[p])
+                    kept[p] = (logits[i: i + 1].clone(),
+                               [(k[i: i + 1, :, width - n:].clone(), v[i: i + 1, :, width - n:].clone())
+                                for k, v in layer_kv])
+        admissions += 1
     def release(slots: list[int]) -> None:
         if slots:
             index = torch.tensor(slots, device=device)
@@ -156,15 +191,17 @@ def decode(model: Any, prompts: Sequence[Sequence[int]], rows: Sequence[int], se
         live = req_h >= 0
         if not live.any():
             break
-        if head >= n_req and (~live).mean() >= TAIL_COMPACT_SHARE and cache.rows > 1:
+        if (head >= n_req and not settings.fixed_rows and (~live).mean() >= TAIL_COMPACT_SHARE
+                and cache.rows > 1):
             keep_np = np.nonzero(live)[0]
             keep = torch.tensor(keep_np, device=device)
             cache.select(keep)
             cur, step_d, req_d, eos_d, uni = cur[keep], step_d[keep], req_d[keep], eos_d[keep], uni[keep]
             req_h, step_h, col_h = req_h[keep_np], step_h[keep_np], col_h[keep_np]
             live = req_h >= 0
-        bucket = max(1, settings.hi_bucket)
-        cache.hi = min(capacity, -(-(int(col_h[live].max()) + 1) // bucket) * bucket)
+        need = int(col_h[live].max()) + 1
+        cache.hi = min(capacity, bucket_length(need, floor) if floor else need)
+        shapes.add((cache.rows, cache.hi))
         logits = step_fn(input_ids=cur.view(-1, 1), position_ids=cache.col.view(-1, 1),
                          attention_mask=cache.decode_mask(), **cache_kw(cache), use_cache=True).logits[:, -1, :]
         index = step_d.clamp(max=steps_max - 1)
@@ -187,4 +224,5 @@ def decode(model: Any, prompts: Sequence[Sequence[int]], rows: Sequence[int], se
         tokens.append(row if cut is None else row[:cut])
         stopped_rows.append(cut is not None)
     return DecodeResult(tokens=tokens, stopped=stopped_rows, steps=steps, admissions=admissions,
-                        stats={"slots": n_slots, "capacity": capacity})
+                        stats={"slots": n_slots, "capacity": capacity, "prefilled_prompts": prefilled,
+                               "step_shapes": sorted(shapes)})

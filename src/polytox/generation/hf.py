@@ -11,8 +11,8 @@ through the model and decodes a batch of K rows. This backend instead
    columns, with grouped-query attention on the stored key/value heads (no head repetition);
 3. samples every row on the device from its own seeded uniforms (``sampling.py``), so results do not
    depend on batch neighbours, on refills, or on where a killed run resumed; the host reads the device
-   back only every ``check_every`` steps (to find EOS rows), and on CUDA the decode step may be compiled
-   (``compile`` option, CUDA graphs).
+   back only every ``check_every`` steps (to find EOS rows), and on CUDA the decode step is captured as
+   CUDA graphs or compiled (``compile`` option, ``decode_plan.py``), over a few bucketed shapes.
 
 Architectures whose cache is not a plain full-attention cache (sliding-window layers such as Gemma 3's)
 use the lock-step loop: one left-padded batch per ``batch_size`` prompts, the model's own cache,
@@ -20,8 +20,9 @@ finished rows dropped from the batch as they accumulate.
 
 Model options (``--model-opt KEY=VALUE``): ``continuous`` (true|false), ``check_every`` (steps between
 EOS read-backs; default 1 on CPU, 8 on GPU), ``min_admit`` (free slots that trigger a refill; default
-one prompt's K samples), ``compile`` (auto|true|false; auto = on for CUDA), ``static_cache``
-(lock-step loop only).
+one prompt's K samples), ``compile`` (auto|false|graphs|true; ``decode_plan.py``: auto = CUDA graphs of
+the eager step on CUDA, torch.compile only where the run pays it back, eager elsewhere), ``read_bucket``
+(smallest bucketed read length; default 64 on CUDA, exact on CPU), ``static_cache`` (lock-step loop only).
 
 Prompts are raw text for base models; for instruct/chat models (a chat template is present) the prompt
 is the single user message rendered with the model's chat template, as PTP did. A prompt longer than the
@@ -45,10 +46,12 @@ from ..spec import GenerationSpec
 from ..types import Generation, GenerationRequest, Prompt
 from .base import Generator, failed
 from .continuous import DecodeSettings, decode
+from .cuda_graphs import GraphedStep
+from .decode_plan import CUDA_READ_FLOOR, DecodeChoice, initial_choice, should_compile
 from .hf_cache import cache_kw, cache_of
 from .prompting import PromptTooLongError, encode_prompt, wants_chat_template
 from .sampling import row_uniforms, sample_next
-from .slots import register_attention
+from .slots import SlotCache, register_attention
 
 log = logging.getLogger("polytox")
 
@@ -139,21 +142,68 @@ class TransformersGenerator(Generator):
                            and self._plain_cache())
         self.check_every = int(options.get("check_every", "8" if on_gpu else "1"))
         self.min_admit = int(options.get("min_admit", "0"))
-        compile_opt = options.get("compile", "auto").lower()
-        self.compile = compile_opt == "true" or (compile_opt == "auto" and on_gpu)
+        self.choice = initial_choice(options.get("compile", "auto"), self.device)
+        floor = CUDA_READ_FLOOR if on_gpu or self.choice.mode != "eager" else 0
+        self.read_floor = int(options.get("read_bucket", str(floor)))
+        self.compile_backend = options.get("compile_backend", "inductor")
         if self.continuous and getattr(self.model.config, "_attn_implementation", None) == "sdpa":
             self.model.set_attn_implementation(register_attention())
         self._step: Any = None
+        self._slot_cache: SlotCache | None = None
         self.compile_error: str | None = None
-        if self.continuous and self.compile:
-            dynamo = self.torch._dynamo.config  # one graph per (rows, read-length bucket)
+        self.planned_requests: int | None = None
+        self.decoded = {"tokens": 0, "seconds": 0.0, "requests": 0}
+        self.shapes: set[tuple[int, int]] = set()
+        if not self.continuous:
+            self.choice = DecodeChoice("eager", "lock-step loop (continuous=false or a cache the slots do not "
+                                       "support): no compiled step", self.choice.requested)
+        self._set_mode(self.choice.mode)
+
+    def _set_mode(self, mode: str) -> None:
+        """Build the decode step for ``mode`` (eager | graphs | inductor)."""
+        self.choice.mode = mode
+        if mode == "graphs":
+            self._step = GraphedStep(self.model)
+        elif mode == "inductor":
+            dynamo = self.torch._dynamo.config  # one graph per (rows, read-length bucket); a few at most
             dynamo.cache_size_limit = max(int(dynamo.cache_size_limit), 64)
-            if compile_opt == "auto":  # measured on an H100 (docs/scale.md, "On a GPU")
-                log.info("compiling the decode step (CUDA graphs): the first shards pay for each new batch shape "
-                         "(about 25 s at RTP settings, minutes at PTP settings on an H100), then decoding runs 3.1x "
-                         "the eager speed (RTP settings); for a short run pass --model-opt compile=false")
-            self._step = self.torch.compile(self.model, mode="reduce-overhead" if on_gpu else "default",
-                                            dynamic=False)
+            on_gpu = self.device.startswith("cuda")
+            self._step = self.torch.compile(self.model, backend=self.compile_backend, dynamic=False,
+                                            **({"mode": "reduce-overhead"} if on_gpu else {}))
+        else:
+            self._step = None
+
+    def plan_run(self, requests: int) -> None:
+        """Told by the executor how many samples this run still has to generate (``compile=auto`` uses it)."""
+        self.planned_requests = int(requests)
+
+    def _after_call(self, tokens: int, seconds: float, requests: int) -> None:
+        """Account a decode call; under ``compile=auto``, compile once the rest of the run pays for it."""
+        self.decoded["tokens"] += tokens
+        self.decoded["seconds"] += seconds
+        self.decoded["requests"] += requests
+        if self.choice.requested != "auto" or self.choice.mode != "graphs" or self.planned_requests is None:
+            return
+        per_request = self.decoded["tokens"] / max(1, self.decoded["requests"])
+        remaining = int(max(0, self.planned_requests - self.decoded["requests"]) * per_request)
+        rate = self.decoded["tokens"] / max(1e-9, self.decoded["seconds"])
+        if remaining <= 0:  # keep the reason of the last decision that had something to decide
+            return
+        compile_now, why = should_compile(remaining, rate, len(self.shapes))
+        self.choice.reason = why
+        if compile_now:
+            log.info("compile=auto: %s", why)
+            self._set_mode("inductor")
+
+    def _get_cache(self, n_layers: int, rows: int, capacity: int) -> SlotCache:
+        """The generator's slot cache, reused while it fits (compiled and captured steps keep their buffers)."""
+        cache = self._slot_cache
+        if cache is None or not cache.fits(rows, capacity):
+            if cache is not None and cache.rows == rows:
+                capacity = max(capacity, cache.capacity)  # grow only: few reallocations
+            self._slot_cache = None
+            cache = self._slot_cache = SlotCache(n_layers, rows, capacity, self.device)
+        return cache
 
     def _plain_cache(self) -> bool:
         """Whether every layer is plain full attention (no sliding window): slots need that."""
@@ -181,6 +231,11 @@ class TransformersGenerator(Generator):
                 "chat_template": self.use_chat, "context": self.context, "eos_ids": self.eos_ids,
                 "model_class": type(self.model).__name__, "load_seconds": round(self.load_seconds, 3),
                 "continuous_batching": self.continuous, "compiled_decode": self._step is not None,
+                "decode_mode": self.choice.mode, "decode_mode_reason": self.choice.reason,
+                "compile_option": self.choice.requested, "read_bucket_floor": self.read_floor,
+                "decode_shapes": len(self.shapes), "planned_requests": self.planned_requests,
+                **({"graph_captures": self._step.captures, "graph_capture_seconds": round(
+                    self._step.capture_seconds, 3)} if isinstance(self._step, GraphedStep) else {}),
                 **({"compile_error": self.compile_error} if self.compile_error else {})}
 
     # ---- prompt encoding ------------------------------------------------------------------------
@@ -238,26 +293,37 @@ class TransformersGenerator(Generator):
         spec = self.spec
         size = max(1, spec.batch_size or self.default_batch_size(spec.samples))
         slots = size * max(1, spec.samples)
+        fixed = self.choice.mode != "eager"
         settings = DecodeSettings(
             max_new_tokens=spec.max_new_tokens, temperature=spec.temperature, top_p=spec.top_p, top_k=spec.top_k,
             slots=slots, prefill_batch=size, check_every=self.check_every,
             min_admit=self.min_admit or max(1, min(spec.samples, slots // 4)),
-            hi_bucket=64 if self._step is not None else 1)
+            read_floor=self.read_floor, fixed_rows=fixed)
         requests = [r for g in groups for r in g]
         rows = [i for i, g in enumerate(groups) for _ in g]
         prompts = [ids for ids, _ in encoded]
         seeds = [r.seed for r in requests]
+        started = time.perf_counter()
         with self.torch.inference_mode():
             try:
                 result = decode(self.model, prompts, rows, seeds, settings, self.eos_ids, self.pad_id, self.device,
-                                forward=self._step)
+                                forward=self._step, get_cache=self._get_cache)
             except Exception as exc:
                 if self._step is None:
                     raise
-                # A model torch.compile cannot capture: decode eagerly from now on, and say so in describe().
-                self._step, self.compile_error = None, f"{type(exc).__name__}: {exc}"[:500]
-                settings = dataclasses.replace(settings, hi_bucket=1)
-                result = decode(self.model, prompts, rows, seeds, settings, self.eos_ids, self.pad_id, self.device)
+                # A model the compiler or graph capture cannot handle: decode eagerly from now on, and say so.
+                self.compile_error = f"{self.choice.mode}: {type(exc).__name__}: {exc}"[:500]
+                self.choice.reason = f"{self.choice.mode} failed, decoding eagerly"
+                self._set_mode("eager")
+                self._slot_cache = None
+                log.warning("the decode step failed (%s); decoding eagerly", self.compile_error)
+                settings = dataclasses.replace(settings, fixed_rows=False)
+                result = decode(self.model, prompts, rows, seeds, settings, self.eos_ids, self.pad_id, self.device,
+                                get_cache=self._get_cache)
+        if self.device.startswith("cuda"):
+            self.torch.cuda.synchronize()
+        self.shapes.update(result.stats["step_shapes"])
+        self._after_call(sum(len(t) for t in result.tokens), time.perf_counter() - started, len(requests))
         outs = []
         for request, row, tokens, stopped in zip(requests, rows, result.tokens, result.stopped, strict=True):
             outs.append(Generation(
@@ -360,6 +426,8 @@ class TransformersGenerator(Generator):
         return cache
 
     def close(self) -> None:
+        self._slot_cache = None
+        self._step = None
         self.model = None
         if self.device.startswith("cuda"):
             self.torch.cuda.empty_cache()

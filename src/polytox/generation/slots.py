@@ -14,9 +14,23 @@ with transformers as ``polytox_sdpa`` and falls back to transformers' own SDPA p
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 ATTN_NAME = "polytox_sdpa"
+_ALLOCATIONS = itertools.count(1)  # a serial number per set of cache buffers (captured graphs check it)
+
+
+def bucket_length(n: int, floor: int) -> int:
+    """``n`` rounded up to ``floor`` or to the next ``m * 2**k`` with ``m`` in 4..8 (quarter-octave steps).
+
+    Read lengths and cache capacities take few values this way (four per doubling, at most 25% over
+    ``n``), so a compiled or graph-captured decode step meets few shapes whatever the prompt lengths.
+    """
+    if n <= floor:
+        return floor
+    step = 1 << max(0, n.bit_length() - 3)
+    return -(-n // step) * step
 
 
 def decode_attention(module: Any, query: Any, key: Any, value: Any, attention_mask: Any,
@@ -64,7 +78,9 @@ class SlotCache(_cache_base()):  # type: ignore[misc]
     """Per-layer ``[rows, kv_heads, capacity, head_dim]`` keys and values plus a write column per row.
 
     ``col`` (device, ``[rows]``) is where each row's next token goes; ``hi`` (host int) is how many
-    columns the next step reads. Both are set by the decoder before each forward pass.
+    columns the next step reads. Both are set by the decoder before each forward pass. A cache may be
+    reused by later decode calls (``reset``): its buffers keep their addresses, so compiled or captured
+    decode steps stay valid.
     """
 
     def __init__(self, n_layers: int, rows: int, capacity: int, device: Any) -> None:
@@ -80,9 +96,19 @@ class SlotCache(_cache_base()):  # type: ignore[misc]
         self.col = torch.zeros(rows, dtype=torch.long, device=device)
         self.hi = 1
         self._row_index = torch.arange(rows, device=device)
+        self.allocation = next(_ALLOCATIONS)
 
     def __len__(self) -> int:
         return self.n_layers
+
+    def reset(self) -> None:
+        """Ready for a new decode call: every row empty (stale keys stay but are masked out)."""
+        self.col.zero_()
+        self.hi = 1
+
+    def fits(self, rows: int, capacity: int) -> bool:
+        """Whether a decode call needing ``rows`` rows of ``capacity`` columns can reuse this cache."""
+        return self.rows == rows and self.capacity >= capacity and len(self._row_index) == rows
 
     def _allocate(self, like: Any) -> None:
         import torch
@@ -97,6 +123,7 @@ class SlotCache(_cache_base()):  # type: ignore[misc]
                 torch._dynamo.mark_static_address(v)
             self.keys.append(k)
             self.values.append(v)
+        self.allocation = next(_ALLOCATIONS)
 
     def fill(self, slots: Any, layer_kv: list[tuple[Any, Any]], src_rows: Any, lengths: Any, width: int) -> None:
         """Copy left-padded prefill keys/values (``[P, Hkv, width, D]`` per layer) into ``slots``.
@@ -123,6 +150,7 @@ class SlotCache(_cache_base()):  # type: ignore[misc]
         self.col = self.col[index]
         self.rows = len(index)
         self._row_index = self._row_index[: self.rows]
+        self.allocation = next(_ALLOCATIONS)
 
     def update(self, key_states: Any, value_states: Any, layer_idx: int, *args: Any, **kwargs: Any) -> tuple[Any, Any]:
         """Write one token per row at its own column; return the filled columns ``[0, hi)``."""
