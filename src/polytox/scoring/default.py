@@ -17,7 +17,7 @@ from typing import Any
 
 from ..langs import PTP_LANGUAGES
 from ..registry import resolve
-from ..types import Score
+from ..types import RAW_KEY, Score
 from .base import Scorer, config_digest
 
 # Measured choice (docs/default-scorer.md, "Per-language AUC against human ratings"): the scorer with the
@@ -27,7 +27,8 @@ DEFAULT_ROUTES: Mapping[str, str] = dict.fromkeys(PTP_LANGUAGES, "polytox-ml")
 
 class DefaultScorer(Scorer):
     """Options: ``routes`` (``lang=scorer,...`` overrides, e.g. ``en=svm``); other options go to polytox-ml
-    (``mode``, ``head``, ``device``, ``lm_batch_size``, ``embedding_cache``, ``dtype``, ``text``)."""
+    (``mode``, ``head``, ``device``, ``lm_batch_size``, ``embedding_cache``, ``dtype``, ``text``,
+    ``scale``)."""
 
     name = "default"
     batch_size = 4096
@@ -49,7 +50,11 @@ class DefaultScorer(Scorer):
         self.attributes = ("toxicity",)
 
     def describe(self) -> dict[str, Any]:
-        return {**super().describe(), "routes": {lang: self.scorers[s].id for lang, s in sorted(self.routes.items())}}
+        out = {**super().describe(), "routes": {lang: self.scorers[s].id for lang, s in sorted(self.routes.items())}}
+        ml = self.scorers.get("polytox-ml")
+        if ml is not None and "scale" in ml.describe():
+            out["scale"] = ml.describe()["scale"]
+        return out
 
     def score_batch(self, texts: Sequence[str], langs: Sequence[str]) -> list[Score]:
         out: list[Score | None] = [None] * len(texts)
@@ -64,8 +69,9 @@ class DefaultScorer(Scorer):
                     out[i] = score
                 elif value is None:
                     out[i] = Score.failed(f"NO_TOXICITY: {scorer_name} returned no toxicity value")
-                else:  # only the shared attribute, so every route yields the same columns
-                    out[i] = Score(values={"toxicity": value})
+                else:  # only the shared attribute (and its raw value, where the route keeps one)
+                    raw = score.get(RAW_KEY)
+                    out[i] = Score(values={"toxicity": value} if raw is None else {"toxicity": value, RAW_KEY: raw})
         return [s if s is not None else Score.failed("internal: unrouted") for s in out]
 
     def close(self) -> None:
