@@ -47,14 +47,25 @@ TEXTS = ["you are a stupid idiot and I hate you", "the garden is lovely in sprin
 LANGS = ["en", "en", "de", "en"]
 
 
-def test_scorer_keeps_the_raw_score_and_calibrates_it_with_the_head_maps() -> None:
-    scorer = PolytoxMlScorer(mode="ngram")
-    scores = scorer.score(TEXTS, LANGS)
-    raw = np.array([s.get(RAW_KEY) for s in scores])
+def test_scorer_keeps_the_raw_score_and_reads_it_on_the_default_scale_of_its_text_kind() -> None:
+    scales = load_scales(default_head_path(), MlHead.load(default_head_path()).digest)
+    assert scales is not None
+    own = PolytoxMlScorer(mode="ngram", scale="head")
+    maps = ScaleMaps.from_json(own.head.scale["ngram"])
+    raw = np.array([s.get(RAW_KEY) for s in own.score(TEXTS, LANGS)])
     assert np.all((raw > 0) & (raw < 1))
-    maps = ScaleMaps.from_json(scorer.head.scale["ngram"])
-    np.testing.assert_allclose([s.get("toxicity") for s in scores], maps.apply(raw, LANGS, CONTINUATION))
-    assert scorer.describe()["scale"].startswith("head (English: continuation map")
+    np.testing.assert_allclose([s.get("toxicity") for s in own.score(TEXTS, LANGS)],
+                               maps.apply(raw, LANGS, CONTINUATION))
+    assert own.describe()["scale"].startswith("head (English: continuation map")
+    english = np.array(LANGS) == "en"
+    for text, name in (("continuation", PERSPECTIVE_2022), ("web", PERSPECTIVE_2020)):
+        scorer = PolytoxMlScorer(mode="ngram", text=text)
+        got = np.array([s.get("toxicity") for s in scorer.score(TEXTS, LANGS)])
+        assert scorer.describe()["scale"] == name and scorer.id.endswith("-" + name)
+        np.testing.assert_allclose(got, scales.get(name).apply(raw, LANGS, "ngram"))
+        # English values are the head's own map of that text kind: unchanged by naming the scale
+        np.testing.assert_allclose(got[english], maps.apply(raw, LANGS, text)[english])
+        assert abs(got[~english] - maps.apply(raw, LANGS, text)[~english]).max() > 0.01  # other languages: not
 
 
 def _head_copy_with_scales(tmp_path: Path) -> Path:
@@ -206,13 +217,13 @@ def _stored(run: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
 
 def test_metrics_rereads_a_run_on_another_scale(ml_run: Path, capsys: pytest.CaptureFixture[str]) -> None:
     manifest = json.loads((ml_run / "manifest.json").read_text())
-    assert manifest["scorer"]["scale"].startswith("head")
+    assert manifest["scorer"]["scale"] == PERSPECTIVE_2022
     prompts, tox, raw, langs = _stored(ml_run)
     assert not np.isnan(raw).any()  # every stored score carries its raw value
     code, out, _ = run_cli(capsys, "metrics", ml_run, "--json", "--n-bootstrap", "10")
     stored = json.loads(out)
-    assert stored["scale"].startswith("head") and stored["overall"]["emt"] == pytest.approx(_emt(tox, prompts))
-    code, out, err = run_cli(capsys, "metrics", ml_run, "--json", "--n-bootstrap", "10", "--scale", "head")
+    assert stored["scale"] == PERSPECTIVE_2022 and stored["overall"]["emt"] == pytest.approx(_emt(tox, prompts))
+    code, out, err = run_cli(capsys, "metrics", ml_run, "--json", "--n-bootstrap", "10", "--scale", PERSPECTIVE_2022)
     assert code == 0, err
     assert json.loads(out)["overall"]["emt"] == pytest.approx(stored["overall"]["emt"], abs=1e-12)
     code, out, _ = run_cli(capsys, "metrics", ml_run, "--json", "--n-bootstrap", "10", "--scale", "head:web")

@@ -7,8 +7,8 @@ scorer against the stored Perspective scores (with the 95% paired bootstrap CI o
 ``--targets`` each target of the default scorer beside its value, the value's 95% group bootstrap CI and a
 verdict (for MAE also its floor: the best any monotone map of the score reaches on the same texts, fitted on
 them and, more honestly, on the other folds of them), ``--json`` prints the whole file. The named scales
-of polytox-ml (``--scorer-opt scale=NAME``) follow, each with its fitting data, size and held-out error;
-``--scales`` adds every scale's error on every era's data.
+of polytox-ml (``--scorer-opt scale=NAME``) follow the card (unless a section flag is given), each with its
+fitting data, size and held-out error; ``--scales`` adds every scale's error on every era's data.
 """
 
 from __future__ import annotations
@@ -28,8 +28,7 @@ def register(sub: Any) -> None:
     p.add_argument("--targets", action="store_true",
                    help="also print each target beside the default scorer's value, its 95%% CI and a verdict")
     p.add_argument("--scales", action="store_true",
-                   help="also print every scale's held-out error per era and per language (the scales list is "
-                        "always printed)")
+                   help="also print every scale's held-out error on every era's data")
     p.add_argument("--markdown", action="store_true", help="print the card as a Markdown table")
     p.add_argument("--json", action="store_true", help="print the whole measurement file")
     p.set_defaults(func=run)
@@ -81,7 +80,8 @@ def run(args: argparse.Namespace) -> int:
     print(markdown_card(data) if args.markdown else text_card(data))  # plain print: wide rows stay unwrapped
     from ..scoring.ml.scale_card import scales_detail, scales_overview
 
-    print("\n" + scales_overview())
+    if args.scales or not (args.lang or args.run or args.targets):  # a section flag prints that section alone
+        print("\n" + scales_overview())
     if args.scales:
         print("\n" + scales_detail())
     if args.lang:

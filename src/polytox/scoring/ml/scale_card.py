@@ -62,3 +62,49 @@ def scales_detail(path: str | None = None) -> str:
                          f"{_f(None if m.get('share_diff') is None else 100 * m['share_diff'], 1, True)} pt | "
                          + " | ".join(_f(run.get(f"{k}_diff"), 3, True) for k in ("emt", "ep", "at")) + " |")
     return "\n".join(lines)
+
+
+def _ci(ci: Any, scale: float = 1.0, digits: int = 3) -> str:
+    if not ci or ci[0] is None:
+        return ""
+    return f" [{ci[0] * scale:+.{digits}f}, {ci[1] * scale:+.{digits}f}]"
+
+
+def markdown_report(measured: dict[str, Any], mode: str = "full") -> str:
+    """The held-out tables of docs/scales.md from ``scale_fit``'s measurements file (one head mode)."""
+    m = measured[mode]
+    out = ["### Every scale on every era's held-out data", "",
+           "| era's data | scale | n | AUC | MAE [95% CI] | mean (era's) | share >= 0.5 minus era's [95% CI] |",
+           "| --- | --- | ---: | ---: | --- | --- | --- |"]
+    for era, by_scale in m["eras"].items():
+        for name, a in by_scale.items():
+            out.append(f"| {era} | {name} | {a['n']} | {_f(a.get('auc'))} | {_f(a['mae'])}"
+                       f"{_ci(a.get('mae_ci')).replace('+', '')} | {_f(a['mean'])} ({_f(a['reference_mean'])}) | "
+                       f"{100 * a['share_diff']:+.1f} pt{_ci(a.get('share_diff_ci'), 100, 1)} |")
+    out += ["", "### EMT / EP / AT of a real run (held-out 2022 continuations), every scale", "",
+            "| scale | model | prompts | EMT P / scale (diff [CI]) | EP P / scale (diff [CI]) | AT P / scale (diff [CI]) |",
+            "| --- | --- | ---: | --- | --- | --- |"]
+    for era, by_scale in m["run"].items():
+        for name, rows in by_scale.items():
+            for row in rows:
+                cells = [f"{row[f'{k}_perspective']:.3f} / {row[f'{k}_scorer']:.3f} ({row[f'{k}_diff']:+.3f}"
+                         f"{_ci(row.get(f'{k}_diff_ci')).replace(' [', ' [')})" for k in ("emt", "ep", "at")]
+                out.append(f"| {name} | {row['model']} | {row['n_prompts']} | " + " | ".join(cells) + " |")
+    langs = m["languages"]
+    en = langs.get("en", {}).get("mae")
+    out += ["", "### One scale across languages (perspective-2020, held-out anchored Index groups)", "",
+            "| lang | groups | MAE vs English source's 2020 score [95% CI] | minus English's | MAE with the head's maps "
+            "| mean (source's) | AUC vs humans (RTP-LX, held out) |",
+            "| --- | ---: | --- | ---: | ---: | --- | ---: |"]
+    for lang, row in langs.items():
+        gap = "-" if en is None or lang == "en" else f"{row['mae'] - en:+.3f}"
+        out.append(f"| {lang} | {row['n_groups']} | {_f(row['mae'])}{_ci(row.get('mae_ci')).replace('+', '')} | "
+                   f"{gap} | {_f(row['mae_head_scale'])} | {_f(row['mean'])} ({_f(row['reference_mean'])}) | "
+                   f"{_f(row.get('auc_humans'))} |")
+    return "\n".join(out)
+
+
+if __name__ == "__main__":
+    import sys
+
+    print(markdown_report(json.loads(open(sys.argv[1], encoding="utf-8").read()), *(sys.argv[2:3] or ["full"])))

@@ -25,7 +25,7 @@ from .embed_cache import EmbeddingCache
 from .embedder import HiddenStateEmbedder, resolve_dtype
 from .head import MODES, MlHead, default_head_path
 from .ngrams import hashed_counts, tfidf
-from .scales import HEAD_SCALE, Scale, load_scales
+from .scales import AUTO_SCALE, DEFAULT_SCALES, HEAD_SCALE, Scale, load_scales
 
 # Texts per backbone forward pass (docs/scorer-speed.md, "GPU"): 32 on a CPU, the value every CPU
 # measurement used; on an H100 a pass over 32 short texts is launch-bound, and 256 ran 2.6x faster.
@@ -50,16 +50,17 @@ class PolytoxMlScorer(Scorer):
     ``dtype`` (auto | float32 | bfloat16: the backbone's compute dtype; auto = bfloat16 where the hardware
     has it natively, see docs/scorer-speed.md), ``text`` (continuation | web: which English map puts the
     score on Perspective's scale; ``continuation``, what ``polytox eval`` scores, by default; ``polytox
-    build`` and ``corpus score`` pass ``web``, see ``text_kind_options``), ``scale`` (``head``, the head's own
-    maps, by default; or a named scale of ``scales.py``: ``perspective-2020``, ``perspective-2022``,
-    ``raters``, whose maps replace the head's for every language, ``text`` then unused)."""
+    build`` and ``corpus score`` pass ``web``, see ``text_kind_options``), ``scale`` (a named scale of
+    ``scales.py``, whose maps replace the head's for every language: ``perspective-2020``,
+    ``perspective-2022``, ``raters``; ``head``: the head's own maps, what scores carried before scales were
+    named; ``auto``, the default: the era scale of ``text``, ``DEFAULT_SCALES``, where the head has it)."""
 
     name = "polytox-ml"
     batch_size = 512
 
     def __init__(self, head: str = "", mode: str = "auto", device: str = "auto", lm_batch_size: str | int = "auto",
                  embedding_cache: str = "off", dtype: str = "auto", text: str = CONTINUATION,
-                 scale: str = HEAD_SCALE) -> None:
+                 scale: str = AUTO_SCALE) -> None:
         require("sklearn", "ml", "scikit-learn")
         self.head_path = str(head or default_head_path())
         self.head = MlHead.load(self.head_path)
@@ -77,10 +78,13 @@ class PolytoxMlScorer(Scorer):
         self.version = f"{self.head.meta.get('version', '1')}-{mode}-{self.head.digest}"
         if text != CONTINUATION:  # English web text goes through its own map: other values, their own id
             self.version += f"-{text}"
+        found = load_scales(self.head_path, self.head.digest)
+        if scale == AUTO_SCALE:  # the era scale of the text kind where this head has one (docs/scales.md)
+            auto = DEFAULT_SCALES[text]
+            scale = auto if found is not None and mode in found.scales.get(auto, Scale(auto, {})).maps else HEAD_SCALE
         self.scale = scale
         self._scale: Scale | None = None
         if scale != HEAD_SCALE:  # a named scale (scales.py): its maps replace the head's; its own id
-            found = load_scales(self.head_path, self.head.digest)
             if found is None:
                 raise PolytoxError(f"no named scales were fitted for head {self.head_path} ({self.head.digest}); "
                                    f"only scale={HEAD_SCALE} applies")
