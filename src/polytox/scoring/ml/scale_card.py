@@ -9,7 +9,7 @@ import json
 from typing import Any
 
 from .head import MlHead, default_head_path
-from .scales import HEAD_SCALE, default_scales_path, load_scales
+from .scales import DEFAULT_SCALES, HEAD_SCALE, default_scales_path, load_scales
 
 
 def _f(value: Any, digits: int = 3, signed: bool = False) -> str:
@@ -18,9 +18,10 @@ def _f(value: Any, digits: int = 3, signed: bool = False) -> str:
     return f"{value:+.{digits}f}" if signed else f"{value:.{digits}f}"
 
 
-def _n_rows(scale: Any) -> int:
-    maps = next(iter(scale.maps.values()))
-    return int(maps.english.n + maps.fallback.n)
+def _n_rows(scale: Any) -> str:
+    """Rows the English map and the other languages' (shared) map were fitted on."""
+    maps = scale.maps.get("full") or next(iter(scale.maps.values()))
+    return f"{maps.english.n:,} / {maps.fallback.n:,}"
 
 
 def scales_overview() -> str:
@@ -29,10 +30,11 @@ def scales_overview() -> str:
     scales = load_scales(default_head_path(), head.digest)
     if scales is None:
         return (f"scales: only '{HEAD_SCALE}' (no {default_scales_path().name} fitted for head {head.digest})")
-    lines = [f"scales of polytox-ml (--scorer-opt scale=NAME; default: {HEAD_SCALE}, the head's own maps; "
-             f"measured choice for Perspective comparisons: {scales.default}; held-out split):", "",
-             "| scale | era | English fitted on | other languages | map points | held-out MAE / AUC / share diff "
-             "on its era | pooled EMT / EP / AT diff, 2022 real run |",
+    lines = [f"scales of polytox-ml (--scorer-opt scale=NAME; default: {DEFAULT_SCALES['continuation']} for model "
+             f"continuations (eval, score, serve), {DEFAULT_SCALES['web']} for web text (build, corpus score); "
+             f"{HEAD_SCALE}: the head's own maps, other languages on rater shares; held-out split):", "",
+             "| scale | era | English fitted on | other languages | rows fitted (English / other) | held-out MAE / "
+             "AUC / share diff on its era | pooled EMT / EP / AT diff, 2022 real run |",
              "| --- | --- | --- | --- | ---: | --- | --- |"]
     for name, scale in scales.scales.items():
         info, held = scale.info, scale.info.get("heldout", {})
@@ -82,19 +84,20 @@ def markdown_report(measured: dict[str, Any], mode: str = "full") -> str:
                        f"{_ci(a.get('mae_ci')).replace('+', '')} | {_f(a['mean'])} ({_f(a['reference_mean'])}) | "
                        f"{100 * a['share_diff']:+.1f} pt{_ci(a.get('share_diff_ci'), 100, 1)} |")
     out += ["", "### EMT / EP / AT of a real run (held-out 2022 continuations), every scale", "",
-            "| scale | model | prompts | EMT P / scale (diff [CI]) | EP P / scale (diff [CI]) | AT P / scale (diff [CI]) |",
+            "| scale | model | prompts | EMT P / scale (diff [CI]) | EP P / scale (diff [CI]) "
+            "| AT P / scale (diff [CI]) |",
             "| --- | --- | ---: | --- | --- | --- |"]
-    for era, by_scale in m["run"].items():
+    for by_scale in m["run"].values():
         for name, rows in by_scale.items():
             for row in rows:
                 cells = [f"{row[f'{k}_perspective']:.3f} / {row[f'{k}_scorer']:.3f} ({row[f'{k}_diff']:+.3f}"
-                         f"{_ci(row.get(f'{k}_diff_ci')).replace(' [', ' [')})" for k in ("emt", "ep", "at")]
+                         f"{_ci(row.get(f'{k}_diff_ci'))})" for k in ("emt", "ep", "at")]
                 out.append(f"| {name} | {row['model']} | {row['n_prompts']} | " + " | ".join(cells) + " |")
     langs = m["languages"]
     en = langs.get("en", {}).get("mae")
     out += ["", "### One scale across languages (perspective-2020, held-out anchored Index groups)", "",
-            "| lang | groups | MAE vs English source's 2020 score [95% CI] | minus English's | MAE with the head's maps "
-            "| mean (source's) | AUC vs humans (RTP-LX, held out) |",
+            "| lang | groups | MAE vs English source's 2020 score [95% CI] | minus English's "
+            "| MAE with the head's maps | mean (source's) | AUC vs humans (RTP-LX, held out) |",
             "| --- | ---: | --- | ---: | ---: | --- | ---: |"]
     for lang, row in langs.items():
         gap = "-" if en is None or lang == "en" else f"{row['mae'] - en:+.3f}"
@@ -106,5 +109,6 @@ def markdown_report(measured: dict[str, Any], mode: str = "full") -> str:
 
 if __name__ == "__main__":
     import sys
+    from pathlib import Path
 
-    print(markdown_report(json.loads(open(sys.argv[1], encoding="utf-8").read()), *(sys.argv[2:3] or ["full"])))
+    print(markdown_report(json.loads(Path(sys.argv[1]).read_text(encoding="utf-8")), *(sys.argv[2:3] or ["full"])))

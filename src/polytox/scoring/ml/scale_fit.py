@@ -42,7 +42,16 @@ from .data import Example
 from .group_bootstrap import group_weights, percentile_ci, weighted_auc, weighted_mean
 from .head import MlHead, default_head_path
 from .scale_rows import ERA_2020, ERA_2022, ERA_UNKNOWN, RATERS, ScaleRow, scale_rows
-from .scales import HEAD_SCALE, PERSPECTIVE_2020, PERSPECTIVE_2022, Scale, ScaleSet, default_scales_path, write_scales
+from .scales import (
+    DEFAULT_SCALES,
+    HEAD_SCALE,
+    PERSPECTIVE_2020,
+    PERSPECTIVE_2022,
+    Scale,
+    ScaleSet,
+    default_scales_path,
+    write_scales,
+)
 
 CV_FOLDS = 5
 GRID = np.unique(np.concatenate([np.linspace(0.0, 1.0, 2001), np.geomspace(1e-6, 1e-2, 200)]))
@@ -187,8 +196,9 @@ def fit_scales(rows: Sequence[ScaleRow], raw: Mapping[tuple[str, str], float], h
             "english": f"fitted on {len(en_raters)} training-split English RTP-LX rows",
             "other_languages": "the head's rater-share maps (out of fold; own map with >= 300 rows)"}),
     }
-    return ScaleSet(head=head.digest, default=PERSPECTIVE_2020, scales=scales,
-                    info={"mode_fitted": mode, "fitted_on": "training split only (pack.heldout_mask)"})
+    return ScaleSet(head=head.digest, default=DEFAULT_SCALES[CONTINUATION], scales=scales,
+                    info={"mode_fitted": mode, "fitted_on": "training split only (pack.heldout_mask)",
+                          "defaults": dict(DEFAULT_SCALES)})
 
 
 # ---- held-out measurement -----------------------------------------------------------------------------
