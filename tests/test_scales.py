@@ -295,3 +295,11 @@ def test_scales_table_lists_every_scale(capsys: pytest.CaptureFixture[str]) -> N
     assert code == 0
     for name in (PERSPECTIVE_2020, PERSPECTIVE_2022, RATERS):
         assert f"| {name} |" in out
+
+
+def test_build_outputs_keep_raw_values_out_of_perspective_attributes() -> None:
+    from polytox.build.writers import perspective_like
+
+    shaped = perspective_like(json.dumps({"toxicity": 0.4, RAW_KEY: 0.1}), None, "polytox-ml@5", "en")
+    assert set(shaped["attributeScores"]) == {"TOXICITY"} and shaped["raw"] == {RAW_KEY: 0.1}
+    assert "raw" not in perspective_like(json.dumps({"toxicity": 0.4}), None, "svm@1", "en")
