@@ -59,10 +59,25 @@ def scales_detail(path: str | None = None) -> str:
              "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for name, block in data["scales"].items():
         for era, m in block.get("heldout", {}).items():
+            if era == "languages":
+                continue
             run = m.get("run", {})
             lines.append(f"| {name} | {era} | {m.get('n')} | {_f(m.get('auc'))} | {_f(m.get('mae'))} | "
                          f"{_f(None if m.get('share_diff') is None else 100 * m['share_diff'], 1, True)} pt | "
                          + " | ".join(_f(run.get(f"{k}_diff"), 3, True) for k in ("emt", "ep", "at")) + " |")
+    for name, block in data["scales"].items():
+        langs = block.get("heldout", {}).get("languages")
+        if not langs:
+            continue
+        english = langs.get("en", {}).get("mae")
+        lines += ["", f"{name}, per language: MAE against the English source's score on held-out Index groups "
+                      "(target: English's MAE + 0.05)", "",
+                  "| lang | groups | MAE | minus English's | MAE, head's maps | AUC vs humans |",
+                  "| --- | ---: | ---: | ---: | ---: | ---: |"]
+        for lang, m in langs.items():
+            gap = "-" if lang == "en" or english is None else _f(m["mae"] - english, 3, True)
+            lines.append(f"| {lang} | {m['n_groups']} | {_f(m['mae'])} | {gap} | {_f(m['mae_head_scale'])} | "
+                         f"{_f(m['auc_humans'])} |")
     return "\n".join(lines)
 
 

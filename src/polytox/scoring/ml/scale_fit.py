@@ -339,6 +339,9 @@ def _card_block(name: str, measured: Mapping[str, Any]) -> dict[str, Any]:
         pooled = by_scale[name][-1]
         out[era]["run"] = {k: pooled.get(k) for k in ("emt_diff", "ep_diff", "at_diff", "emt_diff_ci", "ep_diff_ci",
                                                       "at_diff_ci", "n_prompts")}
+    if name == PERSPECTIVE_2020:  # the languages are measured on the scale their anchors belong to
+        out["languages"] = {lang: {k: m.get(k) for k in ("n_groups", "mae", "mae_ci", "mae_head_scale", "auc_humans")}
+                            for lang, m in measured["languages"].items()}
     return out
 
 
