@@ -116,7 +116,9 @@ def test_committed_scales_belong_to_the_committed_head_and_keep_its_era_maps() -
                 assert np.all(np.diff(m.x) >= 0) and np.all(np.diff(m.y) >= -1e-12)  # monotone: AUC unchanged
         held = scale.info["heldout"]
         assert {ERA_2020, ERA_2022} <= set(held) and "run" in held[ERA_2022]
-        assert all(0 <= held[era]["mae"] <= 1 for era in held)
+        assert all(0 <= held[era]["mae"] <= 1 for era in (ERA_2020, ERA_2022))
+    languages = scales.get(PERSPECTIVE_2020).info["heldout"]["languages"]
+    assert len(languages) == 17 and all(m["n_groups"] >= 30 for m in languages.values())
 
 
 def test_eras_come_from_what_the_source_states() -> None:
