@@ -305,3 +305,43 @@ def test_build_outputs_keep_raw_values_out_of_perspective_attributes() -> None:
     shaped = perspective_like(json.dumps({"toxicity": 0.4, RAW_KEY: 0.1}), None, "polytox-ml@5", "en")
     assert set(shaped["attributeScores"]) == {"TOXICITY"} and shaped["raw"] == {RAW_KEY: 0.1}
     assert "raw" not in perspective_like(json.dumps({"toxicity": 0.4}), None, "svm@1", "en")
+
+
+def test_the_cache_keeps_raw_scores_and_serves_every_scale_from_them(tmp_path: Path) -> None:
+    from polytox.scoring.cache import CachedScorer
+    from polytox.scoring.default import DefaultScorer
+
+    cache = ScoreCache(tmp_path / "scores.sqlite")
+    first = CachedScorer(PolytoxMlScorer(mode="ngram", scale=PERSPECTIVE_2022), cache)
+    first.score(TEXTS, LANGS)
+    assert (first.hits, first.misses) == (0, len(TEXTS))
+    for scale in (PERSPECTIVE_2020, RATERS, "head"):
+        again = CachedScorer(PolytoxMlScorer(mode="ngram", scale=scale), cache)
+        got = again.score(TEXTS, LANGS)
+        assert (again.hits, again.misses) == (len(TEXTS), 0)  # another scale: read from the raw scores
+        want = PolytoxMlScorer(mode="ngram", scale=scale).score(TEXTS, LANGS)
+        np.testing.assert_allclose([s.get("toxicity") for s in got], [s.get("toxicity") for s in want])
+    routed = CachedScorer(DefaultScorer(mode="ngram", scale=PERSPECTIVE_2020), cache)
+    routed.score(TEXTS, LANGS)
+    assert routed.misses == len(TEXTS)  # default has its own raw identity (its routes)...
+    routed_again = CachedScorer(DefaultScorer(mode="ngram", scale=RATERS), cache)
+    got = routed_again.score(TEXTS, LANGS)
+    assert routed_again.hits == len(TEXTS)  # ...shared by its scales
+    want = PolytoxMlScorer(mode="ngram", scale=RATERS).score(TEXTS, LANGS)
+    np.testing.assert_allclose([s.get("toxicity") for s in got], [s.get("toxicity") for s in want])
+
+
+def test_cache_rows_without_raw_serve_the_reading_they_were_written_for(tmp_path: Path) -> None:
+    from polytox.scoring.cache import CachedScorer
+
+    cache = ScoreCache(tmp_path / "scores.sqlite")
+    legacy = PolytoxMlScorer(mode="ngram", scale="head")
+    key = cache.key(TEXTS[0], "en", legacy.raw_id, legacy.attributes)
+    assert legacy.raw_id == legacy.id  # the id such rows were written under
+    cache.put_many([(key, TEXTS[0], "en", legacy.raw_id, legacy.attributes, Score(values={"toxicity": 0.4242}))])
+    old = CachedScorer(legacy, cache)
+    assert old.score(TEXTS[:1], ["en"])[0].get("toxicity") == 0.4242 and old.hits == 1  # read as before
+    named = CachedScorer(PolytoxMlScorer(mode="ngram", scale=PERSPECTIVE_2022), cache)
+    fresh = named.score(TEXTS[:1], ["en"])[0]
+    assert named.misses == 1 and fresh.get(RAW_KEY) is not None  # no raw value: scored again, now with one
+    assert CachedScorer(legacy, cache).score(TEXTS[:1], ["en"])[0].get("toxicity") != 0.4242

@@ -49,6 +49,26 @@ class DefaultScorer(Scorer):
         self.version = config_digest(ids)
         self.attributes = ("toxicity",)
 
+    @property
+    def raw_id(self) -> str:
+        """The cache identity: every route's raw-score identity (``raw_id``) where it has one, else its id."""
+        return f"{self.name}@" + config_digest({lang: getattr(self.scorers[s], "raw_id", self.scorers[s].id)
+                                                for lang, s in sorted(self.routes.items())})
+
+    def from_cached(self, scores: Sequence[Score], langs: Sequence[str]) -> list[Score | None]:
+        """Cached scores read as each language's route reads them (``PolytoxMlScorer.from_cached``); a route
+        without raw scores serves its cached values as they are."""
+        out: list[Score | None] = list(scores)
+        by_scorer: dict[str, list[int]] = {}
+        for i, lang in enumerate(langs):
+            by_scorer.setdefault(self.routes.get(lang, ""), []).append(i)
+        for scorer_name, rows in by_scorer.items():
+            reader = getattr(self.scorers.get(scorer_name), "from_cached", None)
+            if reader is not None:
+                for i, score in zip(rows, reader([scores[i] for i in rows], [langs[i] for i in rows]), strict=True):
+                    out[i] = score
+        return out
+
     def describe(self) -> dict[str, Any]:
         out = {**super().describe(), "routes": {lang: self.scorers[s].id for lang, s in sorted(self.routes.items())}}
         ml = self.scorers.get("polytox-ml")

@@ -76,6 +76,9 @@ class PolytoxMlScorer(Scorer):
         self.text = text
         self.languages = frozenset(self.head.languages)
         self.version = f"{self.head.meta.get('version', '1')}-{mode}-{self.head.digest}"
+        # what the raw score depends on (head, mode, backbone dtype): the score cache's key (``raw_id``), so
+        # a cached raw score serves every scale and text kind, mapped when read (``from_cached``)
+        self.raw_version = self.version
         if text != CONTINUATION:  # English web text goes through its own map: other values, their own id
             self.version += f"-{text}"
         found = load_scales(self.head_path, self.head.digest)
@@ -112,12 +115,36 @@ class PolytoxMlScorer(Scorer):
             # bf16 scores differ (single texts by up to ~0.1, docs/scorer-speed.md): their own id
             if resolve_dtype(dtype, device) != "float32":
                 self.version += f"-{resolve_dtype(dtype, device)}"
+                self.raw_version += f"-{resolve_dtype(dtype, device)}"
 
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), "mode": self.mode, "text": self.text, "scale": self.scale_label,
                 "head": self.head_path,
                 "backbone": self.head.backbone if self.mode == "full" else None,
                 "layers": list(self.head.layers) if self.mode == "full" else []}
+
+    @property
+    def raw_id(self) -> str:
+        """The identity of this scorer's raw scores: the cache key's scorer part (``cache.CachedScorer``)."""
+        return f"{self.name}@{self.raw_version}"
+
+    def from_cached(self, scores: Sequence[Score], langs: Sequence[str]) -> list[Score | None]:
+        """Cached scores (keyed by ``raw_id``) read on this scorer's scale and text kind: values mapped from
+        their raw score. A cached value without one was written before raw values were kept, under the id
+        ``raw_id`` had then, which is that of ``scale=head`` with ``text=continuation``: it is served as it is
+        for that reading and is a miss (None: scored again) for any other. Errors are served as they are."""
+        out: list[Score | None] = list(scores)
+        with_raw = [i for i, s in enumerate(scores) if s.ok and s.get(RAW_KEY) is not None]
+        if with_raw:
+            raw = np.array([scores[i].get(RAW_KEY) for i in with_raw], dtype=float)
+            values = self.calibrate(raw, [langs[i] for i in with_raw])
+            for i, value, r in zip(with_raw, values, raw, strict=True):
+                out[i] = Score(values={"toxicity": float(value), RAW_KEY: float(r)})
+        legacy = self.scale == HEAD_SCALE and self.text == CONTINUATION
+        for i, s in enumerate(scores):
+            if s.ok and s.get(RAW_KEY) is None and not legacy:
+                out[i] = None
+        return out
 
     def raw_batch(self, texts: Sequence[str], langs: Sequence[str]) -> np.ndarray:
         """The head's raw output (its combiner's probability, before any scale map) of each text."""
