@@ -88,7 +88,7 @@ def _ci(ci: Any, scale: float = 1.0, digits: int = 3) -> str:
 
 
 def markdown_report(measured: dict[str, Any], mode: str = "full") -> str:
-    """The held-out tables of docs/scales.md from ``scale_fit``'s measurements file (one head mode)."""
+    """The held-out tables of docs/scorer-scales.md from ``scale_fit``'s measurements file (one head mode)."""
     m = measured[mode]
     out = ["### Every scale on every era's held-out data", "",
            "| era's data | scale | n | AUC | MAE [95% CI] | mean (era's) | share >= 0.5 minus era's [95% CI] |",

@@ -38,7 +38,7 @@ HEAD_SCALE = "head"
 PERSPECTIVE_2020, PERSPECTIVE_2022, RATERS = "perspective-2020", "perspective-2022", "raters"
 SCALE_NAMES = (PERSPECTIVE_2020, PERSPECTIVE_2022, RATERS)
 AUTO_SCALE = "auto"
-# The default scale of each text kind, chosen on the held-out split (docs/scales.md, "The default"): model
+# The default scale of each text kind, chosen on the held-out split (docs/scorer-scales.md, "The default"): model
 # continuations read closest on the 2022 scale (pooled EMT of a real run -0.035 against +0.048 on the 2020
 # one), web text on the 2020 one (MAE 0.098 against 0.114). Their English maps are the head's own maps of
 # that kind, so English values are those the head gave before scales were named.

@@ -82,7 +82,7 @@ class PolytoxMlScorer(Scorer):
         if text != CONTINUATION:  # English web text goes through its own map: other values, their own id
             self.version += f"-{text}"
         found = load_scales(self.head_path, self.head.digest)
-        if scale == AUTO_SCALE:  # the era scale of the text kind where this head has one (docs/scales.md)
+        if scale == AUTO_SCALE:  # the era scale of the text kind where this head has one (docs/scorer-scales.md)
             auto = DEFAULT_SCALES[text]
             scale = auto if found is not None and mode in found.scales.get(auto, Scale(auto, {})).maps else HEAD_SCALE
         self.scale = scale
