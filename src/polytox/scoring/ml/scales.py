@@ -21,6 +21,7 @@ no named scales (only ``head``).
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
@@ -118,5 +119,10 @@ def load_scales(head_path: Path | str, digest: str) -> ScaleSet | None:
 def write_scales(scales: ScaleSet, path: Path | str) -> None:
     from ..._util.atomic import atomic_write_text
 
-    atomic_write_text(Path(path), json.dumps(scales.to_json(), indent=1, sort_keys=False) + "\n")
+    text = json.dumps(scales.to_json(), indent=1, sort_keys=False)
+    # a map's breakpoints on one line each (readable diffs, a tenth of the lines)
+    text = re.sub(r"\[\s+([-+0-9.eE,\s]+?)\s+\]", lambda m: "[" + ", ".join(v.strip() for v in m[1].split(",")) + "]",
+                  text)
+    atomic_write_text(Path(path), text + "\n")
+    Path(path).chmod(0o644)  # a package data file: world-readable, as the head beside it
     _load.cache_clear()
