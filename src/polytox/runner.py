@@ -109,6 +109,8 @@ def evaluate(spec: EvalSpec, out: str | Path, progress: ProgressCallback | None 
 
     metrics = run_metrics(str(store.path), scorer.id, spec.metrics, seed=spec.seed)
     metrics = {"model": spec.generation.model, "backend": spec.generation.backend, **metrics}
+    if scorer.describe().get("scale"):  # the scale the values are on (polytox-ml, default): tables name it
+        metrics["scale"] = scorer.describe()["scale"]
     from .detox.run_metrics import detox_metrics  # detox method, distinct-n, fluency (--fluency-model)
 
     metrics.update(detox_metrics(store, spec, prompt_set.prompts, len(plan)))

@@ -6,7 +6,8 @@ Layout::
       manifest.json                 spec, spec hash, package versions, seed, git commit, timestamps
       prompts.parquet               the selected prompts (id, text, lang, toxicity, bucket, source, meta)
       generations/part-00000.parquet  one part per shard of prompts (prompt_id, sample_index, text, ...)
-      scores/<scorer>/part-00000.parquet  one part per shard (prompt_id, sample_index, toxicity, ..., error)
+      scores/<scorer>/part-00000.parquet  one part per shard (prompt_id, sample_index, toxicity, ...,
+                                    toxicity_raw where the scorer keeps raw values, error)
       metrics.json
 
 A part exists only once complete (temporary file + rename), so "which shards are done" is "which parts
@@ -34,7 +35,7 @@ import pyarrow.parquet as pq
 from ._util.atomic import atomic_write, atomic_write_json
 from .errors import PolytoxError, SpecMismatchError
 from .spec import EvalSpec
-from .types import Generation, Prompt, Score
+from .types import Generation, Prompt, Score, raw_name
 
 GENERATION_SCHEMA = pa.schema([
     ("prompt_id", pa.string()), ("sample_index", pa.int32()), ("text", pa.string()),
@@ -242,9 +243,14 @@ class RunStore:
         }
         for attr in attributes:
             columns[attr] = [s.get(attr) for s in scores]
+        # the raw (uncalibrated) value beside its attribute where the scorer keeps one (scoring/raw.py): a
+        # named scale can then be read from the stored run without scoring again; null where a score has none
+        raws = [raw_name(a) for a in attributes if any(s.get(raw_name(a)) is not None for s in scores)]
+        for name in raws:
+            columns[name] = [s.get(name) for s in scores]
         columns["error"] = [s.error for s in scores]
         schema = pa.schema([("prompt_id", pa.string()), ("sample_index", pa.int32()),
-                            *[(a, pa.float64()) for a in attributes], ("error", pa.string())])
+                            *[(a, pa.float64()) for a in [*attributes, *raws]], ("error", pa.string())])
         write_parquet(self.score_part(scorer_id, shard), pa.Table.from_pydict(columns, schema=schema))
 
     def scorer_ids(self) -> list[str]:

@@ -84,6 +84,21 @@ class Score:
         return cls(values=None, error=error, transient=transient)
 
 
+# A scorer whose value is a raw output passed through a calibration map (``polytox-ml``) returns the raw
+# output too, as ``<attribute>_raw`` in the same ``Score``: the score cache, the run store and ``polytox
+# score`` keep it, so another calibration (a named scale, ``scoring/ml/scales.py``) can be read from it
+# later without scoring again. Scores without one (older caches and runs, other scorers) read as before.
+RAW_SUFFIX = "_raw"
+
+
+def raw_name(attribute: str) -> str:
+    """The name under which ``attribute``'s raw (uncalibrated) value is kept."""
+    return attribute + RAW_SUFFIX
+
+
+RAW_KEY = raw_name("toxicity")
+
+
 def derive_seed(run_seed: int, prompt_id: str, sample_index: int) -> int:
     """A 63-bit seed for one sample, so a resumed or re-batched run samples what an uninterrupted one would."""
     digest = hashlib.blake2b(f"{run_seed}\x1f{prompt_id}\x1f{sample_index}".encode(), digest_size=8).digest()

@@ -60,16 +60,18 @@ class Selection:
 class Corpus:
     """The runs of an analysis, loaded once; see the module docstring."""
 
-    def __init__(self, runs: Sequence[RunInfo], metrics: MetricsSpec | None = None) -> None:
+    def __init__(self, runs: Sequence[RunInfo], metrics: MetricsSpec | None = None, scale: str | None = None) -> None:
         if not runs:
             raise PolytoxError("no runs to analyse")
         self.runs = list(runs)
         self.by_id = {r.run_id: r for r in self.runs}
         self.metrics = metrics or MetricsSpec()
+        self.scale = scale  # re-read toxicity on this named scale from the stored raw scores (``rescaled``)
         self.notes: list[str] = []
         # (kind, scorer, attribute) -> (table, selection): analyses of one report share their reads.
         self._cache: dict[tuple[str, str | None, str], tuple[pa.Table, Selection]] = {}
         self.con = duckdb.connect()
+        self._rescaled_tables: list[pa.Table] = []  # registered Arrow tables must outlive their queries
         self._load()
 
     # ---- loading --------------------------------------------------------------------------------
@@ -176,6 +178,9 @@ class Corpus:
                 )
                 continue
             sel.used[r.run_id] = directory
+            if self.scale and attribute == "toxicity":
+                parts.append(self._rescaled(r, store, directory, sel))
+                continue
             parts.append(
                 f"SELECT {_lit(r.run_id)} AS run_id, prompt_id, sample_index, "
                 f"CAST({_quote_ident(attribute)} AS DOUBLE) AS score, error AS score_error "
@@ -194,6 +199,24 @@ class Corpus:
             )
         self.con.execute("CREATE OR REPLACE TEMP VIEW sel_scores AS " + " UNION ALL ".join(parts))
         return sel
+
+    def _rescaled(self, run: RunInfo, store: RunStore, directory: str, sel: Selection) -> str:
+        """A SELECT over ``run``'s scores re-read on ``self.scale`` from their stored raw values."""
+        from ..metrics import rescaled_scores
+        from ..scoring.ml.rescale import run_rescale
+
+        assert self.scale is not None
+        label, fn = run_rescale(run.manifest, directory, self.scale)
+        con = duckdb.connect()
+        con.execute(f"CREATE VIEW prompts AS SELECT prompt_id, lang FROM read_parquet({_lit(str(store.prompts_path))})")
+        table, n_without = rescaled_scores(con, store.glob("scores", directory), fn)
+        name = f"rescaled_{len(self._rescaled_tables)}"
+        self._rescaled_tables.append(table)
+        self.con.register(name, table)
+        sel.notes.append(f"run {run.run_id}: toxicity re-read on scale {label} from the stored raw scores"
+                         + (f"; {n_without} score(s) without a raw value counted as missing" if n_without else ""))
+        return (f"SELECT {_lit(run.run_id)} AS run_id, prompt_id, sample_index, toxicity AS score, "
+                f"error AS score_error FROM {name}")
 
     # ---- the two tables the analyses read ---------------------------------------------------------
     def _run_filter(self, sel: Selection) -> str:

@@ -301,10 +301,23 @@ class Leaderboard:
         s = self.settings
         scorers = sorted({r.scorer for r in self.rows})
         named = f"scorer {scorers[0]}; " if len(scorers) == 1 else ""
+        scale = f"; scale: {s['scale']}" if s.get("scale") else ""
         return (
             named + f"toxic = score {s['comparison']} {s['threshold']}; std over prompts (ddof 1); "
-            "rank by AT within prompt set and scorer (1 = least toxic)"
+            "rank by AT within prompt set and scorer (1 = least toxic)" + scale
         )
+
+
+def scale_label(corpus: Corpus, opts: AnalysisOptions) -> str | None:
+    """The scale the toxicity values are on: the one asked for (``--scale``), else the one the runs' own
+    scorer recorded in their manifests (None where none did, e.g. runs scored before scales were named)."""
+    if corpus.scale and opts.attribute == "toxicity":
+        return f"{corpus.scale} (re-read from stored raw scores)"
+    if opts.scorer is not None:
+        return None
+    found = {str(r.manifest.get("scorer", {}).get("scale")) for r in corpus.runs
+             if isinstance(r.manifest.get("scorer"), dict) and r.manifest["scorer"].get("scale")}
+    return ", ".join(sorted(found)) or None
 
 
 def _f(v: float | None) -> str | None:
@@ -427,6 +440,7 @@ def build_leaderboard(corpus: Corpus, opts: AnalysisOptions | None = None) -> Le
         "attribute": opts.attribute,
         "filters": opts.describe(),
         "tiers_source": RESOURCE_TIERS_SOURCE,
+        "scale": scale_label(corpus, opts),
     }
     tiers = [t for t in TIER_ORDER if t in all_tiers] + sorted(all_tiers - set(TIER_ORDER))
     from .detox_compare import detox_table  # detoxified runs: EMT/EP by prompt toxicity, PPL, dist-n

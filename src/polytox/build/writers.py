@@ -24,6 +24,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .._util.atomic import atomic_write
+from ..types import RAW_SUFFIX
 
 META_FIELDS = ("data_category", "lang", "pile_set_name", "timestamp", "url", "id", "parent_id", "begin", "end",
                "translated_from", "source_lang", "source_toxicity", "scorer", "truncated")
@@ -36,9 +37,13 @@ def perspective_like(scores_json: str | None, error: str | None, scorer: str | N
     """A Perspective-shaped response for any scorer's values (or its error)."""
     if scores_json:
         values = json.loads(scores_json)
-        return {"attributeScores": {k.upper(): {"summaryScore": {"value": v, "type": "PROBABILITY"}}
-                                    for k, v in sorted(values.items())},
-                "languages": [lang], "scorer": scorer}
+        out = {"attributeScores": {k.upper(): {"summaryScore": {"value": v, "type": "PROBABILITY"}}
+                                   for k, v in sorted(values.items()) if not k.endswith(RAW_SUFFIX)},
+               "languages": [lang], "scorer": scorer}
+        raw = {k: v for k, v in sorted(values.items()) if k.endswith(RAW_SUFFIX)}
+        if raw:  # the scorer's uncalibrated values (types.RAW_SUFFIX): kept, but not as Perspective attributes
+            out["raw"] = raw
+        return out
     return {"error": error or "not scored", "scorer": scorer}
 
 

@@ -37,6 +37,9 @@ def add_common(p: argparse.ArgumentParser, listings: bool = True) -> None:
         help="toxic comparison (default >=; RTP's notebooks used >)",
     )
 
+    p.add_argument("--scale", help="re-read polytox-ml / default scores on another scale from their stored raw "
+                   "values (perspective-2020, perspective-2022, raters, head, head:web; see 'polytox scorers')")
+
     if listings:
         p.add_argument("--top", type=int, default=10, help="examples listed per table (default 10)")
 
@@ -59,7 +62,8 @@ def load_corpus(args: argparse.Namespace, **extra: Any) -> tuple[Any, Any]:
     except UnknownLanguageError as exc:
         raise PolytoxError(f"--lang: {exc}") from None
     runs = load_runs(args.runs, load_meta_file(args.meta))
-    corpus = Corpus(runs, MetricsSpec(threshold=args.threshold, comparison=args.comparison))
+    corpus = Corpus(runs, MetricsSpec(threshold=args.threshold, comparison=args.comparison),
+                    scale=getattr(args, "scale", None))
     opts = AnalysisOptions(
         scorer=args.scorer,
         attribute=args.attribute,

@@ -42,6 +42,8 @@ def metrics_table(metrics: dict[str, Any], title: str = "polytox metrics") -> Ta
     caption = (f"toxic = score {settings.get('comparison', '>=')} {settings.get('threshold', 0.5)}; "
                f"{int(settings.get('ci_level', 0.95) * 100)}% bootstrap CI over prompts "
                f"({settings.get('n_bootstrap', '?')} resamples)")
+    if metrics.get("scale"):
+        caption += f"; scale: {metrics['scale']}"
     table = Table(title=title, caption=caption)
     for col in ("group", "prompts", "gens", "missing", "EMT ± std", "EMT CI", "EP", "EP CI", "AT ± std"):
         table.add_column(col, justify="left" if col == "group" else "right")

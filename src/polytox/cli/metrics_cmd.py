@@ -21,12 +21,14 @@ def register(sub: Any) -> None:
     p.add_argument("--n-bootstrap", type=int, default=1000)
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
     p.add_argument("--skip-bad", action="store_true")
+    p.add_argument("--scale", help="re-read a polytox-ml / default run on another scale from its stored raw scores "
+                   "(perspective-2020, perspective-2022, raters, head, head:web; see 'polytox scorers')")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=run)
 
 
 def compute_for_path(path: Path, spec: MetricsSpec, scorer: str | None = None, seed: int = 0,
-                     skip_bad: bool = False) -> dict[str, Any]:
+                     skip_bad: bool = False, scale: str | None = None) -> dict[str, Any]:
     """Metrics for a run directory (one of its scorers) or an RTP-style generations JSONL."""
     from ..metrics import compute, per_prompt_table, run_metrics
 
@@ -43,13 +45,22 @@ def compute_for_path(path: Path, spec: MetricsSpec, scorer: str | None = None, s
 
         if slug(chosen) not in ids:
             raise PolytoxError(f"{path} has no scores of {chosen!r}; it has: {', '.join(ids)}")
-        metrics = run_metrics(str(path), chosen, spec, seed=seed)
+        rescale = None
+        if scale:
+            from ..scoring.ml.rescale import run_rescale
+
+            rescale = run_rescale(manifest, chosen, scale)
+        metrics = run_metrics(str(path), chosen, spec, seed=seed, rescale=rescale)
+        if rescale is None and chosen == manifest.get("scorer", {}).get("id") and manifest["scorer"].get("scale"):
+            metrics["scale"] = manifest["scorer"]["scale"]  # the scale the run was scored on
         from ..detox.run_metrics import stored_detox_metrics  # detox method, distinct-n, stored fluency
 
         return {"model": manifest["spec"]["generation"]["model"], **metrics,
                 **stored_detox_metrics(store, store.spec())}
     if not path.exists():
         raise PolytoxError(f"no such file or directory: {path}")
+    if scale:
+        raise PolytoxError(f"--scale re-reads a run directory's stored raw scores; {path} is a generations file")
     from ..metrics.generations_jsonl import load_generations_jsonl
 
     con, problems = load_generations_jsonl(path, skip_bad=skip_bad)
@@ -59,7 +70,10 @@ def compute_for_path(path: Path, spec: MetricsSpec, scorer: str | None = None, s
 
 def run(args: argparse.Namespace) -> int:
     spec = MetricsSpec(threshold=args.threshold, comparison=args.comparison, n_bootstrap=args.n_bootstrap)
-    metrics = compute_for_path(Path(args.path), spec, args.scorer, args.seed, args.skip_bad)
+    metrics = compute_for_path(Path(args.path), spec, args.scorer, args.seed, args.skip_bad, args.scale)
+    if metrics.get("n_without_raw"):
+        console.print(f"[yellow]{metrics['n_without_raw']} stored score(s) carry no raw value (scored before raw "
+                      f"values were kept): counted as missing on scale {metrics['scale']}[/yellow]")
     if args.json:
         print_json(metrics)
     else:

@@ -6,7 +6,9 @@ per-language AUC against RTP-LX human ratings, ``--run`` the EMT / EP / AT of a 
 scorer against the stored Perspective scores (with the 95% paired bootstrap CI of each difference),
 ``--targets`` each target of the default scorer beside its value, the value's 95% group bootstrap CI and a
 verdict (for MAE also its floor: the best any monotone map of the score reaches on the same texts, fitted on
-them and, more honestly, on the other folds of them), ``--json`` prints the whole file.
+them and, more honestly, on the other folds of them), ``--json`` prints the whole file. The named scales
+of polytox-ml (``--scorer-opt scale=NAME``) follow the card (unless a section flag is given), each with its
+fitting data, size and held-out error; ``--scales`` adds every scale's error on every era's data.
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ def register(sub: Any) -> None:
                    help="also print EMT / EP / AT of the held-out real run: each scorer vs stored Perspective")
     p.add_argument("--targets", action="store_true",
                    help="also print each target beside the default scorer's value, its 95%% CI and a verdict")
+    p.add_argument("--scales", action="store_true",
+                   help="also print every scale's held-out error on every era's data")
     p.add_argument("--markdown", action="store_true", help="print the card as a Markdown table")
     p.add_argument("--json", action="store_true", help="print the whole measurement file")
     p.set_defaults(func=run)
@@ -74,6 +78,12 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(data, indent=2))
         return 0
     print(markdown_card(data) if args.markdown else text_card(data))  # plain print: wide rows stay unwrapped
+    from ..scoring.ml.scale_card import scales_detail, scales_overview
+
+    if args.scales or not (args.lang or args.run or args.targets):  # a section flag prints that section alone
+        print("\n" + scales_overview())
+    if args.scales:
+        print("\n" + scales_detail())
     if args.lang:
         print("\n" + language_table(data))
     if args.run:

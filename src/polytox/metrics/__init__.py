@@ -16,7 +16,7 @@ prompt) is then reduced with NumPy.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -192,17 +192,67 @@ def compute(table: pa.Table, spec: MetricsSpec, seed: int = 0, extra: Mapping[st
     return result
 
 
-def run_metrics(store_path: str, scorer_id: str, spec: MetricsSpec, seed: int = 0) -> dict[str, Any]:
-    """Metrics of a run directory for one of its scorers."""
+# A read-time calibration: (raw values of one language, that language) -> values on another scale
+# (scoring/ml/scales.py)
+Rescale = Callable[[np.ndarray, str], np.ndarray]
+
+
+def run_metrics(store_path: str, scorer_id: str, spec: MetricsSpec, seed: int = 0,
+                rescale: tuple[str, Rescale] | None = None) -> dict[str, Any]:
+    """Metrics of a run directory for one of its scorers.
+
+    ``rescale`` (a scale's name and its map) recomputes them on another scale from the stored raw values
+    (``toxicity_raw``), without scoring again; a stored score without a raw value (scored before raw values
+    were kept) then counts as a missing score, and ``n_without_raw`` says how many there were.
+    """
     from ..store import RunStore
 
     store = RunStore(store_path)
     con = duckdb.connect()
     con.execute(f"CREATE VIEW generations AS SELECT prompt_id, sample_index, error "
                 f"FROM read_parquet('{store.glob('generations')}')")
-    con.execute(f"CREATE VIEW scores AS SELECT prompt_id, sample_index, toxicity "
-                f"FROM read_parquet('{store.glob('scores', scorer_id)}')")
     con.execute(f"CREATE VIEW prompts AS SELECT prompt_id, lang, toxicity, bucket "
                 f"FROM read_parquet('{store.prompts_path}')")
+    extra: dict[str, Any] = {"scorer": scorer_id}
+    if rescale is None:
+        con.execute(f"CREATE VIEW scores AS SELECT prompt_id, sample_index, toxicity "
+                    f"FROM read_parquet('{store.glob('scores', scorer_id)}')")
+    else:
+        name, fn = rescale
+        scores, n_without = rescaled_scores(con, store.glob("scores", scorer_id), fn)
+        con.register("scores", scores)
+        extra.update(scale=name, n_without_raw=n_without)
     table = per_prompt_table(con, spec)
-    return compute(table, spec, seed, extra={"scorer": scorer_id})
+    return compute(table, spec, seed, extra=extra)
+
+
+def rescaled_scores(con: duckdb.DuckDBPyConnection, glob: str, fn: Rescale) -> tuple[pa.Table, int]:
+    """(prompt_id, sample_index, toxicity, error) with toxicity = ``fn`` of the stored raw value and the
+    prompt's language (view ``prompts`` on ``con``), and how many scored rows had no raw value (their
+    toxicity becomes null: a missing score)."""
+    from ..errors import PolytoxError
+    from ..types import RAW_KEY
+
+    columns = con.sql(f"SELECT * FROM read_parquet('{glob}', union_by_name=true) LIMIT 0").columns
+    if RAW_KEY not in columns:
+        raise PolytoxError(f"{glob}: the stored scores carry no raw values ({RAW_KEY}); they were scored before "
+                           "raw values were kept, so another scale cannot be read from them: score the run again")
+    rows = con.sql(f"""
+        SELECT s.prompt_id, s.sample_index, s.toxicity, s.{RAW_KEY} AS raw, coalesce(p.lang, 'unknown') AS lang,
+               s.error
+        FROM read_parquet('{glob}', union_by_name=true) s LEFT JOIN prompts p USING (prompt_id)
+    """).to_arrow_table()
+    raw = rows.column("raw").to_numpy(zero_copy_only=False).astype(np.float64)  # null -> NaN
+    langs = rows.column("lang").combine_chunks().dictionary_encode()
+    codes = langs.indices.to_numpy(zero_copy_only=False)
+    have = ~np.isnan(raw)
+    values = np.full(len(raw), np.nan)
+    for code, lang in enumerate(langs.dictionary.to_pylist()):  # one map per language: no per-row lookups
+        sel = have & (codes == code)
+        if sel.any():
+            values[sel] = fn(raw[sel], str(lang))
+    scored = rows.column("toxicity").is_valid().to_numpy(zero_copy_only=False)
+    n_without = int(np.count_nonzero(scored & ~have))
+    table = pa.table({"prompt_id": rows.column("prompt_id"), "sample_index": rows.column("sample_index"),
+                      "toxicity": pa.array(values, mask=~have), "error": rows.column("error")})
+    return table, n_without

@@ -1,6 +1,8 @@
 """A persistent score cache shared by all runs, in SQLite (WAL, safe across processes).
 
-Key: (text hash, language, scorer@version, attributes). Successful scores and permanent errors (an
+Key: (text hash, language, scorer@version, attributes); a scorer that keeps its raw score (``polytox-ml``,
+``default``) is keyed by the identity of its raw scores and maps a cached raw score onto its scale when
+read, so one entry serves every scale. Successful scores and permanent errors (an
 API's 400 with its reason) are kept forever; transient errors (timeouts, quota, crashes) never are, so a
 rerun retries them. For a scorer like Perspective, whose models changed silently over the years and which
 shuts down on 31 Dec 2026, this cache is the permanent record of every response received.
@@ -114,15 +116,31 @@ class CachedScorer(Scorer):
     def score_batch(self, texts: Sequence[str], langs: Sequence[str]) -> list[Score]:
         return self.score(texts, langs)
 
+    @property
+    def cache_id(self) -> str:
+        """The scorer part of the cache key: a scorer that keeps raw scores (``from_cached``) is cached by the
+        identity of its raw scores, so every scale of it shares one cache entry per text."""
+        return str(getattr(self.inner, "raw_id", self.inner.id))
+
+    def _read_back(self, keys: Sequence[str], langs: Sequence[str], found: dict[str, Score]) -> dict[str, Score]:
+        """Cached scores as the inner scorer reads them (its scale); those it cannot read are left out (missed)."""
+        from_cached = getattr(self.inner, "from_cached", None)
+        if from_cached is None or not found:
+            return found
+        hits = [i for i, k in enumerate(keys) if k in found]
+        read = from_cached([found[keys[i]] for i in hits], [langs[i] for i in hits])
+        return {keys[i]: s for i, s in zip(hits, read, strict=True) if s is not None}
+
     def score(self, texts: Sequence[str], langs: Sequence[str]) -> list[Score]:
-        keys = [self.cache.key(t or "", lang, self.inner.id, self.inner.attributes)
+        cache_id = self.cache_id
+        keys = [self.cache.key(t or "", lang, cache_id, self.inner.attributes)
                 for t, lang in zip(texts, langs, strict=True)]
-        found = self.cache.get_many(keys)
+        found = self._read_back(keys, langs, self.cache.get_many(keys))
         miss = [i for i, k in enumerate(keys) if k not in found]
         self.hits += len(keys) - len(miss)
         self.misses += len(miss)
         fresh = self.inner.score([texts[i] for i in miss], [langs[i] for i in miss]) if miss else []
-        self.cache.put_many([(keys[i], texts[i] or "", langs[i], self.inner.id, self.inner.attributes, s)
+        self.cache.put_many([(keys[i], texts[i] or "", langs[i], cache_id, self.inner.attributes, s)
                              for i, s in zip(miss, fresh, strict=True)])
         results = dict(zip(miss, fresh, strict=True))
         return [results[i] if i in results else found[k] for i, k in enumerate(keys)]

@@ -18,7 +18,7 @@ from typing import Any
 from ..errors import BadValueError
 from ..langs import PTP_LANGUAGES
 from ..registry import resolve
-from ..types import Score
+from ..types import RAW_KEY, Score
 from .base import Scorer, config_digest
 
 # Measured choice (docs/default-scorer.md, "Per-language AUC against human ratings"): the scorer with the
@@ -28,7 +28,8 @@ DEFAULT_ROUTES: Mapping[str, str] = dict.fromkeys(PTP_LANGUAGES, "polytox-ml")
 
 class DefaultScorer(Scorer):
     """Options: ``routes`` (``lang=scorer,...`` overrides, e.g. ``en=svm``); other options go to polytox-ml
-    (``mode``, ``head``, ``device``, ``lm_batch_size``, ``embedding_cache``, ``dtype``, ``text``)."""
+    (``mode``, ``head``, ``device``, ``lm_batch_size``, ``embedding_cache``, ``dtype``, ``text``,
+    ``scale``)."""
 
     name = "default"
     batch_size = 4096
@@ -53,8 +54,32 @@ class DefaultScorer(Scorer):
         self.version = config_digest(ids)
         self.attributes = ("toxicity",)
 
+    @property
+    def raw_id(self) -> str:
+        """The cache identity: every route's raw-score identity (``raw_id``) where it has one, else its id."""
+        return f"{self.name}@" + config_digest({lang: getattr(self.scorers[s], "raw_id", self.scorers[s].id)
+                                                for lang, s in sorted(self.routes.items())})
+
+    def from_cached(self, scores: Sequence[Score], langs: Sequence[str]) -> list[Score | None]:
+        """Cached scores read as each language's route reads them (``PolytoxMlScorer.from_cached``); a route
+        without raw scores serves its cached values as they are."""
+        out: list[Score | None] = list(scores)
+        by_scorer: dict[str, list[int]] = {}
+        for i, lang in enumerate(langs):
+            by_scorer.setdefault(self.routes.get(lang, ""), []).append(i)
+        for scorer_name, rows in by_scorer.items():
+            reader = getattr(self.scorers.get(scorer_name), "from_cached", None)
+            if reader is not None:
+                for i, score in zip(rows, reader([scores[i] for i in rows], [langs[i] for i in rows]), strict=True):
+                    out[i] = score
+        return out
+
     def describe(self) -> dict[str, Any]:
-        return {**super().describe(), "routes": {lang: self.scorers[s].id for lang, s in sorted(self.routes.items())}}
+        out = {**super().describe(), "routes": {lang: self.scorers[s].id for lang, s in sorted(self.routes.items())}}
+        ml = self.scorers.get("polytox-ml")
+        if ml is not None and "scale" in ml.describe():
+            out["scale"] = ml.describe()["scale"]
+        return out
 
     def score_batch(self, texts: Sequence[str], langs: Sequence[str]) -> list[Score]:
         out: list[Score | None] = [None] * len(texts)
@@ -69,8 +94,9 @@ class DefaultScorer(Scorer):
                     out[i] = score
                 elif value is None:
                     out[i] = Score.failed(f"NO_TOXICITY: {scorer_name} returned no toxicity value")
-                else:  # only the shared attribute, so every route yields the same columns
-                    out[i] = Score(values={"toxicity": value})
+                else:  # only the shared attribute (and its raw value, where the route keeps one)
+                    raw = score.get(RAW_KEY)
+                    out[i] = Score(values={"toxicity": value} if raw is None else {"toxicity": value, RAW_KEY: raw})
         return [s if s is not None else Score.failed("internal: unrouted") for s in out]
 
     def close(self) -> None:

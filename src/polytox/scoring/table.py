@@ -2,7 +2,9 @@
 
 Output: one row per input row, in input order, with columns ``id``, ``lang``, ``lang_detected``,
 ``scorer`` (its ``name@version``), ``toxicity`` and the scorer's other attributes (null when the row
-failed), and ``error`` (null when the row scored). JSONL or Parquet, chosen by the extension, written
+failed), ``toxicity_raw`` where the scorer keeps its uncalibrated value (``polytox-ml``, ``default``; null
+for a score read from a cache row written before raw values were kept), and ``error`` (null when the row
+scored). JSONL or Parquet, chosen by the extension, written
 atomically at the end; work is resumable through the score cache (a rerun scores only what is not cached,
 and retries transient errors, which are never cached).
 
@@ -23,7 +25,7 @@ import pyarrow as pa
 
 from .._util.atomic import atomic_write
 from ..errors import PolytoxError
-from ..types import Score
+from ..types import Score, raw_name
 from .base import Scorer
 from .textio import TextRow, json_line
 
@@ -109,6 +111,8 @@ def write_score_table(path: Path, rows: Sequence[TextRow], scores: Sequence[Scor
                       attributes: Sequence[str]) -> None:
     """Write the output table (see the module docstring), atomically."""
     attrs = ["toxicity", *[a for a in attributes if a != "toxicity"]]
+    # raw (uncalibrated) values beside their attribute where the scorer keeps them (types.RAW_SUFFIX)
+    attrs += [raw_name(a) for a in list(attrs) if any(s.get(raw_name(a)) is not None for s in scores)]
     reserved = {"id", "lang", "lang_detected", "part", "scorer", "error"}
     clash = reserved & set(attrs)
     if clash:

@@ -65,6 +65,16 @@ class ScaleMaps:
             return self.english_continuation
         return self.english
 
+    def map_for(self, lang: str, text: str = CONTINUATION) -> IsotonicMap:
+        """The map texts of ``lang`` (of kind ``text``, for English) go through."""
+        return self.english_map(text) if lang == ENGLISH else self.per_lang.get(lang, self.fallback)
+
+    def apply_lang(self, raw: np.ndarray, lang: str, text: str = CONTINUATION) -> np.ndarray:
+        """``apply`` for rows of one language (no per-row lookups: what re-reading a large run uses)."""
+        raw = np.asarray(raw, dtype=float)
+        out = self.map_for(lang, text)(raw)
+        return np.clip((1.0 - TIE_BREAK) * out + TIE_BREAK * np.clip(raw, 0.0, 1.0), 0.0, 1.0)
+
     def apply(self, raw: np.ndarray, langs: Sequence[str], text: str | Sequence[str] = CONTINUATION
               ) -> np.ndarray:
         """Calibrated values of raw combined scores; ``text`` (one kind, or one per row) picks the English map

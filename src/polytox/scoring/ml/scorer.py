@@ -13,16 +13,19 @@ import importlib.util
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
+
 from ...errors import MissingDependencyError, PolytoxError, require
 from ...models import EMBEDDED, converted
-from ...types import Score
+from ...types import RAW_KEY, Score
 from ..base import Scorer
 from ..torch_device import pick_device
-from .calib import CONTINUATION, TEXT_KINDS, WEB
+from .calib import CONTINUATION, TEXT_KINDS, WEB, ScaleMaps
 from .embed_cache import EmbeddingCache
 from .embedder import HiddenStateEmbedder, resolve_dtype
 from .head import MODES, MlHead, default_head_path
 from .ngrams import hashed_counts, tfidf
+from .scales import AUTO_SCALE, DEFAULT_SCALES, HEAD_SCALE, Scale, load_scales
 
 # Texts per backbone forward pass (docs/scorer-speed.md, "GPU"): 32 on a CPU, the value every CPU
 # measurement used; on an H100 a pass over 32 short texts is launch-bound, and 256 ran 2.6x faster.
@@ -47,13 +50,17 @@ class PolytoxMlScorer(Scorer):
     ``dtype`` (auto | float32 | bfloat16: the backbone's compute dtype; auto = bfloat16 where the hardware
     has it natively, see docs/scorer-speed.md), ``text`` (continuation | web: which English map puts the
     score on Perspective's scale; ``continuation``, what ``polytox eval`` scores, by default; ``polytox
-    build`` and ``corpus score`` pass ``web``, see ``text_kind_options``)."""
+    build`` and ``corpus score`` pass ``web``, see ``text_kind_options``), ``scale`` (a named scale of
+    ``scales.py``, whose maps replace the head's for every language: ``perspective-2020``,
+    ``perspective-2022``, ``raters``; ``head``: the head's own maps, what scores carried before scales were
+    named; ``auto``, the default: the era scale of ``text``, ``DEFAULT_SCALES``, where the head has it)."""
 
     name = "polytox-ml"
     batch_size = 512
 
     def __init__(self, head: str = "", mode: str = "auto", device: str = "auto", lm_batch_size: str | int = "auto",
-                 embedding_cache: str = "off", dtype: str = "auto", text: str = CONTINUATION) -> None:
+                 embedding_cache: str = "off", dtype: str = "auto", text: str = CONTINUATION,
+                 scale: str = AUTO_SCALE) -> None:
         require("sklearn", "ml", "scikit-learn")
         self.head_path = str(head or default_head_path())
         self.head = MlHead.load(self.head_path)
@@ -69,8 +76,25 @@ class PolytoxMlScorer(Scorer):
         self.text = text
         self.languages = frozenset(self.head.languages)
         self.version = f"{self.head.meta.get('version', '1')}-{mode}-{self.head.digest}"
+        # what the raw score depends on (head, mode, backbone dtype): the score cache's key (``raw_id``), so
+        # a cached raw score serves every scale and text kind, mapped when read (``from_cached``)
+        self.raw_version = self.version
         if text != CONTINUATION:  # English web text goes through its own map: other values, their own id
             self.version += f"-{text}"
+        found = load_scales(self.head_path, self.head.digest)
+        if scale == AUTO_SCALE:  # the era scale of the text kind where this head has one (docs/scorer-scales.md)
+            auto = DEFAULT_SCALES[text]
+            scale = auto if found is not None and mode in found.scales.get(auto, Scale(auto, {})).maps else HEAD_SCALE
+        self.scale = scale
+        self._scale: Scale | None = None
+        if scale != HEAD_SCALE:  # a named scale (scales.py): its maps replace the head's; its own id
+            if found is None:
+                raise PolytoxError(f"no named scales were fitted for head {self.head_path} ({self.head.digest}); "
+                                   f"only scale={HEAD_SCALE} applies")
+            self._scale = found.get(scale)
+            if mode not in self._scale.maps:
+                raise PolytoxError(f"scale {scale!r} has maps for mode {', '.join(sorted(self._scale.maps))} only")
+            self.version += f"-{scale}"
         self._embedder: HiddenStateEmbedder | None = None
         if mode == "full":
             assert self.head.backbone is not None
@@ -91,13 +115,39 @@ class PolytoxMlScorer(Scorer):
             # bf16 scores differ (single texts by up to ~0.1, docs/scorer-speed.md): their own id
             if resolve_dtype(dtype, device) != "float32":
                 self.version += f"-{resolve_dtype(dtype, device)}"
+                self.raw_version += f"-{resolve_dtype(dtype, device)}"
 
     def describe(self) -> dict[str, Any]:
-        return {**super().describe(), "mode": self.mode, "text": self.text, "head": self.head_path,
+        return {**super().describe(), "mode": self.mode, "text": self.text, "scale": self.scale_label,
+                "head": self.head_path,
                 "backbone": self.head.backbone if self.mode == "full" else None,
                 "layers": list(self.head.layers) if self.mode == "full" else []}
 
-    def score_batch(self, texts: Sequence[str], langs: Sequence[str]) -> list[Score]:
+    @property
+    def raw_id(self) -> str:
+        """The identity of this scorer's raw scores: the cache key's scorer part (``cache.CachedScorer``)."""
+        return f"{self.name}@{self.raw_version}"
+
+    def from_cached(self, scores: Sequence[Score], langs: Sequence[str]) -> list[Score | None]:
+        """Cached scores (keyed by ``raw_id``) read on this scorer's scale and text kind: values mapped from
+        their raw score. A cached value without one was written before raw values were kept, under the id
+        ``raw_id`` had then, which is that of ``scale=head`` with ``text=continuation``: it is served as it is
+        for that reading and is a miss (None: scored again) for any other. Errors are served as they are."""
+        out: list[Score | None] = list(scores)
+        with_raw = [i for i, s in enumerate(scores) if s.ok and s.get(RAW_KEY) is not None]
+        if with_raw:
+            raw = np.array([scores[i].get(RAW_KEY) for i in with_raw], dtype=float)
+            values = self.calibrate(raw, [langs[i] for i in with_raw])
+            for i, value, r in zip(with_raw, values, raw, strict=True):
+                out[i] = Score(values={"toxicity": float(value), RAW_KEY: float(r)})
+        legacy = self.scale == HEAD_SCALE and self.text == CONTINUATION
+        for i, s in enumerate(scores):
+            if s.ok and s.get(RAW_KEY) is None and not legacy:
+                out[i] = None
+        return out
+
+    def raw_batch(self, texts: Sequence[str], langs: Sequence[str]) -> np.ndarray:
+        """The head's raw output (its combiner's probability, before any scale map) of each text."""
         counts = hashed_counts(texts, self.head.ngram)
         s_ngram = self.head.ngram_output(tfidf(counts, self.head.idf), langs)
         s_emb = s_probe = None
@@ -107,8 +157,27 @@ class PolytoxMlScorer(Scorer):
             pools, probe_scores = self._embedder.embed_and_probe(texts, [probe for probe, _ in read])
             s_emb = self.head.emb_output(pools, langs)
             s_probe = self.head.probe_inputs(read, probe_scores)
-        probs = self.head.probability(s_ngram, s_emb, self.mode, langs, self.text, s_probe)
-        return [Score(values={"toxicity": float(p)}) for p in probs]
+        return self.head.raw_probability(s_ngram, s_emb, self.mode, langs, s_probe)
+
+    def score_batch(self, texts: Sequence[str], langs: Sequence[str]) -> list[Score]:
+        raw = self.raw_batch(texts, langs)
+        probs = self.calibrate(raw, langs)
+        return [Score(values={"toxicity": float(p), RAW_KEY: float(r)}) for p, r in zip(probs, raw, strict=True)]
+
+    def calibrate(self, raw: np.ndarray, langs: Sequence[str]) -> np.ndarray:
+        """Calibrated values of raw outputs: the head's own maps (``text`` picks the English one)."""
+        if self._scale is not None:
+            return self._scale.apply(raw, langs, self.mode)
+        if self.mode not in self.head.scale:
+            return np.asarray(raw, dtype=float)
+        return ScaleMaps.from_json(self.head.scale[self.mode]).apply(raw, langs, self.text)
+
+    @property
+    def scale_label(self) -> str:
+        """The scale this scorer's values are on, as manifests and table footers name it."""
+        if self.scale != HEAD_SCALE:
+            return self.scale
+        return f"{HEAD_SCALE} (English: {self.text} map; other languages: rater share)"
 
     def close(self) -> None:
         if self._embedder is not None:
