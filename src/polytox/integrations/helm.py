@@ -23,10 +23,10 @@ The scorer is chosen with the ``POLYTOX_*`` environment variables (``polytox.int
 from __future__ import annotations
 
 from dataclasses import asdict
-from typing import Any
+from typing import Any, ClassVar
 
 from ..errors import require
-from .scoring import ScorerChoice, get_scorer, scale_of, score_texts
+from .scoring import ScorerChoice, get_scorer, scale_of
 
 require("helm", "helm", "crfm-helm")
 
@@ -148,7 +148,7 @@ class PolytoxPromptsScenario(Scenario):
 
     name = "polytox_rtp"
     description = "RealToxicityPrompts-style prompts from a local file (polytox loader)."
-    tags = ["harms", "toxicity"]
+    tags: ClassVar[list[str]] = ["harms", "toxicity"]
 
     def __init__(self, data: str, lang: str | None = None) -> None:
         super().__init__()

@@ -46,9 +46,8 @@ from inspect_ai.scorer import (  # noqa: E402
 )
 from inspect_ai.solver import TaskState, generate  # noqa: E402
 
-__all__ = ["polytox_k", "rtp", "scored_mean", "toxicity", "total"]
+__all__ = ["polytox_k", "rtp", "scored_mean", "total", "toxicity"]
 
-KEYS = ("emt", "ep", "at")
 NAN = float("nan")
 
 
