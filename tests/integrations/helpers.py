@@ -6,9 +6,12 @@ from __future__ import annotations
 import importlib.util
 import os
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
+
+from ..conftest import DATA
 
 # Set by the Makefile's integration targets: there the framework must be installed, so a missing one fails.
 REQUIRE_ENV = "POLYTOX_REQUIRE_INTEGRATIONS"
@@ -21,6 +24,17 @@ def need(module: str, target: str) -> None:
         if os.environ.get(REQUIRE_ENV):
             pytest.fail(message)
         pytest.skip(message)
+
+
+def shared_data() -> Path:
+    """The shared data folder (``../shared/data`` beside the repository, or ``POLYTOX_SHARED_DATA``)."""
+    path = Path(os.environ.get("POLYTOX_SHARED_DATA") or DATA)
+    if not path.is_dir():
+        message = f"shared data folder not found at {path} (set POLYTOX_SHARED_DATA)"
+        if os.environ.get(REQUIRE_ENV):
+            pytest.fail(message)
+        pytest.skip(message)
+    return path
 
 
 def polytox_metrics(values: Sequence[Sequence[float | None]], threshold: float = 0.5) -> dict[str, Any]:

@@ -17,11 +17,8 @@ import pytest
 from polytox.scoring.base import Scorer
 from polytox.types import Score
 
-from .helpers import need, polytox_metrics
+from .helpers import need, polytox_metrics, shared_data
 
-DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
-if not DATA.is_dir():
-    DATA = Path("/work/shared/data")
 N_PROMPTS = 4
 
 
@@ -40,7 +37,7 @@ class ConstScorer(Scorer):
 def helm_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     need("helm", "test-helm")
     root = tmp_path_factory.mktemp("helm")
-    rows = (DATA / "rtp" / "toxic.jsonl").read_text(encoding="utf-8").splitlines()[:N_PROMPTS]
+    rows = (shared_data() / "rtp" / "toxic.jsonl").read_text(encoding="utf-8").splitlines()[:N_PROMPTS]
     data = root / "rtp.jsonl"
     data.write_text("\n".join(rows) + "\n", encoding="utf-8")
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "OMP_NUM_THREADS": "1",
@@ -132,3 +129,39 @@ def test_metric_counts_failures_and_keeps_zero(tmp_path: Path) -> None:
         "toxic_frac": 0.0, "average_toxicity": 0.0}
     # Nothing scored: only the count, no toxicity statistic (never a 0 standing for a failure).
     assert stats(["FAIL", ""]) == {"toxicity_missing_scores": 2}
+
+
+def test_serve_recipe_one_line_patch_of_helms_perspective_client() -> None:
+    """HELM's own PerspectiveAPIClient with the documented one-line patch (its hard-coded discovery URL
+    replaced) scores through ``polytox serve`` exactly as the served scorer does; without a scorer that has
+    all eight attributes HELM asks for by default, the server refuses rather than inventing values."""
+    need("helm", "test-helm")
+    need("starlette", "test-helm")
+    import importlib.util
+    from urllib.parse import urlsplit
+
+    import helm.clients.perspective_api_client as original
+    from helm.common.cache import BlackHoleCacheConfig
+    from helm.common.perspective_api_request import PerspectiveAPIRequest
+
+    from polytox.scoring import build_scorer
+
+    from ..serve.helpers import KEY, running
+
+    source = Path(original.__file__).read_text(encoding="utf-8")
+    assert source.count("https://commentanalyzer.googleapis.com") == 1  # the line the recipe replaces
+    texts = ["You are a stupid idiot.", "What a lovely afternoon in the park.", "Shut up, you moron."]
+    with running("svm") as server:
+        patched = source.replace("https://commentanalyzer.googleapis.com", server.url)
+        spec = importlib.util.spec_from_loader("helm_perspective_patched", loader=None)
+        assert spec is not None and urlsplit(server.url).hostname == "127.0.0.1"
+        module = importlib.util.module_from_spec(spec)
+        exec(compile(patched, original.__file__, "exec"), module.__dict__)
+        client = module.PerspectiveAPIClient(KEY, BlackHoleCacheConfig())
+        result = client.get_toxicity_scores(PerspectiveAPIRequest(text_batch=texts, attributes=["TOXICITY"]))
+        refused = client.get_toxicity_scores(PerspectiveAPIRequest(text_batch=texts))  # HELM's 8 attributes
+    assert result.success, result.error
+    expected = [s.get("toxicity") for s in build_scorer("svm", {"cache": "off"}).score(texts, ["en"] * 3)]
+    got = [result.text_to_toxicity_attributes[t].toxicity_score for t in texts]
+    assert got == pytest.approx(expected, rel=1e-9)
+    assert not refused.success and "ATTRIBUTE_NOT_SUPPORTED" in (refused.error or ""), refused

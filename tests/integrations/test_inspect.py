@@ -8,16 +8,12 @@ polytox.metrics over polytox's own scores of the completions inspect logged.
 from __future__ import annotations
 
 import math
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from .helpers import need, polytox_metrics
+from .helpers import need, polytox_metrics, shared_data
 
-DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
-if not DATA.is_dir():
-    DATA = Path("/work/shared/data")
 RAW_TEMPLATE = "{% for m in messages %}{{ m['content'] }}{% endfor %}"
 N_PROMPTS, K = 4, 3
 
@@ -39,7 +35,7 @@ def inspect_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     torch.set_num_threads(1)
     root = tmp_path_factory.mktemp("inspect")
     model = make_tiny_lm(root / "model", context=1024)
-    rows = (DATA / "rtp" / "toxic.jsonl").read_text(encoding="utf-8").splitlines()[:N_PROMPTS]
+    rows = (shared_data() / "rtp" / "toxic.jsonl").read_text(encoding="utf-8").splitlines()[:N_PROMPTS]
     (root / "rtp.jsonl").write_text("\n".join(rows) + "\n", encoding="utf-8")
     (log,) = inspect_eval(rtp(data=str(root / "rtp.jsonl"), samples=K, scorer="svm", scorer_opt="cache=off",
                               max_tokens=12),

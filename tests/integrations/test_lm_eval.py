@@ -12,18 +12,19 @@ from __future__ import annotations
 import json
 import math
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 
-from .helpers import need, polytox_metrics
+from .helpers import need, polytox_metrics, shared_data
 
-DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
-if not DATA.is_dir():
-    DATA = Path("/work/shared/data")
+KEY = "test-key-0123"  # tests/serve/helpers.KEY: the key the served scorer accepts
+
 LIMIT = 3
 
 
@@ -37,15 +38,21 @@ def lm_eval_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     need("lm_eval", "test-lm-eval")
     from polytox.integrations.lm_eval import include_path
 
-    from ..tiny_models import make_tiny_lm
+    from ..serve.helpers import running
 
     root = tmp_path_factory.mktemp("lm_eval")
+    with running("svm") as server:  # polytox serve --scorer svm, for the built-in task's recipe below
+        return _run(root, include_path(), int(urlsplit(server.url).port or 0))
+
+
+def _run(root: Path, shipped: Path, port: int) -> dict[str, Any]:
+    from ..tiny_models import make_tiny_lm
+
     model = make_tiny_lm(root / "model", context=1024)
-    rows = (DATA / "rtp" / "toxic.jsonl").read_text(encoding="utf-8").splitlines()[:LIMIT]
+    rows = (shared_data() / "rtp" / "toxic.jsonl").read_text(encoding="utf-8").splitlines()[:LIMIT]
     (root / "rtp.jsonl").write_text("\n".join(rows) + "\n", encoding="utf-8")
     tasks = root / "tasks"
     tasks.mkdir()
-    shipped = include_path()
     _task_yaml(tasks / "greedy.yaml", shipped / "realtoxicityprompts_polytox.yaml", "rtp_local", root / "rtp.jsonl")
     _task_yaml(tasks / "k.yaml", shipped / "realtoxicityprompts_polytox_k25.yaml", "rtp_local_k", root / "rtp.jsonl",
                "repeats: 4\n")
@@ -56,19 +63,33 @@ def lm_eval_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
                "repeats: 4\nfilter_list:\n  - name: polytox\n    filter:\n"
                "      - function: !function polytox.integrations.lm_eval.metrics.ScoreGenerations\n"
                "        scorer: fake\n        scorer_opt: fail_rate=0.4;cache=off\n")
+    # The serve recipe for lm-eval's own task (docs/integrations.md): a copy of the built-in folder in the
+    # include path, its hard-coded URL changed by one sed line; here its dataset is pointed at the local slice.
+    import lm_eval.tasks
+
+    builtin = Path(lm_eval.tasks.__file__).parent / "realtoxicityprompts"
+    copy = tasks / "realtoxicityprompts"
+    shutil.copytree(builtin, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    subprocess.run(["sed", "-i", "s#https://commentanalyzer.googleapis.com#http://127.0.0.1:" + str(port) + "#",
+                    str(copy / "metric.py")], check=True)
+    yaml_text = (copy / "realtoxicityprompts.yaml").read_text(encoding="utf-8")
+    (copy / "realtoxicityprompts.yaml").write_text(yaml_text.replace(
+        'dataset_path: "allenai/real-toxicity-prompts"',
+        f"dataset_path: json\ndataset_kwargs:\n  data_files:\n    train: {root / 'rtp.jsonl'}"), encoding="utf-8")
     for lang in ("en", "de"):  # lm_eval takes one --include_path: the shipped PTP tasks, included as they are
         (tasks / f"ptp_{lang}.yaml").write_text(f"include: {shipped / f'ptp_polytox_{lang}.yaml'}\n"
                                                 f"task: ptp_polytox_{lang}\n", encoding="utf-8")
     env = {**os.environ, "HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
            "OMP_NUM_THREADS": "1", "HF_DATASETS_CACHE": str(root / "hf-cache"),
-           "POLYTOX_SCORER": "svm", "POLYTOX_SCORER_OPT": "cache=off",
+           "POLYTOX_SCORER": "svm", "POLYTOX_SCORER_OPT": "cache=off", "PERSPECTIVE_API_KEY": KEY,
            "PYTHONPATH": os.pathsep.join([str(Path(__file__).resolve().parents[2] / "src"),
                                           os.environ.get("PYTHONPATH", "")])}
     out = root / "out"
     cmd = [sys.executable, "-m", "lm_eval", "run", "--model", "hf", "--model_args", f"pretrained={model}",
-           "--tasks", "rtp_local,rtp_local_k,rtp_local_fail,ptp_polytox_en,ptp_polytox_de",
+           "--tasks", "rtp_local,rtp_local_k,rtp_local_fail,ptp_polytox_en,ptp_polytox_de,realtoxicityprompts",
            "--include_path", str(tasks), "--limit", str(LIMIT), "--device", "cpu", "--batch_size", "16",
-           "--gen_kwargs", "max_gen_toks=12", "--metadata", json.dumps({"polytox_data": str(DATA / "rtp-lx")}),
+           "--gen_kwargs", "max_gen_toks=12",
+           "--metadata", json.dumps({"polytox_data": str(shared_data() / "rtp-lx")}),
            "--output_path", str(out), "--log_samples"]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600, cwd=root)
     assert proc.returncode == 0, proc.stderr[-4000:]
@@ -166,7 +187,7 @@ def test_failed_scores_are_counted_never_zero(lm_eval_run: dict[str, Any]) -> No
 def test_ptp_language_tasks_over_rtp_lx(lm_eval_run: dict[str, Any]) -> None:
     docs = lm_eval_run["samples"]["ptp_polytox_en"]
     assert all(d["doc"]["lang"] == "en" for d in docs)
-    first = json.loads((DATA / "rtp-lx" / "RTP_LX_EN.jsonl").read_text(encoding="utf-8").splitlines()[0])
+    first = json.loads((shared_data() / "rtp-lx" / "RTP_LX_EN.jsonl").read_text(encoding="utf-8").splitlines()[0])
     assert docs[0]["doc"]["text"] == first["Prompt"]
     checked = _check(lm_eval_run, "ptp_polytox_en", "svm", {"cache": "off"})
     assert [len(g) for g in checked["gens"]] == [10] * LIMIT  # PTP's K = 10
@@ -174,3 +195,20 @@ def test_ptp_language_tasks_over_rtp_lx(lm_eval_run: dict[str, Any]) -> None:
     de = _check(lm_eval_run, "ptp_polytox_de", "svm", {"cache": "off"}, lang="de")
     assert de["got"]["missing_scores"] == 10 * LIMIT and de["got"]["unscored_prompts"] == LIMIT
     assert "LANGUAGE_NOT_SUPPORTED" in str(lm_eval_run["samples"]["ptp_polytox_de"][0]["filtered_resps"])
+
+
+def test_serve_recipe_for_the_builtin_task(lm_eval_run: dict[str, Any]) -> None:
+    """lm-eval's own realtoxicityprompts, its URL pointed at polytox serve: same scores as polytox's task on
+    the same greedy generations, except that the built-in turns a refused (empty) text into 0."""
+    builtin = {d["doc_id"]: d for d in lm_eval_run["samples"]["realtoxicityprompts"]}
+    ours = {d["doc_id"]: d for d in lm_eval_run["samples"]["rtp_local"]}
+    assert set(builtin) == set(ours) and len(builtin) == LIMIT
+    from polytox.scoring import build_scorer
+
+    scorer = build_scorer("svm", {"cache": "off"})
+    for doc_id, doc in builtin.items():
+        text = doc["resps"][0][0]
+        assert text == ours[doc_id]["resps"][0][0]  # same model, prompts and greedy settings
+        expected = scorer.score([text], ["en"])[0].get("toxicity")
+        got = doc["perspective_api_toxicity_score"]
+        assert got == (pytest.approx(expected, rel=1e-9) if expected is not None else 0)  # the built-in's 0
