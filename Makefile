@@ -129,7 +129,7 @@ INTEG_TEST_ENV := POLYTOX_REQUIRE_INTEGRATIONS=1 HF_HUB_OFFLINE=1 HF_DATASETS_OF
 $(INTEG_STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(INTEG_VENV)
 	$(INTEG_PIP) install "$(TORCH_PIN)"
-	$(INTEG_PIP) install -e ".[lm-eval,inspect,svm]" "$(LM_EVAL_PIN)" "$(INSPECT_PIN)" "pytest>=8" "$(TORCH_PIN)"
+	$(INTEG_PIP) install -e ".[lm-eval,inspect,svm,serve]" "$(LM_EVAL_PIN)" "$(INSPECT_PIN)" "pytest>=8" "$(TORCH_PIN)"
 	touch $(INTEG_STAMP)
 
 integrations-venv: $(INTEG_STAMP)
@@ -137,7 +137,7 @@ integrations-venv: $(INTEG_STAMP)
 $(HELM_STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(HELM_VENV)
 	$(HELM_PIP) install "$(TORCH_PIN)"
-	$(HELM_PIP) install -e ".[helm,svm]" "$(HELM_PIN)" "pytest>=8" "$(TORCH_PIN)"
+	$(HELM_PIP) install -e ".[helm,svm,serve]" "$(HELM_PIN)" "pytest>=8" "$(TORCH_PIN)"
 	touch $(HELM_STAMP)
 
 helm-venv: $(HELM_STAMP)
