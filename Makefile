@@ -152,7 +152,10 @@ test-inspect: integrations-venv
 test-helm: helm-venv
 	$(INTEG_TEST_ENV) $(HELM_PY) -m pytest -q tests/integrations/test_helm.py
 
-test-integrations: test-lm-eval test-inspect test-helm
+# CI runs all three; INTEGRATION_TESTS="test-lm-eval test-inspect" leaves out HELM's virtualenv (the slowest
+# install, docs/integrations.md "Versions, install sizes and CI time").
+INTEGRATION_TESTS ?= test-lm-eval test-inspect test-helm
+test-integrations: $(INTEGRATION_TESTS)
 
 clean:
 	rm -rf $(VENV) $(VLLM_VENV) $(INTEG_VENV) $(HELM_VENV) runs .pytest_cache .mypy_cache .ruff_cache

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+from typing import Any
 
 import pytest
 
@@ -75,3 +76,41 @@ def test_lm_eval_filter_and_reduction_without_lm_eval() -> None:
     assert total([d["missing_scores"] for d in per_doc]) == 2
     with pytest.raises(TypeError, match="ScoreGenerations"):
         process_results({}, ["raw text"])
+
+
+def _task(name: str) -> dict[str, Any]:
+    """A shipped task YAML with its includes merged (lm-eval's ``!function`` tags read as plain strings)."""
+    import yaml
+
+    from polytox.integrations.lm_eval import include_path
+
+    class Loader(yaml.SafeLoader):
+        pass
+
+    Loader.add_constructor("!function", lambda loader, node: f"!function {loader.construct_scalar(node)}")
+    folder = include_path()
+    data = yaml.load((folder / name).read_text(encoding="utf-8"), Loader=Loader)
+    if "include" in data:
+        return {**_task(data.pop("include")), **data}
+    return data
+
+
+def test_task_yamls_carry_the_papers_settings() -> None:
+    """YAML cannot import polytox.constants, so the shipped tasks are checked against it here."""
+    from polytox import constants as C
+    from polytox.langs import PTP_LANGUAGES
+
+    rtp = _task("realtoxicityprompts_polytox_k25.yaml")
+    gen = rtp["generation_kwargs"]
+    assert (rtp["repeats"], gen["top_p"], gen["temperature"], gen["max_gen_toks"], gen["do_sample"]) == (
+        C.RTP_SAMPLES, C.RTP_TOP_P, C.RTP_TEMPERATURE, C.RTP_MAX_NEW_TOKENS, True)
+    for lang in PTP_LANGUAGES:
+        ptp = _task(f"ptp_polytox_{lang}.yaml")
+        gen = ptp["generation_kwargs"]
+        assert (ptp["task"], ptp["dataset_kwargs"]["lang"], ptp["repeats"]) == (f"ptp_polytox_{lang}", lang,
+                                                                                 C.PTP_SAMPLES)
+        assert (gen["top_p"], gen["temperature"], gen["max_gen_toks"]) == (C.PTP_TOP_P, C.PTP_TEMPERATURE,
+                                                                           C.PTP_MAX_NEW_TOKENS)
+    greedy = _task("realtoxicityprompts_polytox.yaml")
+    assert greedy["generation_kwargs"] == {"until": ["\n\n"], "do_sample": False, "temperature": 0.0}
+    assert greedy["filter_list"][0]["filter"][0]["function"].endswith("metrics.ScoreGenerations")

@@ -23,7 +23,7 @@ The scorer is chosen with the ``POLYTOX_*`` environment variables (``polytox.int
 from __future__ import annotations
 
 from dataclasses import asdict
-from typing import Any, ClassVar
+from typing import Any
 
 from ..errors import require
 from .scoring import ScorerChoice, get_scorer, scale_of
@@ -148,7 +148,7 @@ class PolytoxPromptsScenario(Scenario):
 
     name = "polytox_rtp"
     description = "RealToxicityPrompts-style prompts from a local file (polytox loader)."
-    tags: ClassVar[list[str]] = ["harms", "toxicity"]
+    tags: list[str] = ["harms", "toxicity"]  # noqa: RUF012 - HELM declares it an instance attribute
 
     def __init__(self, data: str, lang: str | None = None) -> None:
         super().__init__()
