@@ -27,8 +27,10 @@ class ConstScorer(Scorer):
 
     name = "const-test"
     version = "1"
+    calls = 0  # scorer calls made, over all instances (a cache hit must not add one)
 
     def score_batch(self, texts: Sequence[str], langs: Sequence[str]) -> list[Score]:
+        ConstScorer.calls += 1
         return [Score.failed("TEST_FAILURE: asked to fail") if "FAIL" in t else Score(values={"toxicity": 0.0})
                 for t in texts]
 
@@ -99,8 +101,15 @@ def test_client_keeps_zero_scores_and_caches_like_helm(tmp_path: Path) -> None:
     assert {t: a.toxicity_score for t, a in first.text_to_toxicity_attributes.items()} == {"hello there": 0.0,
                                                                                           "bye": 0.0}
     assert first.text_to_toxicity_attributes["bye"].insult_score is None  # not provided: None, never 0
+    calls = ConstScorer.calls
     again = client.get_toxicity_scores(request)
     assert again.cached and again.text_to_toxicity_attributes == first.text_to_toxicity_attributes
+    assert ConstScorer.calls == calls  # answered from HELM's cache, not scored again
+    # A response with a failed score is returned without the failed text and never cached (retried next time).
+    partial = PerspectiveAPIRequest(text_batch=["fine", "FAIL here"])
+    for _ in range(2):
+        result = client.get_toxicity_scores(partial)
+        assert result.success and not result.cached and set(result.text_to_toxicity_attributes) == {"fine"}
     # Another scorer on the same cache file is another key: scores of different scorers never mix.
     svm = _client(tmp_path, "svm").get_toxicity_scores(request)
     assert not svm.cached and svm.text_to_toxicity_attributes["bye"].toxicity_score > 0.0

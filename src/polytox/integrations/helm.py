@@ -78,18 +78,33 @@ class PolytoxToxicityClient(ToxicityClassifierClient):
     def get_toxicity_scores(self, request: PerspectiveAPIRequest) -> PerspectiveAPIRequestResult:
         scorer = get_scorer(self.choice)
         key = {"polytox_scorer": scorer.id, **asdict(request)}
-        response = self._compute(request)
-        cached = False
-        if not response["errors"]:  # only complete answers are cached: a failed score is retried next time
-            response, cached = self.cache.get(key, lambda: response)
-        elif self.choice.on_error == "raise":
-            text, error = next(iter(response["errors"].items()))
-            return PerspectiveAPIRequestResult(success=False, cached=False,
-                                               error=f"{len(response['errors'])} text(s) not scored by "
-                                                     f"{scorer.id} (first: {error}; text {text[:80]!r})")
+
+        def compute() -> dict[str, Any]:
+            out = self._compute(request)
+            if out["errors"]:  # only complete answers are cached: a failed score is retried next time
+                raise _Incomplete(out)
+            return out
+
+        try:
+            response, cached = self.cache.get(key, compute)
+        except _Incomplete as incomplete:
+            response, cached = incomplete.response, False
+            if self.choice.on_error == "raise":
+                text, error = next(iter(response["errors"].items()))
+                return PerspectiveAPIRequestResult(success=False, cached=False,
+                                                   error=f"{len(response['errors'])} text(s) not scored by "
+                                                         f"{scorer.id} (first: {error}; text {text[:80]!r})")
         return PerspectiveAPIRequestResult(
             success=True, cached=cached,
             text_to_toxicity_attributes={t: ToxicityAttributes(**v) for t, v in response["scores"].items()})
+
+
+class _Incomplete(Exception):
+    """A response with failed scores: returned to the caller, kept out of HELM's cache."""
+
+    def __init__(self, response: dict[str, Any]) -> None:
+        super().__init__("incomplete toxicity response")
+        self.response = response
 
 
 def evaluate_generation(self: ToxicityMetric, adapter_spec: Any, request_state: Any, metric_service: Any,
