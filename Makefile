@@ -17,7 +17,7 @@ DEMO_SAMPLES ?= 5
 DEMO_EN_SAMPLES ?= 25
 
 .PHONY: install demo demo-multilingual test test-fast lint bench bench-gpu clean browser vllm-cpu test-vllm \
-	test-vllm-ci bench-vllm-cpu
+	test-vllm-ci bench-vllm-cpu integrations-venv helm-venv test-lm-eval test-inspect test-helm test-integrations
 
 $(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
@@ -43,7 +43,7 @@ lint: install
 	$(VENV)/bin/mypy research/scorer/[a-z]*.py
 	$(VENV)/bin/lint-imports
 
-test: install lint browser test-vllm-ci
+test: install lint browser test-vllm-ci test-integrations
 	$(PY) -m pytest -q
 
 test-fast: install
@@ -111,5 +111,54 @@ test-vllm-ci: vllm-cpu
 bench-vllm-cpu: vllm-cpu
 	$(VLLM_PY) benchmarks/bench_vllm_cpu.py
 
+# ---- framework integrations (polytox.integrations, docs/integrations.md) --------------------------------
+# lm-evaluation-harness and inspect_ai share one virtualenv (their pins agree; torch pinned first so neither
+# pulls the CUDA wheels). HELM pins datasets~=3.1 and pandas<3 (polytox's dev set has datasets 5, pandas 3),
+# so it gets its own, with google-api-python-client (HELM's toxicity metric imports it). The tests run the
+# real frameworks offline; POLYTOX_REQUIRE_INTEGRATIONS=1 makes a missing framework a failure, not a skip.
+INTEG_VENV ?= .venv-integrations
+INTEG_PY := $(INTEG_VENV)/bin/python
+INTEG_PIP := $(INTEG_PY) -m pip --disable-pip-version-check -qq
+INTEG_STAMP := $(INTEG_VENV)/.polytox-integrations-installed
+LM_EVAL_PIN ?= lm_eval[hf]==0.4.13
+INSPECT_PIN ?= inspect_ai==0.3.285
+HELM_VENV ?= .venv-helm
+HELM_PY := $(HELM_VENV)/bin/python
+HELM_PIP := $(HELM_PY) -m pip --disable-pip-version-check -qq
+HELM_STAMP := $(HELM_VENV)/.polytox-helm-installed
+HELM_PIN ?= crfm-helm==0.5.16
+INTEG_TEST_ENV := POLYTOX_REQUIRE_INTEGRATIONS=1 HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 OMP_NUM_THREADS=1
+
+$(INTEG_STAMP): pyproject.toml Makefile
+	$(PYTHON) -m venv $(INTEG_VENV)
+	$(INTEG_PIP) install "$(TORCH_PIN)"
+	$(INTEG_PIP) install -e ".[lm-eval,inspect,svm,serve]" "$(LM_EVAL_PIN)" "$(INSPECT_PIN)" "pytest>=8" "$(TORCH_PIN)"
+	touch $(INTEG_STAMP)
+
+integrations-venv: $(INTEG_STAMP)
+
+$(HELM_STAMP): pyproject.toml Makefile
+	$(PYTHON) -m venv $(HELM_VENV)
+	$(HELM_PIP) install "$(TORCH_PIN)"
+	$(HELM_PIP) install -e ".[helm,svm,serve]" "$(HELM_PIN)" "pytest>=8" "$(TORCH_PIN)"
+	touch $(HELM_STAMP)
+
+helm-venv: $(HELM_STAMP)
+
+test-lm-eval: integrations-venv
+	$(INTEG_TEST_ENV) $(INTEG_PY) -m pytest -q tests/integrations/test_lm_eval.py \
+		tests/integrations/test_integration_scoring.py
+
+test-inspect: integrations-venv
+	$(INTEG_TEST_ENV) $(INTEG_PY) -m pytest -q tests/integrations/test_inspect.py
+
+test-helm: helm-venv
+	$(INTEG_TEST_ENV) $(HELM_PY) -m pytest -q tests/integrations/test_helm.py
+
+# CI runs all three; INTEGRATION_TESTS="test-lm-eval test-inspect" leaves out HELM's virtualenv (the slowest
+# install, docs/integrations.md "Versions, install sizes and CI time").
+INTEGRATION_TESTS ?= test-lm-eval test-inspect test-helm
+test-integrations: $(INTEGRATION_TESTS)
+
 clean:
-	rm -rf $(VENV) $(VLLM_VENV) runs .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(VLLM_VENV) $(INTEG_VENV) $(HELM_VENV) runs .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,112 @@
+"""polytox's inspect_ai scorer and RTP task, run by the real inspect_ai, offline, on a tiny random GPT-2.
+
+One eval (module fixture): 4 local RTP prompts x 3 epochs through inspect's ``hf`` provider with a raw
+chat template (plain continuations), scored by the svm scorer. The reported EMT / EP / AT must equal
+polytox.metrics over polytox's own scores of the completions inspect logged.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pytest
+
+from .helpers import need, polytox_metrics, shared_data
+
+RAW_TEMPLATE = "{% for m in messages %}{{ m['content'] }}{% endfor %}"
+N_PROMPTS, K = 4, 3
+
+
+@pytest.fixture(scope="module")
+def inspect_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    need("inspect_ai", "test-inspect")
+    import os
+
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    import torch
+    from inspect_ai import eval as inspect_eval
+
+    from polytox.integrations.inspect import rtp
+
+    from ..tiny_models import make_tiny_lm
+
+    torch.set_num_threads(1)
+    root = tmp_path_factory.mktemp("inspect")
+    model = make_tiny_lm(root / "model", context=1024)
+    rows = (shared_data() / "rtp" / "toxic.jsonl").read_text(encoding="utf-8").splitlines()[:N_PROMPTS]
+    (root / "rtp.jsonl").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    (log,) = inspect_eval(rtp(data=str(root / "rtp.jsonl"), samples=K, scorer="svm", scorer_opt="cache=off",
+                              max_tokens=12),
+                          model="hf/local", model_args={"model_path": str(model), "chat_template": RAW_TEMPLATE,
+                                                        "device": "cpu"},
+                          log_dir=str(root / "logs"), display="none", max_samples=N_PROMPTS * K)
+    assert log.status == "success", log.error
+    return {"log": log}
+
+
+def _metrics(log: Any) -> dict[str, float]:
+    """The eval's reported values, one metric per score key (emt, ep, at, missing)."""
+    return {s.name: next(iter(s.metrics.values())).value for s in log.results.scores}
+
+
+def test_rtp_task_metrics_equal_polytox(inspect_run: dict[str, Any]) -> None:
+    from polytox.scoring import build_scorer
+
+    log = inspect_run["log"]
+    completions: dict[str, list[str]] = {}
+    for sample in log.samples:
+        completions.setdefault(str(sample.id), []).append(sample.output.completion)
+    assert len(completions) == N_PROMPTS and all(len(v) == K for v in completions.values())
+    scorer = build_scorer("svm", {"cache": "off"})
+    values = []
+    for pid in sorted(completions):
+        scores = scorer.score(completions[pid], ["en"] * K)
+        values.append([s.get("toxicity") for s in scores])
+    ours = polytox_metrics(values)
+    got = _metrics(log)
+    assert got["missing"] == ours["n_missing_scores"]
+    for key in ("emt", "ep", "at"):
+        assert got[key] == pytest.approx(ours[key], rel=1e-12, abs=1e-15), key
+    assert got["emt"] >= got["at"]
+
+
+def test_scores_record_scorer_scale_and_pooling(inspect_run: dict[str, Any]) -> None:
+    log = inspect_run["log"]
+    metas = [next(iter(s.scores.values())).metadata for s in log.samples]
+    assert all(m["scorer"].startswith("svm@alt-profanity-check") for m in metas)
+    assert all("not Perspective's" in m["scale"] and m["threshold"] == 0.5 for m in metas)
+    assert max(m["batch_size"] for m in metas) > 1  # per-sample scorer calls were pooled into batches
+
+
+def test_failed_score_is_nan_with_a_reason_never_zero() -> None:
+    need("inspect_ai", "test-inspect")
+    import asyncio
+
+    from inspect_ai.model import ModelOutput
+    from inspect_ai.scorer import Target
+    from inspect_ai.solver import TaskState
+
+    from polytox.integrations.inspect import polytox_k, toxicity
+
+    def state(text: str, lang: str) -> TaskState:
+        return TaskState(model="mockllm/model", sample_id=text or "empty", epoch=1, input="p", messages=[],
+                         output=ModelOutput.from_content("mockllm/model", text), metadata={"lang": lang})
+
+    score = toxicity(scorer="svm", scorer_opt="cache=off")
+
+    async def run() -> list[Any]:
+        return await asyncio.gather(score(state("you are a stupid idiot", "en"), Target("")),
+                                    score(state("", "en"), Target("")),
+                                    score(state("du bist dumm", "de"), Target("")))
+
+    ok, empty, german = asyncio.run(run())
+    assert ok.value["missing"] == 0 and 0.0 < ok.value["emt"] <= 1.0
+    assert empty.reason == "no_response" and math.isnan(empty.value["emt"]) and empty.value["missing"] == 1
+    assert german.reason == "scoring_failed" and "LANGUAGE_NOT_SUPPORTED" in german.explanation
+    assert all(s.metadata["batch_size"] == 3 for s in (ok, empty, german))  # one pooled scorer call
+    reduced = polytox_k()([ok, empty, german])
+    assert reduced.value == {"emt": ok.value["emt"], "ep": ok.value["ep"], "at": ok.value["at"], "missing": 2}
+    all_failed = polytox_k()([empty, german])
+    assert math.isnan(all_failed.value["emt"]) and all_failed.reason == "scoring_failed"
