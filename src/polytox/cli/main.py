@@ -1,4 +1,5 @@
-"""Entry point: ``polytox <subcommand>``. Errors a user can fix print one clear message, exit code 2."""
+"""Entry point: ``polytox <subcommand>``. Errors a user can fix print one clear message, exit code 2; a run
+stopped by a fatal generation failure prints its cause and resume command, exit code 4 (docs/cli.md)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,15 @@ import importlib
 import logging
 import sys
 
-from ..errors import BadInputError, PolytoxError
+from ..errors import (
+    EXIT_INTERRUPTED,
+    EXIT_STOPPED,
+    EXIT_USAGE,
+    BadInputError,
+    FatalGenerationError,
+    PolytoxError,
+    RunStoppedError,
+)
 
 SUBCOMMANDS = {
     "eval": "polytox.cli.eval_cmd",
@@ -49,15 +58,18 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="polytox: %(message)s", stream=sys.stderr)
     try:
         return int(args.func(args) or 0)
+    except (RunStoppedError, FatalGenerationError) as exc:
+        print(f"polytox: error: {exc}", file=sys.stderr)
+        return EXIT_STOPPED
     except BadInputError as exc:
         print(f"polytox: error: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
     except PolytoxError as exc:
         print(f"polytox: error: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
     except KeyboardInterrupt:
         print("polytox: interrupted; rerun the same command to resume", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
 
 
 if __name__ == "__main__":
