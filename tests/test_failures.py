@@ -281,3 +281,22 @@ def test_openai_server_gone_is_fatal_a_5xx_is_a_per_sample_error() -> None:
         gen.generate(reqs)
     assert gen.stats.http_requests == 3  # the queued call failed at once, not after its own retries
     gen.close()
+
+
+def test_ray_actors_carry_a_fatal_failure_as_a_row_not_a_ray_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The Ray executor's actors, called as Ray calls them (one shard per batch): after the backend dies the
+    row holds the message in ``fatal`` (the driver raises it), and the actor answers later shards at once."""
+    from polytox.executors.ray_data import GenerateActor, ScoreActor, prompts_to_json
+
+    s = spec()
+    prompts = load_prompts(s.prompts, s.seed).prompts
+    monkeypatch.setenv(FAULTS_ENV, "fatal_after=1")
+    actor, scorer = GenerateActor(s.to_dict()), ScoreActor(s.to_dict(), None)
+    rows = [actor({"shard": [i], "prompts": [prompts_to_json(prompts[SHARD * i:SHARD * (i + 1)])],
+                   "generations": [""]}) for i in range(3)]
+    assert rows[0]["fatal"] == [""]
+    assert all(r["fatal"][0].startswith("FAKE_ENGINE_DEAD") and r["generations"] == [""] for r in rows[1:])
+    assert actor.generator.calls == 2  # the third shard never reached the dead backend
+    scored = [scorer(dict(r)) for r in rows]
+    assert scored[0]["fatal"] == [""] and len(json.loads(scored[0]["scores"][0])) == SHARD * K
+    assert scored[2]["fatal"] == rows[2]["fatal"] and scored[2]["scores"] == ["[]"]

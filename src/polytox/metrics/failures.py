@@ -64,7 +64,8 @@ class FailureSummary:
     def to_dict(self) -> dict[str, Any]:
         return {"n_samples": self.n_samples, "n_failed_samples": self.n_failed,
                 "n_failed_generations": self.n_failed_generations, "n_failed_scores": self.n_failed_scores,
-                "n_unscorable": self.n_unscorable, "share_failed": round(self.share, 6), "kinds": [asdict(k) for k in self.kinds]}
+                "n_unscorable": self.n_unscorable, "share_failed": round(self.share, 6),
+                "kinds": [asdict(k) for k in self.kinds]}
 
 
 def _kinds(con: duckdb.DuckDBPyConnection, stage: str, sql: str) -> list[FailureKind]:
