@@ -303,6 +303,8 @@ class OpenAIGenerator(Generator):
         return body
 
     def _post(self, body: dict[str, Any]) -> dict[str, Any]:
+        if self.dead is not None:  # another call found the server gone: stop retrying this one too
+            raise FatalGenerationError(self.dead)
         self.limiter.acquire()
         self.stats.add(http_requests=1)
         exc_mod = self._requests.exceptions
