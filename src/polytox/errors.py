@@ -45,3 +45,26 @@ def require(module: str, extra: str, package: str | None = None):  # type: ignor
     except ImportError as exc:
         hint = f"pip install 'polytox[{extra}]'" if extra else f"pip install {package or module}"
         raise MissingDependencyError(f"{module!r} is not installed ({exc}); install it with: {hint}") from exc
+
+
+class FatalGenerationError(PolytoxError):
+    """The generation backend cannot go on (its engine died, the model failed to load, the server has been
+    unreachable for longer than the retry budget): every further request would fail the same way.
+
+    A backend raises it instead of recording per-sample errors; executors stop scheduling shards on it,
+    keep what is already stored, and the run ends as stopped (``RunStoppedError``). Failures of single
+    requests (one timeout, one 5xx, one prompt the engine rejects) stay per-sample errors: data.
+    """
+
+
+class RunStoppedError(PolytoxError):
+    """A run stopped before its end because generation failed fatally; finished shards are stored and the
+    message names the cause and the command that resumes the run."""
+
+
+# Exit codes of the ``polytox`` command (documented in docs/cli.md).
+EXIT_OK = 0
+EXIT_USAGE = 2  # bad input or arguments: one ``polytox: error: ...`` line
+EXIT_TOO_MANY_FAILED = 3  # the run completed, but more samples failed than ``--max-failed`` allows
+EXIT_STOPPED = 4  # the run stopped early: generation failed fatally (engine dead, server gone)
+EXIT_INTERRUPTED = 130  # Ctrl-C

@@ -8,7 +8,14 @@ Read top to bottom, it is the method section of a paper:
 4. for each shard of prompts not yet done: generate K samples per prompt, write them; score them,
    write the scores (each write atomic, so a kill loses at most the shards in flight); an executor
    (``polytox.executors``: serial, pipelined, Ray Data) runs this step;
-5. compute metrics over everything stored, write ``metrics.json``.
+5. with ``retry_failed``, regenerate the failed samples with their original seeds and rescore their
+   shards (``executors.retry``);
+6. compute metrics over everything stored, write ``metrics.json``, and record what failed (by error kind)
+   in the manifest.
+
+When the backend fails fatally (``FatalGenerationError``: engine dead, server gone, model not loadable),
+no further shard is started, everything finished stays stored, the manifest says ``stopped`` and lists the
+stop under ``stops``, and ``RunStoppedError`` names the cause and the command that resumes the run.
 
 Determinism: each sample's seed derives from (run seed, prompt id, sample index) and shards have a fixed
 composition, so a run killed at any moment and resumed produces exactly the uninterrupted run's output.
@@ -17,14 +24,18 @@ composition, so a run killed at any moment and resumed produces exactly the unin
 from __future__ import annotations
 
 import dataclasses
+import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .errors import FatalGenerationError, RunStoppedError
 from .executors import ExecutorConfig, Work, build_executor
+from .executors.retry import retry_failed as retry_failed_samples
 from .executors.shards import shards
 from .metrics import run_metrics
+from .metrics.failures import FailureSummary, failure_summary
 from .prompts import PromptSet, load_prompts
 from .registry import resolve
 from .scoring import Scorer, build_scorer, check_languages
@@ -44,6 +55,13 @@ class RunResult:
     prompt_set: PromptSet
     resumed: bool
     shards_done_before: int
+    failures: FailureSummary = dataclasses.field(default_factory=FailureSummary)
+    retry: dict[str, Any] | None = None
+
+
+def retry_command(out: str | Path) -> str:
+    """The command that resumes a run and regenerates its failed samples (the spec comes from the manifest)."""
+    return f"polytox eval --out {shlex.quote(str(out))} --retry-failed"
 
 
 def resolve_spec(spec: EvalSpec, scorer: Scorer) -> EvalSpec:
@@ -75,11 +93,13 @@ def check_generation(spec: EvalSpec) -> None:
 
 
 def evaluate(spec: EvalSpec, out: str | Path, progress: ProgressCallback | None = None,
-             executor: ExecutorConfig | None = None) -> RunResult:
+             executor: ExecutorConfig | None = None, retry_failed: bool = False) -> RunResult:
     """Run (or resume) an evaluation into ``out`` and return its metrics.
 
     ``executor`` chooses how shards run (default: pipelined, scoring overlapping generation); it is not
-    part of the spec, so a run may be resumed with another executor.
+    part of the spec, so a run may be resumed with another executor. ``retry_failed``: after every shard
+    is stored, regenerate the failed samples and rescore (recorded under the manifest's ``retries``).
+    Raises ``RunStoppedError`` when generation fails fatally.
     """
     report = progress or (lambda stage, done, total: None)
 
@@ -101,11 +121,17 @@ def evaluate(spec: EvalSpec, out: str | Path, progress: ProgressCallback | None 
     # Generate + score every unfinished shard; *how* (serial, pipelined, Ray) is the executor's business.
     work = Work(spec=spec, store=store, plan=plan, scorer=scorer, langs=langs, report=report)
     report("generate+score", 0, work.total)  # validation has passed: the work (and a progress bar) starts
+    retry: dict[str, Any] | None = None
     try:
         stats = build_executor(executor or ExecutorConfig()).run(work)
+        store.update_manifest(executor=stats.to_dict())
+        if retry_failed:
+            retry = retry_failed_samples(work).to_dict()
+            store.update_manifest(retries=[*store.manifest().get("retries", []), retry])
+    except FatalGenerationError as exc:
+        raise stopped(store, work, exc) from exc
     finally:
         scorer.close()
-    store.update_manifest(executor=stats.to_dict())
 
     metrics = run_metrics(str(store.path), scorer.id, spec.metrics, seed=spec.seed)
     metrics = {"model": spec.generation.model, "backend": spec.generation.backend, **metrics}
@@ -120,6 +146,17 @@ def evaluate(spec: EvalSpec, out: str | Path, progress: ProgressCallback | None 
         metrics["unprompted"] = unprompted_report(store, scorer.id, spec.metrics.n_bootstrap,
                                                   spec.metrics.ci_level, spec.seed)
     store.write_metrics(metrics)
-    store.update_manifest(status="complete", finished_at=now())
+    failures = failure_summary(store, scorer.id)
+    store.update_manifest(status="complete", finished_at=now(), failures=failures.to_dict())
     return RunResult(path=store.path, spec=spec, metrics=metrics, prompt_set=prompt_set, resumed=resumed,
-                     shards_done_before=done_before)
+                     shards_done_before=done_before, failures=failures, retry=retry)
+
+
+def stopped(store: RunStore, work: Work, exc: FatalGenerationError) -> RunStoppedError:
+    """Record a fatal stop in the manifest; the error names the cause, what is stored, and how to resume."""
+    cause = " ".join(str(exc).split())  # one line
+    done = sum(store.has_scores(work.scorer.id, i) for i in range(len(work.plan)))
+    stops = [*store.manifest().get("stops", []), {"at": now(), "cause": cause, "shards_stored": done}]
+    store.update_manifest(status="stopped", stops=stops)
+    return RunStoppedError(f"generation stopped: {cause}; {done} of {len(work.plan)} shard(s) are stored in "
+                           f"{store.path}; resume with: {retry_command(store.path)}")

@@ -253,6 +253,12 @@ class RunStore:
                             *[(a, pa.float64()) for a in [*attributes, *raws]], ("error", pa.string())])
         write_parquet(self.score_part(scorer_id, shard), pa.Table.from_pydict(columns, schema=schema))
 
+    def read_score_errors(self, scorer_id: str, shard: int) -> dict[tuple[str, int], str | None]:
+        """The stored score error (None when scored) of each (prompt id, sample index) of a shard."""
+        table = pq.read_table(self.score_part(scorer_id, shard), columns=["prompt_id", "sample_index", "error"])
+        return {(p, k): e for p, k, e in zip(*(table.column(c).to_pylist() for c in table.column_names),
+                                              strict=True)}
+
     def scorer_ids(self) -> list[str]:
         root = self.path / "scores"
         return sorted(p.name for p in root.iterdir() if p.is_dir()) if root.exists() else []

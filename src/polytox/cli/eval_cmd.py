@@ -2,6 +2,12 @@
 
 Every flag maps to a spec field; ``--config FILE`` (YAML, same key names) builds the same spec, and flags
 given on the command line override it. Rerunning the same command with the same ``--out`` resumes.
+
+``--retry-failed`` (with ``--out OUT``, or as ``--retry-failed OUT``) resumes the run and regenerates its
+failed samples with their original seeds, rescores them and recomputes the metrics; without spec flags
+the spec is the one stored in ``OUT``. After the table, a summary lists what failed. Exit codes: 0 done
+(failures within ``--max-failed``), 2 bad input, 3 more failed samples than ``--max-failed`` (default
+0.5%), 4 generation stopped (engine dead, server gone: rerun the printed command to resume).
 """
 
 from __future__ import annotations
@@ -12,16 +18,17 @@ from typing import Any
 
 from rich.markup import escape
 
-from ..errors import BadValueError
+from ..errors import BadValueError, PolytoxError
 from ..executors import EXECUTORS, ExecutorConfig
 from ..spec import FLAT_KEYS, EvalSpec, as_number, read_config, spec_from_flat
 from .common import console, metrics_table, out_console, print_json, progress_bar
+from .failure_report import DEFAULT_MAX_FAILED, exit_code, failure_lines, parse_max_failed, retry_line
 
 
 def register(sub: Any) -> None:
     p = sub.add_parser("eval", help="evaluate a model: generate, score, report metrics (resumable)",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--out", required=True, help="run directory (rerun with the same --out to resume)")
+    p.add_argument("--out", help="run directory (rerun with the same --out to resume); required")
     p.add_argument("--config", help="YAML file of the same keys as the flags (flags override it)")
     p.add_argument("--model", help="model id or path; 'fake' for a dry run; default: the embedded SmolLM2")
     p.add_argument("--backend", help="generation backend (default: inferred from --model)")
@@ -71,6 +78,12 @@ def register(sub: Any) -> None:
     x.add_argument("--score-gpus-per-worker", type=float, help="ray: GPUs per scoring actor (default 0)")
     x.add_argument("--cpus-per-worker", type=float, help="ray: CPUs per actor (default 1)")
     x.add_argument("--queue-depth", type=int, help="pipelined: generated shards waiting for the scorer (2)")
+    f = p.add_argument_group("failures (not part of the spec)")
+    f.add_argument("--retry-failed", nargs="?", const=True, default=None, metavar="OUT",
+                   help="resume OUT (or --out) and regenerate its failed samples with their original seeds, "
+                        "then rescore and recompute the metrics; without spec flags, OUT's stored spec is used")
+    f.add_argument("--max-failed", default=DEFAULT_MAX_FAILED, metavar="N%|SHARE|COUNT",
+                   help="failed samples allowed before the exit code is 3 (default 0.5%%)")
     p.add_argument("--json", action="store_true", help="print metrics as JSON instead of a table")
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(func=run)
@@ -107,7 +120,8 @@ def executor_config(flat: dict[str, Any], args: argparse.Namespace) -> ExecutorC
 def spec_and_executor(args: argparse.Namespace) -> tuple[EvalSpec, ExecutorConfig]:
     """The spec and the executor of parsed ``eval`` arguments: the YAML config's keys, overridden by flags.
 
-    A bad value read from the config is reported at its ``FILE:LINE``.
+    A bad value read from the config is reported at its ``FILE:LINE``. ``--retry-failed`` with neither a
+    config nor a spec flag: the spec stored in the run directory.
     """
     config = read_config(args.config, CONFIG_KEYS) if args.config else None
     flat: dict[str, Any] = dict(config.data) if config else {}
@@ -118,6 +132,10 @@ def spec_and_executor(args: argparse.Namespace) -> tuple[EvalSpec, ExecutorConfi
             value = getattr(args, key, None)
             if value is not None:
                 flat[key] = value
+        if getattr(args, "retry_failed", None) and not flat and not args.config:
+            from ..store import RunStore
+
+            return RunStore(args.out).spec(), executor
         return spec_from_flat(flat), executor
     except BadValueError as exc:
         # the error names a flat key or a spec field; point at the config line it came from
@@ -128,17 +146,30 @@ def spec_and_executor(args: argparse.Namespace) -> tuple[EvalSpec, ExecutorConfi
         raise BadValueError(f"{config.where(found)}: {exc}", exc.key) from exc
 
 
+def resolve_out(args: argparse.Namespace) -> None:
+    """``--retry-failed OUT`` names the run directory; ``--out`` must then be absent or the same."""
+    named = args.retry_failed if isinstance(args.retry_failed, str) else None
+    if named is not None and args.out is not None and named != args.out:
+        raise PolytoxError(f"--retry-failed {named} and --out {args.out} name different run directories")
+    args.out = args.out or named
+    if args.out is None:
+        raise PolytoxError("polytox eval needs --out DIR (the run directory)")
+
+
 def spec_from_args(args: argparse.Namespace) -> EvalSpec:
     """The spec of parsed ``eval`` arguments (what ``--config`` and the flags build together)."""
     return spec_and_executor(args)[0]
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..runner import evaluate
+    from ..runner import evaluate, retry_command
 
+    resolve_out(args)
+    max_failed = parse_max_failed(args.max_failed)
     spec, executor = spec_and_executor(args)
     with progress_bar("generate+score", enabled=not args.no_progress) as callback:
-        result = evaluate(spec, args.out, progress=callback, executor=executor)
+        result = evaluate(spec, args.out, progress=callback, executor=executor,
+                          retry_failed=bool(args.retry_failed))
     if result.resumed:
         done = result.shards_done_before
         console.print(f"resumed {escape(str(result.path))}: {done} shard(s) were already done")
@@ -163,4 +194,8 @@ def run(args: argparse.Namespace) -> int:
             out_console.print(unprompted_table(report, title=f"unprompted toxicity · {model}"))
             plot_note = f"; plot: {plotted}" if plotted else ""
             console.print(f"curve: {result.path / 'unprompted.json'}{plot_note}")
-    return 0
+    if result.retry is not None:
+        console.print(retry_line(result.retry), markup=False, highlight=False)
+    for line in failure_lines(result.failures, max_failed, retry_command(result.path)):
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
+    return exit_code(result.failures, max_failed)

@@ -2,7 +2,8 @@
 
 A user's mistake (a ``PolytoxError``, or arguments argparse refuses) prints one ``polytox: error: ...``
 line and exits with 2; ``--debug`` or ``POLYTOX_DEBUG=1`` prints its traceback first. Any other exception
-is a bug in polytox and keeps its traceback (exit code 1). docs/errors.md lists the rules.
+is a bug in polytox and keeps its traceback (exit code 1). A run stopped by a fatal generation
+failure prints its cause and the resume command, exit code 4 (docs/cli.md). docs/errors.md lists the rules.
 """
 
 from __future__ import annotations
@@ -15,7 +16,14 @@ import sys
 import traceback
 from typing import NoReturn
 
-from ..errors import PolytoxError
+from ..errors import (
+    EXIT_INTERRUPTED,
+    EXIT_STOPPED,
+    EXIT_USAGE,
+    FatalGenerationError,
+    PolytoxError,
+    RunStoppedError,
+)
 
 SUBCOMMANDS = {
     "eval": "polytox.cli.eval_cmd",
@@ -85,14 +93,19 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="polytox: %(message)s", stream=sys.stderr)
     try:
         return int(args.func(args) or 0)
+    except (RunStoppedError, FatalGenerationError) as exc:
+        if debug_wanted(args):
+            traceback.print_exc()
+        print(f"polytox: error: {exc}", file=sys.stderr)
+        return EXIT_STOPPED
     except PolytoxError as exc:  # BadInputError, MissingDependencyError, ...: the user can fix these
         if debug_wanted(args):
             traceback.print_exc()
         print(f"polytox: error: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
     except KeyboardInterrupt:
         print("polytox: interrupted; rerun the same command to resume", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
 
 
 if __name__ == "__main__":

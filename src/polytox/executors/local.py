@@ -6,6 +6,10 @@ wait for the scorer (bounded memory); when the scorer is slower than generation,
 that wait is measured (``wait_for_scores_seconds``). Scoring runs on one thread, in shard order, so the
 progress and the cache see the same sequence as the serial executor. Parts are written by the same store
 calls, so both executors produce identical run directories.
+
+A ``FatalGenerationError`` (the backend is dead) stops both: no further shard is generated, the shards
+already generated are still scored and written (pipelined: the scoring queue is drained first), then the
+error goes to the runner, which ends the run as stopped.
 """
 
 from __future__ import annotations
@@ -15,7 +19,8 @@ import time
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 
-from ..generation import Generator, build_generator
+from ..errors import FatalGenerationError
+from ..generation import Generator
 from ..types import Generation
 from .base import Executor, ExecutorStats, Work
 
@@ -32,11 +37,11 @@ class _Shards:
         self.lock = threading.Lock()
 
     def generate(self, index: int) -> list[Generation]:
-        from .shards import generate_shard
+        from .shards import generate_shard, open_generator
 
         w = self.work
         if self.generator is None:
-            self.generator = build_generator(w.spec.generation)
+            self.generator = open_generator(w.spec.generation)
             plan_run = getattr(self.generator, "plan_run", None)
             if plan_run is not None:  # the samples still to generate (compile=auto weighs them)
                 plan_run(sum(len(w.plan[i]) for i in range(index, len(w.plan)) if not w.store.has_generations(i))
@@ -117,7 +122,12 @@ class PipelinedExecutor(Executor):
         drain = 0.0
         try:
             for index in range(len(work.plan)):
-                generations = None if work.store.has_generations(index) else shards.generate(index)
+                try:
+                    generations = None if work.store.has_generations(index) else shards.generate(index)
+                except FatalGenerationError:
+                    while pending:  # the shards generated before the backend died are still scored and stored
+                        pending.popleft().result()
+                    raise
                 if work.store.has_scores(work.scorer.id, index):
                     pending.append(pool.submit(shards.advance, index))
                     continue

@@ -1,8 +1,11 @@
 """The generator contract: requests (prompt, sample index, seed) in, one ``Generation`` each out.
 
 A generator must be deterministic given the requests' seeds and the batch they arrive in, so a resumed
-run that replays a shard reproduces it exactly. Failures are returned as ``Generation`` records with
-``finish_reason='error'`` and the error text, never raised past the batch that failed.
+run that replays a shard reproduces it exactly. Failures of single requests are returned as
+``Generation`` records with ``finish_reason='error'`` and the error text (a tag first: ``HTTP_503: ...``),
+never raised past the batch that failed. When the backend itself is gone (engine dead, server
+unreachable beyond the retry budget, model not loadable) it raises ``FatalGenerationError`` instead: the
+run stops rather than record every remaining sample as the same error.
 """
 
 from __future__ import annotations
@@ -41,6 +44,17 @@ class Generator(ABC):
         run directory. The default checks ``OPTIONS`` when the backend declares them."""
         if cls.OPTIONS is not None:
             check_options(f"backend {cls.name!r}", cls.OPTIONS, dict(spec.options), flag="--model-opt")
+
+    def retry_requests(self, failed: Sequence[GenerationRequest], shard: Sequence[GenerationRequest]
+                       ) -> list[GenerationRequest]:
+        """What to send so that the ``failed`` requests of a shard come out exactly as in an uninterrupted
+        run (``polytox eval --retry-failed``); only the failed samples' outputs are kept.
+
+        The default, the failed requests alone, is right for backends whose samples depend on their own
+        seed only. A backend that draws a prompt's K samples from one seeded request (vLLM's and the
+        openai backend's ``n=K``) returns all the samples of the prompts concerned instead.
+        """
+        return list(failed)
 
     @classmethod
     def default_batch_size(cls, samples: int) -> int:

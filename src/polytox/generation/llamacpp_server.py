@@ -52,7 +52,7 @@ class LlamaCppServer:
     """``with LlamaCppServer(gguf) as server: server.base_url`` -- a bounded start, a certain stop."""
 
     def __init__(self, model: str | Path, *, parallel: int = 4, ctx_per_slot: int = 1024, threads: int = 1,
-                 startup_timeout: float = 120.0) -> None:
+                 startup_timeout: float = 120.0, port: int = 0) -> None:
         if importlib.util.find_spec("xllamacpp") is None:  # checked here, loaded only in the child
             raise MissingDependencyError("'xllamacpp' is not installed; install it with: "
                                          "pip install 'polytox[llamacpp]'")
@@ -61,6 +61,7 @@ class LlamaCppServer:
         self.ctx_per_slot = ctx_per_slot
         self.threads = threads
         self.startup_timeout = startup_timeout
+        self.port = port  # 0: a free port, chosen by the server (``base_url`` says which)
         self.base_url = ""
         self.proc: subprocess.Popen[str] | None = None
         self._log: IO[str] | None = None
@@ -76,8 +77,8 @@ class LlamaCppServer:
         """Start the child and wait (at most ``startup_timeout`` s) until it listens; returns the base URL."""
         self._log = tempfile.NamedTemporaryFile(  # noqa: SIM115 - lives as long as the server; closed in stop()
             "w+", prefix="polytox-llamacpp-", suffix=".log", delete=False)
-        cmd = [sys.executable, "-m", "polytox.generation.llamacpp_server", "--model", str(self.gguf), "--port", "0",
-               "--parallel", str(self.parallel), "--ctx-per-slot", str(self.ctx_per_slot),
+        cmd = [sys.executable, "-m", "polytox.generation.llamacpp_server", "--model", str(self.gguf),
+               "--port", str(self.port), "--parallel", str(self.parallel), "--ctx-per-slot", str(self.ctx_per_slot),
                "--threads", str(self.threads), "--child"]
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
         self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log,
@@ -100,6 +101,7 @@ class LlamaCppServer:
             raise PolytoxError(f"the llama.cpp server did not start within {self.startup_timeout:.0f} s "
                                f"(exit code {self.proc.returncode}); its log ends:\n{tail}")
         self.base_url = found[0].rstrip("/") + "/v1"
+        self.port = int(found[0].rstrip("/").rsplit(":", 1)[1])
         return self.base_url
 
     def log_tail(self, chars: int = 2000) -> str:

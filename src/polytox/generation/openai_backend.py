@@ -16,6 +16,10 @@ TGI's OpenAI API, OpenAI itself and other compatible services.
 - 429, 408, 5xx, timeouts and connection errors are retried (``max_retries``) with full-jitter exponential
   backoff (tenacity), honouring ``Retry-After``; other 4xx are permanent. A request that still fails is
   recorded as an error on each of its samples, never dropped and never turned into text.
+- A server that cannot be reached at all (connection refused or dropped on every attempt of a call's retry
+  budget) is gone, not slow: the backend raises ``FatalGenerationError`` (``HTTP_SERVER_GONE``), the run
+  stops with what it has stored, and every call still queued fails at once instead of waiting out its
+  own retries. A read timeout or a 5xx that outlasts the retries stays a per-sample error.
 - The API key is read from the environment variable named by ``api_key_env`` (default
   ``OPENAI_API_KEY``; unset = no ``Authorization`` header) and is never written anywhere: the spec only
   holds the variable's name, and error messages are scrubbed of the key. An ``api_key`` option is refused.
@@ -47,13 +51,14 @@ import logging
 import os
 import re
 import threading
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
 from .._util.ratelimit import RateLimiter
-from ..errors import PolytoxError, require
+from ..errors import FatalGenerationError, PolytoxError, require
 from ..spec import GenerationSpec
 from ..types import Generation, GenerationRequest
 from .base import Generator, failed
@@ -91,6 +96,10 @@ class TransientHTTPError(Exception):
     def __init__(self, message: str, retry_after: float | None = None) -> None:
         super().__init__(message)
         self.retry_after = retry_after
+
+
+class ServerUnreachableError(TransientHTTPError):
+    """No connection to the server (refused, reset, aborted): retried; fatal once the retries are spent."""
 
 
 class PermanentHTTPError(Exception):
@@ -289,6 +298,7 @@ class OpenAIGenerator(Generator):
         self._n_lock = threading.Lock()
         self._local = threading.local()
         self._pool = ThreadPoolExecutor(self.options["concurrency"], thread_name_prefix="polytox-http")
+        self.dead: str | None = None  # set once the server is gone: every later call fails at once
 
     def describe(self) -> dict[str, Any]:
         shown = {k: v for k, v in self.options.items() if k != "api_key_env"}
@@ -331,13 +341,18 @@ class OpenAIGenerator(Generator):
         return body
 
     def _post(self, body: dict[str, Any]) -> dict[str, Any]:
+        if self.dead is not None:  # another call found the server gone: stop retrying this one too
+            raise FatalGenerationError(self.dead)
         self.limiter.acquire()
         self.stats.add(http_requests=1)
         exc_mod = self._requests.exceptions
         try:
             resp = self._session().post(self.url, data=json.dumps(body), headers=self._headers(),
                                         timeout=self.options["timeout"])
-        except (exc_mod.Timeout, exc_mod.ConnectionError) as exc:
+        except exc_mod.ConnectionError as exc:  # refused, reset, aborted (and connect timeouts)
+            raise ServerUnreachableError(f"HTTP_TIMEOUT_OR_CONNECTION: {type(exc).__name__}: "
+                                         f"{self._scrub(str(exc))[:300]}") from exc
+        except exc_mod.Timeout as exc:  # connected, but no answer in time: this request, not the server
             raise TransientHTTPError(f"HTTP_TIMEOUT_OR_CONNECTION: {type(exc).__name__}: "
                                      f"{self._scrub(str(exc))[:300]}") from exc
         if resp.status_code == 200:
@@ -377,6 +392,8 @@ class OpenAIGenerator(Generator):
 
     # ---- generation ------------------------------------------------------------------------------
     def _one_call(self, call: Call) -> list[Generation]:
+        if self.dead is not None:
+            raise FatalGenerationError(self.dead)
         text = call.requests[0].prompt.text
         if text == "" and self.options["endpoint"] == "chat":
             return [failed(r, "UNPROMPTED_NOT_SUPPORTED: the chat endpoint cannot start from the start "
@@ -384,8 +401,15 @@ class OpenAIGenerator(Generator):
         return [g for part in split_call(call, self.max_n) for g in self._send(part)]
 
     def _send(self, call: Call) -> list[Generation]:
+        start = time.monotonic()
         try:
             data = self._post_with_retries(self.payload(call))
+        except ServerUnreachableError as exc:
+            if self.dead is None:
+                self.dead = (f"HTTP_SERVER_GONE: no connection to {self.url} in "
+                             f"{self.options['max_retries'] + 1} attempts over {time.monotonic() - start:.0f} s "
+                             f"(the retry budget, max_retries={self.options['max_retries']}): {exc}")
+            raise FatalGenerationError(self.dead) from exc
         except PermanentHTTPError as exc:
             limit = allowed_n(str(exc), len(call.requests)) if exc.status == 400 else None
             if limit is not None:  # the server takes fewer samples per call: split, lose nothing
@@ -455,9 +479,18 @@ class OpenAIGenerator(Generator):
         order = {(r.prompt.id, r.sample_index): i for i, r in enumerate(requests)}
         return sorted(out, key=lambda g: order[(g.prompt_id, g.sample_index)])
 
+    def retry_requests(self, failed: Sequence[GenerationRequest], shard: Sequence[GenerationRequest]
+                       ) -> list[GenerationRequest]:
+        """``n`` mode: a prompt's samples come from calls seeded with their first sample's seed, so a failed
+        sample is regenerated by sending its whole prompt again; ``repeat`` mode: the failed samples."""
+        if self.options["n_mode"] == "repeat":
+            return list(failed)
+        prompts = {r.prompt.id for r in failed}
+        return [r for r in shard if r.prompt.id in prompts]
+
     @classmethod
     def default_batch_size(cls, samples: int) -> int:
         return max(1, 256 // max(1, samples))
 
     def close(self) -> None:
-        self._pool.shutdown(wait=True)
+        self._pool.shutdown(wait=True, cancel_futures=True)

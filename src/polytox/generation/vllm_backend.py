@@ -17,7 +17,20 @@ bitwise reproducibility across batch compositions).
 
 Model options: ``tensor_parallel_size`` (default 1), ``max_model_len``, ``gpu_memory_utilization`` (0.9),
 ``kv_cache_memory_bytes``, ``seed_mode``, ``enforce_eager``, ``revision``, ``download_dir``,
-``trust_remote_code`` (false), ``distributed_executor_backend`` (``mp`` or ``ray``), ``quantization``.
+``trust_remote_code`` (false), ``distributed_executor_backend`` (``mp`` or ``ray``), ``quantization``,
+``enable_chunked_prefill``, ``max_num_batched_tokens``, ``max_num_seqs``, ``enable_prefix_caching``.
+
+Chunked prefill on CPU: when a step's token budget (``max_num_batched_tokens``, 4,096 on vLLM-CPU) cuts a
+seeded request's prefill in two, vLLM rewinds that request's random generator by calling
+``set_offset`` on it, which only CUDA generators have: the CPU worker raises "CPU Generator does not use
+offset" and the engine dies. Every polytox request is seeded, so any step with more prompt tokens than the
+budget (about 5 RTP prompts x K=25) killed the run. On CPU builds polytox therefore turns chunked
+prefill off unless ``enable_chunked_prefill`` is given; vLLM then schedules whole prompts only, with a
+budget of at least ``max_model_len`` tokens. GPU builds keep vLLM's default (CUDA generators have offsets).
+
+Failures: a request vLLM rejects fails alone, as ``VLLM_ERROR: ...`` on its samples (the others are
+retried one by one to isolate it); an ``EngineDeadError`` (the engine process is gone) raises
+``FatalGenerationError``, so the run stops instead of recording every later sample as the same error.
 
 On a CPU build (``vllm-cpu``), ``gpu_memory_utilization`` is the fraction of the machine's RAM vLLM reserves
 for itself and refuses to start when that much is not free, which fails on any shared machine; unless
@@ -34,7 +47,7 @@ from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
-from ..errors import PolytoxError, require
+from ..errors import FatalGenerationError, PolytoxError, require
 from ..models import EMBEDDED, resolve_model
 from ..spec import GenerationSpec
 from ..types import Generation, GenerationRequest
@@ -48,11 +61,14 @@ OPTION_TYPES: dict[str, Callable[[str], Any]] = {
     "enforce_eager": lambda v: v.lower() in ("1", "true", "yes"),
     "trust_remote_code": lambda v: v.lower() in ("1", "true", "yes"),
     "revision": str, "download_dir": str, "distributed_executor_backend": str, "quantization": str,
-    "kv_cache_memory_bytes": int,
+    "kv_cache_memory_bytes": int, "max_num_batched_tokens": int, "max_num_seqs": int,
+    "enable_chunked_prefill": lambda v: v.lower() in ("1", "true", "yes"),
+    "enable_prefix_caching": lambda v: v.lower() in ("1", "true", "yes"),
 }
 LLM_OPTIONS = ("tensor_parallel_size", "max_model_len", "gpu_memory_utilization", "enforce_eager",
                "trust_remote_code", "revision", "download_dir", "distributed_executor_backend",
-               "quantization", "kv_cache_memory_bytes")
+               "quantization", "kv_cache_memory_bytes", "max_num_batched_tokens", "max_num_seqs",
+               "enable_chunked_prefill", "enable_prefix_caching")
 
 
 def api_seed(seed: int) -> int:
@@ -83,6 +99,8 @@ def llm_kwargs(spec: GenerationSpec, options: dict[str, Any], *, model: str | No
     kwargs.update({k: options[k] for k in LLM_OPTIONS if k in options})
     if cpu and "kv_cache_memory_bytes" not in options and "gpu_memory_utilization" not in options:
         kwargs["kv_cache_memory_bytes"] = CPU_KV_CACHE_BYTES
+    if cpu and "enable_chunked_prefill" not in options:  # seeded requests cut in two kill vLLM-CPU's engine
+        kwargs["enable_chunked_prefill"] = False
     if spec.dtype not in ("auto", ""):
         kwargs["dtype"] = spec.dtype
     return kwargs
@@ -134,6 +152,11 @@ def plan_requests(requests: Sequence[GenerationRequest], encode: Callable[[str],
         else:
             planned += [PlannedRequest(ids, r.seed, [r]) for r in group]
     return planned, errors
+
+
+def engine_dead(exc: BaseException) -> bool:
+    """Whether ``exc`` says vLLM's engine is gone (``EngineDeadError``), not that one request failed."""
+    return any(cls.__name__ == "EngineDeadError" for cls in type(exc).__mro__)
 
 
 def vllm_version() -> str | None:
@@ -208,6 +231,7 @@ class VLLMGenerator(Generator):
             self.bad_word_ids = bad_word_sequences(spec.detox, self.tokenizer)
         self.max_model_len = self._max_model_len()
         self.chat = wants_chat_template(spec.chat_template, self.tokenizer)
+        self.dead: str | None = None  # set once the engine died: every later call fails at once
 
     def _max_model_len(self) -> int | None:
         if "max_model_len" in self.options:
@@ -234,17 +258,38 @@ class VLLMGenerator(Generator):
         return encode_prompt(self.tokenizer, text, chat=self.chat, max_prompt_tokens=self.max_prompt_tokens)
 
     def generate(self, requests: Sequence[GenerationRequest]) -> list[Generation]:
+        if self.dead is not None:
+            raise FatalGenerationError(self.dead)
         planned, out = plan_requests(requests, self.encode, self.options.get("seed_mode", "prompt"))
         try:
             out += self._run(planned)
-        except Exception:  # one bad request fails vLLM's whole call: isolate it by retrying one by one
+        except Exception as exc:  # one bad request fails vLLM's whole call: isolate it by retrying one by one
+            self._check_alive(exc)
             for item in planned:
                 try:
                     out += self._run([item])
-                except Exception as exc:
-                    out += [failed(r, f"VLLM_ERROR: {type(exc).__name__}: {exc}") for r in item.requests]
+                except Exception as one:
+                    self._check_alive(one)
+                    out += [failed(r, f"VLLM_ERROR: {type(one).__name__}: {one}") for r in item.requests]
         order = {(r.prompt.id, r.sample_index): i for i, r in enumerate(requests)}
         return sorted(out, key=lambda g: order[(g.prompt_id, g.sample_index)])
+
+    def _check_alive(self, exc: BaseException) -> None:
+        """Raise ``FatalGenerationError`` when ``exc`` means the engine is dead (and remember it)."""
+        if engine_dead(exc):
+            root = exc.__cause__ or exc.__context__
+            detail = f" (after {type(root).__name__}: {root})" if root is not None and root is not exc else ""
+            self.dead = f"VLLM_ENGINE_DEAD: the vLLM engine died: {type(exc).__name__}: {exc}{detail}"
+            raise FatalGenerationError(self.dead) from exc
+
+    def retry_requests(self, failed: Sequence[GenerationRequest], shard: Sequence[GenerationRequest]
+                       ) -> list[GenerationRequest]:
+        """``prompt`` seed mode: a prompt's K samples are the outputs of one ``n=K`` request seeded with
+        sample 0's seed, so a failed sample is regenerated by sending its whole prompt again."""
+        if self.options.get("seed_mode", "prompt") != "prompt":
+            return list(failed)
+        prompts = {r.prompt.id for r in failed}
+        return [r for r in shard if r.prompt.id in prompts]
 
     def _params(self, n: int, seed: int) -> Any:
         """``SamplingParams`` of one request. With the word filter, the banned token sequences go to vLLM's
