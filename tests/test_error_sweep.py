@@ -139,7 +139,7 @@ CASES: dict[str, list[Case]] = {
         Case(EVAL + " --workers 0", "workers must be >= 1"),
         Case(EVAL + " --detox nosuch", "nosuch"),
         Case(EVAL + " --limit 0", "limit"),
-        Case("eval --no-progress --model fake", "the following arguments are required: --out"),
+        Case("eval --no-progress --model fake", "polytox eval needs --out DIR"),
         # config files
         Case(EVAL + " --config {tmp}/nosuch.yaml", "config file {tmp}/nosuch.yaml does not exist"),
         Case(EVAL + " --config {emptydir}", "is a folder, not a YAML file"),
