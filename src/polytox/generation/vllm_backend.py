@@ -26,7 +26,11 @@ seeded request's prefill in two, vLLM rewinds that request's random generator by
 offset" and the engine dies. Every polytox request is seeded, so any step with more prompt tokens than the
 budget (about 5 RTP prompts x K=25) killed the run. On CPU builds polytox therefore turns chunked
 prefill off unless ``enable_chunked_prefill`` is given; vLLM then schedules whole prompts only, with a
-budget of at least ``max_model_len`` tokens. GPU builds keep vLLM's default (CUDA generators have offsets).
+budget of at least ``max_model_len`` tokens. It also turns the prefix cache off there (unless
+``enable_prefix_caching`` is given): without chunked prefill, a prompt whose first blocks were cached by an
+earlier request was continued differently from the same prompt computed whole (a different attention
+path; bfloat16 sampling follows the rounding), so a resumed shard would not have reproduced the
+uninterrupted one. GPU builds keep vLLM's defaults (CUDA generators have offsets).
 
 Failures: a request vLLM rejects fails alone, as ``VLLM_ERROR: ...`` on its samples (the others are
 retried one by one to isolate it); an ``EngineDeadError`` (the engine process is gone) raises
@@ -101,6 +105,8 @@ def llm_kwargs(spec: GenerationSpec, options: dict[str, Any], *, model: str | No
         kwargs["kv_cache_memory_bytes"] = CPU_KV_CACHE_BYTES
     if cpu and "enable_chunked_prefill" not in options:  # seeded requests cut in two kill vLLM-CPU's engine
         kwargs["enable_chunked_prefill"] = False
+        if "enable_prefix_caching" not in options:  # without chunked prefill, a cached prefix changes the bits
+            kwargs["enable_prefix_caching"] = False
     if spec.dtype not in ("auto", ""):
         kwargs["dtype"] = spec.dtype
     return kwargs
