@@ -120,7 +120,9 @@ def evaluate(spec: EvalSpec, out: str | Path, progress: ProgressCallback | None 
     done_before = sum(store.has_scores(scorer.id, i) for i in range(len(plan)))
     # Generate + score every unfinished shard; *how* (serial, pipelined, Ray) is the executor's business.
     work = Work(spec=spec, store=store, plan=plan, scorer=scorer, langs=langs, report=report)
-    report("generate+score", 0, work.total)  # validation has passed: the work (and a progress bar) starts
+    # validation has passed: the work (and a progress bar) starts, from the samples already scored
+    report("generate+score", sum(len(plan[i]) for i in range(len(plan)) if store.has_scores(scorer.id, i))
+           * spec.generation.samples, work.total)
     retry: dict[str, Any] | None = None
     try:
         stats = build_executor(executor or ExecutorConfig()).run(work)
