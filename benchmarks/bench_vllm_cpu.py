@@ -218,8 +218,9 @@ def main() -> int:
         measured, error = run_row(row, cases, args.threads, args.timeout)
         results += measured
         for r in measured:
-            print(f"{row} {r['case']}: {r['prompt_tokens']:.1f} prompt tokens, {r['tokens']} tokens in {r['seconds']:.1f} s "
-                  f"({r['tokens'] / r['seconds']:.0f} tok/s; load {r['load_seconds']:.1f} s)", flush=True)
+            print(f"{row} {r['case']}: {r['prompt_tokens']:.1f} prompt tokens, {r['tokens']} tokens in "
+                  f"{r['seconds']:.1f} s ({r['tokens'] / r['seconds']:.0f} tok/s; load {r['load_seconds']:.1f} s)",
+                  flush=True)
         if error:
             print_table(results, args.threads)
             print(f"bench_vllm_cpu: {ROWS[row]} failed after {time.perf_counter() - started:.0f} s: {error}",
