@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import random
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -74,11 +74,9 @@ def prompt_keys(paths: Iterable[str | Path]) -> set[str]:
     return keys
 
 
-def read_scored(path: str | Path, text_field: str, score_field: str, lang: str | None
-                ) -> tuple[list[tuple[str, float]], list[str]]:
-    """(text, score) pairs of a JSONL file, and one ``file:line: reason`` per record that was skipped."""
-    docs: list[tuple[str, float]] = []
-    problems: list[str] = []
+def jsonl_records(path: str | Path, lang: str | None, problems: list[str]) -> Iterator[tuple[int, Any]]:
+    """(line number, record) of each JSON line of ``path`` in language ``lang`` (a record without ``lang``
+    counts as it). A line that is not JSON becomes one ``file:line: reason`` in ``problems``, never a stop."""
     with open(path, encoding="utf-8") as fh:
         for lineno, line in enumerate(fh, 1):
             if not line.strip():
@@ -88,15 +86,24 @@ def read_scored(path: str | Path, text_field: str, score_field: str, lang: str |
             except json.JSONDecodeError as exc:
                 problems.append(f"{path}:{lineno}: invalid JSON ({exc.msg})")
                 continue
-            if lang and record.get("lang", lang) != lang:
+            if lang and isinstance(record, dict) and record.get("lang", lang) != lang:
                 continue
-            text, score = dig(record, text_field), dig(record, score_field)
-            if not isinstance(text, str) or not text.strip():
-                problems.append(f"{path}:{lineno}: no text in {text_field!r}")
-            elif isinstance(score, bool) or not isinstance(score, int | float):
-                problems.append(f"{path}:{lineno}: no numeric score in {score_field!r}")
-            else:
-                docs.append((text, float(score)))
+            yield lineno, record
+
+
+def read_scored(path: str | Path, text_field: str, score_field: str, lang: str | None
+                ) -> tuple[list[tuple[str, float]], list[str]]:
+    """(text, score) pairs of a JSONL file, and one ``file:line: reason`` per record that was skipped."""
+    docs: list[tuple[str, float]] = []
+    problems: list[str] = []
+    for lineno, record in jsonl_records(path, lang, problems):
+        text, score = dig(record, text_field), dig(record, score_field)
+        if not isinstance(text, str) or not text.strip():
+            problems.append(f"{path}:{lineno}: no text in {text_field!r}")
+        elif isinstance(score, bool) or not isinstance(score, int | float):
+            problems.append(f"{path}:{lineno}: no numeric score in {score_field!r}")
+        else:
+            docs.append((text, float(score)))
     return docs, problems
 
 

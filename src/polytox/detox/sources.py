@@ -22,7 +22,6 @@ group (``group`` field, else the text), so a toxic sentence and its paraphrases 
 from __future__ import annotations
 
 import hashlib
-import json
 import random
 from collections import Counter, defaultdict
 from collections.abc import Sequence
@@ -32,7 +31,7 @@ from typing import Any
 
 from ..errors import PolytoxError
 from ..prompts.records import dig
-from .corpus import NONTOXIC, OVERLAP_PREFIX, TOXIC, Corpus, normalise, prompt_keys
+from .corpus import NONTOXIC, OVERLAP_PREFIX, TOXIC, Corpus, jsonl_records, normalise, prompt_keys
 
 KEYS = ("score", "toxic", "nontoxic", "percentile", "label", "text", "lang", "by", "name")
 
@@ -121,42 +120,32 @@ def read_source(src: Source, problems: list[str]) -> tuple[list[_Doc], int]:
     scored: list[tuple[float, _Doc]] = []
     docs: list[_Doc] = []
     left_out = 0
-    with open(src.path, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                problems.append(f"{src.path}:{lineno}: invalid JSON ({exc.msg})")
-                continue
-            if src.lang and isinstance(record, dict) and record.get("lang", src.lang) != src.lang:
-                continue
-            text = _text(record, src.text)
-            if text is None:
-                problems.append(f"{src.path}:{lineno}: no text in {src.text!r}")
-                continue
-            dataset = f"{src.name}/{record.get(src.by)}" if isinstance(record.get(src.by), str) else src.name
-            group = str(record.get("group") or normalise(text))
-            if src.label:
-                value = dig(record, src.label)
-                if isinstance(value, bool) or value in (0, 1):
-                    docs.append(_Doc(text, TOXIC if value else NONTOXIC, dataset, group))
-                else:
-                    problems.append(f"{src.path}:{lineno}: no boolean label in {src.label!r}")
-                continue
-            score = dig(record, src.score or "")
-            if isinstance(score, bool) or not isinstance(score, int | float):
-                problems.append(f"{src.path}:{lineno}: no numeric score in {src.score!r}")
-                continue
-            if src.percentile is not None:
-                scored.append((float(score), _Doc(text, NONTOXIC, dataset, group)))
-            elif score >= src.toxic_min:  # type: ignore[operator]
-                docs.append(_Doc(text, TOXIC, dataset, group))
-            elif score <= src.nontoxic_max:  # type: ignore[operator]
-                docs.append(_Doc(text, NONTOXIC, dataset, group))
+    for lineno, record in jsonl_records(src.path, src.lang, problems):
+        text = _text(record, src.text)
+        if text is None:
+            problems.append(f"{src.path}:{lineno}: no text in {src.text!r}")
+            continue
+        dataset = f"{src.name}/{record.get(src.by)}" if isinstance(record.get(src.by), str) else src.name
+        group = str(record.get("group") or normalise(text))
+        if src.label:
+            value = dig(record, src.label)
+            if isinstance(value, bool) or value in (0, 1):
+                docs.append(_Doc(text, TOXIC if value else NONTOXIC, dataset, group))
             else:
-                left_out += 1
+                problems.append(f"{src.path}:{lineno}: no boolean label in {src.label!r}")
+            continue
+        score = dig(record, src.score or "")
+        if isinstance(score, bool) or not isinstance(score, int | float):
+            problems.append(f"{src.path}:{lineno}: no numeric score in {src.score!r}")
+            continue
+        if src.percentile is not None:
+            scored.append((float(score), _Doc(text, NONTOXIC, dataset, group)))
+        elif score >= src.toxic_min:  # type: ignore[operator]
+            docs.append(_Doc(text, TOXIC, dataset, group))
+        elif score <= src.nontoxic_max:  # type: ignore[operator]
+            docs.append(_Doc(text, NONTOXIC, dataset, group))
+        else:
+            left_out += 1
     if src.percentile is not None:
         scored.sort(key=lambda d: (d[0], d[1].text))
         n = int(len(scored) * src.percentile / 100)
