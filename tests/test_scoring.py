@@ -155,7 +155,9 @@ def test_scorer_crash_part_way_is_recorded_and_counted(tmp_path: Path,
     code, _, err = run_cli(capsys, *eval_args(out, lang="en", limit=12, samples=4, seed=3,
                                               model_opt="toxicity=0.02",
                                               scorer_opt=["crash_on=idiot", "batch_size=5"]))
-    assert code == 0, err
+    # the injected crashes exceed --max-failed (0.5%): exit code 3, the failures summarised, everything stored
+    assert code == 3, err
+    assert "SCORER_CRASHED" in err and "--retry-failed" in err
     gens = read_parts(out / "generations")
     scores = read_parts(only_scores_dir(out))
     # what the crash must have cost, rebuilt from the stored generations: in the one shard, the non-empty
