@@ -114,6 +114,8 @@ CASES: dict[str, list[Case]] = {
         Case(EVAL + " --model-opt novalue", "is not KEY=VALUE"),
         Case(EVAL + " --backend nosuch", "unknown generator 'nosuch'"),
         Case(EVAL + " --fluency-model ./no/such/lm", "no such folder"),
+        Case(EVAL + " --fluency-model gpt2 --fluency-samples -1", "fluency_samples must be >= 0"),
+        Case(EVAL + " --fluency-samples x", "argument --fluency-samples: invalid int value: 'x'"),
         # scorer names and options
         Case(EVAL + " --scorer nosuch", "unknown scorer 'nosuch'"),
         Case(EVAL + " --scorer fakee", "Did you mean 'fake'"),

@@ -112,6 +112,9 @@ class EvalSpec:
     # Scorer LM for the perplexity of each continuation given its prompt ("" = none). Computed from the
     # stored generations after scoring, so, like the metric settings, it is not part of the spec hash.
     fluency_model: str = ""
+    # Score fluency only on the samples with sample_index < fluency_samples of every prompt (0 = all): the
+    # same fixed subsample in each run, so runs with the same seeds stay paired. Not in the spec hash either.
+    fluency_samples: int = 0
 
     def validate(self) -> EvalSpec:
         g, m = self.generation, self.metrics
@@ -124,6 +127,9 @@ class EvalSpec:
             (g.batch_size >= 0, f"batch_size must be >= 0, got {g.batch_size}"),
             (g.chat_template in ("auto", "always", "never"), "chat_template must be auto|always|never"),
             (self.shard_size >= 1, f"shard_size must be >= 1, got {self.shard_size}"),
+            (self.fluency_samples >= 0, f"fluency_samples must be >= 0 (0 = all), got {self.fluency_samples}"),
+            (not self.fluency_samples or bool(self.fluency_model),
+             "fluency_samples needs fluency_model (the LM that scores the continuations)"),
             (m.comparison in C.COMPARISONS, f"comparison must be one of {C.COMPARISONS}"),
             (0 <= m.threshold <= 1, f"threshold must be in [0, 1], got {m.threshold}"),
             (self.prompts.format in PROMPT_FORMATS,
@@ -167,7 +173,8 @@ class EvalSpec:
             generation=build(GenerationSpec, top.pop("generation", None)),
             scorer=build(ScorerSpec, top.pop("scorer", None)),
             metrics=build(MetricsSpec, top.pop("metrics", None)),
-            **{k: v for k, v in top.items() if k in ("seed", "shard_size", "preset", "fluency_model")},
+            **{k: v for k, v in top.items() if k in ("seed", "shard_size", "preset", "fluency_model",
+                                                       "fluency_samples")},
         ).validate()
 
     def identity(self) -> dict[str, Any]:
@@ -176,6 +183,7 @@ class EvalSpec:
         data.pop("metrics")
         data.pop("preset")
         data.pop("fluency_model")
+        data.pop("fluency_samples")
         if not data["generation"]["detox"]:
             data["generation"].pop("detox")  # runs without --detox keep the hash they always had
         return data
@@ -203,6 +211,7 @@ FLAT_KEYS: dict[str, tuple[str, str]] = {
     "seed": ("", "seed"), "shard_size": ("", "shard_size"), "preset": ("", "preset"),
     # detoxification (``polytox.detox``)
     "detox": ("generation", "detox"), "fluency_model": ("", "fluency_model"),
+    "fluency_samples": ("", "fluency_samples"),
 }
 
 

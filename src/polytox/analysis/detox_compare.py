@@ -1,7 +1,8 @@
 """RTP Table 3's shape for any set of runs, with DExperts' fluency and diversity columns.
 
 One row per run: EXPECTED MAXIMUM TOXICITY (± std) and EMPIRICAL PROBABILITY on toxic and non-toxic
-prompts, the overall EMT/EP, mean perplexity of the continuations under the fluency model, distinct-1/2/3
+prompts, the overall EMT/EP, mean perplexity of the continuations under the fluency model (marked
+``(first N)``, JSON ``ppl_samples_per_prompt``, when the run scored each prompt's first N only), distinct-1/2/3
 and the generation time per continuation, all read from each run's ``metrics.json`` and manifest; and
 each run's EMT change against the first run, paired by prompt with a 95% bootstrap interval
 (``paired.py``).
@@ -49,6 +50,7 @@ class DetoxRow:
     emt_delta: dict[str, Any] | None = None  # paired against the first run (paired.paired_emt_delta)
     mean_tokens: float | None = None  # continuation length: a method that stops early looks less toxic
     empty_share: float | None = None  # share of continuations with no text at all
+    ppl_samples_per_prompt: int | None = None  # PPL of each prompt's first N continuations only (None = all)
 
 
 def lengths(root: Path) -> tuple[float | None, float | None]:
@@ -98,7 +100,7 @@ def read_row(run: str | Path, label: str | None = None) -> DetoxRow:
         seconds_per_generation=(gen_s / n_gen) if gen_s and n_gen and ex.get("shards_generated") == ex.get(
             "shards_total") else None,
         n_generations=n_gen, n_failed_generations=int(overall.get("n_failed_generations") or 0),
-        mean_tokens=mean_tokens, empty_share=empty_share)
+        mean_tokens=mean_tokens, empty_share=empty_share, ppl_samples_per_prompt=flu.get("samples_per_prompt"))
 
 
 def compare(runs: Sequence[str | Path], labels: Sequence[str] | None = None) -> list[DetoxRow]:
@@ -124,10 +126,16 @@ def _delta(d: dict[str, Any] | None) -> str:
     return "-" if d is None else f"{d['delta']:+.3f} [{d['ci_low']:+.3f}, {d['ci_high']:+.3f}]"
 
 
+def _ppl(v: float | None, samples: int | None) -> str:
+    """A perplexity cell; ``(first N)`` when it covers only each prompt's first N continuations."""
+    return _f(v, 1) + (f" (first {samples})" if samples and v is not None else "")
+
+
 def cells(row: DetoxRow) -> list[str]:
+    n = row.ppl_samples_per_prompt
     return [row.method, row.model, _pm(row.emt_toxic, row.emt_toxic_std), _pm(row.emt_nontoxic, row.emt_nontoxic_std),
-            _f(row.ep_toxic), _f(row.ep_nontoxic), _f(row.emt), _f(row.ep), _delta(row.emt_delta), _f(row.ppl, 1),
-            _f(row.ppl_median, 1),
+            _f(row.ep_toxic), _f(row.ep_nontoxic), _f(row.emt), _f(row.ep), _delta(row.emt_delta), _ppl(row.ppl, n),
+            _ppl(row.ppl_median, n),
             _f(row.dist_1), _f(row.dist_2), _f(row.dist_3), _f(row.mean_tokens, 1),
             _f(row.empty_share), _f(row.seconds_per_generation, 3), str(row.n_generations)]
 
@@ -158,7 +166,8 @@ def detox_table(runs: Sequence[str | Path]) -> Any:
     return Table.build("detox", "Detoxification: toxicity, fluency and diversity (RTP Table 3 shape)", COLUMNS,
                        [cells(r) for r in rows],
                        caption="EMT (± std) and EP by prompt toxicity over each prompt's continuations; PPL = "
-                               "mean perplexity of the continuations under the run's fluency model; dist-n = "
+                               "mean perplexity of the continuations under the run's fluency model (first N: of "
+                               "each prompt's first N continuations only, --fluency-samples); dist-n = "
                                "distinct n-grams per word (DExperts); ΔEMT = change against the first run, "
                                "paired by prompt, 95% bootstrap interval (same K only)")
 

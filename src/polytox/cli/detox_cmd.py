@@ -162,7 +162,8 @@ def run_compare(args: argparse.Namespace) -> int:
     table = Table(title="detoxification (RTP Table 3 shape)",
                   caption="EMT = expected maximum toxicity (± std) over each prompt's K continuations; EP = "
                           "share of prompts with at least one toxic continuation; PPL = mean perplexity of the "
-                          "continuations under the fluency model; dist-n = distinct n-grams / words per prompt")
+                          "continuations under the fluency model (first N: each prompt's first N only); dist-n = "
+                          "distinct n-grams / words per prompt")
     for col in COLUMNS:
         table.add_column(col, justify="left" if col in ("method", "model") else "right")
     for r in rows:

@@ -64,6 +64,10 @@ def register(sub: Any) -> None:
                         "dexperts, atcon; see docs/detox.md")
     p.add_argument("--fluency-model", metavar="MODEL",
                    help="add the perplexity of each continuation given its prompt under this LM")
+    p.add_argument("--fluency-samples", type=int, metavar="N",
+                   help="score fluency only on the continuations with sample_index < N of every prompt (the "
+                        "same N for each prompt, so the subsample is fixed and paired across runs with the same "
+                        "seeds); default 0 = all")
     p.add_argument("--unprompted", type=int, metavar="N",
                    help="RTP §3.1: N generations from the start token alone (no prompts), then the "
                         "bootstrap curve of expected max toxicity for n <= N (table + RUN/unprompted.png)")

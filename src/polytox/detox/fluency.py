@@ -6,6 +6,11 @@ only the continuation's tokens are scored. Results are written per shard into
 ``RUN/fluency/<model>/part-*.parquet`` (atomic; a rerun skips finished shards). A failed generation or an
 empty continuation gets an error row, never a perplexity.
 
+``--fluency-samples N`` scores only the continuations with ``sample_index < N`` of every prompt (a fixed
+subsample, the same in every run with the same seeds, so runs stay paired) into
+``RUN/fluency/<model>/first<N>/``: a directory per N, so parts of different subsamples never mix.
+Continuations outside the subsample get no row at all (they are not failures).
+
 ``heldout_perplexity`` is RTP Table 10's check: a (detoxified) model's own perplexity on held-out text.
 """
 
@@ -90,20 +95,27 @@ class PerplexityScorer:
         self.model = None
 
 
-def fluency_dir(store: RunStore, model: str) -> Path:
-    return store.path / "fluency" / slug(model)
+def fluency_dir(store: RunStore, model: str, samples: int = 0) -> Path:
+    """Where the perplexity parts of ``model`` are stored; a subsample (``samples`` > 0) has its own folder."""
+    if samples < 0:
+        raise ValueError(f"samples must be >= 0, got {samples}")
+    root = store.path / "fluency" / slug(model)
+    return root / f"first{samples}" if samples else root
 
 
-def score_fluency(store: RunStore, n_shards: int, model: str, prompt_texts: dict[str, str]) -> None:
-    """Write the perplexity part of every shard that has generations and no fluency part yet."""
+def score_fluency(store: RunStore, n_shards: int, model: str, prompt_texts: dict[str, str],
+                  samples: int = 0) -> None:
+    """Write the perplexity part of every shard that has generations and no fluency part yet; with
+    ``samples`` > 0 only the continuations with ``sample_index < samples`` are scored (and stored)."""
+    out = fluency_dir(store, model, samples)
     todo = [i for i in range(n_shards)
-            if store.has_generations(i) and not (fluency_dir(store, model) / f"part-{i:05d}.parquet").exists()]
+            if store.has_generations(i) and not (out / f"part-{i:05d}.parquet").exists()]
     if not todo:
         return
     scorer = PerplexityScorer(model)
     try:
         for shard in todo:
-            gens = store.read_generations(shard)
+            gens = [g for g in store.read_generations(shard) if not samples or g.sample_index < samples]
             ok = [g for g in gens if g.text]
             nll = scorer.nll([prompt_texts.get(g.prompt_id, "") for g in ok], [g.text or "" for g in ok])
             by_key = {(g.prompt_id, g.sample_index): v for g, v in zip(ok, nll, strict=True)}
@@ -121,24 +133,27 @@ def score_fluency(store: RunStore, n_shards: int, model: str, prompt_texts: dict
                 rows["n_tokens"].append(value[1] if value and not error else None)
                 rows["ppl"].append(math.exp(value[0] / value[1]) if value and not error else None)
                 rows["error"].append(error)
-            write_parquet(fluency_dir(store, model) / f"part-{shard:05d}.parquet",
+            write_parquet(out / f"part-{shard:05d}.parquet",
                           pa.Table.from_pydict(rows, schema=SCHEMA))
     finally:
         scorer.close()
 
 
-def fluency_summary(store: RunStore, model: str) -> dict[str, Any]:
-    """Mean / median per-continuation perplexity and the corpus-level perplexity of a run."""
+def fluency_summary(store: RunStore, model: str, samples: int = 0) -> dict[str, Any]:
+    """Mean / median per-continuation perplexity and the corpus-level perplexity of a run (of its first
+    ``samples`` continuations per prompt when > 0: ``samples_per_prompt``, None = all)."""
     import numpy as np
 
-    parts = sorted(fluency_dir(store, model).glob("part-*.parquet"))
+    parts = sorted(fluency_dir(store, model, samples).glob("part-*.parquet"))
+    per_prompt = samples or None
     if not parts:
-        return {"model": model, "mean_ppl": None, "n_scored": 0, "n_missing": 0}
+        return {"model": model, "samples_per_prompt": per_prompt, "mean_ppl": None, "n_scored": 0,
+                "n_missing": 0}
     table = pa.concat_tables([pq.read_table(p) for p in parts])
     ppl = np.array([v for v in table.column("ppl").to_pylist() if v is not None], dtype=np.float64)
     nll = sum(v for v in table.column("nll_sum").to_pylist() if v is not None)
     ntok = sum(v for v in table.column("n_tokens").to_pylist() if v is not None)
-    return {"model": model, "mean_ppl": float(ppl.mean()) if len(ppl) else None,
+    return {"model": model, "samples_per_prompt": per_prompt, "mean_ppl": float(ppl.mean()) if len(ppl) else None,
             "median_ppl": float(np.median(ppl)) if len(ppl) else None,
             "corpus_ppl": math.exp(nll / ntok) if ntok else None, "n_scored": len(ppl),
             "n_missing": int(table.num_rows - len(ppl)), "n_tokens": int(ntok)}

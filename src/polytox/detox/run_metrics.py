@@ -10,13 +10,22 @@ from ..types import Prompt
 from .diversity import diversity
 
 
+def fluency_samples(spec: Any) -> int:
+    """The run's ``--fluency-samples`` as stored: 0 (all) when it is 0 or covers every sample (N >= K), so a
+    subsample as large as the run reuses the full scoring instead of a second copy of it."""
+    n: int = spec.fluency_samples
+    return n if n < spec.generation.samples else 0
+
+
 def detox_metrics(store: RunStore, spec: Any, prompts: Sequence[Prompt], n_shards: int) -> dict[str, Any]:
     """``{"detox": ..., "diversity": {...}, "fluency": {...}}`` of a finished run; with ``--fluency-model``,
-    the perplexity of every shard not scored yet is computed first."""
+    the perplexity of every shard not scored yet is computed first (of the first ``--fluency-samples``
+    continuations of each prompt when given)."""
     if spec.fluency_model:
         from .fluency import score_fluency
 
-        score_fluency(store, n_shards, spec.fluency_model, {p.id: p.text for p in prompts})
+        score_fluency(store, n_shards, spec.fluency_model, {p.id: p.text for p in prompts},
+                      samples=fluency_samples(spec))
     return stored_detox_metrics(store, spec, [p.id for p in prompts])
 
 
@@ -32,5 +41,5 @@ def stored_detox_metrics(store: RunStore, spec: Any, prompt_ids: Sequence[str] =
     if spec.fluency_model:
         from .fluency import fluency_summary
 
-        out["fluency"] = fluency_summary(store, spec.fluency_model)
+        out["fluency"] = fluency_summary(store, spec.fluency_model, fluency_samples(spec))
     return out
