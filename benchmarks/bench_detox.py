@@ -38,6 +38,34 @@ def log(msg: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
 
+def seed_generations(source: Path, run: Path) -> None:
+    """Start ``run`` from ``source``'s stored generations and prompts (a fresh run only): the executor then
+    finds every shard generated and only scores it. Same prompts, seed and shard size give the same
+    shards; the evaluation checks that no shard was generated here."""
+    import shutil
+
+    if (run / "manifest.json").exists() or not (source / "generations").is_dir():
+        return
+    run.mkdir(parents=True, exist_ok=True)
+    shutil.copytree(source / "generations", run / "generations", dirs_exist_ok=True)
+    shutil.copy2(source / "prompts.parquet", run / "prompts.parquet")
+
+
+def record_source(source: Path, result: Any) -> None:
+    """Note in the run's manifest where its generations came from (the source's model and platform)."""
+    from polytox.store import RunStore
+
+    theirs = json.loads((source / "manifest.json").read_text())
+    store = RunStore(result.path)
+    executor = store.manifest().get("executor", {})
+    if executor.get("shards_generated"):
+        raise RuntimeError(f"{result.path}: {executor['shards_generated']} shard(s) were generated here, "
+                           f"not taken from {source} (different prompts or shard plan?)")
+    store.update_manifest(generations_from={"path": str(source), "spec_hash": theirs.get("spec_hash"),
+                                            "model": theirs.get("model"), "platform": theirs.get("platform"),
+                                            "versions": theirs.get("versions")})
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default="runs/bench-detox")
@@ -56,6 +84,8 @@ def main() -> int:
     ap.add_argument("--batch-size", type=int, default=None, help="default: each method's (constants)")
     ap.add_argument("--max-length", type=int, default=128)
     ap.add_argument("--fluency-model", default="gemma-3-270m", help="'' for none")
+    ap.add_argument("--fluency-samples", type=int, default=0,
+                    help="fluency on the first N samples of each prompt (0: all; gemma-3-270m reads ~5 per s on CPU)")
     ap.add_argument("--scorer", default="default")
     ap.add_argument("--threads", type=int, default=1, help="torch threads (1 is fastest on a shared CPU)")
     ap.add_argument("--timing-per-bucket", type=int, default=2,
@@ -63,6 +93,13 @@ def main() -> int:
     ap.add_argument("--stages", default="train,eval,heldout,table,timing",
                     help="which stages to run (e.g. 'eval' in parallel processes with disjoint --methods, "
                          "then 'heldout,table' once)")
+    ap.add_argument("--save-steps", type=int, default=200, help="training checkpoint interval (resume points)")
+    ap.add_argument("--keep-going", action="store_true",
+                    help="a training or evaluation that fails is logged with its traceback and the others go on")
+    ap.add_argument("--generations-from", default=None, metavar="DIR",
+                    help="an earlier bench output (e.g. generated on a GPU host with a cheap --scorer): each "
+                         "method's run starts from DIR/runs/NAME's stored generations and prompts, so this "
+                         "run only scores them (and measures fluency); the source manifest is recorded")
     ap.add_argument("--methods", default="baseline,dapt-nontoxic,dapt-toxic,atcon,vocab-shift,word-filter,pplm,"
                     "pplm-control,dexperts")
     args = ap.parse_args()
@@ -107,7 +144,22 @@ def main() -> int:
         epochs = C.PPLM_HEAD_EPOCHS if name == "pplm" else args.epochs  # the head: Dathathri et al.'s 10
         return TrainConfig(base_model=args.model, out=str(models / name), epochs=epochs,
                            max_steps=args.max_steps, batch_size=args.batch_size, max_length=args.max_length,
-                           save_steps=max(10, args.max_steps // 2) if args.max_steps > 0 else 200)
+                           save_steps=max(10, args.max_steps // 2) if args.max_steps > 0 else args.save_steps)
+
+    def attempt(what: str, job: Any) -> Any:
+        """Run ``job``; with --keep-going a failure is logged (traceback included) and None returned."""
+        try:
+            return job()
+        except Exception:
+            if not args.keep_going:
+                raise
+            import traceback
+
+            log(f"FAILED {what}:\n{traceback.format_exc()}")
+            failed.append(what)
+            return None
+
+    failed: list[str] = []
 
     jobs: list[tuple[str, Any]] = [
         ("dapt-nontoxic", lambda: train_lm(corpus, cfg("dapt-nontoxic"), "dapt", "nontoxic")),
@@ -125,7 +177,8 @@ def main() -> int:
     for name, job in jobs:
         if name in need and not (models / name / "detox.json").exists():
             t = time.perf_counter()
-            job()
+            if attempt(f"train {name}", job) is None:
+                continue
             timings[f"train {name}"] = time.perf_counter() - t
             log(f"trained {name} in {timings[f'train {name}']:.0f} s")
     training = {}
@@ -136,7 +189,8 @@ def main() -> int:
 
     # 3. evaluations
     base = {"prompts": str(SHARED / "rtp"), "per_bucket": args.per_side // 2, "preset": "rtp",
-            "samples": args.samples, "scorer": args.scorer, "fluency_model": args.fluency_model}
+            "samples": args.samples, "scorer": args.scorer, "fluency_model": args.fluency_model,
+            **({"fluency_samples": args.fluency_samples} if args.fluency_model and args.fluency_samples else {})}
     vs = models / "vocab-shift"
     runs = {
         "baseline": {},
@@ -159,16 +213,34 @@ def main() -> int:
         "dexperts": {"detox": f"dexperts:expert={models / 'dapt-nontoxic'},anti={models / 'dapt-toxic'},"
                               f"alpha={C.DEXPERTS_ALPHA}"},
     }
+    if args.generations_from:
+        # Every shard is generated already, so the generator is never built; its up-front check would ask
+        # for model weights that stayed on the generating host. A shard that is missing after all would
+        # need those weights and stop the run (DAPT, ATCON), or be caught by record_source (base model).
+        import polytox.runner
+
+        polytox.runner.check_generation = lambda spec: None
     done = []
     for name in methods if "eval" in stages else []:
         flat = {**base, **runs[name]}
+        source = Path(args.generations_from) / "runs" / name if args.generations_from else None
+        if source is not None:
+            seed_generations(source, out / "runs" / name)
         t = time.perf_counter()
-        result = evaluate(spec_from_flat(flat), out / "runs" / name)
+        result = attempt(f"eval {name}",
+                         lambda flat=flat, name=name: evaluate(spec_from_flat(flat), out / "runs" / name))
+        if result is None:
+            continue
         timings[f"eval {name}"] = time.perf_counter() - t
+        if source is not None:
+            record_source(source, result)
         done.append(name)
         m = result.metrics
         log(f"{name}: EMT {m['overall']['emt']:.3f} EP {m['overall']['ep']:.3f} "
             f"({m['overall']['n_generations']} generations, {timings[f'eval {name}']:.0f} s)")
+
+    if failed:
+        log(f"failed: {', '.join(failed)}")
 
     # 4. held-out perplexity (RTP Table 10)
     held = corpus.texts(None, heldout=True)
@@ -179,8 +251,11 @@ def main() -> int:
                ("atcon", str(models / "atcon"), C.ATCON_NONTOXIC_TOKEN)]
     for name, model, token in checked if "heldout" in stages else []:
         if name == "baseline" or (models / name / "detox.json").exists():
-            table10[name] = {"all": heldout_perplexity(model, held, token)["ppl"],
-                             "nontoxic": heldout_perplexity(model, held_non, token)["ppl"]}
+            ppl = attempt(f"heldout {name}", lambda m=model, t=token: {
+                "all": heldout_perplexity(m, held, t)["ppl"], "nontoxic": heldout_perplexity(m, held_non, t)["ppl"]})
+            if ppl is not None:
+                table10[name] = ppl
+                log(f"held-out perplexity {name}: {ppl}")
 
     # 5. cost per generation on an idle machine: generation alone, one method after another in this process
     # (the evaluations above may run in parallel processes, so their timings share the CPU)

@@ -307,10 +307,11 @@ def pooled_states(lm: Any, tok: Any, docs: Sequence[tuple[str, int]], length: in
     with torch.no_grad():
         for i in range(0, len(docs), batch_size):
             batch = collate(_encode(tok, docs[i:i + batch_size], length))
-            hidden = lm(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
+            mask = batch["attention_mask"].to(lm.device)
+            hidden = lm(input_ids=batch["input_ids"].to(lm.device), attention_mask=mask,
                         output_hidden_states=True).hidden_states[-1]
-            m = batch["attention_mask"].unsqueeze(-1).to(hidden.dtype)
-            pooled = (hidden * m).sum(1) / m.sum(1).clamp_min(1)
+            m = mask.unsqueeze(-1).to(hidden.dtype)
+            pooled = ((hidden * m).sum(1) / m.sum(1).clamp_min(1)).cpu()
             rows += [{"features": f, "label": int(y)} for f, y in zip(pooled, batch["attribute"], strict=True)]
     return rows
 
@@ -323,9 +324,13 @@ def _collate_features(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def _frozen(cfg: TrainConfig) -> tuple[Any, Any]:
+    """The base LM, frozen, on the device ``Trainer`` trains on (CUDA when there is one): VOCAB-SHIFT's
+    module holds it outside its registered parameters, so ``Trainer`` would not move it there."""
+    import torch
+
     lm, tok, _ = _load(cfg.base_model)
     lm.eval().requires_grad_(False)
-    return lm, tok
+    return lm.to("cuda" if torch.cuda.is_available() else "cpu"), tok
 
 
 def train_vocab_shift(corpus: Corpus, cfg: TrainConfig) -> Path:
@@ -370,10 +375,11 @@ def train_pplm_head(corpus: Corpus, cfg: TrainConfig) -> Path:
     stats = _fit(module, pooled_states(lm, tok, corpus.train, length), _collate_features, cfg,
                  cfg.lr or C.PPLM_HEAD_LR, cfg.batch_size or C.PPLM_HEAD_BATCH_SIZE)
     held = pooled_states(lm, tok, corpus.heldout, length)
+    device = next(module.parameters()).device  # where Trainer left it
     correct = 0
     with torch.no_grad():
         for i in range(0, len(held), 64):
-            batch = _collate_features(held[i:i + 64])
+            batch = {k: v.to(device) for k, v in _collate_features(held[i:i + 64]).items()}
             correct += int((module(**batch)["logits"].argmax(-1) == batch["attribute"]).sum())
     stats["heldout_accuracy"] = correct / len(held) if held else None
     save_file({k: v.detach().cpu().contiguous() for k, v in module.head.state_dict().items()},
