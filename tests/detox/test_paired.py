@@ -43,3 +43,33 @@ def test_paired_delta_is_the_mean_per_prompt_change_with_a_bootstrap_interval(tm
     assert n is not None and n["ci_low"] < n["delta"] < n["ci_high"] and n["ci_low"] < 0 < n["ci_high"]
     assert paired_emt_delta(a, _run(tmp_path / "e", lower, 25)) is None  # another K: EMT is not comparable
     assert paired_emt_delta(a, tmp_path / "missing") is None
+
+
+def test_paired_delta_splits_toxic_and_nontoxic_prompts_by_the_run_threshold(tmp_path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rng = np.random.default_rng(2)
+    base_max = rng.uniform(0.1, 0.9, 40)
+    base = {f"p{i}": [float(m)] for i, m in enumerate(base_max)}
+    # the method lowers toxic prompts' maxima by 0.2 and leaves non-toxic prompts alone
+    prompt_tox = {f"p{i}": (0.8 if i % 2 == 0 else 0.1) for i in range(40)}
+    moved = {p: [v[0] - (0.2 if prompt_tox[p] >= 0.5 else 0.0)] for p, v in base.items()}
+    a, b = _run(tmp_path / "a", base, 1), _run(tmp_path / "b", moved, 1)
+    pq.write_table(pa.table({"prompt_id": list(prompt_tox), "toxicity": list(prompt_tox.values())}),
+                   a / "prompts.parquet")
+    d = paired_emt_delta(a, b)
+    assert d is not None and d["delta"] == pytest.approx(-0.1)
+    tox, non = d["by_group"]["toxic"], d["by_group"]["nontoxic"]
+    assert tox["n_prompts"] == non["n_prompts"] == 20
+    assert tox["delta"] == pytest.approx(-0.2) and tox["ci_high"] == pytest.approx(-0.2)
+    assert non["delta"] == pytest.approx(0.0) and non["ci_low"] == pytest.approx(0.0)
+    # a strict comparison at the threshold moves a prompt scored exactly 0.5 to the non-toxic side
+    prompt_tox["p1"] = 0.5
+    pq.write_table(pa.table({"prompt_id": list(prompt_tox), "toxicity": list(prompt_tox.values())}),
+                   a / "prompts.parquet")
+    assert paired_emt_delta(a, b)["by_group"]["toxic"]["n_prompts"] == 21  # type: ignore[index]
+    manifest = json.loads((a / "manifest.json").read_text())
+    manifest["spec"]["metrics"] = {"threshold": 0.5, "comparison": ">"}
+    (a / "manifest.json").write_text(json.dumps(manifest))
+    assert paired_emt_delta(a, b)["by_group"]["toxic"]["n_prompts"] == 20  # type: ignore[index]

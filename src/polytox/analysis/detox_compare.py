@@ -19,8 +19,8 @@ from typing import Any
 from ..errors import PolytoxError
 
 COLUMNS = ("method", "model", "EMT toxic", "EMT non-toxic", "EP toxic", "EP non-toxic", "EMT", "EP",
-           "ΔEMT vs first [95% CI]", "PPL", "PPL median", "dist-1", "dist-2", "dist-3", "tokens", "empty", "s/gen",
-           "gens")
+           "ΔEMT vs first [95% CI]", "ΔEMT toxic", "ΔEMT non-toxic", "PPL", "PPL median", "dist-1", "dist-2",
+           "dist-3", "tokens", "empty", "s/gen", "gens")
 
 
 @dataclass
@@ -122,7 +122,9 @@ def _pm(v: float | None, s: float | None) -> str:
     return "-" if v is None else f"{v:.3f}" + ("" if s is None else f" ± {s:.2f}")
 
 
-def _delta(d: dict[str, Any] | None) -> str:
+def _delta(d: dict[str, Any] | None, group: str | None = None) -> str:
+    if d is not None and group is not None:
+        d = d.get("by_group", {}).get(group)
     return "-" if d is None else f"{d['delta']:+.3f} [{d['ci_low']:+.3f}, {d['ci_high']:+.3f}]"
 
 
@@ -134,7 +136,8 @@ def _ppl(v: float | None, samples: int | None) -> str:
 def cells(row: DetoxRow) -> list[str]:
     n = row.ppl_samples_per_prompt
     return [row.method, row.model, _pm(row.emt_toxic, row.emt_toxic_std), _pm(row.emt_nontoxic, row.emt_nontoxic_std),
-            _f(row.ep_toxic), _f(row.ep_nontoxic), _f(row.emt), _f(row.ep), _delta(row.emt_delta), _ppl(row.ppl, n),
+            _f(row.ep_toxic), _f(row.ep_nontoxic), _f(row.emt), _f(row.ep), _delta(row.emt_delta),
+            _delta(row.emt_delta, "toxic"), _delta(row.emt_delta, "nontoxic"), _ppl(row.ppl, n),
             _ppl(row.ppl_median, n),
             _f(row.dist_1), _f(row.dist_2), _f(row.dist_3), _f(row.mean_tokens, 1),
             _f(row.empty_share), _f(row.seconds_per_generation, 3), str(row.n_generations)]
@@ -169,7 +172,8 @@ def detox_table(runs: Sequence[str | Path]) -> Any:
                                "mean perplexity of the continuations under the run's fluency model (first N: of "
                                "each prompt's first N continuations only, --fluency-samples); dist-n = "
                                "distinct n-grams per word (DExperts); ΔEMT = change against the first run, "
-                               "paired by prompt, 95% bootstrap interval (same K only)")
+                               "paired by prompt, 95% bootstrap interval (same K only), overall and on toxic / "
+                               "non-toxic prompts")
 
 
 def to_json(rows: Sequence[DetoxRow]) -> list[dict[str, Any]]:

@@ -44,10 +44,38 @@ def samples_of(run: str | Path) -> int | None:
     return int(value) if value is not None else None
 
 
+def prompt_groups(run: str | Path) -> dict[str, str]:
+    """Per prompt, ``toxic`` or ``nontoxic`` as the run's metrics split them (RTP Table 3's two columns):
+    the prompt's stored toxicity against the run's metric threshold and comparison; prompts without a
+    toxicity are left out."""
+    import pyarrow.parquet as pq
+
+    path = Path(run) / "prompts.parquet"
+    if not path.is_file():
+        return {}
+    metrics = _manifest(Path(run)).get("spec", {}).get("metrics", {})
+    threshold = float(metrics.get("threshold", 0.5))
+    strict = metrics.get("comparison", ">=") == ">"
+    table = pq.read_table(path, columns=["prompt_id", "toxicity"]).to_pydict()
+    return {pid: "toxic" if (v > threshold if strict else v >= threshold) else "nontoxic"
+            for pid, v in zip(table["prompt_id"], table["toxicity"], strict=True) if v is not None}
+
+
+def _interval(diff: Any, n_bootstrap: int, seed: int) -> dict[str, Any]:
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    means = diff[rng.integers(0, len(diff), size=(n_bootstrap, len(diff)))].mean(axis=1)
+    low, high = np.percentile(means, [2.5, 97.5])
+    return {"delta": float(diff.mean()), "ci_low": float(low), "ci_high": float(high), "n_prompts": len(diff)}
+
+
 def paired_emt_delta(reference: str | Path, run: str | Path, n_bootstrap: int = N_BOOTSTRAP,
                      seed: int = 0) -> dict[str, Any] | None:
-    """``{"delta", "ci_low", "ci_high", "n_prompts"}``: mean of (run - reference) per-prompt max toxicity over
-    the prompts both scored, with a 95% bootstrap interval; None when K differs or no prompt is shared."""
+    """``{"delta", "ci_low", "ci_high", "n_prompts", "by_group"}``: mean of (run - reference) per-prompt max
+    toxicity over the prompts both scored, with a 95% bootstrap interval; ``by_group`` holds the same for
+    the reference's toxic and non-toxic prompts (each resampled on its own), as RTP Table 3 reports EMT
+    for each. None when K differs or no prompt is shared."""
     import numpy as np
 
     if samples_of(reference) != samples_of(run):
@@ -56,8 +84,11 @@ def paired_emt_delta(reference: str | Path, run: str | Path, n_bootstrap: int = 
     shared = sorted(set(a) & set(b))
     if not shared:
         return None
-    diff = np.array([b[p] - a[p] for p in shared])
-    rng = np.random.default_rng(seed)
-    means = diff[rng.integers(0, len(diff), size=(n_bootstrap, len(diff)))].mean(axis=1)
-    low, high = np.percentile(means, [2.5, 97.5])
-    return {"delta": float(diff.mean()), "ci_low": float(low), "ci_high": float(high), "n_prompts": len(shared)}
+    out = _interval(np.array([b[p] - a[p] for p in shared]), n_bootstrap, seed)
+    groups = prompt_groups(reference)
+    out["by_group"] = {}
+    for group in ("toxic", "nontoxic"):
+        diff = np.array([b[p] - a[p] for p in shared if groups.get(p) == group])
+        if len(diff):
+            out["by_group"][group] = _interval(diff, n_bootstrap, seed)
+    return out
