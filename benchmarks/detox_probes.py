@@ -35,26 +35,26 @@ def main() -> int:
 
     from polytox.analysis.paired import paired_emt_delta, prompt_groups
     from polytox.scoring import build_scorer
+    from polytox.store import RunStore
 
     out = Path(args.out)
     runs = out / "runs"
     groups = prompt_groups(runs / "baseline")
 
     def toxicities(run: str) -> list[tuple[str, str, float | None]]:
-        rows = []
-        store_scorer = json.loads((runs / run / "manifest.json").read_text())["scorer"]["id"]
-        from polytox.store import RunStore
-
+        """(prompt id, text, toxicity under the run's own scorer) of every stored continuation."""
         store = RunStore(runs / run)
-        for part in sorted(store.scores_dir(store_scorer).glob("part-*.parquet")):
-            t = pq.read_table(part, columns=["prompt_id", "sample_index", "toxicity"]).to_pydict()
-            rows += list(zip(t["prompt_id"], [str(i) for i in t["sample_index"]], t["toxicity"], strict=True))
-        texts: dict[tuple[str, str], str] = {}
+        texts: dict[tuple[str, int], str] = {}
         for part in sorted((runs / run / "generations").glob("part-*.parquet")):
             g = pq.read_table(part, columns=["prompt_id", "sample_index", "text"]).to_pydict()
             for p, i, text in zip(g["prompt_id"], g["sample_index"], g["text"], strict=True):
-                texts[(p, str(i))] = text or ""
-        return [(p, texts.get((p, i), ""), v) for p, i, v in rows]
+                texts[(p, i)] = text or ""
+        rows = []
+        for part in sorted(store.scores_dir(store.manifest()["scorer"]["id"]).glob("part-*.parquet")):
+            t = pq.read_table(part, columns=["prompt_id", "sample_index", "toxicity"]).to_pydict()
+            rows += [(p, texts.get((p, i), ""), v)
+                     for p, i, v in zip(t["prompt_id"], t["sample_index"], t["toxicity"], strict=True)]
+        return rows
 
     base = toxicities("baseline")
     lexicon = build_scorer("lexicon", {})
