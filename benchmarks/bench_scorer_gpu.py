@@ -131,18 +131,22 @@ def main() -> None:
             for row in export_texts(args.n, args.seed):
                 fh.write(json.dumps(row, ensure_ascii=False) + "\n")
         return
-    if args.random_backbone:
-        cache = Path(tempfile.mkdtemp(prefix="polytox-bench-"))
-        os.environ["POLYTOX_CACHE_DIR"] = str(cache)
-        started = time.perf_counter()
-        random_backbone(Path(args.random_backbone), cache)
-        print(f"random-weight backbone built in {time.perf_counter() - started:.0f} s (scores not meaningful)")
     if args.texts:
         with open(args.texts, encoding="utf-8") as fh:
             rows = [json.loads(line) for line in fh]
     else:
         rows = export_texts(args.n, args.seed)
-    run(args, rows)
+    if not args.random_backbone:
+        run(args, rows)
+        return
+    # The random backbone (about 0.7 GB) lives in a scratch cache that goes when the run ends, however it ends.
+    with tempfile.TemporaryDirectory(prefix="polytox-bench-") as scratch:
+        cache = Path(scratch)
+        os.environ["POLYTOX_CACHE_DIR"] = str(cache)
+        started = time.perf_counter()
+        random_backbone(Path(args.random_backbone), cache)
+        print(f"random-weight backbone built in {time.perf_counter() - started:.0f} s (scores not meaningful)")
+        run(args, rows)
 
 
 def run(args: argparse.Namespace, rows: list[dict[str, str]]) -> None:

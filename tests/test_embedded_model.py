@@ -110,10 +110,14 @@ def test_bench_scorer_gpu_smoke_on_cpu(shared_cache: Path, shared_data: Path, tm
                   layer_types=config["layer_types"][:9])
     (files / "config.json").write_text(json.dumps(config))
     script = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_scorer_gpu.py"
+    scratch = tmp_path / "scratch"  # the script's TMPDIR: its 0.7 GB random backbone must not outlive it
+    scratch.mkdir()
+    env = {**cli_env(tmp_path / "cache"), "TMPDIR": str(scratch)}
     proc = subprocess.run([sys.executable, str(script), "--device", "cpu", "--n", "10", "--batch-sizes", "4,8",
                            "--repeats", "1", "--random-backbone", str(files)],
-                          env=cli_env(tmp_path / "cache"), capture_output=True, text=True, timeout=600, check=False)
+                          env=env, capture_output=True, text=True, timeout=600, check=False)
     assert proc.returncode == 0, proc.stderr[-3000:]
+    assert not [p.name for p in scratch.iterdir() if p.name.startswith("polytox-bench-")]
     out = proc.stdout
     assert "random-weight backbone built" in out
     rows = {line.split(" | ")[0].strip("| "): line for line in out.splitlines() if line.startswith("| ")}
