@@ -38,32 +38,18 @@ def log(msg: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
 
-def seed_generations(source: Path, run: Path) -> None:
-    """Start ``run`` from ``source``'s stored generations and prompts (a fresh run only): the executor then
-    finds every shard generated and only scores it. Same prompts, seed and shard size give the same
-    shards; the evaluation checks that no shard was generated here."""
-    import shutil
+def scoring_spec(spec: Any, source: Path | None) -> Any:
+    """With a source run: its spec (the generating host's paths for models and word lists), with this
+    host's prompt file, scorer, fluency and metric settings."""
+    if source is None:
+        return spec
+    import dataclasses
 
-    if (run / "manifest.json").exists() or not (source / "generations").is_dir():
-        return
-    run.mkdir(parents=True, exist_ok=True)
-    shutil.copytree(source / "generations", run / "generations", dirs_exist_ok=True)
-    shutil.copy2(source / "prompts.parquet", run / "prompts.parquet")
-
-
-def record_source(source: Path, result: Any) -> None:
-    """Note in the run's manifest where its generations came from (the source's model and platform)."""
     from polytox.store import RunStore
 
-    theirs = json.loads((source / "manifest.json").read_text())
-    store = RunStore(result.path)
-    executor = store.manifest().get("executor", {})
-    if executor.get("shards_generated"):
-        raise RuntimeError(f"{result.path}: {executor['shards_generated']} shard(s) were generated here, "
-                           f"not taken from {source} (different prompts or shard plan?)")
-    store.update_manifest(generations_from={"path": str(source), "spec_hash": theirs.get("spec_hash"),
-                                            "model": theirs.get("model"), "platform": theirs.get("platform"),
-                                            "versions": theirs.get("versions")})
+    return dataclasses.replace(RunStore(source).spec(), prompts=spec.prompts, scorer=spec.scorer,
+                               metrics=spec.metrics, fluency_model=spec.fluency_model,
+                               fluency_samples=spec.fluency_samples)
 
 
 def main() -> int:
@@ -98,8 +84,8 @@ def main() -> int:
                     help="a training or evaluation that fails is logged with its traceback and the others go on")
     ap.add_argument("--generations-from", default=None, metavar="DIR",
                     help="an earlier bench output (e.g. generated on a GPU host with a cheap --scorer): each "
-                         "method's run starts from DIR/runs/NAME's stored generations and prompts, so this "
-                         "run only scores them (and measures fluency); the source manifest is recorded")
+                         "method's run scores DIR/runs/NAME's stored generations (polytox eval "
+                         "--generations-from) and measures fluency; the source is recorded in the manifest")
     ap.add_argument("--methods", default="baseline,dapt-nontoxic,dapt-toxic,atcon,vocab-shift,word-filter,pplm,"
                     "pplm-control,dexperts")
     args = ap.parse_args()
@@ -213,27 +199,18 @@ def main() -> int:
         "dexperts": {"detox": f"dexperts:expert={models / 'dapt-nontoxic'},anti={models / 'dapt-toxic'},"
                               f"alpha={C.DEXPERTS_ALPHA}"},
     }
-    if args.generations_from:
-        # Every shard is generated already, so the generator is never built; its up-front check would ask
-        # for model weights that stayed on the generating host. A shard that is missing after all would
-        # need those weights and stop the run (DAPT, ATCON), or be caught by record_source (base model).
-        import polytox.runner
-
-        polytox.runner.check_generation = lambda spec: None
     done = []
     for name in methods if "eval" in stages else []:
         flat = {**base, **runs[name]}
+        # --generations-from: score the GPU host's stored generations; a shard missing there would be
+        # generated here and counted under the manifest's executor.shards_generated (docs/eval.md)
         source = Path(args.generations_from) / "runs" / name if args.generations_from else None
-        if source is not None:
-            seed_generations(source, out / "runs" / name)
         t = time.perf_counter()
-        result = attempt(f"eval {name}",
-                         lambda flat=flat, name=name: evaluate(spec_from_flat(flat), out / "runs" / name))
+        result = attempt(f"eval {name}", lambda flat=flat, name=name, source=source: evaluate(
+            scoring_spec(spec_from_flat(flat), source), out / "runs" / name, generations_from=source))
         if result is None:
             continue
         timings[f"eval {name}"] = time.perf_counter() - t
-        if source is not None:
-            record_source(source, result)
         done.append(name)
         m = result.metrics
         log(f"{name}: EMT {m['overall']['emt']:.3f} EP {m['overall']['ep']:.3f} "

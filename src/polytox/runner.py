@@ -4,7 +4,8 @@ Read top to bottom, it is the method section of a paper:
 
 1. load and validate the prompts (bad input stops here, before any work);
 2. build the scorer and check it covers every prompt language;
-3. open the run directory (create it, or resume it if the spec matches);
+3. open the run directory (create it, or resume it if the spec matches); with ``generations_from``, copy
+   another run's stored generations into it (same spec but the scorer), so that only scoring is left;
 4. for each shard of prompts not yet done: generate K samples per prompt, write them; score them,
    write the scores (each write atomic, so a kill loses at most the shards in flight); an executor
    (``polytox.executors``: serial, pipelined, Ray Data) runs this step;
@@ -31,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import FatalGenerationError, RunStoppedError
-from .executors import ExecutorConfig, Work, build_executor
+from .executors import ExecutorConfig, Work, adopt, build_executor
 from .executors.retry import retry_failed as retry_failed_samples
 from .executors.shards import shards
 from .metrics import run_metrics
@@ -93,13 +94,16 @@ def check_generation(spec: EvalSpec) -> None:
 
 
 def evaluate(spec: EvalSpec, out: str | Path, progress: ProgressCallback | None = None,
-             executor: ExecutorConfig | None = None, retry_failed: bool = False) -> RunResult:
+             executor: ExecutorConfig | None = None, retry_failed: bool = False,
+             generations_from: str | Path | None = None) -> RunResult:
     """Run (or resume) an evaluation into ``out`` and return its metrics.
 
     ``executor`` chooses how shards run (default: pipelined, scoring overlapping generation); it is not
     part of the spec, so a run may be resumed with another executor. ``retry_failed``: after every shard
     is stored, regenerate the failed samples and rescore (recorded under the manifest's ``retries``).
-    Raises ``RunStoppedError`` when generation fails fatally.
+    ``generations_from``: another run directory whose stored generations this run scores instead of
+    generating them (same spec but for the scorer; ``executors.adopt``). Raises ``RunStoppedError`` when
+    generation fails fatally.
     """
     report = progress or (lambda stage, done, total: None)
 
@@ -107,16 +111,22 @@ def evaluate(spec: EvalSpec, out: str | Path, progress: ProgressCallback | None 
     spec = resolve_spec(spec, scorer)
     prompt_set = load_prompts(spec.prompts, spec.seed)
     check_languages(scorer, {p.lang for p in prompt_set.prompts})
-    check_generation(spec)
-
+    plan = shards(prompt_set.prompts, spec.shard_size)
     store = RunStore(out)
+    source = adopt.open_source(generations_from, spec) if generations_from is not None else None
+    if source is not None:
+        adopt.check_prompts(source, prompt_set.prompts)
+    if source is None or adopt.available(source, store, len(plan)) < len(plan):
+        check_generation(spec)  # something is generated here: the model must be there
+
     resumed = store.open(spec, extra={"scorer": scorer.describe()})
     store.write_prompts(prompt_set.prompts)
     store.update_manifest(n_records=prompt_set.n_records, n_bad_records=prompt_set.n_bad,
                           bad_records=prompt_set.problems[:1000], selection_notes=prompt_set.notes)
+    if source is not None:
+        adopt.record(source, store, adopt.copy_generations(source, store, len(plan)))
 
     langs = {p.id: p.lang for p in prompt_set.prompts}
-    plan = shards(prompt_set.prompts, spec.shard_size)
     done_before = sum(store.has_scores(scorer.id, i) for i in range(len(plan)))
     # Generate + score every unfinished shard; *how* (serial, pipelined, Ray) is the executor's business.
     work = Work(spec=spec, store=store, plan=plan, scorer=scorer, langs=langs, report=report)

@@ -94,11 +94,12 @@ def slug(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", name)
 
 
-def _diff(a: Any, b: Any, path: str = "") -> list[str]:
+def spec_diff(a: Any, b: Any, path: str = "") -> list[str]:
+    """Where two specs' identities differ, one ``field: stored X, requested Y`` line per leaf."""
     if isinstance(a, dict) and isinstance(b, dict):
         out = []
         for key in sorted(set(a) | set(b)):
-            out += _diff(a.get(key), b.get(key), f"{path}.{key}" if path else key)
+            out += spec_diff(a.get(key), b.get(key), f"{path}.{key}" if path else key)
         return out
     # Compare as the spec hash does (JSON), so 1 and 1.0 count as different here too and the message
     # can never be empty while the hashes differ.
@@ -140,7 +141,7 @@ class RunStore:
             stored = self.manifest()
             old = EvalSpec.from_dict(stored["spec"])
             if old.spec_hash() != spec.spec_hash():
-                diffs = _diff(old.identity(), spec.identity())
+                diffs = spec_diff(old.identity(), spec.identity())
                 raise SpecMismatchError(
                     f"{self.path} holds a run with a different spec; refusing to resume it.\n  "
                     + "\n  ".join(diffs)

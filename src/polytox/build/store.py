@@ -30,7 +30,7 @@ import pyarrow.parquet as pq
 
 from .._util.atomic import atomic_write, atomic_write_json
 from ..errors import PolytoxError, SpecMismatchError
-from ..store import _diff, git_commit, now, package_versions, platform_info
+from ..store import git_commit, now, package_versions, platform_info, spec_diff
 from .document import Document, Rejected, documents_table, rejected_table
 from .spec import BuildSpec
 
@@ -71,7 +71,7 @@ class BuildStore:
         if self.exists():
             stored = self.manifest()
             if stored.get("spec_hash") != spec.spec_hash():
-                diffs = _diff(stored.get("spec", {}), json.loads(json.dumps(spec.to_dict(), default=str)))
+                diffs = spec_diff(stored.get("spec", {}), json.loads(json.dumps(spec.to_dict(), default=str)))
                 raise SpecMismatchError(
                     f"{self.path} holds a build with a different spec; refusing to resume it.\n  "
                     + "\n  ".join(diffs) + "\nUse another --out, or delete the directory to start over.")

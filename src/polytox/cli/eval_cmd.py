@@ -20,7 +20,7 @@ from rich.markup import escape
 
 from ..errors import BadValueError, PolytoxError
 from ..executors import EXECUTORS, ExecutorConfig
-from ..spec import FLAT_KEYS, EvalSpec, as_number, read_config, spec_from_flat
+from ..spec import FLAT_KEYS, PRESETS, EvalSpec, as_number, read_config, spec_from_flat
 from .common import console, metrics_table, out_console, print_json, progress_bar
 from .failure_report import DEFAULT_MAX_FAILED, exit_code, failure_lines, parse_max_failed, retry_line
 
@@ -88,6 +88,10 @@ def register(sub: Any) -> None:
                         "then rescore and recompute the metrics; without spec flags, OUT's stored spec is used")
     f.add_argument("--max-failed", default=DEFAULT_MAX_FAILED, metavar="N%|SHARE|COUNT",
                    help="failed samples allowed before the exit code is 3 (default 0.5%%)")
+    p.add_argument("--generations-from", metavar="RUN",
+                   help="score RUN's stored generations instead of generating (generate on a GPU host, score "
+                        "elsewhere; rescore a run with another scorer). The spec must be RUN's but for the "
+                        "scorer; without a config, RUN's spec is taken and the flags given override it")
     p.add_argument("--json", action="store_true", help="print metrics as JSON instead of a table")
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(func=run)
@@ -140,6 +144,8 @@ def spec_and_executor(args: argparse.Namespace) -> tuple[EvalSpec, ExecutorConfi
             from ..store import RunStore
 
             return RunStore(args.out).spec(), executor
+        if getattr(args, "generations_from", None) and not args.config:
+            return source_spec(args.generations_from, flat), executor
         return spec_from_flat(flat), executor
     except BadValueError as exc:
         # the error names a flat key or a spec field; point at the config line it came from
@@ -148,6 +154,33 @@ def spec_and_executor(args: argparse.Namespace) -> tuple[EvalSpec, ExecutorConfi
         if config is None or found is None:
             raise
         raise BadValueError(f"{config.where(found)}: {exc}", exc.key) from exc
+
+
+def source_spec(path: str, flat: dict[str, Any]) -> EvalSpec:
+    """``--generations-from RUN`` without a config: RUN's stored spec, with each field a flag names replaced
+    by the flag's value (converted as a fresh spec would convert it; ``--model`` sets the backend too)."""
+    from ..store import RunStore
+
+    source = RunStore(path)
+    if not source.exists():
+        raise PolytoxError(f"--generations-from {path}: not a run directory (no manifest.json)")
+    data = source.spec().to_dict()
+    if not flat:
+        return EvalSpec.from_dict(data)
+    given = spec_from_flat(flat).to_dict()  # an unknown preset or bad value fails here, clearly
+    fields = [FLAT_KEYS[key] for key in flat]
+    if "model" in flat:
+        fields.append(("generation", "backend"))
+    if "scorer" in flat:
+        fields.append(("scorer", "options"))  # another scorer starts from its own options, not RUN's
+    if "preset" in flat:
+        fields += [("generation", name) for name in PRESETS[flat["preset"]]]
+    for section, name in fields:
+        if section:
+            data[section][name] = given[section][name]
+        else:
+            data[name] = given[name]
+    return EvalSpec.from_dict(data)
 
 
 def resolve_out(args: argparse.Namespace) -> None:
@@ -173,7 +206,7 @@ def run(args: argparse.Namespace) -> int:
     spec, executor = spec_and_executor(args)
     with progress_bar("generate+score", enabled=not args.no_progress) as callback:
         result = evaluate(spec, args.out, progress=callback, executor=executor,
-                          retry_failed=bool(args.retry_failed))
+                          retry_failed=bool(args.retry_failed), generations_from=args.generations_from)
     if result.resumed:
         done = result.shards_done_before
         console.print(f"resumed {escape(str(result.path))}: {done} shard(s) were already done")
