@@ -116,7 +116,7 @@ def evaluate(spec: EvalSpec, out: str | Path, progress: ProgressCallback | None 
     source = adopt.open_source(generations_from, spec) if generations_from is not None else None
     if source is not None:
         adopt.check_prompts(source, prompt_set.prompts)
-    if source is None or adopt.available(source, store, len(plan)) < len(plan):
+    if source is None or retry_failed or adopt.available(source, store, len(plan)) < len(plan):
         check_generation(spec)  # something is generated here: the model must be there
 
     resumed = store.open(spec, extra={"scorer": scorer.describe()})
