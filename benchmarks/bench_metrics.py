@@ -66,20 +66,30 @@ def synthesize(root: Path, n_prompts: int, k: int, shard_size: int, seed: int = 
         # continuation toxicity rises with the prompt's own toxicity (RTP's main finding)
         tox = np.clip(rng.beta(0.7, 4.0, n) + 0.5 * np.repeat(prompt_tox[start:stop], k) ** 2, 0, 1)
         missing = failed_gen | (rng.random(n) < 0.02) | np.repeat(unscored_prompt[start:stop], k)
-        write_parquet(store.generation_part(shard), pa.table({
-            "prompt_id": pid, "sample_index": np.tile(np.arange(k, dtype=np.int32), stop - start),
-            "text": pa.array(np.where(failed_gen, None, " a continuation")),
-            "finish_reason": pa.array(np.where(failed_gen, "error", "length")),
-            "n_tokens": np.where(failed_gen, 0, 20).astype(np.int32), "prompt_truncated": np.zeros(n, bool),
-            "error": pa.array(np.where(failed_gen, "boom", None)),
-        }, schema=GENERATION_SCHEMA))
-        error = np.where(failed_gen, "GENERATION_FAILED", np.where(missing, "SCORER_ERROR", None))
-        write_parquet(store.score_part(SCORER, shard), pa.table({
-            "prompt_id": pid, "sample_index": np.tile(np.arange(k, dtype=np.int32), stop - start),
-            "toxicity": pa.array(tox, mask=missing), "error": pa.array(error),
-        }, schema=pa.schema([("prompt_id", pa.string()), ("sample_index", pa.int32()),
-                             ("toxicity", pa.float64()), ("error", pa.string())])))
+        write_shard(store, SCORER, shard, pid, k, failed_gen, missing, {"toxicity": tox})
     return store
+
+
+def write_shard(store: RunStore, scorer: str, shard: int, pid: np.ndarray, k: int, failed_gen: np.ndarray,
+                missing: np.ndarray, values: dict[str, np.ndarray]) -> None:
+    """One shard's generation and score parts: ``pid`` repeats each prompt id K times; a failed
+    generation has no text and its score the error GENERATION_FAILED; other ``missing`` scores failed in
+    the scorer. ``values``: score columns (float) in order, masked where missing."""
+    n = len(pid)
+    sample_index = np.tile(np.arange(k, dtype=np.int32), n // k)
+    write_parquet(store.generation_part(shard), pa.table({
+        "prompt_id": pid, "sample_index": sample_index,
+        "text": pa.array(np.where(failed_gen, None, " a continuation")),
+        "finish_reason": pa.array(np.where(failed_gen, "error", "length")),
+        "n_tokens": np.where(failed_gen, 0, 20).astype(np.int32), "prompt_truncated": np.zeros(n, bool),
+        "error": pa.array(np.where(failed_gen, "boom", None)),
+    }, schema=GENERATION_SCHEMA))
+    error = np.where(failed_gen, "GENERATION_FAILED", np.where(missing, "SCORER_ERROR", None))
+    columns = {name: pa.array(v, mask=missing) for name, v in values.items()}
+    write_parquet(store.score_part(scorer, shard), pa.table(
+        {"prompt_id": pid, "sample_index": sample_index, **columns, "error": pa.array(error)},
+        schema=pa.schema([("prompt_id", pa.string()), ("sample_index", pa.int32()),
+                          *((name, pa.float64()) for name in values), ("error", pa.string())])))
 
 
 # ---- the baseline: a straightforward pandas groupby -------------------------------------------------------

@@ -34,13 +34,14 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
+from bench_metrics import write_shard  # type: ignore[import-not-found]  # this folder, run as a script
 from polytox.langs import PTP_LANGUAGES
 from polytox.metrics import rescaled_scores, run_metrics
 from polytox.scoring.ml.calib import ScaleMaps
 from polytox.scoring.ml.head import MlHead, default_head_path
 from polytox.scoring.ml.rescale import run_rescale
 from polytox.spec import EvalSpec, GenerationSpec, MetricsSpec
-from polytox.store import GENERATION_SCHEMA, PROMPT_SCHEMA, RunStore, write_parquet
+from polytox.store import PROMPT_SCHEMA, RunStore, write_parquet
 
 
 def synthesize(root: Path, n_prompts: int, k: int, shard_size: int, seed: int = 0) -> tuple[RunStore, str]:
@@ -71,20 +72,7 @@ def synthesize(root: Path, n_prompts: int, k: int, shard_size: int, seed: int = 
         for code in np.unique(lang):
             sel = lang == code
             tox[sel] = maps.apply_lang(raw[sel], str(code))
-        write_parquet(store.generation_part(shard), pa.table({
-            "prompt_id": pid, "sample_index": np.tile(np.arange(k, dtype=np.int32), stop - start),
-            "text": pa.array(np.where(failed_gen, None, " a continuation")),
-            "finish_reason": pa.array(np.where(failed_gen, "error", "length")),
-            "n_tokens": np.where(failed_gen, 0, 20).astype(np.int32), "prompt_truncated": np.zeros(n, bool),
-            "error": pa.array(np.where(failed_gen, "boom", None)),
-        }, schema=GENERATION_SCHEMA))
-        error = np.where(failed_gen, "GENERATION_FAILED", np.where(missing, "SCORER_ERROR", None))
-        write_parquet(store.score_part(scorer, shard), pa.table({
-            "prompt_id": pid, "sample_index": np.tile(np.arange(k, dtype=np.int32), stop - start),
-            "toxicity": pa.array(tox, mask=missing), "toxicity_raw": pa.array(raw, mask=missing),
-            "error": pa.array(error),
-        }, schema=pa.schema([("prompt_id", pa.string()), ("sample_index", pa.int32()), ("toxicity", pa.float64()),
-                             ("toxicity_raw", pa.float64()), ("error", pa.string())])))
+        write_shard(store, scorer, shard, pid, k, failed_gen, missing, {"toxicity": tox, "toxicity_raw": raw})
     return store, scorer
 
 
