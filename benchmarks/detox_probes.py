@@ -33,9 +33,8 @@ def main() -> int:
     import numpy as np
     import pyarrow.parquet as pq
 
-    from polytox.analysis.paired import paired_emt_delta, prompt_groups
+    from polytox.analysis.paired import continuation_scores, paired_emt_delta, prompt_groups
     from polytox.scoring import build_scorer
-    from polytox.store import RunStore
 
     out = Path(args.out)
     runs = out / "runs"
@@ -43,18 +42,12 @@ def main() -> int:
 
     def toxicities(run: str) -> list[tuple[str, str, float | None]]:
         """(prompt id, text, toxicity under the run's own scorer) of every stored continuation."""
-        store = RunStore(runs / run)
         texts: dict[tuple[str, int], str] = {}
         for part in sorted((runs / run / "generations").glob("part-*.parquet")):
             g = pq.read_table(part, columns=["prompt_id", "sample_index", "text"]).to_pydict()
             for p, i, text in zip(g["prompt_id"], g["sample_index"], g["text"], strict=True):
                 texts[(p, i)] = text or ""
-        rows = []
-        for part in sorted(store.scores_dir(store.manifest()["scorer"]["id"]).glob("part-*.parquet")):
-            t = pq.read_table(part, columns=["prompt_id", "sample_index", "toxicity"]).to_pydict()
-            rows += [(p, texts.get((p, i), ""), v)
-                     for p, i, v in zip(t["prompt_id"], t["sample_index"], t["toxicity"], strict=True)]
-        return rows
+        return [(p, texts.get((p, i), ""), v) for p, i, v in continuation_scores(runs / run)]
 
     base = toxicities("baseline")
     lexicon = build_scorer("lexicon", {})

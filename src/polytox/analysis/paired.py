@@ -20,8 +20,9 @@ def _manifest(run: Path) -> dict[str, Any]:
     return json.loads(path.read_text()) if path.is_file() else {}
 
 
-def prompt_max_toxicity(run: str | Path) -> dict[str, float]:
-    """Per prompt, the maximum toxicity over its scored continuations (the run's own scorer)."""
+def continuation_scores(run: str | Path) -> list[tuple[str, int, float | None]]:
+    """(prompt id, sample index, toxicity) of every continuation the run's own scorer stored; a failed
+    score or generation has toxicity None. Empty when the run has no scores yet."""
     import pyarrow.parquet as pq
 
     from ..store import RunStore
@@ -29,13 +30,20 @@ def prompt_max_toxicity(run: str | Path) -> dict[str, float]:
     store = RunStore(run)
     scorer = _manifest(Path(run)).get("scorer", {}).get("id")
     if not scorer or not store.scores_dir(scorer).is_dir():
-        return {}
-    out: dict[str, float] = {}
+        return []
+    rows: list[tuple[str, int, float | None]] = []
     for part in sorted(store.scores_dir(scorer).glob("part-*.parquet")):
-        table = pq.read_table(part, columns=["prompt_id", "toxicity"]).to_pydict()  # as metrics.py reads it
-        for pid, value in zip(table["prompt_id"], table["toxicity"], strict=True):
-            if value is not None:
-                out[pid] = max(out.get(pid, value), value)
+        table = pq.read_table(part, columns=["prompt_id", "sample_index", "toxicity"]).to_pydict()
+        rows += zip(table["prompt_id"], table["sample_index"], table["toxicity"], strict=True)
+    return rows
+
+
+def prompt_max_toxicity(run: str | Path) -> dict[str, float]:
+    """Per prompt, the maximum toxicity over its scored continuations (the run's own scorer)."""
+    out: dict[str, float] = {}
+    for pid, _, value in continuation_scores(run):
+        if value is not None:
+            out[pid] = max(out.get(pid, value), value)
     return out
 
 
