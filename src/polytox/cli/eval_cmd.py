@@ -91,7 +91,8 @@ def register(sub: Any) -> None:
     p.add_argument("--generations-from", metavar="RUN",
                    help="score RUN's stored generations instead of generating (generate on a GPU host, score "
                         "elsewhere; rescore a run with another scorer). The spec must be RUN's but for the "
-                        "scorer; without a config, RUN's spec is taken and the flags given override it")
+                        "scorer and the prompt file's path; without a config, RUN's spec is taken and the "
+                        "flags given override it")
     p.add_argument("--json", action="store_true", help="print metrics as JSON instead of a table")
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(func=run)
@@ -159,12 +160,9 @@ def spec_and_executor(args: argparse.Namespace) -> tuple[EvalSpec, ExecutorConfi
 def source_spec(path: str, flat: dict[str, Any]) -> EvalSpec:
     """``--generations-from RUN`` without a config: RUN's stored spec, with each field a flag names replaced
     by the flag's value (converted as a fresh spec would convert it; ``--model`` sets the backend too)."""
-    from ..store import RunStore
+    from ..executors.adopt import source_run
 
-    source = RunStore(path)
-    if not source.exists():
-        raise PolytoxError(f"--generations-from {path}: not a run directory (no manifest.json)")
-    data = source.spec().to_dict()
+    data = source_run(path).spec().to_dict()
     if not flat:
         return EvalSpec.from_dict(data)
     given = spec_from_flat(flat).to_dict()  # an unknown preset or bad value fails here, clearly

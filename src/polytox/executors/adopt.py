@@ -43,11 +43,17 @@ def generation_identity(spec: EvalSpec) -> dict[str, Any]:
     return identity
 
 
-def open_source(path: str | Path, spec: EvalSpec) -> RunStore:
-    """SRC as a run store, after checking it is a run and made the generations ``spec`` asks for."""
+def source_run(path: str | Path) -> RunStore:
+    """SRC as a run store; a folder without a manifest is one clear error."""
     source = RunStore(path)
     if not source.exists():
         raise PolytoxError(f"--generations-from {path}: not a run directory (no manifest.json)")
+    return source
+
+
+def open_source(path: str | Path, spec: EvalSpec) -> RunStore:
+    """SRC as a run store, after checking it is a run and made the generations ``spec`` asks for."""
+    source = source_run(path)
     theirs = source.spec()
     diffs = spec_diff(generation_identity(theirs), generation_identity(spec))
     if diffs:
