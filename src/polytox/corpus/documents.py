@@ -96,10 +96,10 @@ def _language(text: str, declared: Any, default_lang: str | None, detect: bool) 
                 return UNKNOWN_LANG, "unknown"
     if not detect:
         return UNKNOWN_LANG, "unknown"
-    from ..langs.detect import _identifier
+    from ..langs.detect import detect_ptp_language
 
-    lang, prob = _identifier().classify(text)
-    return (str(lang), "detected") if prob >= LANGID_MIN_PROB else (UNKNOWN_LANG, "unknown")
+    lang, prob = detect_ptp_language(text)
+    return (lang, "detected") if prob >= LANGID_MIN_PROB else (UNKNOWN_LANG, "unknown")
 
 
 def _first(record: Mapping[str, Any], explicit: str | None, defaults: Sequence[str]) -> Any:

@@ -10,14 +10,14 @@ fitted on the training split and measured on the held-out split; nothing here re
   steadies its top bins). Neither era has texts of both kinds (2020: web text only; 2022: model
   continuations only), so no era has a text-type map of its own. ``raters`` gets an English map fitted here
   on the training split's English RTP-LX rows (their rater share).
-- **Other languages on a Perspective scale** (``fit_cross_language``): every RTP-LX translation of an
-  English prompt that carries a 2020 Perspective score gets that score as its target. Three forms are
-  compared out of fold on the training split's anchored Index groups (grouped 5-fold, MAE): one joint map of
-  the raw output; one joint map of the head's per-language rater-share value (the language's own shape,
-  then one shared step onto Perspective); a map per language. The lowest out-of-fold MAE is kept. No 2022
-  score has a translated source, so under ``perspective-2022`` the other languages read their 2020 value
-  carried across by the English relation of the two eras (the continuation map of the raw score the web
-  map gives that value).
+- **Other languages on a Perspective scale** (``scale_languages.py``): texts that readers of each language
+  judge equally toxic read the same value. On RTP-LX pairs (a translation and its English text, same
+  ``Index``) whose two sides' annotators agree on the level, an equipercentile map takes a language's raw
+  output onto the English raw output, and the scale's English map gives the value; each language's own
+  quantile map is shrunk to the joint one (``SHRINK``). Both Perspective scales use the same equating, each
+  with its own English map, so English values never move. (The maps before were regressions onto each
+  English source's 2020 score over mostly toxic anchors: harmless non-English text could not read below
+  about 0.3. ``research/scorer/lx_scale_trial.py`` compared the forms.)
 - DeStein's re-scoring states no year: its rows are measured for information (``unknown``), never fitted.
 
 Caveat: the raw outputs of training rows are the final head's in-sample outputs (the head's own maps used
@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +41,7 @@ from .calib import CONTINUATION, WEB, ScaleMaps, fit_weighted_isotonic
 from .data import Example
 from .group_bootstrap import group_weights, percentile_ci, weighted_auc, weighted_mean
 from .head import MlHead, default_head_path
+from .scale_languages import Equating, Pairs, fit_equated, language_checks, summarise
 from .scale_rows import ERA_2020, ERA_2022, ERA_UNKNOWN, RATERS, ScaleRow, scale_rows
 from .scales import (
     DEFAULT_SCALES,
@@ -50,147 +51,93 @@ from .scales import (
     Scale,
     ScaleSet,
     default_scales_path,
+    load_scales,
     write_scales,
 )
 
-CV_FOLDS = 5
-GRID = np.unique(np.concatenate([np.linspace(0.0, 1.0, 2001), np.geomspace(1e-6, 1e-2, 200)]))
 ANCHOR_2020 = f"anchor:{ERA_2020}"
 ANCHOR_UNKNOWN = f"anchor:{ERA_UNKNOWN}"
-CROSS_FORMS = ("joint", "rater-joint", "per-language")
-MIN_ANCHORED_GROUPS = 150  # a language's own map ("per-language" form) needs this many anchored training groups
+# k of w = n / (n + k), the weight of a language's own quantile map against the joint one
+# (research/scorer/lx_scale_trial.py chose it)
+SHRINK = 50.0
 
 
 def _r(x: float | None, digits: int = 4) -> float | None:
     return None if x is None or not np.isfinite(x) else round(float(x), digits)
 
 
-def _sampled(fn: Callable[[np.ndarray], np.ndarray], n: int) -> IsotonicMap:
-    """A monotone function of the raw score as a piecewise-linear map on ``GRID``."""
-    y = np.maximum.accumulate(np.clip(fn(GRID), 0.0, 1.0))
-    return IsotonicMap(tuple(np.round(GRID, 7).tolist()), tuple(np.round(y, 6).tolist()), n)
+def compose(outer: IsotonicMap, inner: IsotonicMap, n: int) -> IsotonicMap:
+    """``outer(inner(g))`` as one exact piecewise-linear map: breakpoints where either map bends."""
+    lo, hi = inner.y[0], inner.y[-1]
+    bends = np.array([x for x in outer.x if lo <= x <= hi])
+    ys_inner = np.asarray(inner.y)
+    rising = np.concatenate([[True], np.diff(ys_inner) > 0])  # np.interp needs increasing points
+    back = np.interp(bends, ys_inner[rising], np.asarray(inner.x)[rising]) if len(bends) else np.array([])
+    xs = np.unique(np.round(np.concatenate([inner.x, back, [0.0, 1.0]]), 7))
+    ys = np.maximum.accumulate(np.round(np.clip(outer(inner(xs)), 0.0, 1.0), 6))
+    return IsotonicMap(tuple(xs.tolist()), tuple(ys.tolist()), n)
 
 
-def _compose(outer: IsotonicMap, inner: IsotonicMap) -> Callable[[np.ndarray], np.ndarray]:
-    """``outer(inner(g))``: two monotone maps in a row, one monotone map."""
-    return lambda g: outer(inner(g))
+def language_maps(equating: Equating, english: IsotonicMap, langs: Sequence[str]
+                  ) -> tuple[dict[str, IsotonicMap], IsotonicMap]:
+    """(per-language maps, fallback) of one scale: the English map after each language's equating."""
+    def as_map(lang: str | None) -> IsotonicMap:
+        xs = np.unique(np.concatenate([np.linspace(0.0, 1.0, 11), equating.breakpoints(lang)]))
+        return IsotonicMap(tuple(xs.tolist()), tuple(np.maximum.accumulate(equating(xs, lang or "")).tolist()),
+                           equating.n_pairs)
+
+    per_lang = {lang: compose(english, as_map(lang), equating.n_pairs) for lang in langs}
+    return per_lang, compose(english, as_map(None), equating.n_pairs)
 
 
-def _fold(groups: np.ndarray, folds: int = CV_FOLDS) -> np.ndarray:
-    from .pack import unit_hash
-
-    names = {g: int(unit_hash(g, "scale-folds") * folds) for g in set(groups.tolist())}
-    return np.array([names[g] for g in groups])
-
-
-def cross_language_value(form: str, x: np.ndarray, y: np.ndarray, langs: np.ndarray, rater: ScaleMaps,
-                         train: np.ndarray, groups: np.ndarray) -> tuple[np.ndarray, dict[str, IsotonicMap]]:
-    """(values for every row, the maps) of one cross-language form fitted on the ``train`` rows."""
-    rated = np.array([rater.map_for(lang)(np.array([v]))[0] for v, lang in zip(x, langs, strict=True)])
-    if form == "joint":
-        joint = fit_weighted_isotonic(x[train], y[train])
-        return joint(x), {"*": joint}
-    if form == "rater-joint":
-        joint = fit_weighted_isotonic(rated[train], y[train])
-        return joint(rated), {"*": joint}
-    maps: dict[str, IsotonicMap] = {"*": fit_weighted_isotonic(x[train], y[train])}
-    out = maps["*"](x)
-    for lang in sorted(set(langs.tolist())):
-        rows = train & (langs == lang)
-        if len(set(groups[rows].tolist())) >= MIN_ANCHORED_GROUPS:
-            maps[lang] = fit_weighted_isotonic(x[rows], y[rows])
-            out[langs == lang] = maps[lang](x[langs == lang])
-    return out, maps
-
-
-def choose_cross_form(x: np.ndarray, y: np.ndarray, langs: np.ndarray, groups: np.ndarray,
-                      rater: ScaleMaps) -> tuple[str, dict[str, float]]:
-    """The form with the lowest grouped out-of-fold MAE on the training rows; every form's MAE."""
-    fold = _fold(groups)
-    maes = {}
-    for form in CROSS_FORMS:
-        pred = np.empty(len(x))
-        for k in range(CV_FOLDS):
-            test = fold == k
-            if test.any():
-                values, _ = cross_language_value(form, x, y, langs, rater, ~test, groups)
-                pred[test] = values[test]
-        maes[form] = float(np.abs(pred - y).mean())
-    return min(maes, key=lambda f: maes[f]), {k: round(v, 4) for k, v in maes.items()}
-
-
-def fit_cross_language(x: np.ndarray, y: np.ndarray, langs: np.ndarray, groups: np.ndarray, rater: ScaleMaps,
-                       all_langs: Sequence[str]) -> tuple[dict[str, IsotonicMap], IsotonicMap, dict[str, Any]]:
-    """Per-language maps and a fallback from raw output onto the English source's Perspective score."""
-    form, maes = choose_cross_form(x, y, langs, groups, rater)
-    _, maps = cross_language_value(form, x, y, langs, rater, np.ones(len(x), dtype=bool), groups)
-    n = len(x)
-    per_lang: dict[str, IsotonicMap] = {}
-    if form == "rater-joint":
-        joint = maps["*"]
-        for lang in all_langs:
-            per_lang[lang] = _sampled(_compose(joint, rater.map_for(lang)), n)
-        fallback = _sampled(lambda g: joint(rater.fallback(g)), n)
-    else:
-        fallback = maps["*"]
-        per_lang = {k: v for k, v in maps.items() if k != "*"}
-    own = sorted(k for k in per_lang if form == "per-language")
-    info = {"form": form, "oof_mae": maes, "n_rows": n, "n_groups": len(set(groups.tolist())),
-            "languages_with_own_map": own}
-    return per_lang, fallback, info
-
-
-def era_bridge(head_maps: ScaleMaps) -> IsotonicMap:
-    """2020 value -> 2022 value as the English maps relate them: for raw score r, web(r) -> continuation(r)."""
-    web, cont = head_maps.english_map(WEB)(GRID), head_maps.english_map(CONTINUATION)(GRID)
-    xs, first = np.unique(np.round(web, 6), return_index=True)
-    ys = np.maximum.accumulate(np.round(cont[first], 6))
-    return IsotonicMap(tuple(xs.tolist()), tuple(ys.tolist()), len(GRID))
+def training_pairs(rows: Sequence[ScaleRow], raw: Mapping[tuple[str, str], float], heldout: bool = False) -> Pairs:
+    """RTP-LX pairs of one split, each with its English text's 2020 Perspective score where it has one."""
+    persp = {r.prompt: r.value for r in rows if r.target == ANCHOR_2020 and r.lang == "en"}
+    return Pairs.build([r for r in rows if r.target == RATERS and r.heldout == heldout and r.rating is not None],
+                       raw, persp)
 
 
 def fit_scales(rows: Sequence[ScaleRow], raw: Mapping[tuple[str, str], float], head: MlHead,
-               mode: str = "full") -> ScaleSet:
-    """The named scales of ``head`` (see the module docstring); fitted on training rows only."""
+               mode: str = "full", shrink: float = SHRINK, previous: ScaleSet | None = None) -> ScaleSet:
+    """The named scales of ``head`` (see the module docstring); fitted on training rows only. With
+    ``previous`` (scales of the same head), ``raters`` keeps its English map: a refit moves no English value."""
     head_maps = ScaleMaps.from_json(head.scale[mode])
     langs_all = sorted(set(head.languages) - {"en"})
-
-    def select(target: str, heldout: bool, english: bool | None = None) -> list[ScaleRow]:
-        return [r for r in rows if r.target == target and r.heldout == heldout and (r.text, r.lang) in raw
-                and (english is None or (r.lang == "en") == english)]
-
-    def arrays(sel: Sequence[ScaleRow]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        return (np.array([raw[(r.text, r.lang)] for r in sel]), np.array([r.value for r in sel]),
-                np.array([r.lang for r in sel], dtype=object), np.array([r.group for r in sel], dtype=object))
-
-    anchored = select(ANCHOR_2020, False, english=False)
-    x, y, langs, groups = arrays(anchored)
-    per_lang, fallback, cross_info = fit_cross_language(x, y, langs, groups, head_maps, langs_all)
+    pairs = training_pairs(rows, raw)
+    equating = fit_equated(pairs, shrink)
     web, cont = head_maps.english_map(WEB), head_maps.english_map(CONTINUATION)
-    p2020 = ScaleMaps(english=web, fallback=fallback, per_lang=per_lang)
-    bridge = era_bridge(head_maps)
-    p2022 = ScaleMaps(english=cont, fallback=_sampled(lambda g: bridge(fallback(g)), fallback.n),
-                      per_lang={k: _sampled(_compose(bridge, m), m.n) for k, m in per_lang.items()})
-    en_raters = select(RATERS, False, english=True)
-    xr, yr, _, _ = arrays(en_raters)
-    raters = ScaleMaps(english=fit_weighted_isotonic(xr, yr), fallback=head_maps.fallback,
-                       per_lang=dict(head_maps.per_lang))
+    per_2020, fallback_2020 = language_maps(equating, web, langs_all)
+    per_2022, fallback_2022 = language_maps(equating, cont, langs_all)
+    p2020 = ScaleMaps(english=web, fallback=fallback_2020, per_lang=per_2020)
+    p2022 = ScaleMaps(english=cont, fallback=fallback_2022, per_lang=per_2022)
+    kept = previous.scales.get(RATERS) if previous is not None and previous.head == head.digest else None
+    en_raters = [r for r in rows if r.target == RATERS and not r.heldout and r.lang == "en" and (r.text, "en") in raw]
+    if kept is not None and mode in kept.maps:
+        raters_en = kept.maps[mode].english
+    else:
+        raters_en = fit_weighted_isotonic(np.array([raw[(r.text, "en")] for r in en_raters]),
+                                          np.array([r.value for r in en_raters]))
+    raters = ScaleMaps(english=raters_en, fallback=head_maps.fallback, per_lang=dict(head_maps.per_lang))
     n_2020 = sum(1 for r in rows if r.target == ERA_2020 and not r.heldout)
     n_2022 = sum(1 for r in rows if r.target == ERA_2022 and not r.heldout)
+    cross_info = {"form": "equipercentile", "shrink": shrink, "n_pairs": len(pairs),
+                  "n_preserving_pairs": equating.n_pairs, "preserving_pairs_by_language": dict(equating.n_by_lang),
+                  "languages_with_own_map": sorted(equating.own)}
+    other = (f"the English map after an equipercentile map of each language's raw output onto its English texts' "
+             f"(RTP-LX, {equating.n_pairs:,} toxicity-preserving training pairs of {len(pairs):,}; each language's "
+             f"own map shrunk to the joint one, k = {shrink:g})")
     scales = {
         PERSPECTIVE_2020: Scale(PERSPECTIVE_2020, {mode: p2020}, {
             "era": "2020", "target": "Perspective TOXICITY as RealToxicityPrompts released it (2020)",
             "english": f"the head's web map: out of fold on {n_2020:,} training-split web texts with 2020 scores "
                        "(quark, fgdilp, shared rtp/); no model continuations carry a 2020 score",
-            "other_languages": f"{cross_info['form']} map onto the 2020 score of each RTP-LX translation's English "
-                               f"source: {cross_info['n_rows']:,} training rows, {cross_info['n_groups']} Index groups",
-            "cross_language": cross_info}),
+            "other_languages": other, "cross_language": cross_info}),
         PERSPECTIVE_2022: Scale(PERSPECTIVE_2022, {mode: p2022}, {
             "era": "2022", "target": "Perspective TOXICITY as IA024 read it (2022)",
             "english": f"the head's continuation map: out of fold on {n_2022} training-split GPT-2 / GPT-Neo "
                        "continuations with 2022 scores (95% of the weight; 5% 2020 web text for the top bins); no "
                        "web text carries a 2022 score",
-            "other_languages": "no translated text has a 2022-scored source: the perspective-2020 value, carried "
-                               "to 2022 by the English relation of the two maps"}),
+            "other_languages": other, "cross_language": cross_info}),
         RATERS: Scale(RATERS, {mode: raters}, {
             "era": None, "target": "share of human raters calling the text toxic (RTP-LX: of 3, rating >= 3)",
             "english": f"fitted on {len(en_raters)} training-split English RTP-LX rows",
@@ -231,8 +178,9 @@ MEASURED = (PERSPECTIVE_2020, PERSPECTIVE_2022, RATERS, f"{HEAD_SCALE}:{CONTINUA
 
 
 def measure_scales(rows: Sequence[ScaleRow], raw: Mapping[tuple[str, str], float], head: MlHead,
-                   scales: ScaleSet, mode: str = "full") -> dict[str, Any]:
-    """Held-out error of every scale on every era's data, real-run EMT / EP / AT, and the languages."""
+                   scales: ScaleSet, mode: str = "full", before: ScaleSet | None = None) -> dict[str, Any]:
+    """Held-out error of every scale on every era's data, real-run EMT / EP / AT, and the languages (on
+    ``before`` too, for the pairs' checks)."""
     from .measure import run_metrics
 
     held = [r for r in rows if r.heldout and (r.text, r.lang) in raw]
@@ -255,6 +203,31 @@ def measure_scales(rows: Sequence[ScaleRow], raw: Mapping[tuple[str, str], float
                 name: run_metrics(examples, idx, scale_values(name, scales, head, x, [r.lang for r in sel], mode),
                                   groups) for name in MEASURED}
     out["languages"] = measure_languages(held, raw, head, scales, mode)
+    out["pairs"] = measure_pairs(rows, raw, scales, mode, before)
+    return out
+
+
+PAIR_SCALES = (PERSPECTIVE_2020, PERSPECTIVE_2022)
+
+
+def measure_pairs(rows: Sequence[ScaleRow], raw: Mapping[tuple[str, str], float], scales: ScaleSet, mode: str,
+                  before: ScaleSet | None = None) -> dict[str, Any]:
+    """``scale_languages.language_checks`` on the held-out RTP-LX pairs, on each Perspective scale (and on
+    ``before``, the scales these replace, for comparison)."""
+    pairs = training_pairs(rows, raw, heldout=True)
+    out: dict[str, Any] = {}
+    for name in PAIR_SCALES:
+        block: dict[str, Any] = {}
+        for label, found in (("after", scales), ("before", before)):
+            if found is None or name not in found.scales or mode not in found.get(name).maps:
+                continue
+            values = found.get(name).apply(pairs.r_t, pairs.lang.tolist(), mode)
+            english = found.get(name).apply(pairs.r_e, ["en"] * len(pairs), mode)
+            english_2020 = found.get(PERSPECTIVE_2020).apply(pairs.r_e, ["en"] * len(pairs), mode)
+            by_lang = language_checks(pairs, values, english, english_2020)
+            block[label] = by_lang
+            block[f"{label}_summary"] = summarise(by_lang)
+        out[name] = block
     return out
 
 
@@ -301,25 +274,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     import json
 
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--shared", default="../shared/data")
+    p.add_argument("--shared", required=True, help="the shared data folder (rtp/, rtp-lx/, scorer-train/)")
     p.add_argument("--raw", required=True, help="the folder 'python -m polytox.scoring.ml.scale_rows' wrote")
     p.add_argument("--out", default=str(default_scales_path()))
     p.add_argument("--measurements", help="write the held-out measurements (JSON) here too")
     args = p.parse_args(argv)
     head = MlHead.load(default_head_path())
+    previous = load_scales(default_head_path(), head.digest)
     rows = scale_rows(args.shared)
     fitted: dict[str, ScaleSet] = {}
     measured: dict[str, Any] = {}
     for mode in ("full", "ngram"):  # the full head first: its measurements are the scales' card
         raw = load_raw(args.raw, mode)
         if raw and mode in head.scale:
-            fitted[mode] = fit_scales(rows, raw, head, mode)
-            measured[mode] = measure_scales(rows, raw, head, fitted[mode], mode)
+            fitted[mode] = fit_scales(rows, raw, head, mode, previous=previous)
+            measured[mode] = measure_scales(rows, raw, head, fitted[mode], mode, before=previous)
     first = next(iter(fitted.values()))
     main_mode = next(iter(fitted))
     scales = ScaleSet(head=first.head, default=first.default,
                       scales={n: Scale(n, {m: fitted[m].scales[n].maps[m] for m in fitted},
-                                       {**s.info, "heldout": _card_block(n, measured[main_mode])})
+                                       {**s.info, "heldout": carried_eras(
+                                           n, _card_block(n, measured[main_mode]), previous, fitted[main_mode])})
                               for n, s in first.scales.items()},
                       info={**first.info, "mode_fitted": list(fitted), "measured_mode": main_mode})
     write_scales(scales, args.out)
@@ -327,6 +302,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         Path(args.measurements).write_text(json.dumps(measured, indent=1) + "\n", encoding="utf-8")
     print(json.dumps({n: s.info["heldout"] for n, s in scales.scales.items()}, indent=1))
     return 0
+
+
+def carried_eras(name: str, block: dict[str, Any], previous: ScaleSet | None, fitted: ScaleSet) -> dict[str, Any]:
+    """``block`` with the English eras' held-out measurements of ``previous`` where the raw outputs given held
+    no English era rows (a refit of the other languages alone): valid because every English map is the
+    previous one, which is checked."""
+    if previous is None or name not in previous.scales:
+        return block
+    old = previous.get(name)
+    eras = {k: v for k, v in old.info.get("heldout", {}).items() if k not in block and k not in ("languages", "pairs")}
+    if not eras:
+        return block
+    for mode, maps in fitted.get(name).maps.items():
+        before = old.maps.get(mode)
+        if before is None or before.english != maps.english or before.english_continuation != maps.english_continuation:
+            raise ValueError(f"{name}: English maps changed, so its era measurements cannot be carried over")
+    return {**eras, **block}
 
 
 def _card_block(name: str, measured: Mapping[str, Any]) -> dict[str, Any]:
@@ -342,6 +334,8 @@ def _card_block(name: str, measured: Mapping[str, Any]) -> dict[str, Any]:
     if name == PERSPECTIVE_2020:  # the languages are measured on the scale their anchors belong to
         out["languages"] = {lang: {k: m.get(k) for k in ("n_groups", "mae", "mae_ci", "mae_head_scale", "auc_humans")}
                             for lang, m in measured["languages"].items()}
+    if name in measured.get("pairs", {}):  # the same-judgement checks of the other languages (held-out pairs)
+        out["pairs"] = measured["pairs"][name]
     return out
 
 

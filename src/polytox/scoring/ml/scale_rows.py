@@ -8,6 +8,8 @@ are pool rows (``pool.training_pool``) with a stated target:
 - ``unknown``: DeStein's re-scoring by "a later Perspective model" (the source states no year), measured
   for information, never fitted on;
 - ``raters``: RTP-LX rows, target the share of the 3 raters rating >= 3;
+- the same RTP-LX rows carry their mean rating: with ``Index`` it pairs each translation with its English
+  text, what the cross-language maps are fitted on (``scale_languages.py``);
 - anchored RTP-LX rows: every translation of an RTP-LX ``Index`` whose English prompt carries a Perspective
   score, with that English source's score and era as the target (the cross-language scales).
 
@@ -60,6 +62,7 @@ class ScaleRow:
     source: str
     prompt: str = ""  # the prompt a model continuation answers (EMT / EP / AT of a real run); RTP-LX: Index
     label: bool | None = None  # RTP-LX rows: mean human rating >= 3 (the card's human label)
+    rating: float | None = None  # RTP-LX rows: the mean of the three Toxicity ratings (1-5)
 
 
 def _anchors(rows: Sequence[Example]) -> dict[str, dict[str, float]]:
@@ -94,7 +97,8 @@ def scale_rows(shared: Path | str) -> list[ScaleRow]:
             out.append(ScaleRow(ex.text, ex.lang, kind, era, ex.target, h, g, ex.source, prompt))
         elif ex.source == "rtp-lx":
             if ex.share is not None:
-                out.append(ScaleRow(ex.text, ex.lang, "web", RATERS, ex.share, h, g, ex.source, ex.group, ex.label))
+                out.append(ScaleRow(ex.text, ex.lang, "web", RATERS, ex.share, h, g, ex.source, ex.group, ex.label,
+                                    ex.rating))
             for anchor_era, value in anchors.get(english_of_index.get(ex.group, ""), {}).items():
                 out.append(ScaleRow(ex.text, ex.lang, "web", f"anchor:{anchor_era}", value, h, g, ex.source, ex.group))
     return out
