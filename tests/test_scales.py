@@ -2,7 +2,8 @@
 
 Covers: raw values in scores, the score cache (old rows without one read as before), the run store and
 ``polytox score``; ``--scorer-opt scale=NAME``; the committed scales file (fitted for the committed head,
-monotone maps, the era maps equal to the head's own); fitting on training rows only; ``polytox metrics
+monotone maps, the era maps equal to the head's own); the other languages fitted on the fit part of the
+held-out RTP-LX pairs only; ``polytox metrics
 --scale`` and ``leaderboard --scale`` re-reading a stored run (equal to applying the map by hand; rows
 without a raw value counted and said; a run without any refused with one error line).
 """
@@ -132,28 +133,46 @@ def test_eras_come_from_what_the_source_states() -> None:
     assert era_of(ex("destein-toxic")) == ERA_UNKNOWN  # "a later Perspective model": no year stated
 
 
-def test_scales_are_fitted_on_training_rows_only() -> None:
-    from polytox.scoring.ml.scale_fit import fit_scales
-
-    rng = np.random.default_rng(0)
+def _lx_rows(n: int = 400, seed: int = 0) -> tuple[list[ScaleRow], dict[tuple[str, str], float]]:
+    """Synthetic RTP-LX rows (en, de, fr per Index) with a rating; one Index in five in the training split."""
+    rng = np.random.default_rng(seed)
     rows, raw = [], {}
-    for i in range(400):
-        held = i % 5 == 0
+    for i in range(n):
         group = f"lx:{i}"
+        level = float(rng.integers(3, 16)) / 3.0  # a mean of three ratings, 1-5
         for lang in ("de", "fr", "en"):
             text = f"text {i} {lang}"
-            raw[(text, lang)] = float(rng.random())
-            target = "anchor:perspective-2020" if lang != "en" else RATERS
-            rows.append(ScaleRow(text, lang, "web", target, float(rng.random()), held, group, "rtp-lx", group,
-                                 i % 2 == 0))
+            raw[(text, lang)] = float(np.clip((level - 1) / 4 + rng.normal(0, 0.1), 0, 1))
+            rows.append(ScaleRow(text, lang, "web", RATERS, float(rng.random()), i % 5 != 0, group, "rtp-lx",
+                                 group, level >= 3, level))
+    return rows, raw
+
+
+def test_other_languages_are_fitted_on_the_fit_part_only() -> None:
+    from dataclasses import replace
+
+    from polytox.scoring.ml.scale_fit import fit_scales
+    from polytox.scoring.ml.scale_languages import in_check_part
+
+    rows, raw = _lx_rows()
     head = MlHead.load(default_head_path())
     first = fit_scales(rows, raw, head).to_json()
-    flipped = [r if not r.heldout else ScaleRow(r.text, r.lang, r.kind, r.target, 1.0 - r.value, True, r.group,
-                                                r.source, r.prompt, not r.label) for r in rows]
-    assert fit_scales(flipped, raw, head).to_json() == first  # held-out values never read
-    changed = [r if r.heldout else ScaleRow(r.text, r.lang, r.kind, r.target, 1.0 - r.value, False, r.group,
-                                            r.source, r.prompt, r.label) for r in rows]
-    assert fit_scales(changed, raw, head).to_json() != first  # ...training values are
+    assert {in_check_part(r.prompt) for r in rows} == {True, False}
+
+    def flip(r: ScaleRow) -> ScaleRow:
+        return replace(r, rating=6.0 - (r.rating or 1.0), value=1.0 - r.value)
+
+    checked = [flip(r) if r.heldout and in_check_part(r.prompt) else r for r in rows]
+    assert fit_scales(checked, raw, head).to_json() == first  # the check part is never read by the fit
+    fitted = [replace(r, rating=6.0 - (r.rating or 1.0)) if r.heldout and r.lang == "de"
+              and not in_check_part(r.prompt) else r for r in rows]  # other pairs preserve toxicity
+    assert fit_scales(fitted, raw, head).to_json() != first  # ...the fit part is
+    trained = [flip(r) if not r.heldout else r for r in rows]
+    assert fit_scales(trained, raw, head).scales[PERSPECTIVE_2020].maps == \
+        fit_scales(rows, raw, head).scales[PERSPECTIVE_2020].maps  # training rows: never paired
+    training = [replace(r, heldout=False) if r.lang != "en" else r for r in rows]
+    with pytest.raises(ValueError, match="no toxicity-preserving pairs"):  # training rows are never paired
+        fit_scales(training, raw, head)
 
 
 def test_raw_values_in_cache_store_and_score_table(tmp_path: Path) -> None:

@@ -62,7 +62,6 @@ from typing import Any
 import numpy as np
 
 CV_FOLDS = 5
-CHECK_SHARE = 0.3  # of the held-out split's Index groups: the check part, read by no choice
 PRESERVING = 0.5  # the two sides' mean ratings at most this far apart
 HARMLESS_BELOW, TOXIC_FROM = 1.5, 3.0
 SHRINK = (0.0, 50.0, 200.0, float("inf"))  # k of w = n / (n + k); 0 = own map only, inf = joint only
@@ -293,9 +292,9 @@ def english_rows(shared: Path | str, raw_dir: Path | str, mode: str, heldout: bo
 
 
 def check_part(index: np.ndarray) -> np.ndarray:
-    from polytox.scoring.ml.pack import unit_hash
+    from polytox.scoring.ml.scale_languages import in_check_part  # the same cut the shipped fit uses
 
-    return np.array([unit_hash(str(i), "lx-scale-check") < CHECK_SHARE for i in index])
+    return np.array([in_check_part(str(i)) for i in index])
 
 
 def run(shared: str, raw_dir: str, mode: str, scale: str, heldout: bool, split: str = "heldout") -> dict[str, Any]:

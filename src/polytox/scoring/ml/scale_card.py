@@ -66,6 +66,8 @@ def scales_detail(path: str | None = None) -> str:
                          f"{_f(None if m.get('share_diff') is None else 100 * m['share_diff'], 1, True)} pt | "
                          + " | ".join(_f(run.get(f"{k}_diff"), 3, True) for k in ("emt", "ep", "at")) + " |")
     for name, block in data["scales"].items():
+        lines += pairs_table(name, block.get("heldout", {}).get("pairs", {}))
+    for name, block in data["scales"].items():
         langs = block.get("heldout", {}).get("languages")
         if not langs:
             continue
@@ -79,6 +81,41 @@ def scales_detail(path: str | None = None) -> str:
             lines.append(f"| {lang} | {m['n_groups']} | {_f(m['mae'])} | {gap} | {_f(m['mae_head_scale'])} | "
                          f"{_f(m['auc_humans'])} |")
     return "\n".join(lines)
+
+
+# RTP-LX (de Wynter et al. 2024): linear-weighted kappa against the annotators' Toxicity level, mean over its
+# languages, as the paper reports it for three models; beside the scorer's own for comparison.
+RTPLX_KAPPA = {"GPT-4 Turbo": 0.44, "Llama-3-70B-Instruct": 0.46, "Llama Guard": 0.27}
+
+
+def pairs_table(name: str, pairs: Any, which: str = "after") -> list[str]:
+    """The same-judgement checks of ``scale_languages`` per language on held-out RTP-LX pairs (one scale)."""
+    rows = pairs.get(which) if pairs else None
+    if not rows:
+        return []
+    summary = pairs.get(f"{which}_summary", {})
+    ref = ", ".join(f"{k} {v:.2f}" for k, v in RTPLX_KAPPA.items())
+    out = ["", f"{name}, other languages against their English texts (held-out RTP-LX pairs; harmless: both sides' "
+               "mean rating < 1.5, toxic: both >= 3; targets: harmless within 0.03 and 3 points, toxic within 0.05, "
+               "MAE within 0.05 of English's)", "",
+           "| lang | harmless pairs | mean (English) | diff | share >= 0.5 diff | toxic pairs | mean (English) | diff "
+           "| MAE to source's 2020 score (English's; constant) | human AUC | kappa (English's) |",
+           "| --- | ---: | --- | ---: | ---: | ---: | --- | ---: | --- | ---: | ---: |"]
+    for lang, m in rows.items():
+        out.append(
+            f"| {lang} | {m['n_harmless']} | {_f(m.get('harmless_mean'))} ({_f(m.get('harmless_en'))}) | "
+            f"{_f(m.get('harmless_diff'), 3, True)} | "
+            f"{_f(None if m.get('harmless_share_diff') is None else 100 * m['harmless_share_diff'], 1, True)} pt | "
+            f"{m['n_toxic']} | {_f(m.get('toxic_mean'))} ({_f(m.get('toxic_en'))}) | "
+            f"{_f(m.get('toxic_diff'), 3, True)} | "
+            f"{_f(m.get('mae'))} ({_f(m.get('mae_en'))}; {_f(m.get('mae_constant'))}) | {_f(m.get('auc'))} | "
+            f"{_f(m.get('kappa'))} ({_f(m.get('kappa_en'))}) |")
+    out += ["", f"Means over languages: |harmless diff| {_f(summary.get('harmless_diff_mean_abs'))} (worst "
+                f"{_f(summary.get('harmless_diff_max_abs'))}), |toxic diff| {_f(summary.get('toxic_diff_mean_abs'))} "
+                f"(worst {_f(summary.get('toxic_diff_max_abs'))}), AUC {_f(summary.get('auc_mean'))} (lowest "
+                f"{_f(summary.get('auc_min'))}), kappa {_f(summary.get('kappa_mean'))}; the RTP-LX paper's kappa: "
+                f"{ref}."]
+    return out
 
 
 def _ci(ci: Any, scale: float = 1.0, digits: int = 3) -> str:

@@ -41,7 +41,8 @@ from .calib import CONTINUATION, WEB, ScaleMaps, fit_weighted_isotonic
 from .data import Example
 from .group_bootstrap import group_weights, percentile_ci, weighted_auc, weighted_mean
 from .head import MlHead, default_head_path
-from .scale_languages import Equating, Pairs, fit_equated, language_checks, summarise
+from .pack import unit_hash
+from .scale_languages import Equating, Pairs, fit_equated, in_check_part, language_checks, summarise
 from .scale_rows import ERA_2020, ERA_2022, ERA_UNKNOWN, RATERS, ScaleRow, scale_rows
 from .scales import (
     DEFAULT_SCALES,
@@ -59,7 +60,7 @@ ANCHOR_2020 = f"anchor:{ERA_2020}"
 ANCHOR_UNKNOWN = f"anchor:{ERA_UNKNOWN}"
 # k of w = n / (n + k), the weight of a language's own quantile map against the joint one
 # (research/scorer/lx_scale_trial.py chose it)
-SHRINK = 50.0
+SHRINK = 0.0
 
 
 def _r(x: float | None, digits: int = 4) -> float | None:
@@ -90,20 +91,22 @@ def language_maps(equating: Equating, english: IsotonicMap, langs: Sequence[str]
     return per_lang, compose(english, as_map(None), equating.n_pairs)
 
 
-def training_pairs(rows: Sequence[ScaleRow], raw: Mapping[tuple[str, str], float], heldout: bool = False) -> Pairs:
-    """RTP-LX pairs of one split, each with its English text's 2020 Perspective score where it has one."""
+def lx_pairs(rows: Sequence[ScaleRow], raw: Mapping[tuple[str, str], float], check: bool) -> Pairs:
+    """RTP-LX pairs of the held-out split's fit part (``check=False``) or check part, each with its English
+    text's 2020 Perspective score where it has one (``scale_languages``: why the held-out split)."""
     persp = {r.prompt: r.value for r in rows if r.target == ANCHOR_2020 and r.lang == "en"}
-    return Pairs.build([r for r in rows if r.target == RATERS and r.heldout == heldout and r.rating is not None],
-                       raw, persp)
+    return Pairs.build([r for r in rows if r.target == RATERS and r.heldout and r.rating is not None
+                        and in_check_part(r.prompt) == check], raw, persp)
 
 
 def fit_scales(rows: Sequence[ScaleRow], raw: Mapping[tuple[str, str], float], head: MlHead,
                mode: str = "full", shrink: float = SHRINK, previous: ScaleSet | None = None) -> ScaleSet:
-    """The named scales of ``head`` (see the module docstring); fitted on training rows only. With
+    """The named scales of ``head`` (see the module docstring); English maps from training rows, the other
+    languages' from the fit part of the held-out RTP-LX pairs (``scale_languages``). With
     ``previous`` (scales of the same head), ``raters`` keeps its English map: a refit moves no English value."""
     head_maps = ScaleMaps.from_json(head.scale[mode])
     langs_all = sorted(set(head.languages) - {"en"})
-    pairs = training_pairs(rows, raw)
+    pairs = lx_pairs(rows, raw, check=False)
     equating = fit_equated(pairs, shrink)
     web, cont = head_maps.english_map(WEB), head_maps.english_map(CONTINUATION)
     per_2020, fallback_2020 = language_maps(equating, web, langs_all)
@@ -124,7 +127,8 @@ def fit_scales(rows: Sequence[ScaleRow], raw: Mapping[tuple[str, str], float], h
                   "n_preserving_pairs": equating.n_pairs, "preserving_pairs_by_language": dict(equating.n_by_lang),
                   "languages_with_own_map": sorted(equating.own)}
     other = (f"the English map after an equipercentile map of each language's raw output onto its English texts' "
-             f"(RTP-LX, {equating.n_pairs:,} toxicity-preserving training pairs of {len(pairs):,}; each language's "
+             f"(RTP-LX, {equating.n_pairs:,} toxicity-preserving pairs of {len(pairs):,} in the fit part of the head's "
+             f"held-out split; each language's "
              f"own map shrunk to the joint one, k = {shrink:g})")
     scales = {
         PERSPECTIVE_2020: Scale(PERSPECTIVE_2020, {mode: p2020}, {
@@ -210,25 +214,48 @@ def measure_scales(rows: Sequence[ScaleRow], raw: Mapping[tuple[str, str], float
 PAIR_SCALES = (PERSPECTIVE_2020, PERSPECTIVE_2022)
 
 
+OOF_FOLDS = 5
+
+
 def measure_pairs(rows: Sequence[ScaleRow], raw: Mapping[tuple[str, str], float], scales: ScaleSet, mode: str,
-                  before: ScaleSet | None = None) -> dict[str, Any]:
-    """``scale_languages.language_checks`` on the held-out RTP-LX pairs, on each Perspective scale (and on
-    ``before``, the scales these replace, for comparison)."""
-    pairs = training_pairs(rows, raw, heldout=True)
+                  before: ScaleSet | None = None, shrink: float = SHRINK) -> dict[str, Any]:
+    """``scale_languages.language_checks`` on each Perspective scale: ``after`` on the check part's RTP-LX
+    pairs (the shipped maps; no fit or choice read them), ``oof`` on every held-out pair, each Index group read
+    by maps fitted without it (grouped 5-fold cross-fitting: more pairs, the same form), ``before`` (the scales
+    these replace) on the check part and ``before_every`` on every held-out pair (they never read any)."""
+    check = lx_pairs(rows, raw, check=True)
+    every = Pairs.concat(lx_pairs(rows, raw, check=False), check)
     out: dict[str, Any] = {}
     for name in PAIR_SCALES:
         block: dict[str, Any] = {}
-        for label, found in (("after", scales), ("before", before)):
-            if found is None or name not in found.scales or mode not in found.get(name).maps:
-                continue
-            values = found.get(name).apply(pairs.r_t, pairs.lang.tolist(), mode)
-            english = found.get(name).apply(pairs.r_e, ["en"] * len(pairs), mode)
-            english_2020 = found.get(PERSPECTIVE_2020).apply(pairs.r_e, ["en"] * len(pairs), mode)
-            by_lang = language_checks(pairs, values, english, english_2020)
-            block[label] = by_lang
-            block[f"{label}_summary"] = summarise(by_lang)
+        for label, found, pairs in (("after", scales, check), ("before", before, check),
+                                    ("before_every", before, every)):
+            if found is not None and name in found.scales and mode in found.get(name).maps:
+                block[label] = _checks(pairs, found.get(name).maps[mode], found.get(PERSPECTIVE_2020).maps[mode])
+                block[f"{label}_summary"] = summarise(block[label])
+        english = scales.get(name).maps[mode].english
+        english_2020 = scales.get(PERSPECTIVE_2020).maps[mode].english
+        values, values_2020 = np.empty(len(every)), np.empty(len(every))
+        fold = np.array([int(unit_hash(str(i), "lx-scale-oof") * OOF_FOLDS) for i in every.index])
+        for k in range(OOF_FOLDS):
+            test = fold == k
+            if test.any():
+                equating = fit_equated(every.subset(~test), shrink)
+                per_lang, fallback = language_maps(equating, english, sorted(set(every.lang.tolist())))
+                maps = ScaleMaps(english=english, fallback=fallback, per_lang=per_lang)
+                values[test] = maps.apply(every.r_t[test], every.lang[test].tolist())
+        english_values = ScaleMaps(english=english, fallback=english).apply(every.r_e, ["en"] * len(every))
+        values_2020 = ScaleMaps(english=english_2020, fallback=english_2020).apply(every.r_e, ["en"] * len(every))
+        block["oof"] = language_checks(every, values, english_values, values_2020)
+        block["oof_summary"] = summarise(block["oof"])
         out[name] = block
     return out
+
+
+def _checks(pairs: Pairs, maps: ScaleMaps, maps_2020: ScaleMaps) -> dict[str, dict[str, Any]]:
+    english = ["en"] * len(pairs)
+    return language_checks(pairs, maps.apply(pairs.r_t, pairs.lang.tolist()), maps.apply(pairs.r_e, english),
+                           maps_2020.apply(pairs.r_e, english))
 
 
 def measure_languages(held: Sequence[ScaleRow], raw: Mapping[tuple[str, str], float], head: MlHead,

@@ -4,6 +4,9 @@ The principle: texts that readers of each language judge equally toxic read the 
 of the scale's English map. RTP-LX gives the pairs that state it: a translation and its English text share an
 ``Index``, and each side carries the mean of its own three Toxicity ratings (1-5).
 
+**The data.** The head's held-out split only, where its raw outputs are out of sample as for any text a user
+scores (``CHECK_SHARE``): a fit part for the maps and a check part for the measurement.
+
 **The map** (``fit_equated``): on the *toxicity-preserving* pairs (the two sides' mean ratings at most
 ``PRESERVING`` apart: same content, same human judgement), the raw head output of the translations and of
 their English texts describe the same texts, so equal quantiles mean equal toxicity. The equipercentile map
@@ -35,9 +38,17 @@ from ..calibration import IsotonicMap
 
 PRESERVING = 0.5  # a pair preserves toxicity when its two mean ratings are at most this far apart
 HARMLESS_BELOW, TOXIC_FROM = 1.5, 3.0  # mean Toxicity rating (1-5) of a harmless / a toxic text
+# The pairs come from the head's held-out split: the raw outputs of its training rows are in-sample (the head
+# was fitted on those very texts), and maps fitted on them do not transfer (research/scorer/lx_scale_trial.py).
+# Its Index groups are cut once by hash: the maps are fitted on the fit part; the check part is read only by the
+# measurement.
+CHECK_SHARE = 0.3
 MIN_OWN_PAIRS = 20  # a language gets its own (shrunk) quantile map with at least this many preserving pairs
 QUANTILES = np.concatenate([np.linspace(0.0, 0.1, 41), np.linspace(0.1, 0.9, 161)[1:],
                             np.linspace(0.9, 1.0, 41)[1:]])  # denser in the tails, where the ends are decided
+
+
+FIELDS = ("index", "lang", "r_t", "h_t", "r_e", "h_e", "persp")
 
 
 @dataclass(frozen=True)
@@ -56,8 +67,12 @@ class Pairs:
     def __len__(self) -> int:
         return len(self.r_t)
 
+    @classmethod
+    def concat(cls, *parts: Pairs) -> Pairs:
+        return cls(*(np.concatenate([getattr(p, f) for p in parts]) for f in FIELDS))
+
     def subset(self, mask: np.ndarray) -> Pairs:
-        return Pairs(*(getattr(self, f)[mask] for f in ("index", "lang", "r_t", "h_t", "r_e", "h_e", "persp")))
+        return Pairs(*(getattr(self, f)[mask] for f in FIELDS))
 
     @property
     def preserving(self) -> np.ndarray:
@@ -80,6 +95,13 @@ class Pairs:
                 cols[key].append(value)
         return cls(*(np.asarray(cols[k], dtype=object if k in ("index", "lang") else float)
                      for k in ("index", "lang", "r_t", "h_t", "r_e", "h_e", "persp")))
+
+
+def in_check_part(index: str) -> bool:
+    """Whether an RTP-LX Index group (``lx:<Index>``) is in the check part of the held-out split."""
+    from .pack import unit_hash
+
+    return unit_hash(str(index), "lx-scale-check") < CHECK_SHARE
 
 
 def equipercentile(source: np.ndarray, target: np.ndarray) -> IsotonicMap:
