@@ -29,6 +29,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from .._util.options import as_bool
 from ..errors import PolytoxError, require
 from ..types import Score
 from .base import Scorer, config_digest
@@ -63,17 +64,6 @@ def check_truncation(truncation: str) -> None:
     """Fail on a bad policy before any weights are loaded."""
     if truncation not in TRUNCATION_SIDES:
         raise PolytoxError(f"truncation must be head or tail, got {truncation!r}")
-
-
-def as_bool(value: str | bool, name: str) -> bool:
-    if isinstance(value, bool):
-        return value
-    text = str(value).strip().lower()
-    if text in ("1", "true", "yes", "on"):
-        return True
-    if text in ("0", "false", "no", "off", ""):
-        return False
-    raise PolytoxError(f"scorer option {name} must be true or false, got {value!r}")
 
 
 def as_languages(value: str | None, default: frozenset[str] | None) -> frozenset[str] | None:
