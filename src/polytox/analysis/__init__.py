@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from .corpus import Corpus
     from .options import AnalysisOptions
     from .result import AnalysisResult
+    from .run_collection import RunCollection
 
 ANALYSES: dict[str, tuple[str, str]] = {
     # name: (module, one-line description)
@@ -45,7 +45,8 @@ ANALYSES: dict[str, tuple[str, str]] = {
 }
 
 _LAZY = {
-    "Corpus": "polytox.analysis.corpus",
+    "RunCollection": "polytox.analysis.run_collection",
+    "Corpus": "polytox.analysis.run_collection",  # the former name of RunCollection
     "AnalysisOptions": "polytox.analysis.options",
     "AnalysisResult": "polytox.analysis.result",
     "Table": "polytox.analysis.result",
@@ -61,14 +62,14 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'polytox.analysis' has no attribute {name!r}")
 
 
-def analysis_function(name: str) -> Callable[[Corpus, AnalysisOptions], AnalysisResult]:
+def analysis_function(name: str) -> Callable[[RunCollection, AnalysisOptions], AnalysisResult]:
     """The ``analyze`` function of a named analysis."""
     module, _ = ANALYSES[name]
-    fn: Callable[[Corpus, AnalysisOptions], AnalysisResult] = importlib.import_module(module).analyze
+    fn: Callable[[RunCollection, AnalysisOptions], AnalysisResult] = importlib.import_module(module).analyze
     return fn
 
 
-def run_analysis(name: str, corpus: Corpus, opts: AnalysisOptions) -> AnalysisResult:
+def run_analysis(name: str, corpus: RunCollection, opts: AnalysisOptions) -> AnalysisResult:
     return analysis_function(name)(corpus, opts)
 
 
@@ -76,7 +77,7 @@ __all__ = [
     "ANALYSES",
     "AnalysisOptions",
     "AnalysisResult",
-    "Corpus",
+    "RunCollection",
     "RunInfo",
     "Table",
     "analysis_function",

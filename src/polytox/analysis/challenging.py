@@ -15,14 +15,14 @@ from typing import Any
 import pyarrow as pa
 
 from ..constants import CHALLENGING_THRESHOLD
-from .corpus import Corpus
 from .groups import split
 from .options import AnalysisOptions, restrict
 from .result import AnalysisResult, Table
+from .run_collection import RunCollection
 
 
 def analyze(
-    corpus: Corpus, opts: AnalysisOptions, threshold: float = CHALLENGING_THRESHOLD
+    corpus: RunCollection, opts: AnalysisOptions, threshold: float = CHALLENGING_THRESHOLD
 ) -> AnalysisResult:
     res = AnalysisResult(
         key="challenging",

@@ -6,13 +6,13 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from .corpus import Corpus, Selection
 from .groups import values
 from .options import AnalysisOptions, restrict
+from .run_collection import RunCollection, Selection
 from .stats import SMALL_SAMPLE
 
 
-def _selection_notes(corpus: Corpus, sel: Selection) -> list[str]:
+def _selection_notes(corpus: RunCollection, sel: Selection) -> list[str]:
     notes = list(corpus.notes) + list(sel.notes)
     dirs = sorted(set(sel.used.values()))
     if len(dirs) > 1:
@@ -23,7 +23,7 @@ def _selection_notes(corpus: Corpus, sel: Selection) -> list[str]:
     return notes
 
 
-def prompts_table(corpus: Corpus, opts: AnalysisOptions) -> tuple[pa.Table, list[str]]:
+def prompts_table(corpus: RunCollection, opts: AnalysisOptions) -> tuple[pa.Table, list[str]]:
     """Per-prompt rows (runs with the scorer, filters applied) with at least one score, and notes."""
     table, sel = corpus.per_prompt(opts.scorer, opts.attribute)
     notes = _selection_notes(corpus, sel)
@@ -43,7 +43,7 @@ def prompts_table(corpus: Corpus, opts: AnalysisOptions) -> tuple[pa.Table, list
 
 
 def generations_table(
-    corpus: Corpus, opts: AnalysisOptions, scorer: str | None = None, attribute: str | None = None
+    corpus: RunCollection, opts: AnalysisOptions, scorer: str | None = None, attribute: str | None = None
 ) -> tuple[pa.Table, list[str]]:
     """Per-continuation rows (filters applied; unscored rows kept, their score is null) and notes."""
     table, sel = corpus.per_generation(

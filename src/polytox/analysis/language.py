@@ -11,16 +11,17 @@ from __future__ import annotations
 from itertools import combinations
 from typing import Any
 
+from .._util.numfmt import fmt_num
 from .common import prompts_table, small_note
-from .corpus import Corpus
 from .groups import split, values
 from .leaderboard import TIER_ORDER, build_leaderboard
 from .options import AnalysisOptions
-from .result import AnalysisResult, Table, num, pm
+from .result import AnalysisResult, Table, pm
+from .run_collection import RunCollection
 from .stats import cohen_d, describe, welch_t
 
 
-def analyze(corpus: Corpus, opts: AnalysisOptions) -> AnalysisResult:
+def analyze(corpus: RunCollection, opts: AnalysisOptions) -> AnalysisResult:
     board = build_leaderboard(corpus, opts)
     res = AnalysisResult(
         key="language",
@@ -78,7 +79,7 @@ def analyze(corpus: Corpus, opts: AnalysisOptions) -> AnalysisResult:
                         for v in (
                             (
                                 pm(r.by_tier[t]["at"], r.by_tier[t]["at_std"]),
-                                num(r.by_tier[t]["ep"]),
+                                fmt_num(r.by_tier[t]["ep"], missing=None),
                                 r.by_tier[t]["n_prompts"],
                             )
                             if t in r.by_tier

@@ -22,13 +22,14 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from .._util.numfmt import fmt_num
 from ..langs import RESOURCE_TIERS_SOURCE
 from ..metrics import summarize
 from ..spec import MetricsSpec
-from .corpus import Corpus
 from .groups import split, values
 from .options import AnalysisOptions, restrict
 from .result import Table, pm
+from .run_collection import RunCollection
 from .runs import ModelMeta, format_params
 
 TIER_ORDER = ("high", "medium", "low", "unknown")
@@ -205,7 +206,7 @@ class Leaderboard:
                     r.overall["n_missing_scores"],
                     pm(r.overall["at"], r.overall["at_std"]),
                     pm(r.overall["emt"], r.overall["emt_std"]),
-                    _f(r.overall["ep"]),
+                    fmt_num(r.overall["ep"], missing=None),
                 ]
                 for r in self.rows
             ],
@@ -308,7 +309,7 @@ class Leaderboard:
         )
 
 
-def scale_label(corpus: Corpus, opts: AnalysisOptions) -> str | None:
+def scale_label(corpus: RunCollection, opts: AnalysisOptions) -> str | None:
     """The scale the toxicity values are on: the one asked for (``--scale``), else the one the runs' own
     scorer recorded in their manifests (None where none did, e.g. runs scored before scales were named)."""
     if corpus.scale and opts.attribute == "toxicity":
@@ -320,15 +321,11 @@ def scale_label(corpus: Corpus, opts: AnalysisOptions) -> str | None:
     return ", ".join(sorted(found)) or None
 
 
-def _f(v: float | None) -> str | None:
-    return None if v is None else f"{v:.3f}"
-
-
 def _cell(block: dict[str, Any] | None, metric: str) -> str | None:
     if not block:
         return None
     if metric == "ep":
-        return _f(block["ep"])
+        return fmt_num(block["ep"], missing=None)
     return pm(block[metric], block[f"{metric}_std"])
 
 
@@ -338,7 +335,7 @@ def _tier_cells(block: dict[str, Any] | None) -> list[Any]:
     return [
         pm(block["at"], block["at_std"]),
         pm(block["emt"], block["emt_std"]),
-        _f(block["ep"]),
+        fmt_num(block["ep"], missing=None),
         block["n_prompts"],
     ]
 
@@ -352,7 +349,7 @@ def _tier_at(block: dict[str, Any] | None) -> str | None:
 def _split_cells(block: dict[str, Any] | None) -> list[Any]:
     if not block:
         return [None, None, None]
-    return [pm(block["emt"], block["emt_std"]), _f(block["ep"]), block["n_prompts"]]
+    return [pm(block["emt"], block["emt_std"]), fmt_num(block["ep"], missing=None), block["n_prompts"]]
 
 
 def _block(table: pa.Table, spec: MetricsSpec) -> dict[str, Any]:
@@ -370,7 +367,7 @@ def _prompt_split(table: pa.Table, spec: MetricsSpec) -> np.ndarray:
     return out
 
 
-def build_leaderboard(corpus: Corpus, opts: AnalysisOptions | None = None) -> Leaderboard:
+def build_leaderboard(corpus: RunCollection, opts: AnalysisOptions | None = None) -> Leaderboard:
     """The leaderboard of a corpus for ``opts.scorer`` (None: each run's own scorer), filters applied."""
     opts = opts or AnalysisOptions()
     spec = corpus.metrics

@@ -18,10 +18,10 @@ import numpy as np
 import pyarrow as pa
 
 from .common import generations_table
-from .corpus import Corpus
 from .groups import split, values
 from .options import AnalysisOptions
 from .result import AnalysisResult, Table
+from .run_collection import RunCollection
 from .stats import SMALL_SAMPLE, pearson
 
 
@@ -50,7 +50,7 @@ def _rows(
     return out
 
 
-def analyze(corpus: Corpus, opts: AnalysisOptions) -> AnalysisResult:
+def analyze(corpus: RunCollection, opts: AnalysisOptions) -> AnalysisResult:
     res = AnalysisResult(
         key="prompt_toxicity",
         title="Prompt toxicity vs continuation toxicity",

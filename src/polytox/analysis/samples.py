@@ -11,13 +11,13 @@ import numpy as np
 import pyarrow as pa
 
 from .common import generations_table
-from .corpus import Corpus
 from .groups import split, values
 from .options import AnalysisOptions
 from .result import AnalysisResult, Table
+from .run_collection import RunCollection
 
 
-def analyze(corpus: Corpus, opts: AnalysisOptions) -> AnalysisResult:
+def analyze(corpus: RunCollection, opts: AnalysisOptions) -> AnalysisResult:
     res = AnalysisResult(
         key="samples",
         title="Most and least toxic continuations",

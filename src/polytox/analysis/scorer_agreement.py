@@ -16,14 +16,14 @@ import pyarrow as pa
 
 from ..errors import PolytoxError
 from .common import generations_table
-from .corpus import Corpus
 from .groups import values
 from .options import AnalysisOptions
 from .result import AnalysisResult, Table
+from .run_collection import RunCollection
 from .stats import pearson
 
 
-def analyze(corpus: Corpus, opts: AnalysisOptions) -> AnalysisResult:
+def analyze(corpus: RunCollection, opts: AnalysisOptions) -> AnalysisResult:
     if not opts.scorer or not opts.scorer_b:
         raise PolytoxError("the scorer comparison needs two stored scorers: --scorer A --scorer-b B")
     a_name, b_name = f"{opts.scorer}:{opts.attribute}", f"{opts.scorer_b}:{opts.attribute_b}"

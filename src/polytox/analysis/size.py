@@ -14,15 +14,15 @@ from typing import Any
 import numpy as np
 
 from .common import prompts_table, small_note
-from .corpus import Corpus
 from .groups import split, values
 from .options import AnalysisOptions
 from .result import AnalysisResult, Table, pm
+from .run_collection import RunCollection
 from .runs import format_params
 from .stats import cohen_d, describe, effect_label, welch_t
 
 
-def analyze(corpus: Corpus, opts: AnalysisOptions) -> AnalysisResult:
+def analyze(corpus: RunCollection, opts: AnalysisOptions) -> AnalysisResult:
     res = AnalysisResult(
         key="size",
         title="Toxicity by model size within a family",

@@ -11,14 +11,14 @@ from itertools import combinations
 from typing import Any
 
 from .common import prompts_table, small_note
-from .corpus import Corpus
 from .groups import split, values
 from .options import AnalysisOptions
 from .result import AnalysisResult, Table, pm
+from .run_collection import RunCollection
 from .stats import cohen_d, describe, effect_label, welch_t
 
 
-def analyze(corpus: Corpus, opts: AnalysisOptions) -> AnalysisResult:
+def analyze(corpus: RunCollection, opts: AnalysisOptions) -> AnalysisResult:
     res = AnalysisResult(
         key="sources",
         title="Toxicity by prompt source",
