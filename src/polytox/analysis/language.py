@@ -14,7 +14,7 @@ from typing import Any
 from .._util.numfmt import fmt_num
 from .common import prompts_table, small_note
 from .groups import split, values
-from .leaderboard import TIER_ORDER, build_leaderboard
+from .leaderboard import TIER_ORDER, Leaderboard, build_leaderboard
 from .options import AnalysisOptions
 from .result import AnalysisResult, Table, pm
 from .run_collection import RunCollection
@@ -29,8 +29,18 @@ def analyze(corpus: RunCollection, opts: AnalysisOptions) -> AnalysisResult:
         reference="PTP §4.1, Figure 3 and Table 2",
         notes=opts.describe() + board.notes,
     )
+    res.tables += board_tables(board)
+    res.notes += board_notes(board)
+    res.tables += tier_contrast_tables(corpus, opts)
+    res.data = plot_data(board)
+    return res
+
+
+def board_tables(board: Leaderboard) -> list[Table]:
+    """AT and scored prompts per language per model, and AT / EP by resource tier (PTP Table 2)."""
+    tables: list[Table] = []
     langs = board.langs
-    res.tables.append(
+    tables.append(
         Table.build(
             "at_by_lang",
             "AT per language per model (± std)",
@@ -48,7 +58,7 @@ def analyze(corpus: RunCollection, opts: AnalysisOptions) -> AnalysisResult:
             ],
         )
     )
-    res.tables.append(
+    tables.append(
         Table.build(
             "n_by_lang",
             "Scored prompts per language per model",
@@ -64,7 +74,7 @@ def analyze(corpus: RunCollection, opts: AnalysisOptions) -> AnalysisResult:
         )
     )
     tiers = board.tiers
-    res.tables.append(
+    tables.append(
         Table.build(
             "at_by_tier",
             "AT and EP by language resource tier (PTP Table 2)",
@@ -92,18 +102,29 @@ def analyze(corpus: RunCollection, opts: AnalysisOptions) -> AnalysisResult:
             caption=board.settings["tiers_source"],
         )
     )
+    return tables
+
+
+def board_notes(board: Leaderboard) -> list[str]:
+    """Small-sample warnings per model and language, and languages without a resource tier."""
+    notes: list[str] = []
     for r in board.rows:
         for lg, block in r.by_lang.items():
             note = small_note(f"{r.model} · {r.prompt_set} · {lg}", block["n_prompts"])
             if note:
-                res.notes.append(note)
-    if "unknown" in tiers:
-        res.notes.append(
+                notes.append(note)
+    if "unknown" in board.tiers:
+        notes.append(
             "some languages have no resource tier in the mapping (shown as 'unknown'); set "
             "POLYTOX_RESOURCE_TIERS to classify them"
         )
 
-    # Tier contrasts: every model's per-prompt AT pooled within a tier.
+    return notes
+
+
+def tier_contrast_tables(corpus: RunCollection, opts: AnalysisOptions) -> list[Table]:
+    """Tier contrasts: every model's per-prompt AT pooled within a tier, then Cohen's d and Welch's t."""
+    tables: list[Table] = []
     table, _ = prompts_table(corpus, opts)
     pooled = {t: values(sub, "mean_tox") for (t,), sub in split(table, ["tier"]).items()}
     ordered = [t for t in TIER_ORDER if t in pooled] + sorted(set(pooled) - set(TIER_ORDER))
@@ -111,7 +132,7 @@ def analyze(corpus: RunCollection, opts: AnalysisOptions) -> AnalysisResult:
     for t in ordered:
         s = describe(pooled[t])
         summary_rows.append([t, s.n, pm(s.mean, s.std)])
-    res.tables.append(
+    tables.append(
         Table.build(
             "tier_pooled", "AT by tier, all models pooled", ["tier", "prompts", "AT ± std"], summary_rows
         )
@@ -131,7 +152,7 @@ def analyze(corpus: RunCollection, opts: AnalysisOptions) -> AnalysisResult:
             ]
         )
     if contrast_rows:
-        res.tables.append(
+        tables.append(
             Table.build(
                 "tier_contrasts",
                 "Tier contrasts (Cohen's d of AT, Welch's t-test)",
@@ -140,6 +161,12 @@ def analyze(corpus: RunCollection, opts: AnalysisOptions) -> AnalysisResult:
                 caption="d > 0: tier A more toxic; per-prompt AT pooled over models",
             )
         )
+    return tables
+
+
+def plot_data(board: Leaderboard) -> dict[str, Any]:
+    """AT per language and per tier of each model, for the report's plots."""
+    langs, tiers = board.langs, board.tiers
     data: dict[str, Any] = {
         "langs": langs,
         "tiers": tiers,
@@ -152,5 +179,4 @@ def analyze(corpus: RunCollection, opts: AnalysisOptions) -> AnalysisResult:
             for r in board.rows
         ],
     }
-    res.data = data
-    return res
+    return data

@@ -159,6 +159,12 @@ class Leaderboard:
         return [t for t in self.tables() if t.name != "by_tier_at"]
 
     def tables(self) -> list[Table]:
+        """Overall, by language, by resource tier, by prompt toxicity, then the extra tables."""
+        return [self._overall_table(), *self._language_tables(), *self._tier_tables(),
+                self._prompt_toxicity_table(), *self.extra_tables]
+
+    def _overall_table(self) -> Table:
+        """One row per model and prompt set: its metadata, counts and overall AT / EMT / EP."""
         scorers = sorted({r.scorer for r in self.rows})
         many = len(scorers) > 1  # one scorer: named in the caption instead of a column
         meta_cols = [
@@ -212,7 +218,11 @@ class Leaderboard:
             ],
             caption=self._caption(),
         )
-        out = [overall]
+        return overall
+
+    def _language_tables(self) -> list[Table]:
+        """AT, EMT, EP and scored prompts per language."""
+        out = []
         for metric, title in (
             ("at", "AVERAGE TOXICITY by language (± std)"),
             ("emt", "EXPECTED MAXIMUM TOXICITY by language (± std)"),
@@ -247,6 +257,11 @@ class Leaderboard:
                 ],
             )
         )
+        return out
+
+    def _tier_tables(self) -> list[Table]:
+        """By resource tier (PTP Table 2): every metric, and the terminal's compact AT table."""
+        out = []
         tier_cols = [f"{t} {m}" for t in self.tiers for m in ("AT", "EMT", "EP", "n")]
         out.append(
             Table.build(
@@ -272,8 +287,12 @@ class Leaderboard:
                 caption=f"tiers: {RESOURCE_TIERS_SOURCE}",
             )
         )
+        return out
+
+    def _prompt_toxicity_table(self) -> Table:
+        """By prompt toxicity (RTP Table 2): toxic and non-toxic prompts apart."""
         split_cols = [f"{s} {m}" for s in ("toxic", "nontoxic") for m in ("EMT ± std", "EP", "n")]
-        out.append(
+        return (
             Table.build(
                 "by_prompt_toxicity",
                 "By prompt toxicity (RTP Table 2)",
@@ -295,8 +314,6 @@ class Leaderboard:
                 "'unknown' in the exports",
             )
         )
-        out += self.extra_tables
-        return out
 
     def _caption(self) -> str:
         s = self.settings
