@@ -111,6 +111,8 @@ def test_bad_arguments_of_score_and_open_run(tmp_path: Path) -> None:
         polytox.evaluate(model="fake", out=tmp_path / "x", sample=2)
     with pytest.raises(polytox.PolytoxError, match="needs --out"):
         polytox.evaluate(model="fake")
+    with pytest.raises(polytox.PolytoxError, match="give the run directory as out="):
+        polytox.evaluate(str(tmp_path / "x"))  # type: ignore[arg-type]
 
 
 def test_evaluate_takes_every_flag_of_eval() -> None:

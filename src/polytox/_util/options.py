@@ -85,6 +85,22 @@ def as_bool(value: Any, name: str = "") -> bool:
     raise BadValueError(f"option {label}takes true or false (1/yes/on, 0/no/off), got {value!r}", name)
 
 
+def as_int(value: Any, name: str, minimum: int = 0) -> int | None:
+    """An integer option as an int; None when not given (None or ``""``).
+
+    Raises:
+        BadValueError: not an integer, or below ``minimum``; the message names the option.
+    """
+    if value is None or value == "":
+        return None
+    if isinstance(value, bool) or not Option("int").valid(value):
+        raise BadValueError(f"scorer option {name} must be an integer, got {value!r}", name)
+    number = int(float(value)) if isinstance(value, float) else int(str(value).strip())
+    if number < minimum:
+        raise BadValueError(f"scorer option {name} must be >= {minimum}, got {number}", name)
+    return number
+
+
 def convert(option: Option, value: Any) -> Any:
     """A value ``option`` accepted, as its kind: a bool, an int, a float or a string (a word allowed beside a
     number, such as ``auto``, stays a string)."""

@@ -78,6 +78,9 @@ def evaluate(spec: EvalSpec | None = None, out: str | Path | None = None, *, mod
     from ..cli.eval_cmd import EXECUTOR_KEYS, executor_config, resolve_out, spec_and_executor
     from ..runner import evaluate as run_evaluation
 
+    if spec is not None and not isinstance(spec, EvalSpec):
+        raise PolytoxError(f"evaluate() takes an EvalSpec or keyword options, got {type(spec).__name__} {spec!r} "
+                           "as the spec; give the run directory as out=...")
     _check_keys(options, set(FLAT_KEYS) | set(EXECUTOR_KEYS))
     named = {"model": model, "prompts": prompts, "samples": samples, "limit": limit, "lang": lang,
              "scorer": scorer, "scorer_opt": scorer_opt, "preset": preset, "max_new_tokens": max_new_tokens,

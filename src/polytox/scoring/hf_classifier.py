@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from .._util.options import as_bool
+from .._util.options import as_bool, as_int
 from ..errors import PolytoxError, require
 from ..types import Score
 from .base import Scorer, config_digest
@@ -45,19 +45,6 @@ CPU_BATCH = (16, 4096)
 GPU_BATCH = (64, 16_384)
 # Texts handed to the engine at once: the window inside which texts are sorted by length.
 SORT_WINDOW = 4096
-
-
-def as_int(value: str | int | None, name: str, minimum: int = 0) -> int | None:
-    """An integer option (``None`` / ``""`` = not given)."""
-    if value is None or value == "":
-        return None
-    try:
-        number = int(value)
-    except (TypeError, ValueError):
-        raise PolytoxError(f"scorer option {name} must be an integer, got {value!r}") from None
-    if number < minimum:
-        raise PolytoxError(f"scorer option {name} must be >= {minimum}, got {number}")
-    return number
 
 
 def check_truncation(truncation: str) -> None:
