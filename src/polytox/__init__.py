@@ -6,7 +6,7 @@ Public API (docs/python.md)::
 
     result = polytox.evaluate(model="fake", prompts="demo", samples=2, out="runs/demo")
     result.metrics["overall"]["emt"]
-    polytox.score(["you are wonderful"], scorer="lexicon")[0].value
+    polytox.score(["you are wonderful"], scorer="fake")[0].value
     polytox.open_run("runs/demo").metrics(threshold=0.5)
 
 Every problem the user can fix raises ``polytox.PolytoxError`` (or a subclass), with the message the
