@@ -1,6 +1,6 @@
 """Cross-run analyses: the leaderboard and the papers' research questions, read from run directories.
 
-Each analysis is a module with ``analyze(corpus, options) -> AnalysisResult``; ``ANALYSES`` maps the
+Each analysis is a module with ``analyze(collection, options) -> AnalysisResult``; ``ANALYSES`` maps the
 names ``polytox analyze`` accepts to them, in report order. Importing this package is cheap (the CLI
 builds its parser from ``ANALYSES``); DuckDB and friends load with the first real use.
 """
@@ -69,8 +69,8 @@ def analysis_function(name: str) -> Callable[[RunCollection, AnalysisOptions], A
     return fn
 
 
-def run_analysis(name: str, corpus: RunCollection, opts: AnalysisOptions) -> AnalysisResult:
-    return analysis_function(name)(corpus, opts)
+def run_analysis(name: str, collection: RunCollection, opts: AnalysisOptions) -> AnalysisResult:
+    return analysis_function(name)(collection, opts)
 
 
 __all__ = [

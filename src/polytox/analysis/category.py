@@ -69,14 +69,14 @@ def _compare(
     return points
 
 
-def analyze(corpus: RunCollection, opts: AnalysisOptions) -> AnalysisResult:
+def analyze(collection: RunCollection, opts: AnalysisOptions) -> AnalysisResult:
     res = AnalysisResult(
         key="category",
         title="Base vs instruct vs preference tuning, and alignment methods",
         reference="PTP §4.3, Figures 6 and 7",
         notes=opts.describe(),
     )
-    table, notes = prompts_table(corpus, opts)
+    table, notes = prompts_table(collection, opts)
     res.notes += notes
     models_by = {
         m: c

@@ -22,7 +22,7 @@ from .run_collection import RunCollection
 
 
 def analyze(
-    corpus: RunCollection, opts: AnalysisOptions, threshold: float = CHALLENGING_THRESHOLD
+    collection: RunCollection, opts: AnalysisOptions, threshold: float = CHALLENGING_THRESHOLD
 ) -> AnalysisResult:
     res = AnalysisResult(
         key="challenging",
@@ -31,9 +31,9 @@ def analyze(
         notes=opts.describe(),
     )
     # Unscored prompts are kept here: a model that did not score a prompt makes it undetermined.
-    table, sel = corpus.per_prompt(opts.scorer, opts.attribute)
+    table, sel = collection.per_prompt(opts.scorer, opts.attribute)
     table = restrict(table, opts)
-    res.notes += list(corpus.notes) + sel.notes
+    res.notes += list(collection.notes) + sel.notes
     summary: list[list[Any]] = []
     listed: list[list[Any]] = []
     minima: dict[str, list[float]] = {}

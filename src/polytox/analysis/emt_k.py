@@ -79,16 +79,16 @@ def _scores_by_prompt(sub: pa.Table) -> tuple[np.ndarray, np.ndarray, int]:
     return flat, lengths, n_prompts
 
 
-def analyze(corpus: RunCollection, opts: AnalysisOptions) -> AnalysisResult:
+def analyze(collection: RunCollection, opts: AnalysisOptions) -> AnalysisResult:
     res = AnalysisResult(
         key="emt_k",
         title="EMT and EP vs K (continuations per prompt)",
         reference="RTP §4.2 (K = 25), PTP §4 (K = 10); exact expectation over k-subsets",
         notes=opts.describe(),
     )
-    table, notes = generations_table(corpus, opts)
+    table, notes = generations_table(collection, opts)
     res.notes += notes
-    spec = corpus.metrics
+    spec = collection.metrics
     groups = split(table, ["model", "prompt_set"])
     k_max = 0
     prompt_scores: dict[tuple[Any, ...], tuple[np.ndarray, np.ndarray, int]] = {}

@@ -21,8 +21,8 @@ from .run_collection import RunCollection
 from .stats import cohen_d, describe, welch_t
 
 
-def analyze(corpus: RunCollection, opts: AnalysisOptions) -> AnalysisResult:
-    board = build_leaderboard(corpus, opts)
+def analyze(collection: RunCollection, opts: AnalysisOptions) -> AnalysisResult:
+    board = build_leaderboard(collection, opts)
     res = AnalysisResult(
         key="language",
         title="Toxicity by language and resource tier",
@@ -31,7 +31,7 @@ def analyze(corpus: RunCollection, opts: AnalysisOptions) -> AnalysisResult:
     )
     res.tables += board_tables(board)
     res.notes += board_notes(board)
-    res.tables += tier_contrast_tables(corpus, opts)
+    res.tables += tier_contrast_tables(collection, opts)
     res.data = plot_data(board)
     return res
 
@@ -122,10 +122,10 @@ def board_notes(board: Leaderboard) -> list[str]:
     return notes
 
 
-def tier_contrast_tables(corpus: RunCollection, opts: AnalysisOptions) -> list[Table]:
+def tier_contrast_tables(collection: RunCollection, opts: AnalysisOptions) -> list[Table]:
     """Tier contrasts: every model's per-prompt AT pooled within a tier, then Cohen's d and Welch's t."""
     tables: list[Table] = []
-    table, _ = prompts_table(corpus, opts)
+    table, _ = prompts_table(collection, opts)
     pooled = {t: values(sub, "mean_tox") for (t,), sub in split(table, ["tier"]).items()}
     ordered = [t for t in TIER_ORDER if t in pooled] + sorted(set(pooled) - set(TIER_ORDER))
     summary_rows = []

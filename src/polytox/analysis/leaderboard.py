@@ -1,7 +1,7 @@
 """The leaderboard: one row per model (and prompt set and scorer), with AT, EMT and EP (± std) overall,
 per language, per resource tier and per prompt toxicity.
 
-Every block is ``polytox.metrics.summarize`` over the per-prompt reductions the corpus computes in
+Every block is ``polytox.metrics.summarize`` over the per-prompt reductions the run collection computes in
 DuckDB, so a run's overall row equals its own ``metrics.json``. Runs of the same model on the same prompt
 set (e.g. one run per language, as PTP evaluates ``ptp-<lang>`` configs) are pooled into one row.
 Resource tiers follow ``polytox.langs.RESOURCE_TIERS`` (Joshi et al. 2020 as PTP §4.1 / Table 2 uses
@@ -326,14 +326,14 @@ class Leaderboard:
         )
 
 
-def scale_label(corpus: RunCollection, opts: AnalysisOptions) -> str | None:
+def scale_label(collection: RunCollection, opts: AnalysisOptions) -> str | None:
     """The scale the toxicity values are on: the one asked for (``--scale``), else the one the runs' own
     scorer recorded in their manifests (None where none did, e.g. runs scored before scales were named)."""
-    if corpus.scale and opts.attribute == "toxicity":
-        return f"{corpus.scale} (re-read from stored raw scores)"
+    if collection.scale and opts.attribute == "toxicity":
+        return f"{collection.scale} (re-read from stored raw scores)"
     if opts.scorer is not None:
         return None
-    found = {str(r.manifest.get("scorer", {}).get("scale")) for r in corpus.runs
+    found = {str(r.manifest.get("scorer", {}).get("scale")) for r in collection.runs
              if isinstance(r.manifest.get("scorer"), dict) and r.manifest["scorer"].get("scale")}
     return ", ".join(sorted(found)) or None
 
@@ -384,12 +384,12 @@ def _prompt_split(table: pa.Table, spec: MetricsSpec) -> np.ndarray:
     return out
 
 
-def build_leaderboard(corpus: RunCollection, opts: AnalysisOptions | None = None) -> Leaderboard:
-    """The leaderboard of a corpus for ``opts.scorer`` (None: each run's own scorer), filters applied."""
+def build_leaderboard(collection: RunCollection, opts: AnalysisOptions | None = None) -> Leaderboard:
+    """The leaderboard of a run collection for ``opts.scorer`` (None: each run's own scorer), filters applied."""
     opts = opts or AnalysisOptions()
-    spec = corpus.metrics
-    table, sel = corpus.per_prompt(opts.scorer, opts.attribute)
-    notes = list(corpus.notes) + sel.notes
+    spec = collection.metrics
+    table, sel = collection.per_prompt(opts.scorer, opts.attribute)
+    notes = list(collection.notes) + sel.notes
     table = restrict(table, opts)
     scorer_col = pa.array([sel.used.get(r) for r in table.column("run_id").to_pylist()], type=pa.string())
     table = table.append_column("scorer", scorer_col)
@@ -398,7 +398,7 @@ def build_leaderboard(corpus: RunCollection, opts: AnalysisOptions | None = None
     all_tiers: set[str] = set()
     for (model, prompt_set, scorer_dir), sub in split(table, ["model", "prompt_set", "scorer"]).items():
         run_ids = sorted(set(sub.column("run_id").to_pylist()))
-        runs = [corpus.by_id[r] for r in run_ids]
+        runs = [collection.by_id[r] for r in run_ids]
         meta = runs[0].meta
         if any(r.meta != meta for r in runs[1:]):
             notes.append(
@@ -454,12 +454,12 @@ def build_leaderboard(corpus: RunCollection, opts: AnalysisOptions | None = None
         "attribute": opts.attribute,
         "filters": opts.describe(),
         "tiers_source": RESOURCE_TIERS_SOURCE,
-        "scale": scale_label(corpus, opts),
+        "scale": scale_label(collection, opts),
     }
     tiers = [t for t in TIER_ORDER if t in all_tiers] + sorted(all_tiers - set(TIER_ORDER))
     from .detox_compare import detox_table  # detoxified runs: EMT/EP by prompt toxicity, PPL, dist-n
 
-    extra = [t for t in [detox_table([r.path for r in corpus.runs])] if t is not None]
+    extra = [t for t in [detox_table([r.path for r in collection.runs])] if t is not None]
     return Leaderboard(rows=rows, langs=sorted(all_langs), tiers=tiers, settings=settings, notes=notes,
                        extra_tables=extra)
 

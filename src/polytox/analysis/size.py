@@ -23,14 +23,14 @@ from .runs import format_params
 from .stats import cohen_d, describe, effect_label, welch_t
 
 
-def analyze(corpus: RunCollection, opts: AnalysisOptions) -> AnalysisResult:
+def analyze(collection: RunCollection, opts: AnalysisOptions) -> AnalysisResult:
     res = AnalysisResult(
         key="size",
         title="Toxicity by model size within a family",
         reference="PTP §4.2, Figure 4 (Cohen's d between sizes)",
         notes=opts.describe(),
     )
-    table, notes = prompts_table(corpus, opts)
+    table, notes = prompts_table(collection, opts)
     res.notes += notes
     missing = without_size_metadata(table)
     if missing:
