@@ -32,7 +32,7 @@ import pyarrow.parquet as pq
 from rich.console import Console
 from rich.table import Table
 
-from polytox.analysis import AnalysisOptions, Corpus, load_runs
+from polytox.analysis import AnalysisOptions, RunCollection, load_runs
 from polytox.analysis.leaderboard import build_leaderboard
 from polytox.report.build import build_report
 from polytox.report.html import render_html
@@ -187,7 +187,7 @@ def main() -> None:
         t_write = time.perf_counter() - t0
 
         t0 = time.perf_counter()
-        corpus = Corpus(load_runs([root]))
+        corpus = RunCollection(load_runs([root]))
         board = build_leaderboard(corpus, AnalysisOptions())
         t_board = time.perf_counter() - t0
 
@@ -197,7 +197,7 @@ def main() -> None:
         diff = max(abs(row.overall["at"] - base.loc[row.model, "at"]) for row in board.rows)
 
         t0 = time.perf_counter()
-        report = build_report(Corpus(load_runs([root])), AnalysisOptions())
+        report = build_report(RunCollection(load_runs([root])), AnalysisOptions())
         html = render_html(report)
         t_report = time.perf_counter() - t0
 

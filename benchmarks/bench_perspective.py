@@ -66,7 +66,7 @@ def polytox_score_path(server: FakePerspective, texts: list[str], qps: float,
                        archive: Path) -> dict[str, Any]:
     """The ``polytox score`` path: cache in front, 32-text chunks, several chunks in flight."""
     from polytox.scoring import build_scorer
-    from polytox.scoring.table import score_rows
+    from polytox.scoring.score_file import score_rows
     from polytox.scoring.textio import TextRow
 
     scorer = build_scorer("perspective", {"url": server.url, "qps": str(qps), "timeout": "5",

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from polytox._util.ratelimit import RateLimiter
+from polytox._util.ratelimit import TokenBucket
 from polytox.errors import PolytoxError
 from polytox.generation.openai_backend import OpenAIGenerator, allowed_n, plan_calls, usage_split
 from polytox.generation.vllm_backend import api_seed
@@ -146,10 +146,10 @@ def test_rate_limiter_token_bucket_with_a_fake_clock() -> None:
         slept.append(s)
         now[0] += s
 
-    limiter = RateLimiter(4.0, burst=2, clock=lambda: now[0], sleep=sleep)
+    limiter = TokenBucket(4.0, 2, clock=lambda: now[0], sleep=sleep)
     assert [limiter.acquire() for _ in range(2)] == [0.0, 0.0]  # the burst
     assert limiter.acquire() == pytest.approx(0.25) and limiter.acquire() == pytest.approx(0.25)
-    assert RateLimiter(0).acquire() == 0.0
+    assert TokenBucket(0).acquire() == 0.0 and TokenBucket(0).take(5) == 0.0
 
 
 def test_unprompted_requests(server: FakeOpenAI) -> None:
@@ -246,7 +246,7 @@ def test_token_counts_are_per_choice_in_both_endpoints(chat: str) -> None:
 def test_bad_options_fail_clearly(server: FakeOpenAI) -> None:
     with pytest.raises(PolytoxError, match="base_url"):
         OpenAIGenerator(GenerationSpec(model="m", backend="openai"))
-    with pytest.raises(PolytoxError, match="unknown openai option 'nmode'"):
+    with pytest.raises(PolytoxError, match=r"backend 'openai' has no --model-opt 'nmode' \(did you mean 'n_mode'\?\)"):
         make(server, nmode="n")
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from polytox.errors import PolytoxError
 from polytox.scoring import build_scorer
-from polytox.scoring.pacing import TokenBucket
+from polytox.scoring.pacing import AdaptiveTokenBucket
 from polytox.scoring.perspective import PerspectiveScorer, parse_error, truncate_utf8
 
 from .perspective_server import FakePerspective, model_score
@@ -238,7 +238,7 @@ def test_token_bucket_spaces_calls_evenly() -> None:
         slept.append(s)
         now[0] += s
 
-    bucket = TokenBucket(10.0, clock=lambda: now[0], sleep=sleep)
+    bucket = AdaptiveTokenBucket(10.0, clock=lambda: now[0], sleep=sleep)
     waits = [bucket.acquire() for _ in range(5)]
     assert waits[0] == 0.0 and waits[1:] == pytest.approx([0.1, 0.1, 0.1, 0.1])
     bucket.on_throttled()

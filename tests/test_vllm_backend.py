@@ -94,7 +94,7 @@ def test_llm_and_sampling_kwargs() -> None:
                                                     "top_p": 1.0, "top_k": 40, "max_tokens": 4}
     assert sampling_kwargs(gen_spec(), 1, 1)["top_k"] == -1  # 0 = off in polytox, -1 = off in vLLM
     assert 0 <= api_seed(2**63 - 1) < 2**31 and api_seed(7) == 7
-    with pytest.raises(PolytoxError, match="unknown vllm option 'tp'"):
+    with pytest.raises(PolytoxError, match="backend 'vllm' has no --model-opt 'tp'"):
         parse_options(gen_spec(options=(("tp", "2"),)))
     with pytest.raises(PolytoxError, match="seed_mode"):
         parse_options(gen_spec(options=(("seed_mode", "batch"),)))

@@ -1,38 +1,66 @@
 """polytox: measure neural toxic degeneration of language models (RealToxicityPrompts, PolygloToxicityPrompts).
 
-Public API::
+Public API (docs/python.md)::
 
-    from polytox import EvalSpec, evaluate, load_run
-    result = evaluate(EvalSpec(), "runs/demo")     # the embedded defaults
+    import polytox
+
+    result = polytox.evaluate(model="fake", prompts="demo", samples=2, out="runs/demo")
     result.metrics["overall"]["emt"]
+    polytox.score(["you are wonderful"], scorer="fake")[0].value
+    polytox.open_run("runs/demo").metrics(threshold=0.5)
+
+Every problem the user can fix raises ``polytox.PolytoxError`` (or a subclass), with the message the
+command line prints. The functions live in ``polytox.api`` and load on first use: ``import polytox`` stays
+cheap.
 """
 
 from __future__ import annotations
 
+import importlib
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
+from .errors import PolytoxError
 from .spec import EvalSpec, GenerationSpec, MetricsSpec, PromptSpec, ScorerSpec, spec_from_flat
 from .types import Generation, GenerationRequest, Prompt, Score
 
 if TYPE_CHECKING:
+    from .api import Run, ScoredText, evaluate, open_run, score
     from .runner import RunResult
     from .store import RunStore
 
-__all__ = ["EvalSpec", "Generation", "GenerationRequest", "GenerationSpec", "MetricsSpec", "Prompt",
-           "PromptSpec", "Score", "ScorerSpec", "evaluate", "load_run", "spec_from_flat"]
+__all__ = ["EvalSpec", "Generation", "GenerationRequest", "GenerationSpec", "MetricsSpec", "PolytoxError", "Prompt",
+           "PromptSpec", "Run", "RunResult", "Score", "ScoredText", "ScorerSpec", "evaluate", "load_run", "open_run",
+           "score", "spec_from_flat"]
+
+# Names resolved on first use (PEP 562), so that ``import polytox`` does not load the runner and its deps.
+_LAZY = {"evaluate": "polytox.api", "score": "polytox.api", "open_run": "polytox.api", "Run": "polytox.api",
+         "ScoredText": "polytox.api", "RunResult": "polytox.runner"}
 
 
-def evaluate(spec: EvalSpec, out: str, **kwargs: Any) -> RunResult:
-    """Run or resume an evaluation; see ``polytox.runner.evaluate``."""
-    from .runner import evaluate as _evaluate
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'polytox' has no attribute {name!r}")
 
-    return _evaluate(spec, out, **kwargs)
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
 
 
 def load_run(path: str) -> RunStore:
-    """Open an existing run directory."""
+    """Open an existing run directory as its ``RunStore`` (read and write); ``open_run`` reads one only.
+
+    Args:
+        path: the run directory.
+
+    Returns:
+        The run's ``RunStore``.
+
+    Raises:
+        PolytoxError: ``path`` is not a run directory.
+    """
     from .store import RunStore
 
     store = RunStore(path)

@@ -208,10 +208,10 @@ def per_prompt_frame(df: pd.DataFrame) -> pd.DataFrame:
 @pytest.fixture(scope="session")
 def full_report(built: Built):  # type: ignore[no-untyped-def]
     """The report over every test run (with plots), built once."""
-    from polytox.analysis import AnalysisOptions, Corpus, load_meta_file, load_runs
+    from polytox.analysis import AnalysisOptions, RunCollection, load_meta_file, load_runs
     from polytox.report.build import build_report
 
-    corpus = Corpus(load_runs([built.root], load_meta_file(built.meta_yaml)))
+    corpus = RunCollection(load_runs([built.root], load_meta_file(built.meta_yaml)))
     return build_report(corpus, AnalysisOptions(top=5), title="polytox test report")
 
 

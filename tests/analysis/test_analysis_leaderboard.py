@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from conftest import FAILING_MODEL, LX_LANGS, LX_MODELS, MODELS, Built, frame, per_prompt_frame
-from polytox.analysis import AnalysisOptions, Corpus, load_meta_file, load_runs
+from polytox.analysis import AnalysisOptions, RunCollection, load_meta_file, load_runs
 from polytox.analysis.leaderboard import BLOCK_KEYS, Leaderboard, build_leaderboard
 from polytox.cli.main import main
 from polytox.langs import RESOURCE_TIERS
@@ -34,7 +34,7 @@ METRIC_KEYS = (
 
 def _board(built: Built, paths: list[Path] | None = None, **opts: object) -> Leaderboard:
     runs = load_runs(paths or [built.root], load_meta_file(built.meta_yaml))
-    return build_leaderboard(Corpus(runs), AnalysisOptions(**opts))  # type: ignore[arg-type]
+    return build_leaderboard(RunCollection(runs), AnalysisOptions(**opts))  # type: ignore[arg-type]
 
 
 def _row(board: Leaderboard, model: str, prompt_set: str):  # type: ignore[no-untyped-def]

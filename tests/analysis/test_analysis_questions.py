@@ -12,15 +12,15 @@ import pytest
 from scipy import stats as sps
 
 from conftest import LX_LANGS, LX_MODELS, MODELS, XSS_MODEL, Built, frame, per_prompt_frame
-from polytox.analysis import AnalysisOptions, Corpus, load_meta_file, load_runs, run_analysis
+from polytox.analysis import AnalysisOptions, RunCollection, load_meta_file, load_runs, run_analysis
 from polytox.analysis.result import AnalysisResult, pm
 from polytox.constants import CHALLENGING_THRESHOLD
 from polytox.errors import PolytoxError
 
 
 @pytest.fixture(scope="module")
-def corpus(built: Built) -> Corpus:
-    return Corpus(load_runs([built.root], load_meta_file(built.meta_yaml)))
+def corpus(built: Built) -> RunCollection:
+    return RunCollection(load_runs([built.root], load_meta_file(built.meta_yaml)))
 
 
 @pytest.fixture(scope="module")
@@ -51,7 +51,7 @@ def _at(built: Built, model: str, scorer: str = "svm") -> np.ndarray:
     return per_prompt_frame(frame(built.rtp[model], scorer))["mean"].to_numpy()
 
 
-def test_language_per_language_tier_and_contrasts(corpus: Corpus, built: Built) -> None:
+def test_language_per_language_tier_and_contrasts(corpus: RunCollection, built: Built) -> None:
     res = run_analysis("language", corpus, AnalysisOptions(prompt_sets=("RTP-LX",)))
     by_lang = {r["model"]: r for r in res.table("at_by_lang").records()}
     pooled = {}
@@ -78,7 +78,7 @@ def test_language_per_language_tier_and_contrasts(corpus: Corpus, built: Built) 
     assert res.data["langs"] == sorted(LX_LANGS)
 
 
-def test_size_contrasts_within_a_family(corpus: Corpus, built: Built) -> None:
+def test_size_contrasts_within_a_family(corpus: RunCollection, built: Built) -> None:
     res = run_analysis("size", corpus, AnalysisOptions(scorer="svm"))
     models = res.table("size_models").records()
     assert [r["model"] for r in models if r["family"] == "pythia"] == [
@@ -101,7 +101,7 @@ def test_size_contrasts_within_a_family(corpus: Corpus, built: Built) -> None:
     assert any("no family/params metadata for" in n and XSS_MODEL in n for n in nometa.notes)
 
 
-def test_category_and_alignment(corpus: Corpus, built: Built, rtp_frames: pd.DataFrame) -> None:
+def test_category_and_alignment(corpus: RunCollection, built: Built, rtp_frames: pd.DataFrame) -> None:
     res = run_analysis("category", corpus, AnalysisOptions(prompt_sets=("RTP",)))
     pp = per_prompt_frame(rtp_frames).merge(rtp_frames.groupby("run")[["category"]].first(), on="run")
     groups = {c: part["mean"].to_numpy() for c, part in pp.groupby("category")}
@@ -119,7 +119,7 @@ def test_category_and_alignment(corpus: Corpus, built: Built, rtp_frames: pd.Dat
         _check_contrast(row, methods[a], methods[b], "d (A − B)")
 
 
-def test_prompt_vs_continuation_toxicity(corpus: Corpus, rtp_frames: pd.DataFrame) -> None:
+def test_prompt_vs_continuation_toxicity(corpus: RunCollection, rtp_frames: pd.DataFrame) -> None:
     res = run_analysis("prompt-toxicity", corpus, AnalysisOptions(prompt_sets=("RTP",)))
     rows = {(r["by"], r["group"], r["prompt subset"]): r for r in res.table("correlations").records()}
     ok = rtp_frames.dropna(subset=["score", "prompt_toxicity"])
@@ -144,7 +144,7 @@ def test_prompt_vs_continuation_toxicity(corpus: Corpus, rtp_frames: pd.DataFram
     assert res.data["n"] == len(ok)
 
 
-def test_scorer_agreement_and_top_disagreements(corpus: Corpus, built: Built) -> None:
+def test_scorer_agreement_and_top_disagreements(corpus: RunCollection, built: Built) -> None:
     res = run_analysis("scorers", corpus, AnalysisOptions(scorer="svm", scorer_b="fake", top=3))
     a = pd.concat(frame(run, "svm") for run in built.rtp.values())
     b = pd.concat(frame(run, "fake") for run in built.rtp.values())
@@ -174,7 +174,7 @@ def test_scorer_agreement_and_top_disagreements(corpus: Corpus, built: Built) ->
         run_analysis("scorers", corpus, AnalysisOptions(scorer="svm"))
 
 
-def test_challenging_prompts(corpus: Corpus, rtp_frames: pd.DataFrame) -> None:
+def test_challenging_prompts(corpus: RunCollection, rtp_frames: pd.DataFrame) -> None:
     res = run_analysis("challenging", corpus, AnalysisOptions())
     per = rtp_frames.groupby(["prompt_id", "model"])["score"].max().unstack()
     assert per.notna().all().all()  # every model scored every prompt here
@@ -191,7 +191,7 @@ def test_challenging_prompts(corpus: Corpus, rtp_frames: pd.DataFrame) -> None:
     assert any("only one model" in n for n in res.notes)  # the echo model's prompt set
 
 
-def test_challenging_counts_undetermined_prompts(corpus: Corpus, built: Built, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_challenging_counts_undetermined_prompts(corpus: RunCollection, built: Built, tmp_path) -> None:  # type: ignore[no-untyped-def]
     import shutil
 
     for model in ("pythia-70m", "pythia-1.4b"):
@@ -199,7 +199,7 @@ def test_challenging_counts_undetermined_prompts(corpus: Corpus, built: Built, t
     (svm,) = [d for d in (tmp_path / "pythia-1.4b" / "scores").iterdir() if d.name.startswith("svm")]
     removed = pd.read_parquet(svm / "part-00000.parquet")
     (svm / "part-00000.parquet").unlink()
-    res = run_analysis("challenging", Corpus(load_runs([tmp_path])), AnalysisOptions())
+    res = run_analysis("challenging", RunCollection(load_runs([tmp_path])), AnalysisOptions())
     a = frame(built.rtp["pythia-70m"], "svm").groupby("prompt_id")["score"].max()
     lost = set(removed.prompt_id)
     undetermined = sum(1 for pid in lost if a[pid] >= CHALLENGING_THRESHOLD)
@@ -208,7 +208,7 @@ def test_challenging_counts_undetermined_prompts(corpus: Corpus, built: Built, t
     assert row["scored by every model"] == len(a) - len(lost)
 
 
-def test_prompt_sources(corpus: Corpus, built: Built) -> None:
+def test_prompt_sources(corpus: RunCollection, built: Built) -> None:
     res = run_analysis("sources", corpus, AnalysisOptions(scorer="fake"))
     rows = {r["model"]: r for r in res.table("by_source").records()}
     pairs = {r["model"]: r for r in res.table("source_pairs").records()}
@@ -226,7 +226,7 @@ def test_prompt_sources(corpus: Corpus, built: Built) -> None:
     assert any("evaluated on one prompt set only" in n for n in res.notes)
 
 
-def test_emt_vs_k_is_the_exact_subset_expectation(corpus: Corpus, built: Built) -> None:
+def test_emt_vs_k_is_the_exact_subset_expectation(corpus: RunCollection, built: Built) -> None:
     res = run_analysis("emt-k", corpus, AnalysisOptions(prompt_sets=("RTP",), models=("pythia-410m",)))
     emt = res.table("emt_k").records()[0]
     ep = res.table("ep_k").records()[0]
@@ -252,7 +252,7 @@ def test_emt_vs_k_is_the_exact_subset_expectation(corpus: Corpus, built: Built) 
     assert picked.table("emt_k").columns[2:] == ("K=2", "K=4")
 
 
-def test_every_analysis_runs_on_every_run_and_reports_missing_data(corpus: Corpus) -> None:
+def test_every_analysis_runs_on_every_run_and_reports_missing_data(corpus: RunCollection) -> None:
     from polytox.analysis import ANALYSES
 
     for name in ANALYSES:

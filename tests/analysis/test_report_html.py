@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from conftest import MODELS, XSS_MODEL, XSS_PROMPTS, Built
-from polytox.analysis import ANALYSES, AnalysisOptions, Corpus, load_runs
+from polytox.analysis import ANALYSES, AnalysisOptions, RunCollection, load_runs
 from polytox.analysis.result import Table
 from polytox.cli.main import main
 from polytox.report.build import Report, build_report
@@ -145,7 +145,7 @@ def test_json_export_has_the_same_content(full_report: Report) -> None:
 def test_unavailable_sections_say_why(built: Built) -> None:
     assert built.xss is not None
     report = build_report(
-        Corpus(load_runs([built.xss])), AnalysisOptions(), analyses=["scorers", "size"], plots=False
+        RunCollection(load_runs([built.xss])), AnalysisOptions(), analyses=["scorers", "size"], plots=False
     )
     by = {s.name: s for s in report.sections}
     assert by["scorers"].result is None and "two scorers" in (by["scorers"].error or "")
@@ -186,12 +186,12 @@ def test_report_cli(built: Built, tmp_path: Path) -> None:
 def test_a_failing_analysis_does_not_lose_the_report(built: Built, monkeypatch: pytest.MonkeyPatch) -> None:
     import polytox.analysis.size as size
 
-    def boom(corpus: Corpus, opts: AnalysisOptions) -> None:
+    def boom(corpus: RunCollection, opts: AnalysisOptions) -> None:
         raise ZeroDivisionError("injected")
 
     monkeypatch.setattr(size, "analyze", boom)
     report = build_report(
-        Corpus(load_runs([built.root / "rtp"])), AnalysisOptions(), analyses=["size", "emt-k"], plots=False
+        RunCollection(load_runs([built.root / "rtp"])), AnalysisOptions(), analyses=["size", "emt-k"], plots=False
     )
     by = {s.name: s for s in report.sections}
     assert by["size"].error == "the analysis failed: ZeroDivisionError: injected"

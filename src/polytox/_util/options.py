@@ -4,8 +4,10 @@ One mechanism for every scorer and backend: the schema is derived from the facto
 keyword parameter is an option; its annotation says what it accepts: ``int``, ``float``, ``bool``,
 ``Literal[...]``, ``str``; a string default such as ``"auto"`` is accepted beside a number) or declared as a
 mapping of ``Option``s. An unknown option names the valid ones; a wrong type or value names the option and
-what it accepts. Values arrive as strings (flags) or YAML scalars; they are checked, not converted, so the
-factory receives exactly what it did before.
+what it accepts. Values arrive as strings (flags) or YAML scalars; ``check_options`` checks them without
+converting them (a scorer factory receives exactly the strings it was given), ``typed_options`` checks them
+and converts each to its option's kind (a backend that keeps a dict of typed settings), and ``as_bool`` is
+the one reading of a boolean word (``1/true/yes/on``, ``0/false/no/off``) for every scorer and backend.
 """
 
 from __future__ import annotations
@@ -61,9 +63,55 @@ class Option:
         return number == number  # float: any number but NaN
 
 
-def as_bool(value: Any) -> bool:
-    """An option value that ``Option("bool")`` accepted, as a bool (``1/true/yes/on`` -> True)."""
-    return value if isinstance(value, bool) else str(value).strip().lower() in TRUE_WORDS
+def as_bool(value: Any, name: str = "") -> bool:
+    """A boolean option value as a bool: ``1/true/yes/on`` -> True, ``0/false/no/off`` -> False.
+
+    Args:
+        value: a bool, or a word as a flag or a YAML scalar gives it (case and surrounding spaces ignored).
+        name: the option's name, for the error message.
+
+    Returns:
+        The bool the word means.
+
+    Raises:
+        BadValueError: any other value, naming the option and the words it accepts.
+    """
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in TRUE_WORDS or text in FALSE_WORDS:
+        return text in TRUE_WORDS
+    label = f"{name} " if name else ""
+    raise BadValueError(f"option {label}takes true or false (1/yes/on, 0/no/off), got {value!r}", name)
+
+
+def as_int(value: Any, name: str, minimum: int = 0) -> int | None:
+    """An integer option as an int; None when not given (None or ``""``).
+
+    Raises:
+        BadValueError: not an integer, or below ``minimum``; the message names the option.
+    """
+    if value is None or value == "":
+        return None
+    if isinstance(value, bool) or not Option("int").valid(value):
+        raise BadValueError(f"scorer option {name} must be an integer, got {value!r}", name)
+    number = int(float(value)) if isinstance(value, float) else int(str(value).strip())
+    if number < minimum:
+        raise BadValueError(f"scorer option {name} must be >= {minimum}, got {number}", name)
+    return number
+
+
+def convert(option: Option, value: Any) -> Any:
+    """A value ``option`` accepted, as its kind: a bool, an int, a float or a string (a word allowed beside a
+    number, such as ``auto``, stays a string)."""
+    text = str(value).strip()
+    if option.choices or option.kind == "str" or text in option.words:
+        return value if isinstance(value, str) else text
+    if option.kind == "bool":
+        return as_bool(value)
+    if option.kind == "int":
+        return int(value) if isinstance(value, int | float) else int(text)
+    return float(value) if isinstance(value, int | float) else float(text)
 
 
 def _is_int(text: str) -> bool:
@@ -124,3 +172,20 @@ def check_options(owner: str, schema: Mapping[str, Option], given: Mapping[str, 
         option = schema.get(key)
         if option is not None and not option.valid(value):
             raise BadValueError(f"{owner} {flag} {key}={value!r}: {key} takes {option.accepts()}", key)
+
+
+def typed_options(owner: str, schema: Mapping[str, Option], given: Mapping[str, Any], flag: str = "option"
+                  ) -> dict[str, Any]:
+    """``given`` checked against ``schema`` (``check_options``) and each value converted to its option's kind.
+
+    Args:
+        owner: who takes the options, for messages (``backend 'openai'``).
+        schema: the options and what each accepts.
+        given: option name -> value as given (a string from a flag, a YAML scalar).
+        flag: the flag's name in messages (``--model-opt``).
+
+    Returns:
+        The given options only (no defaults), typed.
+    """
+    check_options(owner, schema, given, flag=flag)
+    return {key: convert(schema[key], value) for key, value in given.items()}

@@ -1,6 +1,6 @@
 """Cross-run analyses: the leaderboard and the papers' research questions, read from run directories.
 
-Each analysis is a module with ``analyze(corpus, options) -> AnalysisResult``; ``ANALYSES`` maps the
+Each analysis is a module with ``analyze(collection, options) -> AnalysisResult``; ``ANALYSES`` maps the
 names ``polytox analyze`` accepts to them, in report order. Importing this package is cheap (the CLI
 builds its parser from ``ANALYSES``); DuckDB and friends load with the first real use.
 """
@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from .corpus import Corpus
     from .options import AnalysisOptions
     from .result import AnalysisResult
+    from .run_collection import RunCollection
 
 ANALYSES: dict[str, tuple[str, str]] = {
     # name: (module, one-line description)
@@ -45,7 +45,8 @@ ANALYSES: dict[str, tuple[str, str]] = {
 }
 
 _LAZY = {
-    "Corpus": "polytox.analysis.corpus",
+    "RunCollection": "polytox.analysis.run_collection",
+    "Corpus": "polytox.analysis.run_collection",  # the former name of RunCollection
     "AnalysisOptions": "polytox.analysis.options",
     "AnalysisResult": "polytox.analysis.result",
     "Table": "polytox.analysis.result",
@@ -61,22 +62,22 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'polytox.analysis' has no attribute {name!r}")
 
 
-def analysis_function(name: str) -> Callable[[Corpus, AnalysisOptions], AnalysisResult]:
+def analysis_function(name: str) -> Callable[[RunCollection, AnalysisOptions], AnalysisResult]:
     """The ``analyze`` function of a named analysis."""
     module, _ = ANALYSES[name]
-    fn: Callable[[Corpus, AnalysisOptions], AnalysisResult] = importlib.import_module(module).analyze
+    fn: Callable[[RunCollection, AnalysisOptions], AnalysisResult] = importlib.import_module(module).analyze
     return fn
 
 
-def run_analysis(name: str, corpus: Corpus, opts: AnalysisOptions) -> AnalysisResult:
-    return analysis_function(name)(corpus, opts)
+def run_analysis(name: str, collection: RunCollection, opts: AnalysisOptions) -> AnalysisResult:
+    return analysis_function(name)(collection, opts)
 
 
 __all__ = [
     "ANALYSES",
     "AnalysisOptions",
     "AnalysisResult",
-    "Corpus",
+    "RunCollection",
     "RunInfo",
     "Table",
     "analysis_function",

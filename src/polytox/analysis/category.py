@@ -16,10 +16,10 @@ import numpy as np
 import pyarrow as pa
 
 from .common import prompts_table, small_note
-from .corpus import Corpus
 from .groups import split, values
 from .options import AnalysisOptions
 from .result import AnalysisResult, Table, pm
+from .run_collection import RunCollection
 from .runs import CATEGORIES
 from .stats import cohen_d, describe, effect_label, welch_t
 
@@ -69,14 +69,14 @@ def _compare(
     return points
 
 
-def analyze(corpus: Corpus, opts: AnalysisOptions) -> AnalysisResult:
+def analyze(collection: RunCollection, opts: AnalysisOptions) -> AnalysisResult:
     res = AnalysisResult(
         key="category",
         title="Base vs instruct vs preference tuning, and alignment methods",
         reference="PTP §4.3, Figures 6 and 7",
         notes=opts.describe(),
     )
-    table, notes = prompts_table(corpus, opts)
+    table, notes = prompts_table(collection, opts)
     res.notes += notes
     models_by = {
         m: c

@@ -15,14 +15,14 @@ from typing import Any
 import pyarrow as pa
 
 from ..constants import CHALLENGING_THRESHOLD
-from .corpus import Corpus
 from .groups import split
 from .options import AnalysisOptions, restrict
 from .result import AnalysisResult, Table
+from .run_collection import RunCollection
 
 
 def analyze(
-    corpus: Corpus, opts: AnalysisOptions, threshold: float = CHALLENGING_THRESHOLD
+    collection: RunCollection, opts: AnalysisOptions, threshold: float = CHALLENGING_THRESHOLD
 ) -> AnalysisResult:
     res = AnalysisResult(
         key="challenging",
@@ -31,9 +31,9 @@ def analyze(
         notes=opts.describe(),
     )
     # Unscored prompts are kept here: a model that did not score a prompt makes it undetermined.
-    table, sel = corpus.per_prompt(opts.scorer, opts.attribute)
+    table, sel = collection.per_prompt(opts.scorer, opts.attribute)
     table = restrict(table, opts)
-    res.notes += list(corpus.notes) + sel.notes
+    res.notes += list(collection.notes) + sel.notes
     summary: list[list[Any]] = []
     listed: list[list[Any]] = []
     minima: dict[str, list[float]] = {}

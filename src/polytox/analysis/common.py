@@ -6,14 +6,14 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from .corpus import Corpus, Selection
 from .groups import values
 from .options import AnalysisOptions, restrict
+from .run_collection import RunCollection, Selection
 from .stats import SMALL_SAMPLE
 
 
-def _selection_notes(corpus: Corpus, sel: Selection) -> list[str]:
-    notes = list(corpus.notes) + list(sel.notes)
+def _selection_notes(collection: RunCollection, sel: Selection) -> list[str]:
+    notes = list(collection.notes) + list(sel.notes)
     dirs = sorted(set(sel.used.values()))
     if len(dirs) > 1:
         notes.append(
@@ -23,10 +23,10 @@ def _selection_notes(corpus: Corpus, sel: Selection) -> list[str]:
     return notes
 
 
-def prompts_table(corpus: Corpus, opts: AnalysisOptions) -> tuple[pa.Table, list[str]]:
+def prompts_table(collection: RunCollection, opts: AnalysisOptions) -> tuple[pa.Table, list[str]]:
     """Per-prompt rows (runs with the scorer, filters applied) with at least one score, and notes."""
-    table, sel = corpus.per_prompt(opts.scorer, opts.attribute)
-    notes = _selection_notes(corpus, sel)
+    table, sel = collection.per_prompt(opts.scorer, opts.attribute)
+    notes = _selection_notes(collection, sel)
     table = restrict(table, opts)
     n_scored = values(table, "n_scored")
     unscored = int(np.sum(n_scored == 0))
@@ -43,13 +43,13 @@ def prompts_table(corpus: Corpus, opts: AnalysisOptions) -> tuple[pa.Table, list
 
 
 def generations_table(
-    corpus: Corpus, opts: AnalysisOptions, scorer: str | None = None, attribute: str | None = None
+    collection: RunCollection, opts: AnalysisOptions, scorer: str | None = None, attribute: str | None = None
 ) -> tuple[pa.Table, list[str]]:
     """Per-continuation rows (filters applied; unscored rows kept, their score is null) and notes."""
-    table, sel = corpus.per_generation(
+    table, sel = collection.per_generation(
         scorer if scorer is not None else opts.scorer, attribute or opts.attribute
     )
-    return restrict(table, opts), _selection_notes(corpus, sel)
+    return restrict(table, opts), _selection_notes(collection, sel)
 
 
 def small_note(label: str, n: int) -> str | None:

@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from .._util.numfmt import fmt_num
 from ..errors import PolytoxError
 
 COLUMNS = ("method", "model", "EMT toxic", "EMT non-toxic", "EP toxic", "EP non-toxic", "EMT", "EP",
@@ -114,10 +115,6 @@ def compare(runs: Sequence[str | Path], labels: Sequence[str] | None = None) -> 
     return rows
 
 
-def _f(v: float | None, digits: int = 3) -> str:
-    return "-" if v is None else f"{v:.{digits}f}"
-
-
 def _pm(v: float | None, s: float | None) -> str:
     return "-" if v is None else f"{v:.3f}" + ("" if s is None else f" ± {s:.2f}")
 
@@ -130,17 +127,18 @@ def _delta(d: dict[str, Any] | None, group: str | None = None) -> str:
 
 def _ppl(v: float | None, samples: int | None) -> str:
     """A perplexity cell; ``(first N)`` when it covers only each prompt's first N continuations."""
-    return _f(v, 1) + (f" (first {samples})" if samples and v is not None else "")
+    return fmt_num(v, 1) + (f" (first {samples})" if samples and v is not None else "")
 
 
 def cells(row: DetoxRow) -> list[str]:
     n = row.ppl_samples_per_prompt
     return [row.method, row.model, _pm(row.emt_toxic, row.emt_toxic_std), _pm(row.emt_nontoxic, row.emt_nontoxic_std),
-            _f(row.ep_toxic), _f(row.ep_nontoxic), _f(row.emt), _f(row.ep), _delta(row.emt_delta),
+            fmt_num(row.ep_toxic), fmt_num(row.ep_nontoxic), fmt_num(row.emt), fmt_num(row.ep),
+            _delta(row.emt_delta),
             _delta(row.emt_delta, "toxic"), _delta(row.emt_delta, "nontoxic"), _ppl(row.ppl, n),
             _ppl(row.ppl_median, n),
-            _f(row.dist_1), _f(row.dist_2), _f(row.dist_3), _f(row.mean_tokens, 1),
-            _f(row.empty_share), _f(row.seconds_per_generation, 3), str(row.n_generations)]
+            fmt_num(row.dist_1), fmt_num(row.dist_2), fmt_num(row.dist_3), fmt_num(row.mean_tokens, 1),
+            fmt_num(row.empty_share), fmt_num(row.seconds_per_generation, 3), str(row.n_generations)]
 
 
 def markdown(rows: Sequence[DetoxRow]) -> str:

@@ -15,11 +15,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .._util.numfmt import fmt_num
 from .common import generations_table
-from .corpus import Corpus
 from .groups import split
 from .options import AnalysisOptions
-from .result import AnalysisResult, Table, num
+from .result import AnalysisResult, Table
+from .run_collection import RunCollection
 
 
 def _default_ks(k_max: int) -> list[int]:
@@ -78,16 +79,16 @@ def _scores_by_prompt(sub: pa.Table) -> tuple[np.ndarray, np.ndarray, int]:
     return flat, lengths, n_prompts
 
 
-def analyze(corpus: Corpus, opts: AnalysisOptions) -> AnalysisResult:
+def analyze(collection: RunCollection, opts: AnalysisOptions) -> AnalysisResult:
     res = AnalysisResult(
         key="emt_k",
         title="EMT and EP vs K (continuations per prompt)",
         reference="RTP §4.2 (K = 25), PTP §4 (K = 10); exact expectation over k-subsets",
         notes=opts.describe(),
     )
-    table, notes = generations_table(corpus, opts)
+    table, notes = generations_table(collection, opts)
     res.notes += notes
-    spec = corpus.metrics
+    spec = collection.metrics
     groups = split(table, ["model", "prompt_set"])
     k_max = 0
     prompt_scores: dict[tuple[Any, ...], tuple[np.ndarray, np.ndarray, int]] = {}
@@ -98,8 +99,8 @@ def analyze(corpus: Corpus, opts: AnalysisOptions) -> AnalysisResult:
     emt_rows, ep_rows, series = [], [], []
     for (model, prompt_set), (flat, lengths, n_prompts) in prompt_scores.items():
         c = curves(flat, lengths, n_prompts, ks, spec.threshold, spec.comparison)
-        emt_rows.append([model, prompt_set, *[num(c[k][0]) for k in ks]])
-        ep_rows.append([model, prompt_set, *[num(c[k][1]) for k in ks]])
+        emt_rows.append([model, prompt_set, *[fmt_num(c[k][0], missing=None) for k in ks]])
+        ep_rows.append([model, prompt_set, *[fmt_num(c[k][1], missing=None) for k in ks]])
         series.append(
             {
                 "label": f"{model} · {prompt_set}",

@@ -11,25 +11,36 @@ from __future__ import annotations
 from itertools import combinations
 from typing import Any
 
+from .._util.numfmt import fmt_num
 from .common import prompts_table, small_note
-from .corpus import Corpus
 from .groups import split, values
-from .leaderboard import TIER_ORDER, build_leaderboard
+from .leaderboard import TIER_ORDER, Leaderboard, build_leaderboard
 from .options import AnalysisOptions
-from .result import AnalysisResult, Table, num, pm
+from .result import AnalysisResult, Table, pm
+from .run_collection import RunCollection
 from .stats import cohen_d, describe, welch_t
 
 
-def analyze(corpus: Corpus, opts: AnalysisOptions) -> AnalysisResult:
-    board = build_leaderboard(corpus, opts)
+def analyze(collection: RunCollection, opts: AnalysisOptions) -> AnalysisResult:
+    board = build_leaderboard(collection, opts)
     res = AnalysisResult(
         key="language",
         title="Toxicity by language and resource tier",
         reference="PTP §4.1, Figure 3 and Table 2",
         notes=opts.describe() + board.notes,
     )
+    res.tables += board_tables(board)
+    res.notes += board_notes(board)
+    res.tables += tier_contrast_tables(collection, opts)
+    res.data = plot_data(board)
+    return res
+
+
+def board_tables(board: Leaderboard) -> list[Table]:
+    """AT and scored prompts per language per model, and AT / EP by resource tier (PTP Table 2)."""
+    tables: list[Table] = []
     langs = board.langs
-    res.tables.append(
+    tables.append(
         Table.build(
             "at_by_lang",
             "AT per language per model (± std)",
@@ -47,7 +58,7 @@ def analyze(corpus: Corpus, opts: AnalysisOptions) -> AnalysisResult:
             ],
         )
     )
-    res.tables.append(
+    tables.append(
         Table.build(
             "n_by_lang",
             "Scored prompts per language per model",
@@ -63,7 +74,7 @@ def analyze(corpus: Corpus, opts: AnalysisOptions) -> AnalysisResult:
         )
     )
     tiers = board.tiers
-    res.tables.append(
+    tables.append(
         Table.build(
             "at_by_tier",
             "AT and EP by language resource tier (PTP Table 2)",
@@ -78,7 +89,7 @@ def analyze(corpus: Corpus, opts: AnalysisOptions) -> AnalysisResult:
                         for v in (
                             (
                                 pm(r.by_tier[t]["at"], r.by_tier[t]["at_std"]),
-                                num(r.by_tier[t]["ep"]),
+                                fmt_num(r.by_tier[t]["ep"], missing=None),
                                 r.by_tier[t]["n_prompts"],
                             )
                             if t in r.by_tier
@@ -91,26 +102,37 @@ def analyze(corpus: Corpus, opts: AnalysisOptions) -> AnalysisResult:
             caption=board.settings["tiers_source"],
         )
     )
+    return tables
+
+
+def board_notes(board: Leaderboard) -> list[str]:
+    """Small-sample warnings per model and language, and languages without a resource tier."""
+    notes: list[str] = []
     for r in board.rows:
         for lg, block in r.by_lang.items():
             note = small_note(f"{r.model} · {r.prompt_set} · {lg}", block["n_prompts"])
             if note:
-                res.notes.append(note)
-    if "unknown" in tiers:
-        res.notes.append(
+                notes.append(note)
+    if "unknown" in board.tiers:
+        notes.append(
             "some languages have no resource tier in the mapping (shown as 'unknown'); set "
             "POLYTOX_RESOURCE_TIERS to classify them"
         )
 
-    # Tier contrasts: every model's per-prompt AT pooled within a tier.
-    table, _ = prompts_table(corpus, opts)
+    return notes
+
+
+def tier_contrast_tables(collection: RunCollection, opts: AnalysisOptions) -> list[Table]:
+    """Tier contrasts: every model's per-prompt AT pooled within a tier, then Cohen's d and Welch's t."""
+    tables: list[Table] = []
+    table, _ = prompts_table(collection, opts)
     pooled = {t: values(sub, "mean_tox") for (t,), sub in split(table, ["tier"]).items()}
     ordered = [t for t in TIER_ORDER if t in pooled] + sorted(set(pooled) - set(TIER_ORDER))
     summary_rows = []
     for t in ordered:
         s = describe(pooled[t])
         summary_rows.append([t, s.n, pm(s.mean, s.std)])
-    res.tables.append(
+    tables.append(
         Table.build(
             "tier_pooled", "AT by tier, all models pooled", ["tier", "prompts", "AT ± std"], summary_rows
         )
@@ -130,7 +152,7 @@ def analyze(corpus: Corpus, opts: AnalysisOptions) -> AnalysisResult:
             ]
         )
     if contrast_rows:
-        res.tables.append(
+        tables.append(
             Table.build(
                 "tier_contrasts",
                 "Tier contrasts (Cohen's d of AT, Welch's t-test)",
@@ -139,6 +161,12 @@ def analyze(corpus: Corpus, opts: AnalysisOptions) -> AnalysisResult:
                 caption="d > 0: tier A more toxic; per-prompt AT pooled over models",
             )
         )
+    return tables
+
+
+def plot_data(board: Leaderboard) -> dict[str, Any]:
+    """AT per language and per tier of each model, for the report's plots."""
+    langs, tiers = board.langs, board.tiers
     data: dict[str, Any] = {
         "langs": langs,
         "tiers": tiers,
@@ -151,5 +179,4 @@ def analyze(corpus: Corpus, opts: AnalysisOptions) -> AnalysisResult:
             for r in board.rows
         ],
     }
-    res.data = data
-    return res
+    return data

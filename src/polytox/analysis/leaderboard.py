@@ -1,7 +1,7 @@
 """The leaderboard: one row per model (and prompt set and scorer), with AT, EMT and EP (± std) overall,
 per language, per resource tier and per prompt toxicity.
 
-Every block is ``polytox.metrics.summarize`` over the per-prompt reductions the corpus computes in
+Every block is ``polytox.metrics.summarize`` over the per-prompt reductions the run collection computes in
 DuckDB, so a run's overall row equals its own ``metrics.json``. Runs of the same model on the same prompt
 set (e.g. one run per language, as PTP evaluates ``ptp-<lang>`` configs) are pooled into one row.
 Resource tiers follow ``polytox.langs.RESOURCE_TIERS`` (Joshi et al. 2020 as PTP §4.1 / Table 2 uses
@@ -22,13 +22,14 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from .._util.numfmt import fmt_num
 from ..langs import RESOURCE_TIERS_SOURCE
 from ..metrics import summarize
 from ..spec import MetricsSpec
-from .corpus import Corpus
 from .groups import split, values
 from .options import AnalysisOptions, restrict
 from .result import Table, pm
+from .run_collection import RunCollection
 from .runs import ModelMeta, format_params
 
 TIER_ORDER = ("high", "medium", "low", "unknown")
@@ -158,6 +159,12 @@ class Leaderboard:
         return [t for t in self.tables() if t.name != "by_tier_at"]
 
     def tables(self) -> list[Table]:
+        """Overall, by language, by resource tier, by prompt toxicity, then the extra tables."""
+        return [self._overall_table(), *self._language_tables(), *self._tier_tables(),
+                self._prompt_toxicity_table(), *self.extra_tables]
+
+    def _overall_table(self) -> Table:
+        """One row per model and prompt set: its metadata, counts and overall AT / EMT / EP."""
         scorers = sorted({r.scorer for r in self.rows})
         many = len(scorers) > 1  # one scorer: named in the caption instead of a column
         meta_cols = [
@@ -205,13 +212,17 @@ class Leaderboard:
                     r.overall["n_missing_scores"],
                     pm(r.overall["at"], r.overall["at_std"]),
                     pm(r.overall["emt"], r.overall["emt_std"]),
-                    _f(r.overall["ep"]),
+                    fmt_num(r.overall["ep"], missing=None),
                 ]
                 for r in self.rows
             ],
             caption=self._caption(),
         )
-        out = [overall]
+        return overall
+
+    def _language_tables(self) -> list[Table]:
+        """AT, EMT, EP and scored prompts per language."""
+        out = []
         for metric, title in (
             ("at", "AVERAGE TOXICITY by language (± std)"),
             ("emt", "EXPECTED MAXIMUM TOXICITY by language (± std)"),
@@ -246,6 +257,11 @@ class Leaderboard:
                 ],
             )
         )
+        return out
+
+    def _tier_tables(self) -> list[Table]:
+        """By resource tier (PTP Table 2): every metric, and the terminal's compact AT table."""
+        out = []
         tier_cols = [f"{t} {m}" for t in self.tiers for m in ("AT", "EMT", "EP", "n")]
         out.append(
             Table.build(
@@ -271,8 +287,12 @@ class Leaderboard:
                 caption=f"tiers: {RESOURCE_TIERS_SOURCE}",
             )
         )
+        return out
+
+    def _prompt_toxicity_table(self) -> Table:
+        """By prompt toxicity (RTP Table 2): toxic and non-toxic prompts apart."""
         split_cols = [f"{s} {m}" for s in ("toxic", "nontoxic") for m in ("EMT ± std", "EP", "n")]
-        out.append(
+        return (
             Table.build(
                 "by_prompt_toxicity",
                 "By prompt toxicity (RTP Table 2)",
@@ -294,8 +314,6 @@ class Leaderboard:
                 "'unknown' in the exports",
             )
         )
-        out += self.extra_tables
-        return out
 
     def _caption(self) -> str:
         s = self.settings
@@ -308,27 +326,23 @@ class Leaderboard:
         )
 
 
-def scale_label(corpus: Corpus, opts: AnalysisOptions) -> str | None:
+def scale_label(collection: RunCollection, opts: AnalysisOptions) -> str | None:
     """The scale the toxicity values are on: the one asked for (``--scale``), else the one the runs' own
     scorer recorded in their manifests (None where none did, e.g. runs scored before scales were named)."""
-    if corpus.scale and opts.attribute == "toxicity":
-        return f"{corpus.scale} (re-read from stored raw scores)"
+    if collection.scale and opts.attribute == "toxicity":
+        return f"{collection.scale} (re-read from stored raw scores)"
     if opts.scorer is not None:
         return None
-    found = {str(r.manifest.get("scorer", {}).get("scale")) for r in corpus.runs
+    found = {str(r.manifest.get("scorer", {}).get("scale")) for r in collection.runs
              if isinstance(r.manifest.get("scorer"), dict) and r.manifest["scorer"].get("scale")}
     return ", ".join(sorted(found)) or None
-
-
-def _f(v: float | None) -> str | None:
-    return None if v is None else f"{v:.3f}"
 
 
 def _cell(block: dict[str, Any] | None, metric: str) -> str | None:
     if not block:
         return None
     if metric == "ep":
-        return _f(block["ep"])
+        return fmt_num(block["ep"], missing=None)
     return pm(block[metric], block[f"{metric}_std"])
 
 
@@ -338,7 +352,7 @@ def _tier_cells(block: dict[str, Any] | None) -> list[Any]:
     return [
         pm(block["at"], block["at_std"]),
         pm(block["emt"], block["emt_std"]),
-        _f(block["ep"]),
+        fmt_num(block["ep"], missing=None),
         block["n_prompts"],
     ]
 
@@ -352,7 +366,7 @@ def _tier_at(block: dict[str, Any] | None) -> str | None:
 def _split_cells(block: dict[str, Any] | None) -> list[Any]:
     if not block:
         return [None, None, None]
-    return [pm(block["emt"], block["emt_std"]), _f(block["ep"]), block["n_prompts"]]
+    return [pm(block["emt"], block["emt_std"]), fmt_num(block["ep"], missing=None), block["n_prompts"]]
 
 
 def _block(table: pa.Table, spec: MetricsSpec) -> dict[str, Any]:
@@ -370,12 +384,12 @@ def _prompt_split(table: pa.Table, spec: MetricsSpec) -> np.ndarray:
     return out
 
 
-def build_leaderboard(corpus: Corpus, opts: AnalysisOptions | None = None) -> Leaderboard:
-    """The leaderboard of a corpus for ``opts.scorer`` (None: each run's own scorer), filters applied."""
+def build_leaderboard(collection: RunCollection, opts: AnalysisOptions | None = None) -> Leaderboard:
+    """The leaderboard of a run collection for ``opts.scorer`` (None: each run's own scorer), filters applied."""
     opts = opts or AnalysisOptions()
-    spec = corpus.metrics
-    table, sel = corpus.per_prompt(opts.scorer, opts.attribute)
-    notes = list(corpus.notes) + sel.notes
+    spec = collection.metrics
+    table, sel = collection.per_prompt(opts.scorer, opts.attribute)
+    notes = list(collection.notes) + sel.notes
     table = restrict(table, opts)
     scorer_col = pa.array([sel.used.get(r) for r in table.column("run_id").to_pylist()], type=pa.string())
     table = table.append_column("scorer", scorer_col)
@@ -384,7 +398,7 @@ def build_leaderboard(corpus: Corpus, opts: AnalysisOptions | None = None) -> Le
     all_tiers: set[str] = set()
     for (model, prompt_set, scorer_dir), sub in split(table, ["model", "prompt_set", "scorer"]).items():
         run_ids = sorted(set(sub.column("run_id").to_pylist()))
-        runs = [corpus.by_id[r] for r in run_ids]
+        runs = [collection.by_id[r] for r in run_ids]
         meta = runs[0].meta
         if any(r.meta != meta for r in runs[1:]):
             notes.append(
@@ -440,12 +454,12 @@ def build_leaderboard(corpus: Corpus, opts: AnalysisOptions | None = None) -> Le
         "attribute": opts.attribute,
         "filters": opts.describe(),
         "tiers_source": RESOURCE_TIERS_SOURCE,
-        "scale": scale_label(corpus, opts),
+        "scale": scale_label(collection, opts),
     }
     tiers = [t for t in TIER_ORDER if t in all_tiers] + sorted(all_tiers - set(TIER_ORDER))
     from .detox_compare import detox_table  # detoxified runs: EMT/EP by prompt toxicity, PPL, dist-n
 
-    extra = [t for t in [detox_table([r.path for r in corpus.runs])] if t is not None]
+    extra = [t for t in [detox_table([r.path for r in collection.runs])] if t is not None]
     return Leaderboard(rows=rows, langs=sorted(all_langs), tiers=tiers, settings=settings, notes=notes,
                        extra_tables=extra)
 

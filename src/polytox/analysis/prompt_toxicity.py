@@ -18,10 +18,10 @@ import numpy as np
 import pyarrow as pa
 
 from .common import generations_table
-from .corpus import Corpus
 from .groups import split, values
 from .options import AnalysisOptions
 from .result import AnalysisResult, Table
+from .run_collection import RunCollection
 from .stats import SMALL_SAMPLE, pearson
 
 
@@ -50,14 +50,14 @@ def _rows(
     return out
 
 
-def analyze(corpus: Corpus, opts: AnalysisOptions) -> AnalysisResult:
+def analyze(collection: RunCollection, opts: AnalysisOptions) -> AnalysisResult:
     res = AnalysisResult(
         key="prompt_toxicity",
         title="Prompt toxicity vs continuation toxicity",
         reference="PTP §4.5 and Appendix B (Pearson r)",
         notes=opts.describe(),
     )
-    table, notes = generations_table(corpus, opts)
+    table, notes = generations_table(collection, opts)
     res.notes += notes
     score = values(table, "score")
     ptox = values(table, "prompt_toxicity")
@@ -68,7 +68,7 @@ def analyze(corpus: Corpus, opts: AnalysisOptions) -> AnalysisResult:
     if n_no_ptox:
         res.notes.append(f"{n_no_ptox} scored continuation(s) whose prompt has no toxicity value left out")
     table = table.filter(pa.array(~np.isnan(score) & ~np.isnan(ptox)))
-    spec = corpus.metrics
+    spec = collection.metrics
     rows: list[list[Any]] = []
     x, y = values(table, "prompt_toxicity"), values(table, "score")
     rows += _rows("overall", "all", x, y, spec.threshold, spec.comparison)

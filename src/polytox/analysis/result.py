@@ -97,13 +97,6 @@ class AnalysisResult:
         }
 
 
-def num(value: float | None, digits: int = 3) -> str | None:
-    """A number for a table cell, or None (missing)."""
-    if value is None:
-        return None
-    return f"{value:.{digits}f}"
-
-
 def pm(mean: float | None, std: float | None, digits: int = 3) -> str | None:
     """``mean ± std`` for a cell; the std is left out when undefined (n < 2), the cell is None when the
     mean is."""

@@ -11,20 +11,20 @@ import numpy as np
 import pyarrow as pa
 
 from .common import generations_table
-from .corpus import Corpus
 from .groups import split, values
 from .options import AnalysisOptions
 from .result import AnalysisResult, Table
+from .run_collection import RunCollection
 
 
-def analyze(corpus: Corpus, opts: AnalysisOptions) -> AnalysisResult:
+def analyze(collection: RunCollection, opts: AnalysisOptions) -> AnalysisResult:
     res = AnalysisResult(
         key="samples",
         title="Most and least toxic continuations",
         reference="RTP Tables 17-18 style examples",
         notes=opts.describe(),
     )
-    table, notes = generations_table(corpus, opts)
+    table, notes = generations_table(collection, opts)
     res.notes += notes
     most: list[list[Any]] = []
     least: list[list[Any]] = []
@@ -38,7 +38,7 @@ def analyze(corpus: Corpus, opts: AnalysisOptions) -> AnalysisResult:
             )
         order = ok[np.argsort(-score[ok], kind="stable")]
         for target, picked in ((most, order[: opts.top]), (least, order[::-1][: opts.top])):
-            part = corpus.texts(sub.take(pa.array(picked, type=pa.int64())))
+            part = collection.texts(sub.take(pa.array(picked, type=pa.int64())))
             cols = {c: part.column(c).to_pylist() for c in ("lang", "prompt_text", "text", "prompt_id")}
             target += [
                 [

@@ -16,14 +16,14 @@ import pyarrow as pa
 
 from ..errors import PolytoxError
 from .common import generations_table
-from .corpus import Corpus
 from .groups import values
 from .options import AnalysisOptions
 from .result import AnalysisResult, Table
+from .run_collection import RunCollection
 from .stats import pearson
 
 
-def analyze(corpus: Corpus, opts: AnalysisOptions) -> AnalysisResult:
+def analyze(collection: RunCollection, opts: AnalysisOptions) -> AnalysisResult:
     if not opts.scorer or not opts.scorer_b:
         raise PolytoxError("the scorer comparison needs two stored scorers: --scorer A --scorer-b B")
     a_name, b_name = f"{opts.scorer}:{opts.attribute}", f"{opts.scorer_b}:{opts.attribute_b}"
@@ -33,10 +33,10 @@ def analyze(corpus: Corpus, opts: AnalysisOptions) -> AnalysisResult:
         reference="PTP §4.4 and Table 5 (toxicity vs safety detectors)",
         notes=opts.describe(),
     )
-    ta, notes_a = generations_table(corpus, opts, opts.scorer, opts.attribute)
-    tb, notes_b = generations_table(corpus, opts, opts.scorer_b, opts.attribute_b)
+    ta, notes_a = generations_table(collection, opts, opts.scorer, opts.attribute)
+    tb, notes_b = generations_table(collection, opts, opts.scorer_b, opts.attribute_b)
     res.notes += list(dict.fromkeys(notes_a + notes_b))
-    con = corpus.con
+    con = collection.con
     con.register("agree_a", ta)
     con.register("agree_b", tb)
     joined = con.sql("""
@@ -62,7 +62,7 @@ def analyze(corpus: Corpus, opts: AnalysisOptions) -> AnalysisResult:
         res.notes.append(
             "no run stores both scorers; store the second scorer's scores on the same generations first"
         )
-    spec = corpus.metrics
+    spec = collection.metrics
     c = pearson(x, y)
     tox_a = x >= spec.threshold if spec.comparison == ">=" else x > spec.threshold
     tox_b = y >= spec.threshold if spec.comparison == ">=" else y > spec.threshold
@@ -90,7 +90,7 @@ def analyze(corpus: Corpus, opts: AnalysisOptions) -> AnalysisResult:
 
     def listing(order: np.ndarray) -> list[list[Any]]:
         picked = order[: opts.top]
-        rows = corpus.texts(joined.take(pa.array(idx[picked], type=pa.int64())))
+        rows = collection.texts(joined.take(pa.array(idx[picked], type=pa.int64())))
         cols = {c: rows.column(c).to_pylist() for c in ("model", "lang", "prompt_text", "text")}
         return [
             [cols["model"][n], cols["lang"][n], x[j], y[j], diff[j], cols["prompt_text"][n], cols["text"][n]]

@@ -12,37 +12,27 @@ from itertools import combinations
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 
 from .common import prompts_table, small_note
-from .corpus import Corpus
 from .groups import split, values
 from .options import AnalysisOptions
 from .result import AnalysisResult, Table, pm
+from .run_collection import RunCollection
 from .runs import format_params
 from .stats import cohen_d, describe, effect_label, welch_t
 
 
-def analyze(corpus: Corpus, opts: AnalysisOptions) -> AnalysisResult:
+def analyze(collection: RunCollection, opts: AnalysisOptions) -> AnalysisResult:
     res = AnalysisResult(
         key="size",
         title="Toxicity by model size within a family",
         reference="PTP §4.2, Figure 4 (Cohen's d between sizes)",
         notes=opts.describe(),
     )
-    table, notes = prompts_table(corpus, opts)
+    table, notes = prompts_table(collection, opts)
     res.notes += notes
-    missing = sorted(
-        {
-            m
-            for m, f, p in zip(
-                table.column("model").to_pylist(),
-                table.column("family").to_pylist(),
-                table.column("params").to_pylist(),
-                strict=True,
-            )
-            if f is None or p is None
-        }
-    )
+    missing = without_size_metadata(table)
     if missing:
         res.notes.append(
             f"no family/params metadata for {', '.join(missing)}; left out (give them in the "
@@ -79,26 +69,7 @@ def analyze(corpus: Corpus, opts: AnalysisOptions) -> AnalysisResult:
             )
             continue
         series.append({"family": family, "prompt_set": prompt_set, "points": points})
-        for (p_small, small), (p_large, large) in combinations(list(models), 2):
-            if p_small == p_large:
-                continue  # same size: not a size contrast (see the category analysis)
-            d = cohen_d(ats[large], ats[small])
-            test = welch_t(ats[large], ats[small])
-            pair_rows.append(
-                [
-                    family,
-                    prompt_set,
-                    small,
-                    large,
-                    len(ats[small]),
-                    len(ats[large]),
-                    len(ids[small] & ids[large]),
-                    d,
-                    effect_label(d),
-                    test.t if test else None,
-                    test.p if test else None,
-                ]
-            )
+        pair_rows += size_pairs(family, prompt_set, list(models), ats, ids)
     res.tables.append(
         Table.build(
             "size_models",
@@ -130,3 +101,47 @@ def analyze(corpus: Corpus, opts: AnalysisOptions) -> AnalysisResult:
     )
     res.data = {"series": series}
     return res
+
+
+def without_size_metadata(table: pa.Table) -> list[str]:
+    """The models whose family or parameter count is unknown (left out of the size analysis)."""
+    return sorted(
+        {
+            m
+            for m, f, p in zip(
+                table.column("model").to_pylist(),
+                table.column("family").to_pylist(),
+                table.column("params").to_pylist(),
+                strict=True,
+            )
+            if f is None or p is None
+        }
+    )
+
+
+def size_pairs(family: str, prompt_set: str, models: list[tuple[Any, Any]], ats: dict[str, np.ndarray],
+               ids: dict[str, set[str]]) -> list[list[Any]]:
+    """One row per pair of different sizes in a family: Cohen's d and Welch's t of the larger minus the smaller
+    model's per-prompt AT, with their prompt counts."""
+    pair_rows: list[list[Any]] = []
+    for (p_small, small), (p_large, large) in combinations(models, 2):
+        if p_small == p_large:
+            continue  # same size: not a size contrast (see the category analysis)
+        d = cohen_d(ats[large], ats[small])
+        test = welch_t(ats[large], ats[small])
+        pair_rows.append(
+            [
+                family,
+                prompt_set,
+                small,
+                large,
+                len(ats[small]),
+                len(ats[large]),
+                len(ids[small] & ids[large]),
+                d,
+                effect_label(d),
+                test.t if test else None,
+                test.p if test else None,
+            ]
+        )
+    return pair_rows

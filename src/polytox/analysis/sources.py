@@ -11,21 +11,21 @@ from itertools import combinations
 from typing import Any
 
 from .common import prompts_table, small_note
-from .corpus import Corpus
 from .groups import split, values
 from .options import AnalysisOptions
 from .result import AnalysisResult, Table, pm
+from .run_collection import RunCollection
 from .stats import cohen_d, describe, effect_label, welch_t
 
 
-def analyze(corpus: Corpus, opts: AnalysisOptions) -> AnalysisResult:
+def analyze(collection: RunCollection, opts: AnalysisOptions) -> AnalysisResult:
     res = AnalysisResult(
         key="sources",
         title="Toxicity by prompt source",
         reference="PTP §4.6, Figure 9",
         notes=opts.describe(),
     )
-    table, notes = prompts_table(corpus, opts)
+    table, notes = prompts_table(collection, opts)
     res.notes += notes
     sets = sorted(set(table.column("prompt_set").to_pylist()))
     by_model = split(table, ["model"])

@@ -49,8 +49,8 @@ def _split(values: list[str] | None) -> tuple[str, ...]:
 
 
 def load_corpus(args: argparse.Namespace, **extra: Any) -> tuple[Any, Any]:
-    """(Corpus, AnalysisOptions) from the common flags."""
-    from ..analysis import AnalysisOptions, Corpus, load_meta_file, load_runs
+    """(RunCollection, AnalysisOptions) from the common flags."""
+    from ..analysis import AnalysisOptions, RunCollection, load_meta_file, load_runs
     from ..errors import PolytoxError
     from ..langs import UnknownLanguageError, normalize_lang
     from ..spec import MetricsSpec
@@ -62,7 +62,7 @@ def load_corpus(args: argparse.Namespace, **extra: Any) -> tuple[Any, Any]:
     except UnknownLanguageError as exc:
         raise PolytoxError(f"--lang: {exc}") from None
     runs = load_runs(args.runs, load_meta_file(args.meta))
-    corpus = Corpus(runs, MetricsSpec(threshold=args.threshold, comparison=args.comparison),
+    corpus = RunCollection(runs, MetricsSpec(threshold=args.threshold, comparison=args.comparison),
                     scale=getattr(args, "scale", None))
     opts = AnalysisOptions(
         scorer=args.scorer,

@@ -19,16 +19,10 @@ from rich.progress import (
 )
 from rich.table import Table
 
+from .._util.numfmt import fmt_num as fmt  # the one formatter; ``fmt`` for the subcommands that import it
+
 console = Console(stderr=True, soft_wrap=True)  # messages are not hard-wrapped: keep file:line greppable
 out_console = Console(width=None if sys.stdout.isatty() else 160)
-
-
-def fmt(value: Any, digits: int = 3) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, float):
-        return f"{value:.{digits}f}"
-    return str(value)
 
 
 def _ci(block: dict[str, Any], key: str) -> str:

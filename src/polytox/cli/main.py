@@ -16,6 +16,7 @@ import sys
 import traceback
 from typing import NoReturn
 
+from .._util.options import TRUE_WORDS
 from ..errors import (
     EXIT_INTERRUPTED,
     EXIT_STOPPED,
@@ -83,8 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def debug_wanted(args: argparse.Namespace) -> bool:
-    return bool(getattr(args, "debug", False)) or os.environ.get(DEBUG_ENV, "").strip().lower() in (
-        "1", "true", "yes", "on")
+    return bool(getattr(args, "debug", False)) or os.environ.get(DEBUG_ENV, "").strip().lower() in TRUE_WORDS
 
 
 def main(argv: list[str] | None = None) -> int:

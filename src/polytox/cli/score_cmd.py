@@ -68,7 +68,7 @@ def scorer_choice(args: argparse.Namespace) -> tuple[str, dict[str, str]]:
 def run(args: argparse.Namespace) -> int:
     from ..scoring import build_scorer
     from ..scoring.cache import CachedScorer
-    from ..scoring.table import output_kind, score_rows, summarize, write_score_table
+    from ..scoring.score_file import output_kind, score_rows, summarize, write_score_table
 
     out = Path(args.out)
     output_kind(out)  # fail on a bad extension before any work

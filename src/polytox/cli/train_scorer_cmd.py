@@ -10,11 +10,9 @@ head and measurement file were made with:
   polytox train-scorer --out src/polytox/data/polytox-ml-head.npz --plot docs/img/trainscorer-reliability.png
 
 Backbone hidden states are cached on disk (mean pools and attention-probe scores by model x layer x text
-hash, the attention probes' training token states as one file per row group): with both probes (head
-version 5) a retrain that fits them afresh took 33 minutes on 2 CPU cores (their scores need backbone
-passes over every text), a warm retrain 14 minutes; version 4 took about 40 from empty caches. The
-same caches, package versions and CPU kind give the same head, byte for byte, under any CPU load; the card
-records the versions and the CPU (docs/default-scorer.md).
+hash, the attention probes' training token states as one file per row group), so a retrain reuses them.
+The same caches, package versions and CPU kind give the same head, byte for byte, under any CPU load; the
+card records the versions and the CPU. Timings and reproducibility: docs/default-scorer.md ("Retraining").
 """
 
 from __future__ import annotations

@@ -52,12 +52,13 @@ import os
 import re
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._util.ratelimit import RateLimiter
+from .._util.options import Option, typed_options
+from .._util.ratelimit import TokenBucket
 from ..errors import FatalGenerationError, PolytoxError, require
 from ..spec import GenerationSpec
 from ..types import Generation, GenerationRequest
@@ -74,14 +75,13 @@ N_MAXIMUM = re.compile(r"(?:<=\s*(?:value\s*<=\s*)?|at most\s+|maximum(?:\s+(?:o
 log = logging.getLogger("polytox")
 
 
-def _bool(value: str) -> bool:
-    return value.strip().lower() in ("1", "true", "yes", "on")
-
-
-OPTION_TYPES: dict[str, Callable[[str], Any]] = {
-    "base_url": str, "endpoint": str, "api_key_env": str, "n_mode": str, "send_seed": _bool,
-    "concurrency": int, "rate": float, "max_retries": int, "timeout": float, "backoff": float,
-    "max_backoff": float, "empty_prompt": str, "token_counts": str,
+# The ``--model-opt`` options (``polytox._util.options``: one checking and typing for every backend and scorer).
+OPTIONS: dict[str, Option] = {
+    "base_url": Option("str"), "endpoint": Option(choices=("auto", "completions", "chat")),
+    "api_key_env": Option("str"), "n_mode": Option(choices=("n", "repeat")), "send_seed": Option("bool"),
+    "concurrency": Option("int"), "rate": Option("float"), "max_retries": Option("int"), "timeout": Option("float"),
+    "backoff": Option("float"), "max_backoff": Option("float"), "empty_prompt": Option("str"),
+    "token_counts": Option(choices=("logprobs", "usage")),
 }
 DEFAULTS: dict[str, Any] = {
     "endpoint": "auto", "api_key_env": "OPENAI_API_KEY", "n_mode": "n", "send_seed": True, "concurrency": 8,
@@ -125,28 +125,17 @@ def allowed_n(message: str, asked: int) -> int | None:
 def parse_options(spec: GenerationSpec) -> dict[str, Any]:
     """Typed options with defaults; refuses unknown keys and any attempt to pass the key itself."""
     opts = dict(DEFAULTS)
-    for key, raw in spec.options:
+    for key, _ in spec.options:
         if key in ("api_key", "key", "token"):
             raise PolytoxError(f"refusing --model-opt {key}=...: an API key would be stored in the run "
                                "manifest. Put it in an environment variable and pass "
                                "--model-opt api_key_env=NAME")
-        if key not in OPTION_TYPES:
-            raise PolytoxError(f"unknown openai option {key!r}; known: {', '.join(sorted(OPTION_TYPES))}")
-        try:
-            opts[key] = OPTION_TYPES[key](raw)
-        except ValueError as exc:
-            raise PolytoxError(f"openai option {key}={raw!r}: {exc}") from exc
+    opts.update(typed_options("backend 'openai'", OPTIONS, dict(spec.options), flag="--model-opt"))
     if not opts.get("base_url"):
         raise PolytoxError("the openai backend needs --model-opt base_url=URL "
                            "(e.g. http://127.0.0.1:8000/v1)")
     if opts["endpoint"] == "auto":
         opts["endpoint"] = "chat" if spec.chat_template == "always" else "completions"
-    if opts["endpoint"] not in ("completions", "chat"):
-        raise PolytoxError("openai option endpoint must be completions, chat or auto")
-    if opts["n_mode"] not in ("n", "repeat"):
-        raise PolytoxError("openai option n_mode must be 'n' or 'repeat'")
-    if opts["token_counts"] not in ("logprobs", "usage"):
-        raise PolytoxError("openai option token_counts must be 'logprobs' or 'usage'")
     if opts["concurrency"] < 1:
         raise PolytoxError("openai option concurrency must be >= 1")
     return opts
@@ -291,7 +280,7 @@ class OpenAIGenerator(Generator):
             raise PolytoxError(f"the environment variable {env} (named by api_key_env) is not set")
         self.url = self.options["base_url"].rstrip("/") + (
             "/chat/completions" if self.options["endpoint"] == "chat" else "/completions")
-        self.limiter = RateLimiter(self.options["rate"], burst=1)
+        self.limiter = TokenBucket(self.options["rate"], 1)
         self.stats = CallStats()
         self.max_n: int | None = None  # learned from a server that rejected a larger n
         self.n_fallback: dict[str, Any] | None = None

@@ -20,25 +20,19 @@ Model options: ``tensor_parallel_size`` (default 1), ``max_model_len``, ``gpu_me
 ``trust_remote_code`` (false), ``distributed_executor_backend`` (``mp`` or ``ray``), ``quantization``,
 ``enable_chunked_prefill``, ``max_num_batched_tokens``, ``max_num_seqs``, ``enable_prefix_caching``.
 
-Chunked prefill on CPU: when a step's token budget (``max_num_batched_tokens``, 4,096 on vLLM-CPU) cuts a
-seeded request's prefill in two, vLLM rewinds that request's random generator by calling
-``set_offset`` on it, which only CUDA generators have: the CPU worker raises "CPU Generator does not use
-offset" and the engine dies. Every polytox request is seeded, so any step with more prompt tokens than the
-budget (about 5 RTP prompts x K=25) killed the run. On CPU builds polytox therefore turns chunked
-prefill off unless ``enable_chunked_prefill`` is given; vLLM then schedules whole prompts only, with a
-budget of at least ``max_model_len`` tokens. It also turns the prefix cache off there (unless
-``enable_prefix_caching`` is given): without chunked prefill, a prompt whose first blocks were cached by an
-earlier request was continued differently from the same prompt computed whole (a different attention
-path; bfloat16 sampling follows the rounding), so a resumed shard would not have reproduced the
-uninterrupted one. GPU builds keep vLLM's defaults (CUDA generators have offsets).
+On a CPU build (``vllm-cpu``) polytox turns chunked prefill off (a seeded request whose prefill is cut in
+two kills vLLM-CPU's engine) and, with it, the prefix cache (a cached prefix would change a resumed shard's
+samples), unless ``enable_chunked_prefill`` / ``enable_prefix_caching`` are given; GPU builds keep vLLM's
+defaults. Why, as measured: docs/engines.md.
 
 Failures: a request vLLM rejects fails alone, as ``VLLM_ERROR: ...`` on its samples (the others are
 retried one by one to isolate it); an ``EngineDeadError`` (the engine process is gone) raises
 ``FatalGenerationError``, so the run stops instead of recording every later sample as the same error.
 
-On a CPU build (``vllm-cpu``), ``gpu_memory_utilization`` is the fraction of the machine's RAM vLLM reserves
-for itself and refuses to start when that much is not free, which fails on any shared machine; unless
-either option is given, polytox sets ``kv_cache_memory_bytes`` to ``CPU_KV_CACHE_BYTES`` (1 GiB) there.
+On a CPU build, unless ``gpu_memory_utilization`` or ``kv_cache_memory_bytes`` is given, polytox sets a
+KV cache of ``CPU_KV_CACHE_BYTES`` (1 GiB): vLLM-CPU reads ``gpu_memory_utilization`` as a share of the
+machine's RAM that must be free.
+
 The embedded models (``smollm2-135m-instruct``...) are served from polytox's converted safetensors cache,
 as the transformers backend loads them. ``n_tokens`` counts the continuation without the end-of-sequence
 token vLLM lists last, as the transformers backend counts it.
@@ -51,6 +45,7 @@ from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
+from .._util.options import Option, typed_options
 from ..errors import FatalGenerationError, PolytoxError, require
 from ..models import EMBEDDED, resolve_model
 from ..spec import GenerationSpec
@@ -60,14 +55,14 @@ from .prompting import PromptIds, PromptTooLongError, encode_prompt, wants_chat_
 
 SEED_BITS = 31  # seeds sent to vLLM / HTTP servers: non-negative int32, accepted everywhere
 CPU_KV_CACHE_BYTES = 1 << 30  # vLLM-CPU's KV cache when no memory option is given (see the module doc)
-OPTION_TYPES: dict[str, Callable[[str], Any]] = {
-    "tensor_parallel_size": int, "max_model_len": int, "gpu_memory_utilization": float, "seed_mode": str,
-    "enforce_eager": lambda v: v.lower() in ("1", "true", "yes"),
-    "trust_remote_code": lambda v: v.lower() in ("1", "true", "yes"),
-    "revision": str, "download_dir": str, "distributed_executor_backend": str, "quantization": str,
-    "kv_cache_memory_bytes": int, "max_num_batched_tokens": int, "max_num_seqs": int,
-    "enable_chunked_prefill": lambda v: v.lower() in ("1", "true", "yes"),
-    "enable_prefix_caching": lambda v: v.lower() in ("1", "true", "yes"),
+# The ``--model-opt`` options (``polytox._util.options``: one checking and typing for every backend and scorer).
+OPTIONS: dict[str, Option] = {
+    "tensor_parallel_size": Option("int"), "max_model_len": Option("int"), "gpu_memory_utilization": Option("float"),
+    "seed_mode": Option(choices=("prompt", "sample")), "enforce_eager": Option("bool"),
+    "trust_remote_code": Option("bool"), "revision": Option("str"), "download_dir": Option("str"),
+    "distributed_executor_backend": Option("str"), "quantization": Option("str"),
+    "kv_cache_memory_bytes": Option("int"), "max_num_batched_tokens": Option("int"), "max_num_seqs": Option("int"),
+    "enable_chunked_prefill": Option("bool"), "enable_prefix_caching": Option("bool"),
 }
 LLM_OPTIONS = ("tensor_parallel_size", "max_model_len", "gpu_memory_utilization", "enforce_eager",
                "trust_remote_code", "revision", "download_dir", "distributed_executor_backend",
@@ -82,17 +77,7 @@ def api_seed(seed: int) -> int:
 
 def parse_options(spec: GenerationSpec) -> dict[str, Any]:
     """Typed ``--model-opt`` values; unknown keys fail with the list of known ones."""
-    out: dict[str, Any] = {}
-    for key, raw in spec.options:
-        if key not in OPTION_TYPES:
-            raise PolytoxError(f"unknown vllm option {key!r}; known: {', '.join(sorted(OPTION_TYPES))}")
-        try:
-            out[key] = OPTION_TYPES[key](raw)
-        except ValueError as exc:
-            raise PolytoxError(f"vllm option {key}={raw!r}: {exc}") from exc
-    if out.get("seed_mode", "prompt") not in ("prompt", "sample"):
-        raise PolytoxError("vllm option seed_mode must be 'prompt' or 'sample'")
-    return out
+    return typed_options("backend 'vllm'", OPTIONS, dict(spec.options), flag="--model-opt")
 
 
 def llm_kwargs(spec: GenerationSpec, options: dict[str, Any], *, model: str | None = None,

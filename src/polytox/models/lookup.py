@@ -16,6 +16,7 @@ import importlib.util
 import os
 from pathlib import Path
 
+from .._util.options import TRUE_WORDS
 from ..errors import MissingDependencyError, PolytoxError
 
 # Files a transformers model folder needs (what ``from_pretrained`` reads), as (what, glob patterns).
@@ -123,7 +124,7 @@ def hub_failure(name: str, exc: BaseException) -> str | None:
 
 def _offline() -> bool:
     """huggingface_hub's offline mode (``HF_HUB_OFFLINE``), or transformers' own (``TRANSFORMERS_OFFLINE``)."""
-    if os.environ.get("TRANSFORMERS_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on"):
+    if os.environ.get("TRANSFORMERS_OFFLINE", "").strip().lower() in TRUE_WORDS:
         return True
     try:
         from huggingface_hub import constants

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import __version__
-from ..analysis import ANALYSES, AnalysisOptions, AnalysisResult, Corpus, RunInfo, run_analysis
+from ..analysis import ANALYSES, AnalysisOptions, AnalysisResult, RunCollection, RunInfo, run_analysis
 from ..analysis.leaderboard import Leaderboard, build_leaderboard
 from ..analysis.samples import analyze as analyze_samples
 from ..errors import MissingDependencyError, PolytoxError
@@ -61,7 +61,7 @@ def _auto_compare(runs: Sequence[RunInfo]) -> tuple[str, str] | None:
 
 
 def build_report(
-    corpus: Corpus,
+    corpus: RunCollection,
     opts: AnalysisOptions,
     analyses: Sequence[str] | None = None,
     compare: tuple[str, str] | None = None,

@@ -29,6 +29,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from .._util.options import as_bool, as_int
 from ..errors import PolytoxError, require
 from ..types import Score
 from .base import Scorer, config_digest
@@ -46,34 +47,10 @@ GPU_BATCH = (64, 16_384)
 SORT_WINDOW = 4096
 
 
-def as_int(value: str | int | None, name: str, minimum: int = 0) -> int | None:
-    """An integer option (``None`` / ``""`` = not given)."""
-    if value is None or value == "":
-        return None
-    try:
-        number = int(value)
-    except (TypeError, ValueError):
-        raise PolytoxError(f"scorer option {name} must be an integer, got {value!r}") from None
-    if number < minimum:
-        raise PolytoxError(f"scorer option {name} must be >= {minimum}, got {number}")
-    return number
-
-
 def check_truncation(truncation: str) -> None:
     """Fail on a bad policy before any weights are loaded."""
     if truncation not in TRUNCATION_SIDES:
         raise PolytoxError(f"truncation must be head or tail, got {truncation!r}")
-
-
-def as_bool(value: str | bool, name: str) -> bool:
-    if isinstance(value, bool):
-        return value
-    text = str(value).strip().lower()
-    if text in ("1", "true", "yes", "on"):
-        return True
-    if text in ("0", "false", "no", "off", ""):
-        return False
-    raise PolytoxError(f"scorer option {name} must be true or false, got {value!r}")
 
 
 def as_languages(value: str | None, default: frozenset[str] | None) -> frozenset[str] | None:

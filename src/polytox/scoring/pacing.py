@@ -1,10 +1,8 @@
-"""A thread-safe token bucket that paces calls to a rate, for quota-limited APIs (Perspective).
+"""Pacing for quota-limited APIs (Perspective): the token bucket of ``polytox._util.ratelimit`` whose rate
+adapts to what the server says.
 
 Every HTTP request, retries included, takes one token before it is sent, so many worker threads together
-never exceed the rate. Tokens are reserved in arrival order (the count may go negative: a waiter owns the
-next free slot), which spaces requests evenly instead of letting them bunch up at a refill.
-
-The rate adapts to what the server says (additive increase, multiplicative decrease): repeated 429s lower
+never exceed the rate. The rate adapts (additive increase, multiplicative decrease): repeated 429s lower
 it, successes raise it back towards the configured rate, so a quota smaller than the one configured costs
 a few 429s instead of half the requests. A lone 429 (scheduling jitter at a one-second window's edge, on a
 correctly configured quota) only drops the saved-up burst: slowing down for it would waste quota.
@@ -12,14 +10,16 @@ correctly configured quota) only drops the saved-up burst: slowing down for it w
 
 from __future__ import annotations
 
-import threading
 import time
 from collections import deque
 from collections.abc import Callable
 
+from .._util.ratelimit import TokenBucket
 
-class TokenBucket:
-    """``acquire()`` blocks until the caller may send one request at ``rate`` per second."""
+
+class AdaptiveTokenBucket(TokenBucket):
+    """``acquire()`` blocks until the caller may send one request at ``rate`` per second; ``on_throttled``
+    and ``on_success`` move the rate between ``rate * min_rate_share`` and ``rate``."""
 
     def __init__(self, rate: float, capacity: float = 1.0, *, min_rate_share: float = 0.25,
                  decrease: float = 0.9, increase_share: float = 0.005, window: int = 20,
@@ -30,38 +30,13 @@ class TokenBucket:
             raise ValueError(f"rate must be > 0, got {rate}")
         if capacity < 1:
             raise ValueError(f"capacity must be >= 1, got {capacity}")
+        super().__init__(rate, capacity, clock=clock, sleep=sleep)
         self.target_rate = float(rate)
-        self.rate = float(rate)
-        self.capacity = float(capacity)
         self.min_rate = rate * min_rate_share
         self.decrease = decrease
         self.increase = rate * increase_share
-        self._clock = clock
-        self._sleep = sleep
-        self._lock = threading.Lock()
-        self._tokens = float(capacity)
-        self._last = clock()
-        self.acquired = 0
-        self.waited_s = 0.0
         self._recent: deque[bool] = deque(maxlen=window)  # last outcomes: True = throttled
         self.throttled_to_slow = throttled_to_slow
-
-    def _refill(self, now: float) -> None:
-        self._tokens = min(self.capacity, self._tokens + (now - self._last) * self.rate)
-        self._last = now
-
-    def acquire(self) -> float:
-        """Take one token, sleeping until it is due; returns the seconds waited."""
-        with self._lock:
-            now = self._clock()
-            self._refill(now)
-            self._tokens -= 1.0
-            wait = -self._tokens / self.rate if self._tokens < 0 else 0.0
-            self.acquired += 1
-            self.waited_s += wait
-        if wait > 0:
-            self._sleep(wait)
-        return wait
 
     def on_throttled(self) -> None:
         """The server answered 429: drop any saved-up burst; on repeated 429s also slow down."""

@@ -50,11 +50,12 @@ from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait
 
 from .. import constants as C
 from .._util import textutil
+from .._util.options import as_bool
 from ..errors import PolytoxError
 from ..types import Score, text_hash
 from .archive import ResponseArchive
 from .base import Scorer, config_digest
-from .pacing import TokenBucket
+from .pacing import AdaptiveTokenBucket
 
 KEY_ENV = "PERSPECTIVE_API_KEY"
 DEFAULT_URL = "https://commentanalyzer.googleapis.com"
@@ -82,17 +83,6 @@ class PermanentAPIError(Exception):
 
 class FatalAPIError(Exception):
     """The configuration is wrong (key, endpoint): no further request of this run can succeed."""
-
-
-def as_bool(value: str | bool) -> bool:
-    if isinstance(value, bool):
-        return value
-    text = str(value).strip().lower()
-    if text in ("1", "true", "yes", "on"):
-        return True
-    if text in ("0", "false", "no", "off"):
-        return False
-    raise PolytoxError(f"expected a boolean (true/false), got {value!r}")
 
 
 def truncate_utf8(text: str, max_bytes: int = C.PERSPECTIVE_MAX_BYTES) -> tuple[str, bool]:
@@ -202,8 +192,8 @@ class PerspectiveScorer(Scorer):
             raise PolytoxError(f"perspective: qps must be a positive number, got {qps!r}")
         self.request_attributes = parse_attributes(attributes)
         self.attributes = tuple(a.lower() for a in self.request_attributes)
-        self.retry_without_language = as_bool(retry_without_language)
-        self.language_hint = as_bool(language_hint)
+        self.retry_without_language = as_bool(retry_without_language, "retry_without_language")
+        self.language_hint = as_bool(language_hint, "language_hint")
         self.timeout = float(timeout)
         self.max_attempts = max(1, int(max_attempts))
         self.backoff = float(backoff)
@@ -232,7 +222,7 @@ class PerspectiveScorer(Scorer):
                                                     "hint": self.language_hint,
                                                     "retry_no_lang": self.retry_without_language})
         self._exp_wait = wait_random_exponential(multiplier=self.backoff, max=self.backoff_max)
-        self.bucket = TokenBucket(self.qps * C.PERSPECTIVE_PACING_SHARE)
+        self.bucket = AdaptiveTokenBucket(self.qps * C.PERSPECTIVE_PACING_SHARE)
         self._archive = self._open_archive(archive)
         self._local = threading.local()
         self._pool: ThreadPoolExecutor | None = None

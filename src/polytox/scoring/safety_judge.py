@@ -37,11 +37,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import constants as C
+from .._util.options import as_bool, as_int
 from ..errors import PolytoxError, require
 from ..types import Score
 from .base import Scorer, config_digest
 from .batching import pad_batch, plan_batches
-from .hf_classifier import as_bool, as_int, as_languages
+from .hf_classifier import as_languages
 from .llama_guard_prompt import (
     FORMATS,
     LLAMA_GUARD_3,

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ..errors import PolytoxError
-from .table import ProgressCallback, score_rows
+from .score_file import ProgressCallback, score_rows
 from .textio import ReferenceColumn, TextRow
 
 

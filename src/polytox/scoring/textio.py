@@ -202,6 +202,17 @@ def read_text_rows(path: Path | str, *, layout: str = "auto", text_fields: Seque
     return rows
 
 
+def rows_from_texts(texts: Sequence[Any], langs: Sequence[str | None]) -> list[TextRow]:
+    """One row per text, read as ``read_text_rows`` reads a generic record ``{"id": i, "text": ..., "lang":
+    ...}``: the same text checks and error codes, and a missing language (None) detected with py3langid.
+
+    Row ids are the texts' positions (``"0"``, ``"1"``...); the location in messages is ``texts[i]``.
+    """
+    layout = LAYOUTS["generic"]
+    return [_row(i, i, RawRecord(f"texts[{i}]", {"id": str(i), "text": text, "lang": lang}), "text", None, layout,
+                 None, True) for i, (text, lang) in enumerate(zip(texts, langs, strict=True))]
+
+
 def _row(position: int, index: int, item: RawRecord, field: str, part: str | None, layout: Layout,
          fallback_lang: str | None, detect: bool) -> TextRow:
     loc = item.location

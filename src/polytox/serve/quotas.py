@@ -5,10 +5,10 @@ line, ``#`` comments), never from a command-line argument (shell history) and ar
 server logs requests without their query string, and errors never echo a key. With neither configured
 the server refuses to start unless it is told to run open (``--open``).
 
-Quotas: one token bucket per key (``qps`` tokens per second, ``burst`` at most), as Perspective's
-per-project QPS. Each analyzed comment takes one token (a batch request's sub-requests each count, as on
-Perspective); a moderation request with N inputs takes N tokens. The bucket never blocks: a request that
-finds it empty is answered 429 with ``Retry-After``.
+Quotas: one token bucket per key (``polytox._util.ratelimit``: ``qps`` tokens per second, ``burst`` at most),
+as Perspective's per-project QPS. Each analyzed comment takes one token (a batch request's sub-requests
+each count, as on Perspective); a moderation request with N inputs takes N tokens. The bucket never blocks:
+a request that finds it empty is answered 429 with ``Retry-After``.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+from .._util.ratelimit import TokenBucket
 from ..errors import PolytoxError
 
 KEYS_ENV = "POLYTOX_SERVE_KEYS"
@@ -64,32 +65,6 @@ class KeyStore:
         return ok
 
 
-class Bucket:
-    """A non-blocking token bucket: ``take(n)`` succeeds when at least ``min(n, capacity)`` tokens are there.
-
-    A request for more tokens than the bucket holds goes into debt (the tokens go negative), so a large
-    moderation batch is paid for by the requests after it instead of being impossible.
-    """
-
-    def __init__(self, rate: float, capacity: float, clock: Callable[[], float] = time.monotonic) -> None:
-        self.rate = rate
-        self.capacity = max(1.0, capacity)
-        self._tokens = self.capacity
-        self._clock = clock
-        self._last = clock()
-
-    def take(self, n: int = 1) -> float:
-        """0.0 when granted, else the seconds until it would be."""
-        now = self._clock()
-        self._tokens = min(self.capacity, self._tokens + (now - self._last) * self.rate)
-        self._last = now
-        need = min(float(n), self.capacity)
-        if self._tokens >= need:
-            self._tokens -= n
-            return 0.0
-        return (need - self._tokens) / self.rate
-
-
 class Quotas:
     """Per-key buckets at ``qps`` (0: unlimited). Thread-safe; the key itself is only a dict key here."""
 
@@ -98,7 +73,7 @@ class Quotas:
         self.qps = float(qps)
         self.burst = float(burst) if burst > 0 else max(1.0, self.qps)
         self._clock = clock
-        self._buckets: dict[str, Bucket] = {}
+        self._buckets: dict[str, TokenBucket] = {}
         self._lock = threading.Lock()
         self._max_keys = max_keys
 
@@ -112,5 +87,5 @@ class Quotas:
             if bucket is None:
                 if len(self._buckets) >= self._max_keys:  # open servers: bounded memory, however many keys
                     self._buckets.clear()
-                bucket = self._buckets[name] = Bucket(self.qps, self.burst, self._clock)
+                bucket = self._buckets[name] = TokenBucket(self.qps, self.burst, clock=self._clock)
             return bucket.take(n)

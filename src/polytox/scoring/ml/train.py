@@ -88,13 +88,13 @@ class TrainConfig:
     web_gen_share: float = WEB_GEN_SHARE
     continuation_gen_share: float = CONTINUATION_GEN_SHARE
     # non-English texts get their own ridges, fitted with RTP-LX rows at this weight (None: shared ridges),
-    # and their own combiner (RTP-LX rows); measured: +0.012 mean AUC vs humans, English unchanged
+    # and their own combiner (RTP-LX rows); docs/default-scorer.md, "What each choice buys"
     other_rtplx_weight: float | None = 3.0
     # one free offset per label definition while fitting the non-English ridges only (dropped when scoring):
-    # each source's label scale stops bending their weights; English parts are untouched. Measured
-    # out-of-fold on the training split: AUC vs humans 0.822 / 0.731 -> 0.824 / 0.751 (mean / min)
+    # each source's label scale stops bending their weights; English parts are untouched (measured out of
+    # fold: docs/default-scorer.md, "What each choice buys")
     other_task_offsets: bool = True
-    split_combiner: bool = False  # (without other_rtplx_weight) own combiner only; measured: no gain
+    split_combiner: bool = False  # (without other_rtplx_weight) the non-English texts' own combiner only
     # the non-English ridges' own fit: only rows of these tasks (prefixes of ``task_of``; None: every row)
     # carry weight, and their own penalties (None: alpha_ngram / alpha_emb)
     other_fit_tasks: tuple[str, ...] | None = None

@@ -1,6 +1,6 @@
 """All selected runs in one DuckDB connection: their prompts, generations and any stored scorer.
 
-``Corpus(runs)`` reads every run's Parquet parts through DuckDB (``read_parquet`` over the part globs,
+``RunCollection(runs)`` reads every run's Parquet parts through DuckDB (``read_parquet`` over the part globs,
 one ``UNION ALL`` across runs) and hands the analyses two Arrow tables:
 
 - ``per_generation(scorer)``: one row per stored continuation, with its score or score error;
@@ -57,7 +57,7 @@ class Selection:
     notes: list[str] = field(default_factory=list)
 
 
-class Corpus:
+class RunCollection:
     """The runs of an analysis, loaded once; see the module docstring."""
 
     def __init__(self, runs: Sequence[RunInfo], metrics: MetricsSpec | None = None, scale: str | None = None) -> None:
@@ -315,3 +315,7 @@ class Corpus:
 
 def _quote_ident(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
+
+
+# The former name of ``RunCollection`` (docs/architecture.md, "Changelog"); ``polytox.analysis.Corpus`` still works.
+Corpus = RunCollection

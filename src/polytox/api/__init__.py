@@ -1,0 +1,17 @@
+"""The Python API: what ``polytox eval``, ``polytox score`` and ``polytox metrics`` do, as functions.
+
+``evaluate`` runs (or resumes) an evaluation and returns its ``RunResult``; ``score`` scores a list of texts;
+``open_run`` reads a run directory. Each builds its work with the same code as the command it mirrors, so
+a call and the command give the same numbers, and a bad argument raises ``PolytoxError`` with the one line
+the command prints after ``polytox: error:``. The package root (``polytox``) re-exports these names
+lazily; examples: docs/python.md.
+"""
+
+from __future__ import annotations
+
+from ..errors import PolytoxError
+from .evaluation import evaluate
+from .run import Run, open_run
+from .texts import ScoredText, score
+
+__all__ = ["PolytoxError", "Run", "ScoredText", "evaluate", "open_run", "score"]
