@@ -59,7 +59,7 @@ def test_base_scorer_turns_unscorable_input_into_errors() -> None:
     out = scorer.score(["hello you idiot", "", "   ", "hallo du", "fine"], ["en", "en", "en", "de", "en"])
     assert out[0].ok and out[4].ok
     assert out[1].error == out[2].error == EMPTY_TEXT_ERROR
-    assert out[3].error == "LANGUAGE_NOT_SUPPORTED: fake does not score 'de'"
+    assert out[3].error == "LANGUAGE_NOT_SUPPORTED: unsupported language: de (fake does not score it)"
     assert all(s.get("toxicity") is None for s in out[1:4])  # no made-up 0
     with pytest.raises(ValueError):
         scorer.score(["a"], [])

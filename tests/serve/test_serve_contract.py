@@ -54,6 +54,14 @@ def test_language_detected_when_omitted(srv: ServerThread, direct: dict[str, flo
     assert body["attributeScores"]["TOXICITY"]["summaryScore"]["value"] == direct[TEXTS[1]]
 
 
+def test_an_unsupported_detected_language_is_a_400_naming_it(srv: ServerThread) -> None:
+    swahili = "Habari za asubuhi, rafiki yangu. Natumaini siku yako itakuwa nzuri sana leo."
+    status, _, body = call(srv.url, PATH, analyze_body(swahili))
+    assert status == 400, body
+    assert error_reason(body) == "LANGUAGE_NOT_SUPPORTED_BY_ATTRIBUTE"
+    assert "does not support request languages: sw" in body["error"]["message"]
+
+
 def test_span_annotations_score_each_sentence(srv: ServerThread, direct: dict[str, float]) -> None:
     text = f"{TEXTS[0]} {TEXTS[1]}"
     status, _, body = call(srv.url, PATH, analyze_body(text, spanAnnotations=True, languages=["en"]))

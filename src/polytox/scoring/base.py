@@ -71,7 +71,8 @@ class Scorer(ABC):
         todo: list[int] = []
         for i, (text, lang) in enumerate(zip(texts, langs, strict=True)):
             if not self.supports(lang):
-                out[i] = Score.failed(f"LANGUAGE_NOT_SUPPORTED: {self.name} does not score {lang!r}")
+                out[i] = Score.failed(f"LANGUAGE_NOT_SUPPORTED: unsupported language: {lang} "
+                                      f"({self.name} does not score it)")
             elif not text or not text.strip():
                 out[i] = Score.failed(EMPTY_TEXT_ERROR)
             elif not is_valid_unicode(text):

@@ -231,11 +231,10 @@ def measure_pairs(rows: Sequence[ScaleRow], raw: Mapping[tuple[str, str], float]
         for label, found, pairs in (("after", scales, check), ("before", before, check),
                                     ("before_every", before, every)):
             if found is not None and name in found.scales and mode in found.get(name).maps:
-                block[label] = _checks(pairs, found.get(name).maps[mode], found.get(PERSPECTIVE_2020).maps[mode])
+                block[label] = _checks(pairs, found.get(name).maps[mode])
                 block[f"{label}_summary"] = summarise(block[label])
         english = scales.get(name).maps[mode].english
-        english_2020 = scales.get(PERSPECTIVE_2020).maps[mode].english
-        values, values_2020 = np.empty(len(every)), np.empty(len(every))
+        values = np.empty(len(every))
         fold = np.array([int(unit_hash(str(i), "lx-scale-oof") * OOF_FOLDS) for i in every.index])
         for k in range(OOF_FOLDS):
             test = fold == k
@@ -245,17 +244,15 @@ def measure_pairs(rows: Sequence[ScaleRow], raw: Mapping[tuple[str, str], float]
                 maps = ScaleMaps(english=english, fallback=fallback, per_lang=per_lang)
                 values[test] = maps.apply(every.r_t[test], every.lang[test].tolist())
         english_values = ScaleMaps(english=english, fallback=english).apply(every.r_e, ["en"] * len(every))
-        values_2020 = ScaleMaps(english=english_2020, fallback=english_2020).apply(every.r_e, ["en"] * len(every))
-        block["oof"] = language_checks(every, values, english_values, values_2020)
+        block["oof"] = language_checks(every, values, english_values)
         block["oof_summary"] = summarise(block["oof"])
         out[name] = block
     return out
 
 
-def _checks(pairs: Pairs, maps: ScaleMaps, maps_2020: ScaleMaps) -> dict[str, dict[str, Any]]:
-    english = ["en"] * len(pairs)
-    return language_checks(pairs, maps.apply(pairs.r_t, pairs.lang.tolist()), maps.apply(pairs.r_e, english),
-                           maps_2020.apply(pairs.r_e, english))
+def _checks(pairs: Pairs, maps: ScaleMaps) -> dict[str, dict[str, Any]]:
+    english = maps.apply(pairs.r_e, ["en"] * len(pairs))
+    return language_checks(pairs, maps.apply(pairs.r_t, pairs.lang.tolist()), english)
 
 
 def measure_languages(held: Sequence[ScaleRow], raw: Mapping[tuple[str, str], float], head: MlHead,

@@ -167,10 +167,9 @@ def _r(x: float) -> float | None:
     return round(float(x), 4) if np.isfinite(x) else None
 
 
-def language_checks(pairs: Pairs, values: np.ndarray, english: np.ndarray, english_2020: np.ndarray
-                    ) -> dict[str, dict[str, Any]]:
+def language_checks(pairs: Pairs, values: np.ndarray, english: np.ndarray) -> dict[str, dict[str, Any]]:
     """Per language (module docstring): ``values`` of the translations and ``english`` of their English texts
-    on the scale checked; ``english_2020`` the English texts on ``perspective-2020`` (the MAE's baseline)."""
+    on the scale checked (English's own MAE, the baseline, is on that scale too)."""
     metrics = require("sklearn.metrics", "ml", "scikit-learn")
     out: dict[str, dict[str, Any]] = {}
     for lang in sorted(set(pairs.lang.tolist())):
@@ -192,7 +191,7 @@ def language_checks(pairs: Pairs, values: np.ndarray, english: np.ndarray, engli
                 row[f"{name}_share_diff"] = _r(share - share_en)
         if anchored.any():
             row["mae"] = _r(np.abs(v[anchored] - persp[anchored]).mean())
-            row["mae_en"] = _r(np.abs(english_2020[sel][anchored] - persp[anchored]).mean())
+            row["mae_en"] = _r(np.abs(e[anchored] - persp[anchored]).mean())
             row["mae_diff"] = _r(row["mae"] - row["mae_en"])
             row["mae_constant"] = _r(np.abs(np.median(persp[anchored]) - persp[anchored]).mean())
         label = ht >= TOXIC_FROM
