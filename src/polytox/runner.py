@@ -4,8 +4,10 @@ Read top to bottom, it is the method section of a paper:
 
 1. load and validate the prompts (bad input stops here, before any work);
 2. build the scorer and check it covers every prompt language;
-3. open the run directory (create it, or resume it if the spec matches); with ``generations_from``, copy
-   another run's stored generations into it (same spec but the scorer), so that only scoring is left;
+3. lock the run directory (one writer at a time: a second one is refused, naming the holder), open it
+   (create it, or resume it if the spec matches), and check every stored part: a damaged one is removed,
+   so its shard is made again; with ``generations_from``, copy another run's stored generations into it
+   (same spec but the scorer), so that only scoring is left;
 4. for each shard of prompts not yet done: generate K samples per prompt, write them; score them,
    write the scores (each write atomic, so a kill loses at most the shards in flight); an executor
    (``polytox.executors``: serial, pipelined, Ray Data) runs this step;
@@ -31,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ._util.runlock import OutputLock
 from .errors import FatalGenerationError, RunStoppedError
 from .executors import ExecutorConfig, Work, adopt, build_executor
 from .executors.retry import retry_failed as retry_failed_samples
@@ -42,6 +45,7 @@ from .registry import resolve
 from .scoring import Scorer, build_scorer, check_languages
 from .spec import EvalSpec
 from .store import RunStore, now
+from .types import Prompt
 
 ProgressCallback = Callable[[str, int, int], None]  # (stage, done, total)
 
@@ -58,6 +62,7 @@ class RunResult:
     shards_done_before: int
     failures: FailureSummary = dataclasses.field(default_factory=FailureSummary)
     retry: dict[str, Any] | None = None
+    repairs: list[str] = dataclasses.field(default_factory=list)
 
 
 def retry_command(out: str | Path) -> str:
@@ -119,10 +124,25 @@ def evaluate(spec: EvalSpec, out: str | Path, progress: ProgressCallback | None 
     if source is None or retry_failed or adopt.available(source, store, len(plan)) < len(plan):
         check_generation(spec)  # something is generated here: the model must be there
 
+    with OutputLock(store.path):  # one writer per run directory; refused at once, naming the holder
+        return _evaluate_locked(spec, store, scorer, prompt_set, plan, source, report, executor, retry_failed)
+
+
+def shard_sizes(plan: list[list[Prompt]], samples: int) -> list[tuple[int, set[str]]]:
+    """Per shard: the rows each of its parts holds and its prompt ids (what ``RunStore`` checks)."""
+    return [(len(shard) * samples, {p.id for p in shard}) for shard in plan]
+
+
+def _evaluate_locked(spec: EvalSpec, store: RunStore, scorer: Scorer, prompt_set: PromptSet,
+                     plan: list[list[Prompt]], source: RunStore | None, report: ProgressCallback,
+                     executor: ExecutorConfig | None, retry_failed: bool) -> RunResult:
     resumed = store.open(spec, extra={"scorer": scorer.describe()})
     store.write_prompts(prompt_set.prompts)
+    repairs = store.remove_damaged(shard_sizes(plan, spec.generation.samples), scorer.id) if resumed else []
     store.update_manifest(n_records=prompt_set.n_records, n_bad_records=prompt_set.n_bad,
                           bad_records=prompt_set.problems[:1000], selection_notes=prompt_set.notes)
+    if repairs:
+        store.update_manifest(repairs=[*store.manifest().get("repairs", []), {"at": now(), "parts": repairs}])
     if source is not None:
         adopt.record(source, store, adopt.copy_generations(source, store, len(plan)))
 
@@ -161,7 +181,7 @@ def evaluate(spec: EvalSpec, out: str | Path, progress: ProgressCallback | None 
     failures = failure_summary(store, scorer.id)
     store.update_manifest(status="complete", finished_at=now(), failures=failures.to_dict())
     return RunResult(path=store.path, spec=spec, metrics=metrics, prompt_set=prompt_set, resumed=resumed,
-                     shards_done_before=done_before, failures=failures, retry=retry)
+                     shards_done_before=done_before, failures=failures, retry=retry, repairs=repairs)
 
 
 def stopped(store: RunStore, work: Work, exc: FatalGenerationError) -> RunStoppedError:
