@@ -52,10 +52,16 @@ def write_plot(curves: dict[str, dict[str, Any]], path: Path) -> Path | None:
         return None
 
 
+PLOT_FORMATS = (".png", ".svg", ".pdf")
+
+
 def run(args: argparse.Namespace) -> int:
     from ..metrics.unprompted import unprompted_report
     from ..store import RunStore
 
+    if args.plot and Path(args.plot).suffix.lower() not in PLOT_FORMATS:
+        raise PolytoxError(f"--plot {args.plot}: the plot is written as {', '.join(PLOT_FORMATS)}; name a file "
+                           "with one of these endings")
     curves: dict[str, dict[str, Any]] = {}
     for path in args.runs:
         store = RunStore(path)
