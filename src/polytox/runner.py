@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from ._util.runlock import OutputLock
-from .errors import FatalGenerationError, RunStoppedError
+from .errors import FatalGenerationError, RunStoppedError, SpecMismatchError
 from .executors import ExecutorConfig, Work, adopt, build_executor
 from .executors.retry import retry_failed as retry_failed_samples
 from .executors.shards import shards
@@ -113,6 +113,7 @@ def evaluate(spec: EvalSpec, out: str | Path, progress: ProgressCallback | None 
     report = progress or (lambda stage, done, total: None)
 
     scorer = build_scorer(spec.scorer.name, spec.scorer.options)
+    auto_batch = spec.generation.batch_size == 0
     spec = resolve_spec(spec, scorer)
     prompt_set = load_prompts(spec.prompts, spec.seed)
     check_languages(scorer, {p.lang for p in prompt_set.prompts})
@@ -125,7 +126,20 @@ def evaluate(spec: EvalSpec, out: str | Path, progress: ProgressCallback | None 
         check_generation(spec)  # something is generated here: the model must be there
 
     with OutputLock(store.path):  # one writer per run directory; refused at once, naming the holder
-        return _evaluate_locked(spec, store, scorer, prompt_set, plan, source, report, executor, retry_failed)
+        try:
+            return _evaluate_locked(spec, store, scorer, prompt_set, plan, source, report, executor, retry_failed)
+        except SpecMismatchError as exc:
+            raise explain_automatic(exc, auto_batch) from exc
+
+
+def explain_automatic(exc: SpecMismatchError, auto_batch: bool) -> SpecMismatchError:
+    """A refused resume lists each differing field; say which of them polytox chose (``batch_size`` 0 is
+    resolved from K, so a run with another K differs there too), so no line names a value the user never set."""
+    if not auto_batch:
+        return exc
+    lines = [line + " (chosen automatically from samples: not set by you)"
+             if line.strip().startswith("generation.batch_size:") else line for line in str(exc).split("\n")]
+    return SpecMismatchError("\n".join(lines))
 
 
 def shard_sizes(plan: list[list[Prompt]], samples: int) -> list[tuple[int, set[str]]]:

@@ -58,7 +58,8 @@ def _describe(holder: dict[str, object]) -> str:
     if isinstance(started, str):
         try:
             when = dt.datetime.fromisoformat(started).astimezone()
-            who += f" (started {when:%H:%M:%S})" if when.date() == dt.date.today() else f" (started {when:%Y-%m-%d %H:%M})"
+            fmt = "%H:%M:%S" if when.date() == dt.date.today() else "%Y-%m-%d %H:%M"
+            who += f" (started {when.strftime(fmt)})"
         except ValueError:
             pass
     return who

@@ -10,6 +10,7 @@ flight and a rerun computes exactly the missing ones: nothing lost, nothing twic
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 from collections.abc import Sequence
@@ -49,6 +50,7 @@ class ScoreStore:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self.parts = self.path / PARTS
+        self.created = False  # set by ``open`` when it wrote a new manifest
 
     @property
     def manifest_path(self) -> Path:
@@ -69,7 +71,12 @@ class ScoreStore:
     def manifest(self) -> dict[str, Any]:
         if not self.manifest_path.exists():
             raise PolytoxError(f"{self.path} is not a 'polytox corpus score' output (no {MANIFEST})")
-        data: dict[str, Any] = json.loads(self.manifest_path.read_text(encoding="utf-8"))
+        try:
+            data = json.loads(self.manifest_path.read_text(encoding="utf-8"))
+        except ValueError as exc:
+            raise PolytoxError(f"{self.manifest_path} is damaged ({exc}); delete {self.path} to score again") from exc
+        if not isinstance(data, dict):
+            raise PolytoxError(f"{self.manifest_path} is damaged (not a JSON object)")
         return data
 
     def open(self, identity: dict[str, Any]) -> bool:
@@ -81,7 +88,18 @@ class ScoreStore:
                                    "or the same settings to resume")
             return True
         atomic_write_json(self.manifest_path, {"identity": identity, "complete": False})
+        self.created = True
         return False
+
+    def discard_if_new(self) -> None:
+        """Undo ``open`` of a new output that holds no part yet: a refused command leaves nothing behind."""
+        if not self.created or self.part_files():
+            return
+        self.manifest_path.unlink(missing_ok=True)
+        for folder in (self.parts, self.path):
+            with contextlib.suppress(OSError):  # only when empty
+                folder.rmdir()
+        self.created = False
 
     def update(self, **fields: Any) -> None:
         data = self.manifest()
