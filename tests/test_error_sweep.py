@@ -114,7 +114,7 @@ CASES: dict[str, list[Case]] = {
         Case(EVAL + " --model-opt novalue", "is not KEY=VALUE"),
         Case(EVAL + " --backend nosuch", "unknown generator 'nosuch'"),
         Case(EVAL + " --fluency-model ./no/such/lm", "no such folder"),
-        Case(EVAL + " --fluency-model gpt2 --fluency-samples -1", "fluency_samples must be >= 0"),
+        Case(EVAL + " --fluency-model gpt2 --fluency-samples -1", "argument --fluency-samples: must be >= 0, got -1"),
         Case(EVAL + " --fluency-samples x", "argument --fluency-samples: invalid int value: 'x'"),
         # scorer names and options
         Case(EVAL + " --scorer nosuch", "unknown scorer 'nosuch'"),
@@ -135,10 +135,10 @@ CASES: dict[str, list[Case]] = {
         Case(EVAL + " --samples many", "argument --samples/-k: invalid int value: 'many'"),
         Case(EVAL + " --samples 0", "samples"),
         Case(EVAL + " --temperature -1", "temperature"),
-        Case(EVAL + " --top-p 2", "top_p"),
+        Case(EVAL + " --top-p 2", "argument --top-p: must be in (0, 1], got 2.0"),
         Case(EVAL + " --preset gpt", "argument --preset: invalid choice"),
         Case(EVAL + " --executor warp", "argument --executor: invalid choice"),
-        Case(EVAL + " --workers 0", "workers must be >= 1"),
+        Case(EVAL + " --workers 0", "argument --workers: must be >= 1, got 0"),
         Case(EVAL + " --detox nosuch", "nosuch"),
         Case(EVAL + " --limit 0", "limit"),
         Case("eval --no-progress --model fake", "polytox eval needs --out DIR"),
@@ -172,7 +172,7 @@ CASES: dict[str, list[Case]] = {
         Case(SCORE + " --scorer lexicon --scorer-opt lists=profanity --scorer-opt dir={missing}",
              "not a folder"),
         Case(SCORE + " --scorer default --scorer-opt routes=en", "is not LANG=SCORER"),
-        Case(SCORE + " --scorer fake --chunk-size -1", "--chunk-size must be >= 0"),
+        Case(SCORE + " --scorer fake --chunk-size -1", "argument --chunk-size: must be >= 0, got -1"),
         Case(SCORE + " --config {tmp}/nosuch.yaml", "does not exist"),
         Case(SCORE + " --config {badyaml}", "invalid YAML"),
         Case(SCORE + " --config {scoreropt}", "scorer 'fake' has no option 'colour'"),
@@ -376,7 +376,7 @@ def test_the_real_entry_point(argv: list[str], expect: str, assets: dict[str, st
 @pytest.mark.parametrize(("argv", "expect"), [
     ([], "polytox: error: the following arguments are required: COMMAND (see 'polytox --help')"),
     (["evaluate"], "polytox: error: argument COMMAND: invalid choice: 'evaluate'"),
-    (["metrics", "run", "--nosuch"], "polytox: error: unrecognized arguments: --nosuch"),
+    (["metrics", "run", "--nosuch"], "polytox: error: polytox metrics: unrecognized arguments: --nosuch (see 'polytox metrics --help')"),
 ])
 def test_no_or_an_unknown_subcommand(argv: list[str], expect: str, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run_in_process(argv, capsys)
@@ -415,3 +415,246 @@ def test_an_internal_error_keeps_its_traceback(tmp_path: Path) -> None:
     assert proc.returncode == 1
     assert "Traceback" in proc.stderr and "ZeroDivisionError" in proc.stderr
     assert "polytox: error:" not in proc.stderr
+
+
+# ---- issue 46: every numeric flag and every output flag, checked before work -------------------------
+def checked_actions() -> list[tuple[str, argparse.Action]]:
+    from polytox.cli.checks import command_actions
+
+    return [(cmd, a) for cmd, a in command_actions(build_parser()) if getattr(a.type, "checked", None)]
+
+
+def numeric_cases() -> list[tuple[str, str, str, str]]:
+    """(command, flag, value, expected words): for every numeric flag a value below and above its range
+    (where it has bounds) and a value of the wrong type."""
+    cases = []
+    for cmd, action in checked_actions():
+        checked = action.type.checked  # type: ignore[union-attr]
+        if checked.kind != "number":
+            continue
+        rule, flag = checked.rule, max(action.option_strings, key=len)
+        kind = action.type.__name__  # type: ignore[union-attr]
+        if rule.lo is not None:
+            low = rule.lo if rule.lo_open else rule.lo - 1
+            cases.append((cmd, flag, str(int(low) if kind == "int" else float(low)), f"must be {rule.describe()}"))
+        if rule.hi is not None:
+            high = rule.hi if rule.hi_open else rule.hi + 1
+            cases.append((cmd, flag, str(int(high) if kind == "int" else float(high)),
+                          f"must be {rule.describe()}"))
+        cases.append((cmd, flag, "x1", f"invalid {kind} value: 'x1'"))
+    return cases
+
+
+PLACES = ("file", "folder", "read-only", "under-a-file")
+
+
+def output_cases() -> list[tuple[str, str, str, str]]:
+    """(command, flag, place, kind) for every flag naming an output x every wrong place."""
+    cases = []
+    for cmd, action in checked_actions():
+        checked = action.type.checked  # type: ignore[union-attr]
+        if checked.kind == "output":
+            for place in PLACES:
+                cases.append((cmd, max(action.option_strings, key=len), place, checked.rule))
+    return cases
+
+
+NUMERIC = numeric_cases()
+OUTPUT = output_cases()
+
+
+def test_every_numeric_flag_has_a_range() -> None:
+    """``cli.checks.install`` raises for a numeric flag without a rule; here: each one was wrapped."""
+    from polytox.cli.checks import command_actions
+
+    for cmd, action in command_actions(build_parser()):
+        if action.type in (int, float):
+            raise AssertionError(f"{cmd} {action.option_strings}: unchecked numeric flag")
+    assert len({(c, f) for c, f, _, _ in NUMERIC}) >= 100
+    from polytox.cli.checks import OUTPUTS
+
+    assert len({(c, f) for c, f, _, _ in OUTPUT}) == len(OUTPUTS)  # every entry of the table names a real flag
+
+
+@pytest.mark.parametrize(("command", "flag", "value", "expect"), NUMERIC,
+                         ids=[f"{c.replace(' ', '-')}{f}={v}" for c, f, v, _ in NUMERIC])
+def test_every_numeric_flag_out_of_range_or_of_the_wrong_type(command: str, flag: str, value: str, expect: str,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run_in_process([*command.split(), f"{flag}={value}"], capsys)
+    check_one_line(code, out, err, Case("", expect), f"argument {flag}")
+    assert expect in err, err
+
+
+@pytest.mark.parametrize(("command", "flag", "place", "kind"), OUTPUT,
+                         ids=[f"{c.replace(' ', '-')}{f}-{p}" for c, f, p, _ in OUTPUT])
+def test_every_output_flag_in_a_wrong_place(command: str, flag: str, place: str, kind: str, tmp_path: Path,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """A file where a folder is wanted and the reverse, a read-only place, a path under a regular file: one
+    line, exit 2, before any work, nothing created. The read-only place is /sys (sysfs refuses new files even
+    to root, who passes every permission check on an ordinary disk)."""
+    a_file = tmp_path / "a-file.txt"
+    a_file.write_text("x\n")
+    a_folder = tmp_path / "a-folder"
+    a_folder.mkdir()
+    wants_folder = kind == "dir"
+    value, expect = {
+        "file": (str(a_file), "is a file; give a folder" if wants_folder else None),
+        "folder": (str(a_folder), None if wants_folder else "is a folder; give a file name"),
+        "read-only": ("/sys/polytox-sweep/out" + ("" if wants_folder else ".json"), "cannot write in /sys"),
+        "under-a-file": (str(a_file / "out"), f"{a_file} is a file, not a folder"),
+    }[place]
+    if expect is None:  # a file where a file is wanted, a folder where a folder is: accepted, not a case
+        pytest.skip("the right kind of place")
+    before = sorted(tmp_path.rglob("*"))
+    code, out, err = run_in_process([*command.split(), flag, value], capsys)
+    check_one_line(code, out, err, Case("", expect), expect)
+    assert f"argument {flag}" in err
+    assert sorted(tmp_path.rglob("*")) == before and a_file.read_text() == "x\n"
+
+
+# ---- a refusal leaves nothing behind: the corrected command runs -------------------------------------
+REFUSED_THEN_FIXED = [
+    ("build --out {out} --input {empty} --scorer fake --no-progress --json", "the input is empty",
+     "build --out {out} --input {good} --scorer fake --no-progress --json", "build.json"),
+    ("corpus score {empty} --out {out} --scorer fake", "the input is empty",
+     "corpus score {good} --out {out} --scorer fake --json", "manifest.json"),
+    ("corpus score {rtp} --out {out} --scorer fake", "--text-field prompt.text",
+     "corpus score {rtp} --out {out} --scorer fake --text-field prompt.text --json", "manifest.json"),
+    ("eval --out {out} --model fake --scorer fake --prompts {good} --no-progress --json --threshold 2",
+     "must be in [0, 1]",
+     "eval --out {out} --model fake --scorer fake --prompts {good} --no-progress --json --threshold 0.6",
+     "manifest.json"),
+    ("eval --out {out} --model fake --scorer fake --prompts {good} --no-progress --json FAULTS=bogus=1",
+     "unknown fault 'bogus'",
+     "eval --out {out} --model fake --scorer fake --prompts {good} --no-progress --json", "manifest.json"),
+    ("eval --out {out} --retry-failed --model fake --scorer fake --prompts {good} --no-progress",
+     "nothing to retry", "eval --out {out} --model fake --scorer fake --prompts {good} --no-progress --json",
+     "manifest.json"),
+]
+
+
+@pytest.mark.parametrize(("refused", "expect", "fixed", "made"), REFUSED_THEN_FIXED,
+                         ids=[r.split(" --")[0].replace(" ", "-") + f"-{i}" for i, (r, *_) in
+                              enumerate(REFUSED_THEN_FIXED)])
+def test_a_refusal_leaves_nothing_behind(refused: str, expect: str, fixed: str, made: str, assets: dict[str, str],
+                                         tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    import shlex
+
+    rtp = tmp_path / "rtp.jsonl"
+    rtp.write_text(json.dumps({"prompt": {"text": "a prompt to score", "toxicity": 0.1},
+                               "continuation": {"text": "and its end"}}) + "\n")
+    values = {**assets, "out": str(tmp_path / "out"), "rtp": str(rtp)}
+    argv = [p.format(**values) for p in shlex.split(refused)]
+    faults = [a for a in argv if a.startswith("FAULTS=")]
+    if faults:
+        argv.remove(faults[0])
+        monkeypatch.setenv("POLYTOX_FAKE_FAULTS", faults[0].split("=", 1)[1])
+    def files() -> list[Path]:  # the score cache (POLYTOX_CACHE_DIR) is not an output
+        return sorted(p for p in tmp_path.rglob("*") if "cache" not in p.relative_to(tmp_path).parts)
+
+    before = files()
+    code, out, err = run_in_process(argv, capsys)
+    check_one_line(code, out, err, Case("", expect), expect)
+    assert files() == before, "a refusal left something behind"
+    monkeypatch.delenv("POLYTOX_FAKE_FAULTS", raising=False)
+    code, out, err = run_in_process([p.format(**values) for p in shlex.split(fixed)], capsys)
+    assert code == 0, err
+    assert (tmp_path / "out" / made).exists()
+
+
+# ---- stdout closed early: no BrokenPipe traceback, in every subcommand that prints ------------------
+class ClosedPipe:
+    """A stdout whose reader has gone (``polytox ... | head -1`` after its line): every write fails."""
+
+    encoding = "utf-8"
+
+    def write(self, text: str) -> int:
+        raise BrokenPipeError(32, "Broken pipe")
+
+    def flush(self) -> None:
+        raise BrokenPipeError(32, "Broken pipe")
+
+    def isatty(self) -> bool:
+        return False
+
+    def fileno(self) -> int:
+        raise OSError("no file descriptor")
+
+
+@pytest.fixture(scope="module")
+def printed(tmp_path_factory: pytest.TempPathFactory, assets: dict[str, str]) -> dict[str, str]:
+    """Outputs the printing commands read: a run, an unprompted run, a corpus scoring, a build."""
+    root = tmp_path_factory.mktemp("pipe")
+    made = {"run": str(root / "run"), "unp": str(root / "unp"), "cs": str(root / "cs"), "bld": str(root / "bld"),
+            "scored40": str(root / "scored40.jsonl")}
+    Path(made["scored40"]).write_text("".join(json.dumps({"id": f"s{i}", "text": f"scored text {i}", "lang": "en",
+                                                          "toxicity": i / 40}) + "\n" for i in range(40)))
+    assert main(["eval", "--out", made["run"], "--model", "fake", "--scorer", "fake", "--limit", "30",
+                 "--no-progress", "--json"]) == 0
+    assert main(["eval", "--out", made["unp"], "--model", "fake", "--scorer", "fake", "--unprompted", "12",
+                 "--samples", "1", "--no-progress", "--json"]) == 0
+    assert main(["corpus", "score", assets["scored"], "--out", made["cs"], "--scorer", "fake", "--json"]) == 0
+    assert main(["build", "--out", made["bld"], "--input", assets["scored"], "--scorer", "fake", "--no-progress",
+                 "--json"]) == 0
+    return {**assets, **made, "root": str(root)}
+
+
+PIPED = [
+    "eval --out {run} --model fake --scorer fake --limit 30 --no-progress",
+    "eval --out {run} --verify",
+    "metrics {run}", "metrics {run} --json",
+    "score --input {good} --out {root}/s.jsonl --scorer fake --no-progress",
+    "compare-scorers fake @toxicity --input {scored} --no-progress",
+    "calibrate fake @toxicity --input {scored40} --out {root}/cal.json --holdout 0.5 --no-progress",
+    "leaderboard {run}", "leaderboard {run} --json -",
+    "analyze language {run} --no-plot", "analyze language {run} --no-plot --json -",
+    "report {run} --out {root}/r.html --no-plots",
+    "unprompted {unp} --n-bootstrap 20 --json", "unprompted {unp} --n-bootstrap 20 --plot {root}/u.svg",
+    "build --out {bld} --input {scored} --scorer fake --no-progress",
+    "build stats {bld} --no-plots",
+    "corpus score {scored} --out {cs} --scorer fake", "corpus stats {cs} --no-plots",
+    "corpus provenance {cs} --labels {labels}",
+    "corpus overlap {scored} {good} --index {root}/idx --out {root}/ov",
+    "scorers", "scorers --json", "scorers --markdown",
+    "detox compare {run}", "detox compare {run} --json -",
+    "--version",
+]
+
+
+# these write files and talk on stderr only (argparse's --version ignores a closed stdout itself)
+NOTHING_ON_STDOUT = ("score ", "report ", "corpus score ", "--version")
+
+
+@pytest.mark.parametrize("command", PIPED)
+def test_stdout_closed_early_is_a_quiet_stop(command: str, printed: dict[str, str], capsys: pytest.CaptureFixture[str],
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """Exit 141 (as a C tool killed by SIGPIPE), no traceback, no error line; a command that prints nothing
+    to stdout ends as usual (0)."""
+    import shlex
+    import sys
+
+    argv = [p.format(**printed) for p in shlex.split(command)]
+    capsys.readouterr()
+    monkeypatch.setattr(sys, "stdout", ClosedPipe())
+    try:
+        code = main(argv)
+    except SystemExit as exc:  # --version prints through argparse, which exits
+        code = int(exc.code or 0)
+    monkeypatch.undo()
+    _, err = capsys.readouterr()
+    assert "Traceback" not in err and "BrokenPipe" not in err, err
+    quiet = command.startswith(NOTHING_ON_STDOUT)
+    assert code == (0 if quiet else 141), (code, err)
+    assert "polytox: error" not in err
+
+
+def test_stdout_closed_early_in_a_real_process(tmp_path: Path) -> None:
+    """``polytox scorers --json | head -1``: the reader takes one line and goes; no traceback, exit 141."""
+    proc = subprocess.Popen(cli_command("scorers", "--json"), env=cli_env(tmp_path / "cache"), text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    assert proc.stdout.readline().strip() == "{"
+    proc.stdout.close()
+    err = proc.stderr.read()
+    assert proc.wait(timeout=120) == 141 and "Traceback" not in err and "Exception ignored" not in err, err

@@ -19,8 +19,18 @@ from rich.progress import (
 )
 from rich.table import Table
 
-console = Console(stderr=True, soft_wrap=True)  # messages are not hard-wrapped: keep file:line greppable
-out_console = Console(width=None if sys.stdout.isatty() else 160)
+
+
+class _Console(Console):
+    """rich's console, but a closed stdout raises ``BrokenPipeError`` up to ``main``, which stops every
+    subcommand the same quiet way (rich's own handler exits 1)."""
+
+    def on_broken_pipe(self) -> None:
+        raise BrokenPipeError(32, "Broken pipe")
+
+
+console = _Console(stderr=True, soft_wrap=True)  # messages are not hard-wrapped: keep file:line greppable
+out_console = _Console(width=None if sys.stdout.isatty() else 160)
 
 
 def fmt(value: Any, digits: int = 3) -> str:
