@@ -40,6 +40,18 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+LISTENING: list[socket.socket] = []  # kept open for the module: their ports are in use
+
+
+def busy_port(root: Path) -> int:
+    """A port something listens on for the whole sweep (``serve`` must refuse it before loading a scorer)."""
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    s.listen()
+    LISTENING.append(s)
+    return int(s.getsockname()[1])
+
+
 @pytest.fixture(autouse=True)
 def _hub_offline(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """Offline mode and an empty hub cache, whatever the machine has: the hub cases read the same everywhere
@@ -80,7 +92,7 @@ def assets(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
             "badtype": str(root / "badtype.yaml"), "badbool": str(root / "badbool.yaml"),
             "scoreropt": str(root / "scoreropt.yaml"), "labels": str(root / "labels.csv"),
             "scored": str(root / "scored.jsonl"),
-            "closed": f"http://127.0.0.1:{free_port()}/v1"}
+            "closed": f"http://127.0.0.1:{free_port()}/v1", "busy": str(busy_port(root))}
 
 
 EVAL = "eval --out {tmp}/run-{n} --no-progress --model fake --scorer fake --prompts {good}"
@@ -264,6 +276,9 @@ CASES: dict[str, list[Case]] = {
         Case("serve --scorer fake --keys-file {missing}", "nosuch.jsonl"),
         Case("serve --scorer fake --max-batch 0", "--max-batch"),
         Case("serve --open --config {badyaml}", "invalid YAML"),
+        Case("serve --open --scorer fake --port 70000", "argument --port: must be in [1, 65535], got 70000"),
+        Case("serve --open --scorer fake --port {busy}", "cannot listen on 127.0.0.1:{busy}: Address already in use"),
+        Case("serve --open --scorer fake --host no-such-host.invalid", "--host no-such-host.invalid: cannot resolve"),
     ],
     "scorers": [
         Case("scorers --card {missing}", "nosuch.jsonl"),
@@ -658,3 +673,26 @@ def test_stdout_closed_early_in_a_real_process(tmp_path: Path) -> None:
     proc.stdout.close()
     err = proc.stderr.read()
     assert proc.wait(timeout=120) == 141 and "Traceback" not in err and "Exception ignored" not in err, err
+
+
+def test_serve_ctrl_c_is_a_clean_stop(tmp_path: Path) -> None:
+    """Ctrl-C stops a server: exit 0 and "server stopped", not "interrupted; rerun to resume"."""
+    import signal
+    import time
+
+    pytest.importorskip("uvicorn")
+    port = free_port()
+    proc = subprocess.Popen(cli_command("serve", "--open", "--scorer", "fake", "--port", str(port),
+                                        "--graceful-seconds", "1"),
+                            env=cli_env(tmp_path / "cache"), text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.time() + 90
+    while time.time() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            break
+        except OSError:
+            time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert "polytox: server stopped" in err and "interrupted" not in err and "Traceback" not in err
