@@ -142,3 +142,20 @@ def test_a_damaged_manifest_without_a_recorded_spec_is_one_line(clean_runs: dict
     code, out, err = cli(capsys, "eval", "--out", str(run), *ARGS)
     assert code == 2 and out == "" and err.count("\n") == 1, err
     assert f"{run}/manifest.json is damaged (empty file)" in err and f"delete {run} to start over" in err
+
+
+@pytest.mark.slow
+def test_damage_then_resume_under_ray(clean_runs: dict[str, Path], tmp_path: Path,
+                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """The Ray Data executor resumes a damaged run to the same parts (repair runs before any executor)."""
+    pytest.importorskip("ray")
+    run = tmp_path / "run"
+    shutil.copytree(clean_runs["serial"], run)
+    store = RunStore(run)
+    truncate(store.generation_part(1))
+    truncate(next((run / "scores").iterdir()) / "part-00002.parquet")
+    store.manifest_path.write_text("")
+    code, _, err = cli(capsys, "eval", "--out", str(run), "--executor", "ray", "--workers", "1",
+                       "--cpus-per-worker", "0.5", *ARGS)
+    assert code == 0, err
+    assert contents(run) == contents(clean_runs["serial"])

@@ -303,7 +303,7 @@ class RunStore:
     def write_prompts(self, prompts: Sequence[Prompt]) -> None:
         """Record the selected prompts once; a resumed run must select exactly the same ids."""
         ids = [p.id for p in prompts]
-        if self.prompts_path.exists() and part_problem(self.prompts_path, len(ids)) is None:
+        if self.prompts_path.exists() and part_problem(self.prompts_path) is None:  # a torn file is rewritten
             stored = pq.read_table(self.prompts_path, columns=["prompt_id"]).column(0).to_pylist()
             if stored != ids:
                 raise SpecMismatchError(
