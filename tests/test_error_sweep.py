@@ -82,6 +82,8 @@ def assets(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     (root / "badbool.yaml").write_text("model: fake\nscorer: fake\nskip_bad: maybe\n")
     (root / "scoreropt.yaml").write_text("scorer: fake\nscorer_opt:\n  colour: red\n")
     (root / "labels.csv").write_text("key,label\nexample.com,news\n")
+    (root / "tabs.yaml").write_text("models:\n\tgpt2: {family: gpt2}\n")
+    (root / "binary.bin").write_bytes(bytes(range(256)) * 4)
     (root / "scored.jsonl").write_text("".join(json.dumps({"id": f"s{i}", "text": f"scored text {i}", "lang": "en",
                                                            "toxicity": i / 10}) + "\n" for i in range(10)))
     return {"tmp": str(root), "missing": str(root / "nosuch.jsonl"), "empty": str(root / "empty.jsonl"),
@@ -91,7 +93,7 @@ def assets(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
             "badvalue": str(root / "badvalue.yaml"), "listyaml": str(root / "list.yaml"),
             "badtype": str(root / "badtype.yaml"), "badbool": str(root / "badbool.yaml"),
             "scoreropt": str(root / "scoreropt.yaml"), "labels": str(root / "labels.csv"),
-            "scored": str(root / "scored.jsonl"),
+            "scored": str(root / "scored.jsonl"), "tabs": str(root / "tabs.yaml"), "binary": str(root / "binary.bin"),
             "closed": f"http://127.0.0.1:{free_port()}/v1", "busy": str(busy_port(root))}
 
 
@@ -154,6 +156,8 @@ CASES: dict[str, list[Case]] = {
         Case(EVAL + " --detox nosuch", "nosuch"),
         Case(EVAL + " --limit 0", "limit"),
         Case("eval --no-progress --model fake", "polytox eval needs --out DIR"),
+        Case(EVAL + " --retry-failed", "is not a run directory (no manifest.json), so there is nothing to retry"),
+        Case("eval --out {emptydir} --verify", "is not a polytox run directory"),
         # config files
         Case(EVAL + " --config {tmp}/nosuch.yaml", "config file {tmp}/nosuch.yaml does not exist"),
         Case(EVAL + " --config {emptydir}", "is a folder, not a YAML file"),
@@ -173,6 +177,7 @@ CASES: dict[str, list[Case]] = {
         Case("metrics {empty}", "empty.jsonl"),
         Case("metrics {bad}", "bad.jsonl:2", lines=3),
         Case("metrics {good} --threshold high", "argument --threshold: invalid float value"),
+        Case("metrics {tmp}", "is not a polytox run directory (no manifest.json)"),
     ],
     "score": [
         Case("score --input {missing} --out {tmp}/s.jsonl --no-progress", "nosuch.jsonl"),
@@ -211,6 +216,7 @@ CASES: dict[str, list[Case]] = {
         Case("leaderboard {missing}", "nosuch.jsonl"),
         Case("leaderboard {emptydir}", "emptydir"),
         Case("leaderboard {emptydir} --meta {tmp}/nosuch.yaml", "nosuch.yaml"),
+        Case("leaderboard {emptydir} --meta {tabs}", "tabs.yaml:2:1: invalid YAML: found character '\\t'"),
     ],
     "analyze": [
         Case("analyze language {missing} --no-plot", "nosuch.jsonl"),
@@ -227,6 +233,7 @@ CASES: dict[str, list[Case]] = {
         Case("unprompted {missing}", "nosuch.jsonl"),
         Case("unprompted {emptydir}", "emptydir"),
         Case("unprompted {emptydir} --n-bootstrap x", "invalid int value"),
+        Case("unprompted {emptydir} --plot {tmp}/x.txt", "--plot {tmp}/x.txt: the plot is written as .png, .svg, .pdf"),
     ],
     "build": [
         Case("build --out {tmp}/b-{n} --input {missing} --no-progress", "nosuch.jsonl"),
@@ -283,6 +290,7 @@ CASES: dict[str, list[Case]] = {
     "scorers": [
         Case("scorers --card {missing}", "nosuch.jsonl"),
         Case("scorers --card {bad}", "bad.jsonl"),
+        Case("scorers --card {binary}", "binary.bin: not a polytox scorer measurement file"),
     ],
     "detox": [
         Case("detox", "the following arguments are required: ACTION"),
@@ -391,7 +399,8 @@ def test_the_real_entry_point(argv: list[str], expect: str, assets: dict[str, st
 @pytest.mark.parametrize(("argv", "expect"), [
     ([], "polytox: error: the following arguments are required: COMMAND (see 'polytox --help')"),
     (["evaluate"], "polytox: error: argument COMMAND: invalid choice: 'evaluate'"),
-    (["metrics", "run", "--nosuch"], "polytox: error: polytox metrics: unrecognized arguments: --nosuch (see 'polytox metrics --help')"),
+    (["metrics", "run", "--nosuch"],
+     "polytox: error: polytox metrics: unrecognized arguments: --nosuch (see 'polytox metrics --help')"),
 ])
 def test_no_or_an_unknown_subcommand(argv: list[str], expect: str, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run_in_process(argv, capsys)
@@ -693,6 +702,23 @@ def test_serve_ctrl_c_is_a_clean_stop(tmp_path: Path) -> None:
         except OSError:
             time.sleep(0.2)
     proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=60)
+    _out, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err
     assert "polytox: server stopped" in err and "interrupted" not in err and "Traceback" not in err
+
+
+def test_a_refused_resume_names_the_automatic_batch_size_as_automatic(tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    run = ["eval", "--out", str(tmp_path / "run"), "--model", "fake", "--scorer", "fake", "--limit", "8",
+           "--no-progress", "--json"]
+    assert main([*run, "--samples", "3"]) == 0
+    code, _out, err = run_in_process([*run, "--samples", "5"], capsys)
+    assert code == 2 and "generation.samples: stored 3, requested 5" in err
+    assert "generation.batch_size: stored 85, requested 51 (chosen automatically from samples: not set by you)" in err
+
+
+def test_compare_scorers_names_an_unreadable_line(assets: dict[str, str], capsys: pytest.CaptureFixture[str]) -> None:
+    """A malformed line is counted as missing and named with its file:line, not only counted."""
+    code, _out, err = run_in_process(["compare-scorers", "fake", "fake", "--input", assets["bad"], "--no-progress"],
+                                    capsys)
+    assert code == 0 and "1 input row(s) could not be read" in err and f"{assets['bad']}:2)" in err

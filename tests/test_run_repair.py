@@ -159,3 +159,19 @@ def test_damage_then_resume_under_ray(clean_runs: dict[str, Path], tmp_path: Pat
                        "--cpus-per-worker", "0.5", *ARGS)
     assert code == 0, err
     assert contents(run) == contents(clean_runs["serial"])
+
+
+def test_metrics_of_an_unfinished_run_says_so(clean_runs: dict[str, Path], tmp_path: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """A run stopped after its first shard (Ctrl-C): the table comes with a note, as leaderboard's does."""
+    run = tmp_path / "run"
+    shutil.copytree(clean_runs["serial"], run)
+    for shard in (1, 2, 3):
+        RunStore(run).generation_part(shard).unlink()
+        next((run / "scores").iterdir()).joinpath(f"part-{shard:05d}.parquet").unlink()
+    code, out, err = cli(capsys, "metrics", str(run), "--json")
+    assert code == 0
+    assert "note: the run is incomplete (1 of 4 shard(s) scored, status complete)" in " ".join(err.split())
+    assert '"shards_scored": 1' in out
+    code, out, err = cli(capsys, "metrics", str(clean_runs["serial"]))
+    assert code == 0 and "incomplete" not in err

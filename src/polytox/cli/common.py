@@ -20,7 +20,6 @@ from rich.progress import (
 from rich.table import Table
 
 
-
 class _Console(Console):
     """rich's console, but a closed stdout raises ``BrokenPipeError`` up to ``main``, which stops every
     subcommand the same quiet way (rich's own handler exits 1)."""
