@@ -175,3 +175,20 @@ def test_metrics_of_an_unfinished_run_says_so(clean_runs: dict[str, Path], tmp_p
     assert '"shards_scored": 1' in out
     code, out, err = cli(capsys, "metrics", str(clean_runs["serial"]))
     assert code == 0 and "incomplete" not in err
+
+
+def test_corpus_score_rescored_a_damaged_part(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                              caplog: pytest.LogCaptureFixture) -> None:
+    docs = tmp_path / "docs.jsonl"
+    docs.write_text("".join(f'{{"id": "d{i}", "text": "document number {i} is here", "lang": "en"}}\n'
+                            for i in range(30)))
+    argv = ["corpus", "score", str(docs), "--scorer", "fake", "--shard-size", "10", "--json"]
+    assert main([*argv, "--out", str(tmp_path / "clean")]) == 0
+    shutil.copytree(tmp_path / "clean", tmp_path / "run")
+    truncate(tmp_path / "run" / "parts" / "part-00001.parquet")
+    code, _, err = cli(capsys, *argv, "--out", str(tmp_path / "run"))
+    assert code == 0, err
+    assert "repaired:" in caplog.text and "part-00001.parquet does not open" in caplog.text
+    for i in range(3):
+        name = f"parts/part-{i:05d}.parquet"
+        assert pq.read_table(tmp_path / "run" / name).equals(pq.read_table(tmp_path / "clean" / name))

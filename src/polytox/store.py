@@ -155,12 +155,12 @@ def part_problem(path: Path, rows: int | None = None, ids: set[str] | None = Non
     records one (parts written before hashes were recorded carry none)."""
     try:
         meta = pq.read_metadata(path)
-        table = pq.read_table(path, columns=["prompt_id"]) if full or ids is not None else None
+        table = pq.read_table(path, columns=["prompt_id"] if ids is not None else None) if full else None
     except Exception as exc:  # pyarrow raises several kinds (ArrowInvalid, OSError) for a torn file
         return f"does not open ({' '.join(str(exc).split())[:160]})"
     if rows is not None and meta.num_rows != rows:
         return f"holds {meta.num_rows} row(s), {rows} expected"
-    if ids is not None and table is not None and set(table.column(0).to_pylist()) != ids:
+    if ids is not None and table is not None and set(table.column("prompt_id").to_pylist()) != ids:
         return "holds other prompts than its shard"
     stored = (meta.metadata or {}).get(f"polytox.{key[0]}".encode()) if key else None
     if key and stored is not None and stored.decode() != key[1]:

@@ -67,6 +67,8 @@ def todo_shards(store: ScoreStore, job: ScoreJob, retry_transient: bool,
     """The shards that still need a part; ``counter = [shards seen, shards skipped]`` is updated."""
     for index, raws in shard_stream(iter_raw(job.source), job.shard_size):
         counter[0] += 1
+        if store.has_part(index):
+            store.remove_if_damaged(index, len(raws))  # a torn or short part is scored again
         if store.has_part(index) and not (retry_transient and store.has_transient(index)):
             counter[1] += 1
             continue

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -108,6 +109,18 @@ class ScoreStore:
 
     def write_part(self, index: int, table: pa.Table) -> None:
         atomic_write(self.part_path(index), lambda tmp: pq.write_table(table, tmp, compression="zstd"))
+
+    def remove_if_damaged(self, index: int, rows: int) -> str | None:
+        """Remove part ``index`` when it does not open or does not hold ``rows`` documents (a disk that filled
+        up, a copy cut short), so the shard is scored again; returns the reason, logged as a repair."""
+        from ..store import part_problem
+
+        path = self.part_path(index)
+        why = part_problem(path, rows)
+        if why is not None:
+            path.unlink()
+            logging.getLogger("polytox").warning("repaired: %s %s: removed, scored again", path, why)
+        return why
 
     def has_transient(self, index: int) -> bool:
         column = pq.read_table(self.part_path(index), columns=["transient"]).column("transient")
