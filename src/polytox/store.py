@@ -17,11 +17,12 @@ the parts.
 Damage (a disk that filled up, a copy cut short, a file edited by hand) is found, not trusted: each part
 records in its Parquet metadata the hash it was made for (generation parts: ``generation_key``, the spec
 without its scorer and prompt source, which ``eval --generations-from`` may change; score parts: the spec
-hash), and ``prompts.parquet`` records the whole spec. On resume ``check_parts`` reads every stored part
+hash), and ``prompts.parquet`` records the whole spec. On resume ``remove_damaged`` reads every stored part
 (it opens, holds the shard's prompts times K rows, and was made for this spec); a damaged part is removed
 so the shard is made again (generation: the same seeds, so the same text; a damaged generation part takes
 its score part with it). An unreadable ``manifest.json`` is rebuilt from the spec recorded in
-``prompts.parquet`` and the parts when they agree with the requested spec, and is one clear error otherwise.
+``prompts.parquet`` when that is the requested spec (the parts are then checked as on any resume), and is
+one clear error when nothing records the spec.
 Only writers repair, under the run's lock (``_util.runlock``); readers report the damaged part.
 """
 
@@ -221,8 +222,9 @@ class RunStore:
         return data if isinstance(data, dict) else None
 
     def _rebuild_or_refuse(self, spec: EvalSpec, damage: DamagedRunError) -> bool:
-        """A damaged manifest at ``open``: True when the recorded spec and every part's hash agree with
-        ``spec`` (the manifest can be rebuilt), False when nothing is stored yet (start afresh)."""
+        """A damaged manifest at ``open``: True when ``prompts.parquet`` recorded ``spec`` (the manifest can be
+        rebuilt; the parts are checked next, as on any resume), False when nothing is stored yet (start
+        afresh); a recorded other spec, or parts with no recorded spec, are refused in one line."""
         recorded = self.recorded_spec()
         if recorded is not None:
             old = EvalSpec.from_dict(recorded)
