@@ -108,10 +108,16 @@ def evaluate(spec: EvalSpec, out: str | Path, progress: ProgressCallback | None 
     is stored, regenerate the failed samples and rescore (recorded under the manifest's ``retries``).
     ``generations_from``: another run directory whose stored generations this run scores instead of
     generating them (same spec but for the scorer; ``executors.adopt``). Raises ``RunStoppedError`` when
-    generation fails fatally.
+    generation fails fatally. The run directory's lock is taken first: a second writer is refused at once,
+    naming the holder, before anything loads.
     """
-    report = progress or (lambda stage, done, total: None)
+    with OutputLock(out):  # one writer per run directory (released, with a folder made only for it, at the end)
+        return _evaluate(spec, out, progress, executor, retry_failed, generations_from)
 
+
+def _evaluate(spec: EvalSpec, out: str | Path, progress: ProgressCallback | None, executor: ExecutorConfig | None,
+              retry_failed: bool, generations_from: str | Path | None) -> RunResult:
+    report = progress or (lambda stage, done, total: None)
     scorer = build_scorer(spec.scorer.name, spec.scorer.options)
     auto_batch = spec.generation.batch_size == 0
     spec = resolve_spec(spec, scorer)
@@ -125,11 +131,10 @@ def evaluate(spec: EvalSpec, out: str | Path, progress: ProgressCallback | None 
     if source is None or retry_failed or adopt.available(source, store, len(plan)) < len(plan):
         check_generation(spec)  # something is generated here: the model must be there
 
-    with OutputLock(store.path):  # one writer per run directory; refused at once, naming the holder
-        try:
-            return _evaluate_locked(spec, store, scorer, prompt_set, plan, source, report, executor, retry_failed)
-        except SpecMismatchError as exc:
-            raise explain_automatic(exc, auto_batch) from exc
+    try:
+        return _evaluate_locked(spec, store, scorer, prompt_set, plan, source, report, executor, retry_failed)
+    except SpecMismatchError as exc:
+        raise explain_automatic(exc, auto_batch) from exc
 
 
 def explain_automatic(exc: SpecMismatchError, auto_batch: bool) -> SpecMismatchError:
