@@ -40,6 +40,18 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+LISTENING: list[socket.socket] = []  # kept open for the module: their ports are in use
+
+
+def busy_port(root: Path) -> int:
+    """A port something listens on for the whole sweep (``serve`` must refuse it before loading a scorer)."""
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    s.listen()
+    LISTENING.append(s)
+    return int(s.getsockname()[1])
+
+
 @pytest.fixture(autouse=True)
 def _hub_offline(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """Offline mode and an empty hub cache, whatever the machine has: the hub cases read the same everywhere
@@ -70,6 +82,8 @@ def assets(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     (root / "badbool.yaml").write_text("model: fake\nscorer: fake\nskip_bad: maybe\n")
     (root / "scoreropt.yaml").write_text("scorer: fake\nscorer_opt:\n  colour: red\n")
     (root / "labels.csv").write_text("key,label\nexample.com,news\n")
+    (root / "tabs.yaml").write_text("models:\n\tgpt2: {family: gpt2}\n")
+    (root / "binary.bin").write_bytes(bytes(range(256)) * 4)
     (root / "scored.jsonl").write_text("".join(json.dumps({"id": f"s{i}", "text": f"scored text {i}", "lang": "en",
                                                            "toxicity": i / 10}) + "\n" for i in range(10)))
     return {"tmp": str(root), "missing": str(root / "nosuch.jsonl"), "empty": str(root / "empty.jsonl"),
@@ -79,8 +93,8 @@ def assets(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
             "badvalue": str(root / "badvalue.yaml"), "listyaml": str(root / "list.yaml"),
             "badtype": str(root / "badtype.yaml"), "badbool": str(root / "badbool.yaml"),
             "scoreropt": str(root / "scoreropt.yaml"), "labels": str(root / "labels.csv"),
-            "scored": str(root / "scored.jsonl"),
-            "closed": f"http://127.0.0.1:{free_port()}/v1"}
+            "scored": str(root / "scored.jsonl"), "tabs": str(root / "tabs.yaml"), "binary": str(root / "binary.bin"),
+            "closed": f"http://127.0.0.1:{free_port()}/v1", "busy": str(busy_port(root))}
 
 
 EVAL = "eval --out {tmp}/run-{n} --no-progress --model fake --scorer fake --prompts {good}"
@@ -114,7 +128,7 @@ CASES: dict[str, list[Case]] = {
         Case(EVAL + " --model-opt novalue", "is not KEY=VALUE"),
         Case(EVAL + " --backend nosuch", "unknown generator 'nosuch'"),
         Case(EVAL + " --fluency-model ./no/such/lm", "no such folder"),
-        Case(EVAL + " --fluency-model gpt2 --fluency-samples -1", "fluency_samples must be >= 0"),
+        Case(EVAL + " --fluency-model gpt2 --fluency-samples -1", "argument --fluency-samples: must be >= 0, got -1"),
         Case(EVAL + " --fluency-samples x", "argument --fluency-samples: invalid int value: 'x'"),
         # scorer names and options
         Case(EVAL + " --scorer nosuch", "unknown scorer 'nosuch'"),
@@ -135,13 +149,15 @@ CASES: dict[str, list[Case]] = {
         Case(EVAL + " --samples many", "argument --samples/-k: invalid int value: 'many'"),
         Case(EVAL + " --samples 0", "samples"),
         Case(EVAL + " --temperature -1", "temperature"),
-        Case(EVAL + " --top-p 2", "top_p"),
+        Case(EVAL + " --top-p 2", "argument --top-p: must be in (0, 1], got 2.0"),
         Case(EVAL + " --preset gpt", "argument --preset: invalid choice"),
         Case(EVAL + " --executor warp", "argument --executor: invalid choice"),
-        Case(EVAL + " --workers 0", "workers must be >= 1"),
+        Case(EVAL + " --workers 0", "argument --workers: must be >= 1, got 0"),
         Case(EVAL + " --detox nosuch", "nosuch"),
         Case(EVAL + " --limit 0", "limit"),
         Case("eval --no-progress --model fake", "polytox eval needs --out DIR"),
+        Case(EVAL + " --retry-failed", "is not a run directory (no manifest.json), so there is nothing to retry"),
+        Case("eval --out {emptydir} --verify", "is not a polytox run directory"),
         # config files
         Case(EVAL + " --config {tmp}/nosuch.yaml", "config file {tmp}/nosuch.yaml does not exist"),
         Case(EVAL + " --config {emptydir}", "is a folder, not a YAML file"),
@@ -161,6 +177,7 @@ CASES: dict[str, list[Case]] = {
         Case("metrics {empty}", "empty.jsonl"),
         Case("metrics {bad}", "bad.jsonl:2", lines=3),
         Case("metrics {good} --threshold high", "argument --threshold: invalid float value"),
+        Case("metrics {tmp}", "is not a polytox run directory (no manifest.json)"),
     ],
     "score": [
         Case("score --input {missing} --out {tmp}/s.jsonl --no-progress", "nosuch.jsonl"),
@@ -172,7 +189,7 @@ CASES: dict[str, list[Case]] = {
         Case(SCORE + " --scorer lexicon --scorer-opt lists=profanity --scorer-opt dir={missing}",
              "not a folder"),
         Case(SCORE + " --scorer default --scorer-opt routes=en", "is not LANG=SCORER"),
-        Case(SCORE + " --scorer fake --chunk-size -1", "--chunk-size must be >= 0"),
+        Case(SCORE + " --scorer fake --chunk-size -1", "argument --chunk-size: must be >= 0, got -1"),
         Case(SCORE + " --config {tmp}/nosuch.yaml", "does not exist"),
         Case(SCORE + " --config {badyaml}", "invalid YAML"),
         Case(SCORE + " --config {scoreropt}", "scorer 'fake' has no option 'colour'"),
@@ -199,6 +216,7 @@ CASES: dict[str, list[Case]] = {
         Case("leaderboard {missing}", "nosuch.jsonl"),
         Case("leaderboard {emptydir}", "emptydir"),
         Case("leaderboard {emptydir} --meta {tmp}/nosuch.yaml", "nosuch.yaml"),
+        Case("leaderboard {emptydir} --meta {tabs}", "tabs.yaml:2:1: invalid YAML: found character '\\t'"),
     ],
     "analyze": [
         Case("analyze language {missing} --no-plot", "nosuch.jsonl"),
@@ -215,6 +233,7 @@ CASES: dict[str, list[Case]] = {
         Case("unprompted {missing}", "nosuch.jsonl"),
         Case("unprompted {emptydir}", "emptydir"),
         Case("unprompted {emptydir} --n-bootstrap x", "invalid int value"),
+        Case("unprompted {emptydir} --plot {tmp}/x.txt", "--plot {tmp}/x.txt: the plot is written as .png, .svg, .pdf"),
     ],
     "build": [
         Case("build --out {tmp}/b-{n} --input {missing} --no-progress", "nosuch.jsonl"),
@@ -264,10 +283,14 @@ CASES: dict[str, list[Case]] = {
         Case("serve --scorer fake --keys-file {missing}", "nosuch.jsonl"),
         Case("serve --scorer fake --max-batch 0", "--max-batch"),
         Case("serve --open --config {badyaml}", "invalid YAML"),
+        Case("serve --open --scorer fake --port 70000", "argument --port: must be in [1, 65535], got 70000"),
+        Case("serve --open --scorer fake --port {busy}", "cannot listen on 127.0.0.1:{busy}: Address already in use"),
+        Case("serve --open --scorer fake --host no-such-host.invalid", "--host no-such-host.invalid: cannot resolve"),
     ],
     "scorers": [
         Case("scorers --card {missing}", "nosuch.jsonl"),
         Case("scorers --card {bad}", "bad.jsonl"),
+        Case("scorers --card {binary}", "binary.bin: not a polytox scorer measurement file"),
     ],
     "detox": [
         Case("detox", "the following arguments are required: ACTION"),
@@ -376,7 +399,8 @@ def test_the_real_entry_point(argv: list[str], expect: str, assets: dict[str, st
 @pytest.mark.parametrize(("argv", "expect"), [
     ([], "polytox: error: the following arguments are required: COMMAND (see 'polytox --help')"),
     (["evaluate"], "polytox: error: argument COMMAND: invalid choice: 'evaluate'"),
-    (["metrics", "run", "--nosuch"], "polytox: error: unrecognized arguments: --nosuch"),
+    (["metrics", "run", "--nosuch"],
+     "polytox: error: polytox metrics: unrecognized arguments: --nosuch (see 'polytox metrics --help')"),
 ])
 def test_no_or_an_unknown_subcommand(argv: list[str], expect: str, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run_in_process(argv, capsys)
@@ -415,3 +439,282 @@ def test_an_internal_error_keeps_its_traceback(tmp_path: Path) -> None:
     assert proc.returncode == 1
     assert "Traceback" in proc.stderr and "ZeroDivisionError" in proc.stderr
     assert "polytox: error:" not in proc.stderr
+
+
+# ---- issue 46: every numeric flag and every output flag, checked before work -------------------------
+def checked_actions() -> list[tuple[str, argparse.Action]]:
+    from polytox.cli.checks import command_actions
+
+    return [(cmd, a) for cmd, a in command_actions(build_parser()) if getattr(a.type, "checked", None)]
+
+
+def numeric_cases() -> list[tuple[str, str, str, str]]:
+    """(command, flag, value, expected words): for every numeric flag a value below and above its range
+    (where it has bounds) and a value of the wrong type."""
+    cases = []
+    for cmd, action in checked_actions():
+        checked = action.type.checked  # type: ignore[union-attr]
+        if checked.kind != "number":
+            continue
+        rule, flag = checked.rule, max(action.option_strings, key=len)
+        kind = action.type.__name__  # type: ignore[union-attr]
+        if rule.lo is not None:
+            low = rule.lo if rule.lo_open else rule.lo - 1
+            cases.append((cmd, flag, str(int(low) if kind == "int" else float(low)), f"must be {rule.describe()}"))
+        if rule.hi is not None:
+            high = rule.hi if rule.hi_open else rule.hi + 1
+            cases.append((cmd, flag, str(int(high) if kind == "int" else float(high)),
+                          f"must be {rule.describe()}"))
+        cases.append((cmd, flag, "x1", f"invalid {kind} value: 'x1'"))
+    return cases
+
+
+def output_cases() -> list[tuple[str, str, str, str]]:
+    """(command, flag, place, kind) for every flag naming an output x every wrong place."""
+    cases = []
+    for cmd, action in checked_actions():
+        checked = action.type.checked  # type: ignore[union-attr]
+        if checked.kind == "output":  # the wrong kind of place: a file for a folder, a folder for a file
+            wrong = "file" if checked.rule == "dir" else "folder"
+            for place in (wrong, "read-only", "under-a-file"):
+                cases.append((cmd, max(action.option_strings, key=len), place, checked.rule))
+    return cases
+
+
+NUMERIC = numeric_cases()
+OUTPUT = output_cases()
+
+
+def test_every_numeric_flag_has_a_range() -> None:
+    """``cli.checks.install`` raises for a numeric flag without a rule; here: each one was wrapped."""
+    from polytox.cli.checks import command_actions
+
+    for cmd, action in command_actions(build_parser()):
+        if action.type in (int, float):
+            raise AssertionError(f"{cmd} {action.option_strings}: unchecked numeric flag")
+    assert len({(c, f) for c, f, _, _ in NUMERIC}) >= 100
+    from polytox.cli.checks import OUTPUTS
+
+    assert len({(c, f) for c, f, _, _ in OUTPUT}) == len(OUTPUTS)  # every entry of the table names a real flag
+
+
+@pytest.mark.parametrize(("command", "flag", "value", "expect"), NUMERIC,
+                         ids=[f"{c.replace(' ', '-')}{f}={v}" for c, f, v, _ in NUMERIC])
+def test_every_numeric_flag_out_of_range_or_of_the_wrong_type(command: str, flag: str, value: str, expect: str,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run_in_process([*command.split(), f"{flag}={value}"], capsys)
+    check_one_line(code, out, err, Case("", expect), f"argument {flag}")
+    assert expect in err, err
+
+
+@pytest.mark.parametrize(("command", "flag", "place", "kind"), OUTPUT,
+                         ids=[f"{c.replace(' ', '-')}{f}-{p}" for c, f, p, _ in OUTPUT])
+def test_every_output_flag_in_a_wrong_place(command: str, flag: str, place: str, kind: str, tmp_path: Path,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """A file where a folder is wanted and the reverse, a read-only place, a path under a regular file: one
+    line, exit 2, before any work, nothing created. The read-only place is /sys (sysfs refuses new files even
+    to root, who passes every permission check on an ordinary disk)."""
+    a_file = tmp_path / "a-file.txt"
+    a_file.write_text("x\n")
+    a_folder = tmp_path / "a-folder"
+    a_folder.mkdir()
+    wants_folder = kind == "dir"
+    value, expect = {
+        "file": (str(a_file), "is a file; give a folder"),
+        "folder": (str(a_folder), "is a folder; give a file name"),
+        "read-only": ("/sys/polytox-sweep/out" + ("" if wants_folder else ".json"), "cannot write in /sys"),
+        "under-a-file": (str(a_file / "out"), f"{a_file} is a file, not a folder"),
+    }[place]
+    before = sorted(tmp_path.rglob("*"))
+    code, out, err = run_in_process([*command.split(), flag, value], capsys)
+    check_one_line(code, out, err, Case("", expect), expect)
+    assert f"argument {flag}" in err
+    assert sorted(tmp_path.rglob("*")) == before and a_file.read_text() == "x\n"
+
+
+# ---- a refusal leaves nothing behind: the corrected command runs -------------------------------------
+REFUSED_THEN_FIXED = [
+    ("build --out {out} --input {empty} --scorer fake --no-progress --json", "the input is empty",
+     "build --out {out} --input {good} --scorer fake --no-progress --json", "build.json"),
+    ("corpus score {empty} --out {out} --scorer fake", "the input is empty",
+     "corpus score {good} --out {out} --scorer fake --json", "manifest.json"),
+    ("corpus score {rtp} --out {out} --scorer fake", "--text-field prompt.text",
+     "corpus score {rtp} --out {out} --scorer fake --text-field prompt.text --json", "manifest.json"),
+    ("eval --out {out} --model fake --scorer fake --prompts {good} --no-progress --json --threshold 2",
+     "must be in [0, 1]",
+     "eval --out {out} --model fake --scorer fake --prompts {good} --no-progress --json --threshold 0.6",
+     "manifest.json"),
+    ("eval --out {out} --model fake --scorer fake --prompts {good} --no-progress --json FAULTS=bogus=1",
+     "unknown fault 'bogus'",
+     "eval --out {out} --model fake --scorer fake --prompts {good} --no-progress --json", "manifest.json"),
+    ("eval --out {out} --retry-failed --model fake --scorer fake --prompts {good} --no-progress",
+     "nothing to retry", "eval --out {out} --model fake --scorer fake --prompts {good} --no-progress --json",
+     "manifest.json"),
+]
+
+
+@pytest.mark.parametrize(("refused", "expect", "fixed", "made"), REFUSED_THEN_FIXED,
+                         ids=[r.split(" --")[0].replace(" ", "-") + f"-{i}" for i, (r, *_) in
+                              enumerate(REFUSED_THEN_FIXED)])
+def test_a_refusal_leaves_nothing_behind(refused: str, expect: str, fixed: str, made: str, assets: dict[str, str],
+                                         tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    import shlex
+
+    rtp = tmp_path / "rtp.jsonl"
+    rtp.write_text(json.dumps({"prompt": {"text": "a prompt to score", "toxicity": 0.1},
+                               "continuation": {"text": "and its end"}}) + "\n")
+    values = {**assets, "out": str(tmp_path / "out"), "rtp": str(rtp)}
+    argv = [p.format(**values) for p in shlex.split(refused)]
+    faults = [a for a in argv if a.startswith("FAULTS=")]
+    if faults:
+        argv.remove(faults[0])
+        monkeypatch.setenv("POLYTOX_FAKE_FAULTS", faults[0].split("=", 1)[1])
+    def files() -> list[Path]:  # the score cache (POLYTOX_CACHE_DIR) is not an output
+        return sorted(p for p in tmp_path.rglob("*") if "cache" not in p.relative_to(tmp_path).parts)
+
+    before = files()
+    code, out, err = run_in_process(argv, capsys)
+    check_one_line(code, out, err, Case("", expect), expect)
+    assert files() == before, "a refusal left something behind"
+    monkeypatch.delenv("POLYTOX_FAKE_FAULTS", raising=False)
+    code, out, err = run_in_process([p.format(**values) for p in shlex.split(fixed)], capsys)
+    assert code == 0, err
+    assert (tmp_path / "out" / made).exists()
+
+
+# ---- stdout closed early: no BrokenPipe traceback, in every subcommand that prints ------------------
+class ClosedPipe:
+    """A stdout whose reader has gone (``polytox ... | head -1`` after its line): every write fails."""
+
+    encoding = "utf-8"
+
+    def write(self, text: str) -> int:
+        raise BrokenPipeError(32, "Broken pipe")
+
+    def flush(self) -> None:
+        raise BrokenPipeError(32, "Broken pipe")
+
+    def isatty(self) -> bool:
+        return False
+
+    def fileno(self) -> int:
+        raise OSError("no file descriptor")
+
+
+@pytest.fixture(scope="module")
+def printed(tmp_path_factory: pytest.TempPathFactory, assets: dict[str, str]) -> dict[str, str]:
+    """Outputs the printing commands read: a run, an unprompted run, a corpus scoring, a build."""
+    root = tmp_path_factory.mktemp("pipe")
+    made = {"run": str(root / "run"), "unp": str(root / "unp"), "cs": str(root / "cs"), "bld": str(root / "bld"),
+            "scored40": str(root / "scored40.jsonl")}
+    Path(made["scored40"]).write_text("".join(json.dumps({"id": f"s{i}", "text": f"scored text {i}", "lang": "en",
+                                                          "toxicity": i / 40}) + "\n" for i in range(40)))
+    assert main(["eval", "--out", made["run"], "--model", "fake", "--scorer", "fake", "--limit", "30",
+                 "--no-progress", "--json"]) == 0
+    assert main(["eval", "--out", made["unp"], "--model", "fake", "--scorer", "fake", "--unprompted", "12",
+                 "--samples", "1", "--no-progress", "--json"]) == 0
+    assert main(["corpus", "score", assets["scored"], "--out", made["cs"], "--scorer", "fake", "--json"]) == 0
+    assert main(["build", "--out", made["bld"], "--input", assets["scored"], "--scorer", "fake", "--no-progress",
+                 "--json"]) == 0
+    return {**assets, **made, "root": str(root)}
+
+
+PIPED = [
+    "eval --out {run} --model fake --scorer fake --limit 30 --no-progress",
+    "eval --out {run} --verify",
+    "metrics {run}", "metrics {run} --json",
+    "score --input {good} --out {root}/s.jsonl --scorer fake --no-progress",
+    "compare-scorers fake @toxicity --input {scored} --no-progress",
+    "calibrate fake @toxicity --input {scored40} --out {root}/cal.json --holdout 0.5 --no-progress",
+    "leaderboard {run}", "leaderboard {run} --json -",
+    "analyze language {run} --no-plot", "analyze language {run} --no-plot --json -",
+    "report {run} --out {root}/r.html --no-plots",
+    "unprompted {unp} --n-bootstrap 20 --json", "unprompted {unp} --n-bootstrap 20 --plot {root}/u.svg",
+    "build --out {bld} --input {scored} --scorer fake --no-progress",
+    "build stats {bld} --no-plots",
+    "corpus score {scored} --out {cs} --scorer fake", "corpus stats {cs} --no-plots",
+    "corpus provenance {cs} --labels {labels}",
+    "corpus overlap {scored} {good} --index {root}/idx --out {root}/ov",
+    "scorers", "scorers --json", "scorers --markdown",
+    "detox compare {run}", "detox compare {run} --json -",
+    "--version",
+]
+
+
+# these write files and talk on stderr only (argparse's --version ignores a closed stdout itself)
+NOTHING_ON_STDOUT = ("score ", "report ", "corpus score ", "--version")
+
+
+@pytest.mark.parametrize("command", PIPED)
+def test_stdout_closed_early_is_a_quiet_stop(command: str, printed: dict[str, str], capsys: pytest.CaptureFixture[str],
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """Exit 141 (as a C tool killed by SIGPIPE), no traceback, no error line; a command that prints nothing
+    to stdout ends as usual (0)."""
+    import shlex
+    import sys
+
+    argv = [p.format(**printed) for p in shlex.split(command)]
+    capsys.readouterr()
+    monkeypatch.setattr(sys, "stdout", ClosedPipe())
+    try:
+        code = main(argv)
+    except SystemExit as exc:  # --version prints through argparse, which exits
+        code = int(exc.code or 0)
+    monkeypatch.undo()
+    _, err = capsys.readouterr()
+    assert "Traceback" not in err and "BrokenPipe" not in err, err
+    quiet = command.startswith(NOTHING_ON_STDOUT)
+    assert code == (0 if quiet else 141), (code, err)
+    assert "polytox: error" not in err
+
+
+def test_stdout_closed_early_in_a_real_process(tmp_path: Path) -> None:
+    """``polytox scorers --json | head -1``: the reader takes one line and goes; no traceback, exit 141."""
+    proc = subprocess.Popen(cli_command("scorers", "--json"), env=cli_env(tmp_path / "cache"), text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    assert proc.stdout.readline().strip() == "{"
+    proc.stdout.close()
+    err = proc.stderr.read()
+    assert proc.wait(timeout=120) == 141 and "Traceback" not in err and "Exception ignored" not in err, err
+
+
+def test_serve_ctrl_c_is_a_clean_stop(tmp_path: Path) -> None:
+    """Ctrl-C stops a server: exit 0 and "server stopped", not "interrupted; rerun to resume"."""
+    import signal
+    import time
+
+    pytest.importorskip("uvicorn")
+    port = free_port()
+    proc = subprocess.Popen(cli_command("serve", "--open", "--scorer", "fake", "--port", str(port),
+                                        "--graceful-seconds", "1"),
+                            env=cli_env(tmp_path / "cache"), text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.time() + 90
+    while time.time() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            break
+        except OSError:
+            time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)
+    _out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert "polytox: server stopped" in err and "interrupted" not in err and "Traceback" not in err
+
+
+def test_a_refused_resume_names_the_automatic_batch_size_as_automatic(tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    run = ["eval", "--out", str(tmp_path / "run"), "--model", "fake", "--scorer", "fake", "--limit", "8",
+           "--no-progress", "--json"]
+    assert main([*run, "--samples", "3"]) == 0
+    code, _out, err = run_in_process([*run, "--samples", "5"], capsys)
+    assert code == 2 and "generation.samples: stored 3, requested 5" in err
+    assert "generation.batch_size: stored 85, requested 51 (chosen automatically from samples: not set by you)" in err
+
+
+def test_compare_scorers_names_an_unreadable_line(assets: dict[str, str], capsys: pytest.CaptureFixture[str]) -> None:
+    """A malformed line is counted as missing and named with its file:line, not only counted."""
+    code, _out, err = run_in_process(["compare-scorers", "fake", "fake", "--input", assets["bad"], "--no-progress"],
+                                    capsys)
+    assert code == 0 and "1 input row(s) could not be read" in err and f"{assets['bad']}:2)" in err

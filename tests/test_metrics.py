@@ -261,8 +261,8 @@ def test_metrics_cli_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     code, _, err = run_cli(capsys, "metrics", str(tmp_path / "missing.jsonl"))
     assert code == 2 and "no such file or directory" in err
     (tmp_path / "empty").mkdir()
-    code, _, err = run_cli(capsys, "metrics", str(tmp_path / "empty"))
-    assert code == 2 and "no scores yet" in err
+    code, _, err = run_cli(capsys, "metrics", str(tmp_path / "empty"))  # a folder that is not a run says so
+    assert code == 2 and "is not a polytox run directory (no manifest.json)" in err
     run = write_run_dir(tmp_path / "run")
     code, _, err = run_cli(capsys, "metrics", str(run), "--scorer", "other@2")
     assert code == 2 and "no scores of 'other@2'" in err and "hand_1" in err

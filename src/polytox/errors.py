@@ -11,6 +11,15 @@ class SpecMismatchError(PolytoxError):
     """An output directory holds a run whose spec differs from the one asked for."""
 
 
+class DamagedRunError(PolytoxError):
+    """A stored file of a run (a manifest, a part) is empty, cut short or not what it should be; ``path``
+    names it. Writers repair what they can on resume; readers report it in one line."""
+
+    def __init__(self, message: str, path: object = None) -> None:
+        super().__init__(message)
+        self.path = path
+
+
 class BadInputError(PolytoxError):
     """Input records that cannot be used; ``problems`` lists them as ``file:line: reason``."""
 

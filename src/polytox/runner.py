@@ -4,8 +4,10 @@ Read top to bottom, it is the method section of a paper:
 
 1. load and validate the prompts (bad input stops here, before any work);
 2. build the scorer and check it covers every prompt language;
-3. open the run directory (create it, or resume it if the spec matches); with ``generations_from``, copy
-   another run's stored generations into it (same spec but the scorer), so that only scoring is left;
+3. lock the run directory (one writer at a time: a second one is refused, naming the holder), open it
+   (create it, or resume it if the spec matches), and check every stored part: a damaged one is removed,
+   so its shard is made again; with ``generations_from``, copy another run's stored generations into it
+   (same spec but the scorer), so that only scoring is left;
 4. for each shard of prompts not yet done: generate K samples per prompt, write them; score them,
    write the scores (each write atomic, so a kill loses at most the shards in flight); an executor
    (``polytox.executors``: serial, pipelined, Ray Data) runs this step;
@@ -31,7 +33,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import FatalGenerationError, RunStoppedError
+from ._util.runlock import OutputLock
+from .errors import FatalGenerationError, RunStoppedError, SpecMismatchError
 from .executors import ExecutorConfig, Work, adopt, build_executor
 from .executors.retry import retry_failed as retry_failed_samples
 from .executors.shards import shards
@@ -42,6 +45,7 @@ from .registry import resolve
 from .scoring import Scorer, build_scorer, check_languages
 from .spec import EvalSpec
 from .store import RunStore, now
+from .types import Prompt
 
 ProgressCallback = Callable[[str, int, int], None]  # (stage, done, total)
 
@@ -58,6 +62,7 @@ class RunResult:
     shards_done_before: int
     failures: FailureSummary = dataclasses.field(default_factory=FailureSummary)
     retry: dict[str, Any] | None = None
+    repairs: list[str] = dataclasses.field(default_factory=list)
 
 
 def retry_command(out: str | Path) -> str:
@@ -103,11 +108,18 @@ def evaluate(spec: EvalSpec, out: str | Path, progress: ProgressCallback | None 
     is stored, regenerate the failed samples and rescore (recorded under the manifest's ``retries``).
     ``generations_from``: another run directory whose stored generations this run scores instead of
     generating them (same spec but for the scorer; ``executors.adopt``). Raises ``RunStoppedError`` when
-    generation fails fatally.
+    generation fails fatally. The run directory's lock is taken first: a second writer is refused at once,
+    naming the holder, before anything loads.
     """
-    report = progress or (lambda stage, done, total: None)
+    with OutputLock(out):  # one writer per run directory (released, with a folder made only for it, at the end)
+        return _evaluate(spec, out, progress, executor, retry_failed, generations_from)
 
+
+def _evaluate(spec: EvalSpec, out: str | Path, progress: ProgressCallback | None, executor: ExecutorConfig | None,
+              retry_failed: bool, generations_from: str | Path | None) -> RunResult:
+    report = progress or (lambda stage, done, total: None)
     scorer = build_scorer(spec.scorer.name, spec.scorer.options)
+    auto_batch = spec.generation.batch_size == 0
     spec = resolve_spec(spec, scorer)
     prompt_set = load_prompts(spec.prompts, spec.seed)
     check_languages(scorer, {p.lang for p in prompt_set.prompts})
@@ -119,10 +131,37 @@ def evaluate(spec: EvalSpec, out: str | Path, progress: ProgressCallback | None 
     if source is None or retry_failed or adopt.available(source, store, len(plan)) < len(plan):
         check_generation(spec)  # something is generated here: the model must be there
 
+    try:
+        return _evaluate_locked(spec, store, scorer, prompt_set, plan, source, report, executor, retry_failed)
+    except SpecMismatchError as exc:
+        raise explain_automatic(exc, auto_batch) from exc
+
+
+def explain_automatic(exc: SpecMismatchError, auto_batch: bool) -> SpecMismatchError:
+    """A refused resume lists each differing field; say which of them polytox chose (``batch_size`` 0 is
+    resolved from K, so a run with another K differs there too), so no line names a value the user never set."""
+    if not auto_batch:
+        return exc
+    lines = [line + " (chosen automatically from samples: not set by you)"
+             if line.strip().startswith("generation.batch_size:") else line for line in str(exc).split("\n")]
+    return SpecMismatchError("\n".join(lines))
+
+
+def shard_sizes(plan: list[list[Prompt]], samples: int) -> list[tuple[int, set[str]]]:
+    """Per shard: the rows each of its parts holds and its prompt ids (what ``RunStore`` checks)."""
+    return [(len(shard) * samples, {p.id for p in shard}) for shard in plan]
+
+
+def _evaluate_locked(spec: EvalSpec, store: RunStore, scorer: Scorer, prompt_set: PromptSet,
+                     plan: list[list[Prompt]], source: RunStore | None, report: ProgressCallback,
+                     executor: ExecutorConfig | None, retry_failed: bool) -> RunResult:
     resumed = store.open(spec, extra={"scorer": scorer.describe()})
     store.write_prompts(prompt_set.prompts)
+    repairs = store.remove_damaged(shard_sizes(plan, spec.generation.samples), scorer.id) if resumed else []
     store.update_manifest(n_records=prompt_set.n_records, n_bad_records=prompt_set.n_bad,
                           bad_records=prompt_set.problems[:1000], selection_notes=prompt_set.notes)
+    if repairs:
+        store.update_manifest(repairs=[*store.manifest().get("repairs", []), {"at": now(), "parts": repairs}])
     if source is not None:
         adopt.record(source, store, adopt.copy_generations(source, store, len(plan)))
 
@@ -161,7 +200,7 @@ def evaluate(spec: EvalSpec, out: str | Path, progress: ProgressCallback | None 
     failures = failure_summary(store, scorer.id)
     store.update_manifest(status="complete", finished_at=now(), failures=failures.to_dict())
     return RunResult(path=store.path, spec=spec, metrics=metrics, prompt_set=prompt_set, resumed=resumed,
-                     shards_done_before=done_before, failures=failures, retry=retry)
+                     shards_done_before=done_before, failures=failures, retry=retry, repairs=repairs)
 
 
 def stopped(store: RunStore, work: Work, exc: FatalGenerationError) -> RunStoppedError:

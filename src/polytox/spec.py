@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from . import constants as C
+from ._util.ranges import AT_LEAST_ONE, COUNT, SEED, Range
 from ._util.yamlfile import YamlMapping, read_yaml_mapping
 from .errors import BadValueError, PolytoxError
 
@@ -142,6 +143,11 @@ class EvalSpec:
             (not g.detox or g.backend in ("transformers", "vllm"),
              f"--detox runs on the transformers backend (vllm: word-filter only), not {g.backend!r}"),
         ]
+        # the ranges shared with the command-line flags (cli/checks.py): a config file means what a flag means
+        ranged = [("n_bootstrap", m.n_bootstrap, COUNT), ("ci_level", m.ci_level, Range(0, 1, True, True)),
+                  ("seed", self.seed, SEED), ("per_bucket", self.prompts.per_bucket, AT_LEAST_ONE)]
+        checks += [(False, f"{name} {problem}") for name, value, rule in ranged
+                   if value is not None and (problem := rule.problem(value))]
         for ok, message in checks:
             if not ok:
                 raise PolytoxError(f"invalid spec: {message}")

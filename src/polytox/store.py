@@ -13,11 +13,23 @@ Layout::
 A part exists only once complete (temporary file + rename), so "which shards are done" is "which parts
 exist", and a rerun after a crash redoes only the missing shards. All aggregates run in DuckDB over
 the parts.
+
+Damage (a disk that filled up, a copy cut short, a file edited by hand) is found, not trusted: each part
+records in its Parquet metadata the hash it was made for (generation parts: ``generation_key``, the spec
+without its scorer and prompt source, which ``eval --generations-from`` may change; score parts: the spec
+hash), and ``prompts.parquet`` records the whole spec. On resume ``remove_damaged`` reads every stored part
+(it opens, holds the shard's prompts times K rows, and was made for this spec); a damaged part is removed
+so the shard is made again (generation: the same seeds, so the same text; a damaged generation part takes
+its score part with it). An unreadable ``manifest.json`` is rebuilt from the spec recorded in
+``prompts.parquet`` when that is the requested spec (the parts are then checked as on any resume), and is
+one clear error when nothing records the spec.
+Only writers repair, under the run's lock (``_util.runlock``); readers report the damaged part.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import json
 import os
 import platform
@@ -33,7 +45,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ._util.atomic import atomic_write, atomic_write_json
-from .errors import PolytoxError, SpecMismatchError
+from .errors import DamagedRunError, PolytoxError, SpecMismatchError
 from .spec import EvalSpec
 from .types import Generation, Prompt, Score, raw_name
 
@@ -107,8 +119,54 @@ def spec_diff(a: Any, b: Any, path: str = "") -> list[str]:
     return [] if same else [f"{path}: stored {a!r}, requested {b!r}"]
 
 
-def write_parquet(path: Path, table: pa.Table) -> None:
+def write_parquet(path: Path, table: pa.Table, meta: dict[str, str] | None = None) -> None:
+    if meta:
+        table = table.replace_schema_metadata({**(table.schema.metadata or {}),
+                                               **{f"polytox.{k}".encode(): v.encode() for k, v in meta.items()}})
     atomic_write(path, lambda tmp: pq.write_table(table, tmp, compression="zstd"))
+
+
+def generation_key(spec: EvalSpec) -> str:
+    """The hash of what determines a run's generations: the spec's identity but the scorer and the prompt
+    source (``eval --generations-from`` may change both; the prompts themselves are checked by id)."""
+    identity = spec.identity()
+    identity.pop("scorer")
+    identity.pop("prompts")
+    blob = json.dumps(identity, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def read_json_file(path: Path) -> dict[str, Any]:
+    """A JSON object file; an empty, cut or non-object file raises ``DamagedRunError`` naming it."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = json.load(fh)
+    except ValueError as exc:
+        why = "empty file" if path.stat().st_size == 0 else f"not valid JSON: {exc}"
+        raise DamagedRunError(f"{path} is damaged ({why})", path) from exc
+    if not isinstance(data, dict):
+        raise DamagedRunError(f"{path} is damaged (not a JSON object)", path)
+    return data
+
+
+def part_problem(path: Path, rows: int | None = None, ids: set[str] | None = None,
+                 key: tuple[str, str] | None = None, full: bool = True) -> str | None:
+    """Why a stored part cannot be trusted, or None: it must open (``full``: every row is read, not only the
+    footer), hold ``rows`` rows of the prompts ``ids``, and carry the hash ``key`` = (name, value) when it
+    records one (parts written before hashes were recorded carry none)."""
+    try:
+        meta = pq.read_metadata(path)
+        table = pq.read_table(path, columns=["prompt_id"] if ids is not None else None) if full else None
+    except Exception as exc:  # pyarrow raises several kinds (ArrowInvalid, OSError) for a torn file
+        return f"does not open ({' '.join(str(exc).split())[:160]})"
+    if rows is not None and meta.num_rows != rows:
+        return f"holds {meta.num_rows} row(s), {rows} expected"
+    if ids is not None and table is not None and set(table.column("prompt_id").to_pylist()) != ids:
+        return "holds other prompts than its shard"
+    stored = (meta.metadata or {}).get(f"polytox.{key[0]}".encode()) if key else None
+    if key and stored is not None and stored.decode() != key[1]:
+        return f"was made for another spec ({key[0]} {stored.decode()}, this run's is {key[1]})"
+    return None
 
 
 class RunStore:
@@ -116,6 +174,14 @@ class RunStore:
 
     def __init__(self, path: Path | str) -> None:
         self.path = Path(path)
+        # what the parts record (set by ``open``): a store opened only to read writes no hashes
+        self.spec_hash: str | None = None
+        self.generation_key: str | None = None
+        self.spec_record: str | None = None
+
+    def _meta(self, *names: str) -> dict[str, str]:
+        values = {"spec": self.spec_record, "spec_hash": self.spec_hash, "generation_key": self.generation_key}
+        return {name: value for name in names if (value := values[name]) is not None}
 
     # ---- manifest -------------------------------------------------------------------------------
     @property
@@ -126,19 +192,73 @@ class RunStore:
         return self.manifest_path.exists()
 
     def manifest(self) -> dict[str, Any]:
+        """The manifest; a missing one says this is not a run, a damaged one names the file and the repair."""
         if not self.exists():
             raise PolytoxError(f"{self.path} is not a polytox run directory (no manifest.json)")
-        with open(self.manifest_path, encoding="utf-8") as fh:
-            data: dict[str, Any] = json.load(fh)
-        return data
+        try:
+            return read_json_file(self.manifest_path)
+        except DamagedRunError as exc:
+            raise DamagedRunError(f"{exc}; repair it with: polytox eval --out {self.path} --retry-failed "
+                                  "(or rerun the command that made the run)", self.manifest_path) from exc
 
     def spec(self) -> EvalSpec:
-        return EvalSpec.from_dict(self.manifest()["spec"])
+        """The stored spec: the manifest's, or, when the manifest is damaged, the one ``prompts.parquet``
+        recorded (so ``--retry-failed`` can rebuild a damaged manifest)."""
+        try:
+            return EvalSpec.from_dict(self.manifest()["spec"])
+        except DamagedRunError:
+            recorded = self.recorded_spec()
+            if recorded is None:
+                raise
+            return EvalSpec.from_dict(recorded)
+
+    def recorded_spec(self) -> dict[str, Any] | None:
+        """The spec ``prompts.parquet`` recorded when the run started (None: absent, unreadable or older)."""
+        try:
+            meta = pq.read_schema(self.prompts_path).metadata or {}
+            data = json.loads(meta[b"polytox.spec"])
+        except (OSError, KeyError, ValueError, pa.ArrowException):
+            return None
+        return data if isinstance(data, dict) else None
+
+    def _rebuild_or_refuse(self, spec: EvalSpec, damage: DamagedRunError) -> bool:
+        """A damaged manifest at ``open``: True when ``prompts.parquet`` recorded ``spec`` (the manifest can be
+        rebuilt; the parts are checked next, as on any resume), False when nothing is stored yet (start
+        afresh); a recorded other spec, or parts with no recorded spec, are refused in one line."""
+        recorded = self.recorded_spec()
+        if recorded is not None:
+            old = EvalSpec.from_dict(recorded)
+            if old.spec_hash() != spec.spec_hash():
+                raise SpecMismatchError(
+                    f"{self.path} holds a run with a different spec (its manifest.json is damaged; the spec "
+                    "comes from prompts.parquet); refusing to resume it.\n  "
+                    + "\n  ".join(spec_diff(old.identity(), spec.identity()))
+                    + "\nUse another --out, or delete the directory to start over.")
+            return True
+        parts = sorted(self.path.glob("generations/part-*.parquet")) + sorted(self.path.glob("scores/*/part-*"))
+        if not parts and not self.prompts_path.exists():
+            return False
+        raise DamagedRunError(f"{damage}, and the run's parts do not record the spec they were made for; "
+                              f"delete {self.path} to start over", self.manifest_path)
 
     def open(self, spec: EvalSpec, extra: dict[str, Any] | None = None) -> bool:
-        """Create the run, or check that an existing one has the same spec. Returns True when resuming."""
+        """Create the run, or check that an existing one has the same spec. Returns True when resuming.
+
+        A damaged manifest is rebuilt when the spec recorded in ``prompts.parquet`` is this spec (its
+        ``rebuilt_at`` says when), and refused with one line when nothing records the spec."""
+        self.spec_hash, self.generation_key = spec.spec_hash(), generation_key(spec)
+        self.spec_record = json.dumps(spec.to_dict(), sort_keys=True, default=str)
+        stored: dict[str, Any] | None = None
+        rebuilt = False
         if self.exists():
-            stored = self.manifest()
+            try:
+                stored = self.manifest()
+            except DamagedRunError as exc:
+                rebuilt = self._rebuild_or_refuse(spec, exc)
+                if rebuilt:
+                    self._write_new_manifest(spec, extra, rebuilt_at=[now()])
+                    return True
+        if stored is not None:
             old = EvalSpec.from_dict(stored["spec"])
             if old.spec_hash() != spec.spec_hash():
                 diffs = spec_diff(old.identity(), spec.identity())
@@ -152,6 +272,10 @@ class RunStore:
             stored["status"] = "running"
             atomic_write_json(self.manifest_path, stored)
             return True
+        self._write_new_manifest(spec, extra)
+        return False
+
+    def _write_new_manifest(self, spec: EvalSpec, extra: dict[str, Any] | None, **more: Any) -> None:
         self.path.mkdir(parents=True, exist_ok=True)
         manifest = {
             "polytox_run": 1,
@@ -164,9 +288,9 @@ class RunStore:
             "git_commit": git_commit(),
             "platform": platform_info(),
             **(extra or {}),
+            **more,
         }
         atomic_write_json(self.manifest_path, manifest)
-        return False
 
     def update_manifest(self, **fields: Any) -> None:
         data = self.manifest()
@@ -181,7 +305,7 @@ class RunStore:
     def write_prompts(self, prompts: Sequence[Prompt]) -> None:
         """Record the selected prompts once; a resumed run must select exactly the same ids."""
         ids = [p.id for p in prompts]
-        if self.prompts_path.exists():
+        if self.prompts_path.exists() and part_problem(self.prompts_path) is None:  # a torn file is rewritten
             stored = pq.read_table(self.prompts_path, columns=["prompt_id"]).column(0).to_pylist()
             if stored != ids:
                 raise SpecMismatchError(
@@ -199,7 +323,8 @@ class RunStore:
             "source": [p.source for p in prompts],
             "meta_json": [json.dumps(dict(p.meta), ensure_ascii=False, default=str) for p in prompts],
         }, schema=PROMPT_SCHEMA)
-        write_parquet(self.prompts_path, table)
+        # a damaged prompts.parquet is rewritten: the prompts derive from the spec alone
+        write_parquet(self.prompts_path, table, self._meta("spec", "spec_hash"))
 
     # ---- generations ----------------------------------------------------------------------------
     def generation_part(self, shard: int) -> Path:
@@ -218,7 +343,7 @@ class RunStore:
             "prompt_truncated": [g.prompt_truncated for g in generations],
             "error": [g.error for g in generations],
         }, schema=GENERATION_SCHEMA)
-        write_parquet(self.generation_part(shard), table)
+        write_parquet(self.generation_part(shard), table, self._meta("generation_key"))
 
     def read_generations(self, shard: int) -> list[Generation]:
         rows = pq.read_table(self.generation_part(shard)).to_pylist()
@@ -252,7 +377,8 @@ class RunStore:
         columns["error"] = [s.error for s in scores]
         schema = pa.schema([("prompt_id", pa.string()), ("sample_index", pa.int32()),
                             *[(a, pa.float64()) for a in [*attributes, *raws]], ("error", pa.string())])
-        write_parquet(self.score_part(scorer_id, shard), pa.Table.from_pydict(columns, schema=schema))
+        write_parquet(self.score_part(scorer_id, shard), pa.Table.from_pydict(columns, schema=schema),
+                      self._meta("spec_hash"))
 
     def read_score_errors(self, scorer_id: str, shard: int) -> dict[tuple[str, int], str | None]:
         """The stored score error (None when scored) of each (prompt id, sample index) of a shard."""
@@ -279,3 +405,81 @@ class RunStore:
         if scorer_id is None:
             raise ValueError("scores need a scorer id")
         return str(self.scores_dir(scorer_id) / "part-*.parquet")
+
+    # ---- damage ---------------------------------------------------------------------------------
+    def part_problems(self, sizes: Sequence[tuple[int, set[str]]], scorer_id: str | None,
+                      full: bool = True) -> list[tuple[int, Path, str]]:
+        """(shard, part, why) for every stored part of the plan that cannot be trusted. ``sizes``: per
+        shard, its expected row count and prompt ids; hashes are checked once ``open`` has set them."""
+        found = []
+        for shard, (rows, ids) in enumerate(sizes):
+            parts = [(self.generation_part(shard), ("generation_key", self.generation_key))]
+            if scorer_id is not None:
+                parts.append((self.score_part(scorer_id, shard), ("spec_hash", self.spec_hash)))
+            for part, (name, value) in parts:
+                if part.exists():
+                    why = part_problem(part, rows, ids, (name, value) if value else None, full=full)
+                    if why is not None:
+                        found.append((shard, part, why))
+        return found
+
+    def remove_damaged(self, sizes: Sequence[tuple[int, set[str]]], scorer_id: str) -> list[str]:
+        """Remove every damaged part (a generation part takes its shard's score parts with it), so the
+        executor makes those shards again; returns one line per part removed."""
+        lines = []
+        for shard, part, why in self.part_problems(sizes, scorer_id):
+            if not part.exists():
+                continue
+            part.unlink()
+            lines.append(f"{part.relative_to(self.path)} {why}: removed, made again")
+            if part == self.generation_part(shard):
+                for scores in (self.path / "scores").glob(f"*/part-{shard:05d}.parquet"):
+                    scores.unlink()
+        return lines
+
+    def stored_plan(self, spec: EvalSpec) -> list[tuple[int, set[str]]] | None:
+        """The shard sizes of the stored run, from ``prompts.parquet`` and ``spec`` (None: it does not open)."""
+        try:
+            ids = pq.read_table(self.prompts_path, columns=["prompt_id"]).column(0).to_pylist()
+        except Exception:  # absent or torn: the caller reports it
+            return None
+        size, k = spec.shard_size, spec.generation.samples
+        return [(len(ids[i : i + size]) * k, set(ids[i : i + size])) for i in range(0, len(ids), size)]
+
+    def damaged_parts(self, scorer_id: str | None = None) -> list[tuple[Path, str]]:
+        """Parts a reader would fail on (footer only: cheap enough to run before every ``metrics``)."""
+        parts = sorted((self.path / "generations").glob("part-*.parquet"))
+        if scorer_id is not None:
+            parts += sorted(self.scores_dir(scorer_id).glob("part-*.parquet"))
+        return [(p, why) for p in parts if (why := part_problem(p, full=False)) is not None]
+
+    def verify(self) -> tuple[list[str], list[str]]:
+        """Check a whole run: (notes, problems). Problems are damage a resume repairs; notes say what is
+        stored and what is still missing (an unfinished run is not a damaged one)."""
+        problems: list[str] = []
+        notes: list[str] = []
+        try:
+            manifest = self.manifest()
+            spec = EvalSpec.from_dict(manifest["spec"])
+        except DamagedRunError as exc:
+            problems.append(str(exc).split("; repair it")[0])
+            recorded = self.recorded_spec()
+            if recorded is None:
+                return notes, problems
+            spec, manifest = EvalSpec.from_dict(recorded), {}
+        self.spec_hash, self.generation_key = spec.spec_hash(), generation_key(spec)
+        sizes = self.stored_plan(spec)
+        if sizes is None:
+            why = part_problem(self.prompts_path) if self.prompts_path.exists() else "is missing"
+            problems.append(f"{self.prompts_path} {why}")
+            return notes, problems
+        ids = self.scorer_ids()
+        scorer = (manifest.get("scorer") or {}).get("id") or (ids[0] if ids else spec.scorer.name)
+        for _, part, why in self.part_problems(sizes, scorer):
+            problems.append(f"{part} {why}")
+        scored = sum(self.has_scores(scorer, i) for i in range(len(sizes)))
+        notes.append(f"{self.path}: {len(sizes)} shard(s), {scored} scored by {scorer}, status "
+                     f"{manifest.get('status', 'unknown')}")
+        if scored < len(sizes):
+            notes.append(f"{len(sizes) - scored} shard(s) not scored yet: the run is incomplete")
+        return notes, problems

@@ -116,7 +116,7 @@ def test_fluency_samples_is_a_validated_top_level_setting_outside_the_hash(
         assert err.startswith("polytox: error:") and len(err.splitlines()) == 1
         return err
 
-    assert "fluency_samples must be >= 0 (0 = all), got -1" in refused([*base, "--fluency-samples", "-1"])
+    assert "argument --fluency-samples: must be >= 0, got -1" in refused([*base, "--fluency-samples", "-1"])
     assert "argument --fluency-samples: invalid int value: '2.5'" in refused([*base, "--fluency-samples", "2.5"])
     no_model = [a for a in base if a not in ("--fluency-model", "gpt2")]
     assert "fluency_samples needs fluency_model" in refused([*no_model, "--fluency-samples", "2"])

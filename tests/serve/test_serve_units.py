@@ -67,4 +67,6 @@ def test_cli_refuses_to_serve_without_keys(monkeypatch: pytest.MonkeyPatch,
     monkeypatch.delenv(KEYS_ENV, raising=False)
     assert main(["serve", "--scorer", "fake"]) == 2
     assert "no API keys configured" in capsys.readouterr().err
-    assert main(["serve", "--scorer", "fake", "--open", "--max-batch", "0"]) == 2
+    with pytest.raises(SystemExit) as exc:  # refused by the parser's range check (cli/checks.py)
+        main(["serve", "--scorer", "fake", "--open", "--max-batch", "0"])
+    assert exc.value.code == 2

@@ -39,6 +39,16 @@ class YamlMapping:
                 raise PolytoxError(f"{self.where(key)}: unknown {what} {key!r}{hint}; known: {', '.join(allowed)}")
 
 
+def yaml_error(path: str | Path, exc: Exception) -> str:
+    """PyYAML's multi-line error as one line: ``FILE:LINE:COL: invalid YAML: problem (context)``."""
+    mark = getattr(exc, "problem_mark", None)
+    where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark is not None else str(path)
+    problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+    context = getattr(exc, "context", None)
+    reason = f"{problem} ({context})" if context else problem
+    return f"{where}: invalid YAML: {reason}"
+
+
 def read_yaml_mapping(path: str | Path, what: str = "config") -> YamlMapping:
     """The top-level mapping of the YAML file at ``path`` (empty file -> empty mapping); keys as strings."""
     import yaml
@@ -59,12 +69,7 @@ def read_yaml_mapping(path: str | Path, what: str = "config") -> YamlMapping:
         node = yaml.compose(text, Loader=yaml.SafeLoader)
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"{p}:{mark.line + 1}:{mark.column + 1}" if mark is not None else str(p)
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        context = getattr(exc, "context", None)
-        reason = f"{problem} ({context})" if context else problem
-        raise PolytoxError(f"{where}: invalid YAML: {reason}") from None
+        raise PolytoxError(yaml_error(p, exc)) from None
     if data is None:
         return YamlMapping(str(p), {})
     if not isinstance(data, Mapping):

@@ -166,7 +166,9 @@ def load_meta_file(path: str | Path | None) -> MetaFile:
     try:
         data = yaml.safe_load(text) or {}
     except yaml.YAMLError as exc:
-        raise PolytoxError(f"{p}: invalid YAML: {exc}") from None
+        from .._util.yamlfile import yaml_error
+
+        raise PolytoxError(yaml_error(p, exc)) from None
     if not isinstance(data, dict) or set(data) - {"models", "runs"}:
         raise PolytoxError(
             f"{p}: expected a mapping with 'models' and/or 'runs' (see `polytox leaderboard -h`)"

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from .._util.atomic import atomic_write_json, atomic_write_text
+from .._util.runlock import OutputLock
 from ..errors import PolytoxError
 from ..scoring import check_languages
 from ..store import now
@@ -118,15 +119,28 @@ def build(spec: BuildSpec, out: str | Path, progress: Progress | None = None,
     if spec.langs:
         check_languages(score.scorer, spec.langs)
     store = BuildStore(out)
+    lock = OutputLock(store.path)  # one writer per build folder; refused at once, naming the holder
     try:
+        lock.acquire()
         resumed = store.open(spec)
     except BaseException:
         score.close()
+        lock.release()
         raise
+    try:
+        return _build_locked(spec, store, score, resumed, report_progress, translator_factory)
+    finally:
+        lock.release()
+
+
+def _build_locked(spec: BuildSpec, store: BuildStore, score: ScoreDocuments, resumed: bool,
+                  report_progress: Progress, translator_factory: Callable[[], Translator] | None) -> BuildResult:
     store.update_manifest(scorer=score.scorer.describe())
     try:
         scanned = scan(store, spec, scan_steps(spec, score), report_progress)
         if not scanned["records"]:
+            if not resumed:  # a refusal leaves nothing behind: the corrected command starts afresh
+                store.discard()
             raise PolytoxError(f"no records in {spec.source.describe()}: the input is empty")
         augmented = None
         if spec.translate is not None:

@@ -29,6 +29,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .._util.atomic import atomic_write, atomic_write_json
+from .._util.runlock import LOCK_NAME
 from ..errors import PolytoxError, SpecMismatchError
 from ..store import git_commit, now, package_versions, platform_info, spec_diff
 from .document import Document, Rejected, documents_table, rejected_table
@@ -64,7 +65,10 @@ class BuildStore:
     def manifest(self) -> dict[str, Any]:
         if not self.exists():
             raise PolytoxError(f"{self.path} is not a polytox build directory (no {BUILD_MANIFEST})")
-        return read_json(self.manifest_path)
+        try:
+            return read_json(self.manifest_path)
+        except ValueError as exc:
+            raise PolytoxError(f"{self.manifest_path} is damaged ({exc}); delete {self.path} to build again") from exc
 
     def open(self, spec: BuildSpec) -> bool:
         """Create the build, or check an existing one has the same spec. True when resuming."""
@@ -86,6 +90,16 @@ class BuildStore:
             "git_commit": git_commit(),
         })
         return False
+
+    def discard(self) -> None:
+        """Remove what this build wrote (its folder's content but the lock file): called when the input is
+        refused after ``open`` created the build, so the corrected command is not refused as a resume."""
+        import shutil
+
+        for path in self.path.iterdir():
+            if path.name == LOCK_NAME:
+                continue
+            shutil.rmtree(path) if path.is_dir() else path.unlink()
 
     def update_manifest(self, **fields: Any) -> None:
         data = self.manifest()

@@ -12,6 +12,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from .. import constants as C
 from .common import console, out_console, print_json
 
 
@@ -22,7 +23,7 @@ def register(sub: Any) -> None:
     p.add_argument("--out", dest="stats_out", help="where to write stats.json, stats.md and PNGs")
     p.add_argument("--format", choices=["md", "json"], default="md", help="what to print on stdout")
     p.add_argument("--log", action="store_true", help="log-scale counts in the toxicity histograms")
-    p.add_argument("--threshold", type=float, default=0.5, help="toxic threshold (>=)")
+    p.add_argument("--threshold", type=float, default=C.TOXIC_THRESHOLD, help="toxic threshold (>=)")
     p.add_argument("--no-dedup", action="store_true", help="skip the exact/near-duplicate counts")
     p.add_argument("--no-plots", action="store_true", help="skip the PNG figures")
     p.set_defaults(func=run)

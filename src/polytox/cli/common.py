@@ -21,8 +21,17 @@ from rich.table import Table
 
 from .._util.numfmt import fmt_num as fmt  # the one formatter; ``fmt`` for the subcommands that import it
 
-console = Console(stderr=True, soft_wrap=True)  # messages are not hard-wrapped: keep file:line greppable
-out_console = Console(width=None if sys.stdout.isatty() else 160)
+
+class _Console(Console):
+    """rich's console, but a closed stdout raises ``BrokenPipeError`` up to ``main``, which stops every
+    subcommand the same quiet way (rich's own handler exits 1)."""
+
+    def on_broken_pipe(self) -> None:
+        raise BrokenPipeError(32, "Broken pipe")
+
+
+console = _Console(stderr=True, soft_wrap=True)  # messages are not hard-wrapped: keep file:line greppable
+out_console = _Console(width=None if sys.stdout.isatty() else 160)
 
 
 def _ci(block: dict[str, Any], key: str) -> str:

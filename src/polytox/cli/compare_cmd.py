@@ -69,6 +69,8 @@ def build_report(args: argparse.Namespace) -> dict[str, Any]:
         "a": sorted({e.split(":", 1)[0] for e in a.errors if e})[:10],
         "b": sorted({e.split(":", 1)[0] for e in b.errors if e})[:10],
     }
+    # input rows that could not be read (malformed line, missing field): FILE:LINE and why, not only a count
+    report["bad_rows"] = [r.error for r in rows if r.error and r.error.startswith(("BAD_INPUT", "INVALID_UTF8"))]
     return report
 
 
@@ -127,4 +129,9 @@ def run(args: argparse.Namespace) -> int:
         print_report(report)
         if args.report:
             console.print(f"report written to {args.report}")
+    if report["bad_rows"]:
+        console.print(f"[yellow]{len(report['bad_rows'])} input row(s) could not be read (counted as missing):"
+                      "[/yellow]")
+        for line in report["bad_rows"][:20]:
+            console.print(f"  {line}", markup=False, highlight=False, soft_wrap=True)
     return 0

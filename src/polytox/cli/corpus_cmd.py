@@ -15,6 +15,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from .. import constants as C
 from .common import console, out_console, print_json
 
 
@@ -69,8 +70,8 @@ def register(sub: Any) -> None:
     t = csub.add_parser("stats", help="toxic shares, histogram, length/language/domain tables")
     t.add_argument("scores", help="a 'corpus score' output folder")
     t.add_argument("--out", dest="stats_out", help="where to write stats.json, stats.md, PNGs (default SCORES/stats)")
-    t.add_argument("--threshold", type=float, default=0.5)
-    t.add_argument("--n-bootstrap", type=int, default=1000)
+    t.add_argument("--threshold", type=float, default=C.TOXIC_THRESHOLD)
+    t.add_argument("--n-bootstrap", type=int, default=C.BOOTSTRAP_RESAMPLES)
     t.add_argument("--min-domain-docs", type=int, default=20)
     t.add_argument("--top", type=int, default=15)
     t.add_argument("--format", choices=["md", "json"], default="md")
@@ -84,9 +85,9 @@ def register(sub: Any) -> None:
     v.add_argument("--key-column")
     v.add_argument("--label-column")
     v.add_argument("--order", help="ordinal labels, lowest first (e.g. low,mixed,high): adds Spearman rho")
-    v.add_argument("--threshold", type=float, default=0.5)
+    v.add_argument("--threshold", type=float, default=C.TOXIC_THRESHOLD)
     v.add_argument("--min-docs", type=int, default=10, help="documents a key needs to enter Spearman rho")
-    v.add_argument("--n-bootstrap", type=int, default=1000)
+    v.add_argument("--n-bootstrap", type=int, default=C.BOOTSTRAP_RESAMPLES)
     v.add_argument("--out", dest="prov_out", help="where to write provenance.json/.md (default SCORES/provenance)")
     v.add_argument("--format", choices=["md", "json"], default="md")
     v.set_defaults(func=run_provenance)

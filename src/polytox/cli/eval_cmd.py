@@ -93,6 +93,9 @@ def register(sub: Any) -> None:
                         "elsewhere; rescore a run with another scorer). The spec must be RUN's but for the "
                         "scorer and the prompt file's path; without a config, RUN's spec is taken and the "
                         "flags given override it")
+    p.add_argument("--verify", action="store_true",
+                   help="check every stored file of the run --out (manifest, prompts, each part: opens, row count, "
+                        "spec hash) and report; changes nothing (a resume repairs what it finds)")
     p.add_argument("--json", action="store_true", help="print metrics as JSON instead of a table")
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(func=run)
@@ -196,10 +199,34 @@ def spec_from_args(args: argparse.Namespace) -> EvalSpec:
     return spec_and_executor(args)[0]
 
 
+def verify(out: str) -> int:
+    """``eval --out RUN --verify``: what is stored on stdout, each damaged file on stderr; exit 2 if any."""
+    from ..runner import retry_command
+    from ..store import RunStore
+
+    notes, problems = RunStore(out).verify()
+    for line in notes:
+        print(line)
+    if not problems:
+        print("no damage found")
+        return 0
+    console.print(f"polytox: error: {out}: {len(problems)} damaged file(s); repair with: {retry_command(out)}",
+                  markup=False, highlight=False, soft_wrap=True)
+    for line in problems:
+        console.print(f"  {line}", markup=False, highlight=False, soft_wrap=True)
+    return 2
+
+
 def run(args: argparse.Namespace) -> int:
     from ..runner import evaluate, retry_command
+    from ..store import RunStore
 
     resolve_out(args)
+    if args.verify:
+        return verify(args.out)
+    if args.retry_failed and not RunStore(args.out).exists():
+        raise PolytoxError(f"--retry-failed: {args.out} is not a run directory (no manifest.json), so there is "
+                           "nothing to retry; start the run without --retry-failed")
     max_failed = parse_max_failed(args.max_failed)
     spec, executor = spec_and_executor(args)
     with progress_bar("generate+score", enabled=not args.no_progress) as callback:
@@ -208,6 +235,8 @@ def run(args: argparse.Namespace) -> int:
     if result.resumed:
         done = result.shards_done_before
         console.print(f"resumed {escape(str(result.path))}: {done} shard(s) were already done")
+    for line in result.repairs:
+        console.print(f"repaired: {line}", markup=False, highlight=False, soft_wrap=True)
     if result.prompt_set.problems:
         console.print(f"[yellow]skipped {result.prompt_set.n_bad} bad record(s):[/yellow]")
         for line in result.prompt_set.problems[:20]:

@@ -80,7 +80,39 @@ def build_parser() -> argparse.ArgumentParser:
     for module in SUBCOMMANDS.values():
         importlib.import_module(module).register(sub)
     add_debug_flag(parser, top=True)
+    from .checks import install
+
+    install(parser)  # every numeric flag range-checked, every output path checked, before any work
+    set_own_parser(parser)
     return parser
+
+
+def set_own_parser(parser: argparse.ArgumentParser) -> None:
+    """Each subcommand records its own parser in the namespace (the innermost wins), so an unknown flag is
+    refused by the subcommand that got it and points to that subcommand's help."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                sub.set_defaults(_parser=sub)
+                set_own_parser(sub)
+
+
+def parse(parser: argparse.ArgumentParser, argv: list[str] | None) -> argparse.Namespace:
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        getattr(args, "_parser", parser).error(f"unrecognized arguments: {' '.join(extra)}")
+    return args
+
+
+def stdout_closed() -> int:
+    """The reader closed stdout early (``polytox scorers --json | head -1``): stop quietly, as a C tool
+    killed by SIGPIPE would (exit 141), without a traceback and without a second error at exit."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    return 128 + 13
 
 
 def debug_wanted(args: argparse.Namespace) -> bool:
@@ -89,7 +121,7 @@ def debug_wanted(args: argparse.Namespace) -> bool:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parse(parser, argv)
     logging.basicConfig(level=logging.INFO, format="polytox: %(message)s", stream=sys.stderr)
     try:
         return int(args.func(args) or 0)
@@ -103,6 +135,8 @@ def main(argv: list[str] | None = None) -> int:
             traceback.print_exc()
         print(f"polytox: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except BrokenPipeError:
+        return stdout_closed()
     except KeyboardInterrupt:
         print("polytox: interrupted; rerun the same command to resume", file=sys.stderr)
         return EXIT_INTERRUPTED

@@ -6,7 +6,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from ..errors import PolytoxError
+from .. import constants as C
+from ..errors import DamagedRunError, PolytoxError
 from ..spec import MetricsSpec
 from .common import console, metrics_table, out_console, print_json
 
@@ -16,9 +17,9 @@ def register(sub: Any) -> None:
                        description=__doc__)
     p.add_argument("path", help="run directory, or JSONL of {prompt: {text, toxicity}, generations: [...]}")
     p.add_argument("--scorer", help="which stored scorer of a run (default: the run's scorer)")
-    p.add_argument("--threshold", type=float, default=0.5)
-    p.add_argument("--comparison", choices=[">=", ">"], default=">=")
-    p.add_argument("--n-bootstrap", type=int, default=1000)
+    p.add_argument("--threshold", type=float, default=C.TOXIC_THRESHOLD)
+    p.add_argument("--comparison", choices=list(C.COMPARISONS), default=C.DEFAULT_COMPARISON)
+    p.add_argument("--n-bootstrap", type=int, default=C.BOOTSTRAP_RESAMPLES)
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
     p.add_argument("--skip-bad", action="store_true")
     p.add_argument("--scale", help="re-read a polytox-ml / default run on another scale from its stored raw scores "
@@ -36,15 +37,21 @@ def compute_for_path(path: Path, spec: MetricsSpec, scorer: str | None = None, s
         from ..store import RunStore
 
         store = RunStore(path)
+        manifest = store.manifest()  # not a run, or a damaged manifest: one line
         ids = store.scorer_ids()
         if not ids:
-            raise PolytoxError(f"{path} has no scores yet")
-        manifest = store.manifest()
+            raise PolytoxError(f"{path} has no scores yet (a run that has not scored its first shard)")
         chosen = scorer or manifest.get("scorer", {}).get("id") or ids[0]
         from ..store import slug
 
         if slug(chosen) not in ids:
             raise PolytoxError(f"{path} has no scores of {chosen!r}; it has: {', '.join(ids)}")
+        damaged = store.damaged_parts(chosen)
+        if damaged:
+            part, why = damaged[0]
+            more = f" (and {len(damaged) - 1} more part(s))" if len(damaged) > 1 else ""
+            raise DamagedRunError(f"{part} {why}{more}; repair it with: polytox eval --out {path} --retry-failed",
+                                  part)
         rescale = None
         if scale:
             from ..scoring.ml.rescale import run_rescale
@@ -56,7 +63,7 @@ def compute_for_path(path: Path, spec: MetricsSpec, scorer: str | None = None, s
         from ..detox.run_metrics import stored_detox_metrics  # detox method, distinct-n, stored fluency
 
         return {"model": manifest["spec"]["generation"]["model"], **metrics,
-                **stored_detox_metrics(store, store.spec())}
+                **stored_detox_metrics(store, store.spec()), **incomplete(store, manifest, chosen)}
     if not path.exists():
         raise PolytoxError(f"no such file or directory: {path}")
     if scale:
@@ -68,12 +75,30 @@ def compute_for_path(path: Path, spec: MetricsSpec, scorer: str | None = None, s
                    extra={"source": str(path), "n_bad_lines": len(problems), "bad_lines": problems[:1000]})
 
 
+def incomplete(store: Any, manifest: dict[str, Any], scorer: str) -> dict[str, Any]:
+    """``{"incomplete": {...}}`` when the run has shards still unscored (stopped, interrupted, running)."""
+    from ..spec import EvalSpec
+
+    sizes = store.stored_plan(EvalSpec.from_dict(manifest["spec"]))
+    if sizes is None:
+        return {}
+    scored = sum(store.has_scores(scorer, i) for i in range(len(sizes)))
+    if scored >= len(sizes):
+        return {}
+    return {"incomplete": {"shards": len(sizes), "shards_scored": scored, "status": manifest.get("status")}}
+
+
 def run(args: argparse.Namespace) -> int:
     spec = MetricsSpec(threshold=args.threshold, comparison=args.comparison, n_bootstrap=args.n_bootstrap)
     metrics = compute_for_path(Path(args.path), spec, args.scorer, args.seed, args.skip_bad, args.scale)
     if metrics.get("n_without_raw"):
         console.print(f"[yellow]{metrics['n_without_raw']} stored score(s) carry no raw value (scored before raw "
                       f"values were kept): counted as missing on scale {metrics['scale']}[/yellow]")
+    if metrics.get("incomplete"):
+        gap = metrics["incomplete"]
+        console.print(f"[yellow]note: the run is incomplete ({gap['shards_scored']} of {gap['shards']} shard(s) "
+                      f"scored, status {gap['status']}): these metrics cover the scored shards only; resume with: "
+                      f"polytox eval --out {args.path} --retry-failed[/yellow]", markup=True, highlight=False)
     if args.json:
         print_json(metrics)
     else:

@@ -17,6 +17,8 @@ import argparse
 import json
 from typing import Any
 
+from ..errors import PolytoxError
+
 
 def register(sub: Any) -> None:
     p = sub.add_parser("scorers", help="print the scorer card (measured agreement with Perspective and humans)",
@@ -73,7 +75,10 @@ def run_table(data: dict[str, Any]) -> str:
 def run(args: argparse.Namespace) -> int:
     from ..scoring.ml.card import load_card, markdown_card, markdown_targets, text_card
 
-    data = load_card(args.card)
+    try:
+        data = load_card(args.card)
+    except (UnicodeDecodeError, IsADirectoryError) as exc:  # a binary file or a folder: not a card
+        raise PolytoxError(f"{args.card}: not a polytox scorer measurement file ({type(exc).__name__})") from exc
     if args.json:
         print(json.dumps(data, indent=2))
         return 0

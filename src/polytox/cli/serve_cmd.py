@@ -8,6 +8,7 @@ Scores go through the same score cache as ``polytox score`` (disable with --scor
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
 from ..errors import PolytoxError
@@ -44,6 +45,25 @@ def register(sub: Any) -> None:
     p.set_defaults(func=run)
 
 
+def check_listen(host: str, port: int) -> None:
+    """Bind HOST:PORT once and let go, before the scorer loads: an unknown host or a port in use is one
+    clear error line (exit 2), not a server that dies after "startup complete"."""
+    import socket
+
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except (socket.gaierror, UnicodeError) as exc:
+        raise PolytoxError(f"--host {host}: cannot resolve it ({exc})") from exc
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            raise PolytoxError(f"cannot listen on {host}:{port}: {exc.strerror or exc}; choose another --port "
+                               "or --host") from exc
+
+
 def run(args: argparse.Namespace) -> int:
     from .. import constants as C
     from ..errors import require
@@ -55,9 +75,8 @@ def run(args: argparse.Namespace) -> int:
     from ..serve.quotas import KeyStore
     from ..serve.runner import serve_forever
 
-    if args.max_batch < 1 or args.max_queue < 1 or args.max_wait_ms < 0 or args.qps < 0:
-        raise PolytoxError("--max-batch and --max-queue must be >= 1, --max-wait-ms and --qps >= 0")
     keys = KeyStore.load(args.keys_file, args.open)
+    check_listen(args.host, args.port)
     name, options = scorer_choice(args)
     config = ServeConfig(max_batch=args.max_batch, max_wait_ms=args.max_wait_ms, max_queue=args.max_queue,
                          qps=args.qps, burst=args.burst, max_body_bytes=args.max_body_bytes,
@@ -67,6 +86,12 @@ def run(args: argparse.Namespace) -> int:
     scorer = build_scorer(name, options)
     try:
         serve_forever(create_app(scorer, keys, config), args.host, args.port, args.graceful_seconds)
+    except KeyboardInterrupt:  # Ctrl-C is how a server is stopped: not an interrupted job to resume
+        pass
+    except SystemExit as exc:  # uvicorn exits when it cannot start (e.g. the port was taken meanwhile)
+        raise PolytoxError(f"the server could not start on {args.host}:{args.port} (exit {exc.code}); see the "
+                           "log above") from exc
     finally:
         scorer.close()
+    print("polytox: server stopped", file=sys.stderr)
     return 0

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from .._util.atomic import atomic_write
+from .._util.runlock import OutputLock
 from ..constants import CONTINUATION_GEN_SHARE, WEB_GEN_SHARE
 from ..errors import PolytoxError
 from ..langs import PTP_LANGUAGES, normalize_lang
@@ -140,40 +141,41 @@ def run(args: argparse.Namespace) -> int:
         web_gen_share=args.web_gen_share, continuation_gen_share=args.continuation_gen_share,
         folds=args.folds, subset=args.subset,
         batch_size=args.batch_size, embedding_cache=args.embedding_cache)
-    started = time.perf_counter()
-    examples = select(training_pool(args.shared, langs), config)
-    baselines: dict[str, Any] = {}
-    notes: list[str] = []
-    if not args.no_baselines:
-        lexicon_dir = Path(args.shared) / "ldnoobw"
-        scores, how = lexicon_baseline(examples, lexicon_dir)
-        baselines["lexicon"] = scores
-        notes.append(f"lexicon: {how}; its values are match rates, not probabilities (MAE/ECE not comparable)")
-        svm = svm_baseline(examples)
-        if svm is not None:
-            baselines["svm"] = svm
-        else:
-            notes.append("svm: alt-profanity-check not installed, row left out")
-    with progress_bar("train", enabled=not args.no_progress) as callback:
-        feats = build_features(config, examples, callback)
-        result = train(config, examples, progress=callback, feats=feats)
-    digest = result.head.save(args.out)
-    data = measurements(config, result, feats, baselines, notes)
-    data["config"] = config.to_dict()
-    data["seconds"] = round(time.perf_counter() - started, 1)
-    card_path = Path(args.measurements) if args.measurements else Path(args.out).with_name(DEFAULT_CARD)
-    write_text(card_path, json.dumps(data, indent=1, sort_keys=False) + "\n")
-    out_console.print(markdown_card(data), markup=False, highlight=False)
-    if args.plot:
-        from ..scoring.ml.reliability_plot import plot_reliability
+    with OutputLock(args.out, kind="file"):  # one writer per head file; refused at once, naming the holder
+        started = time.perf_counter()
+        examples = select(training_pool(args.shared, langs), config)
+        baselines: dict[str, Any] = {}
+        notes: list[str] = []
+        if not args.no_baselines:
+            lexicon_dir = Path(args.shared) / "ldnoobw"
+            scores, how = lexicon_baseline(examples, lexicon_dir)
+            baselines["lexicon"] = scores
+            notes.append(f"lexicon: {how}; its values are match rates, not probabilities (MAE/ECE not comparable)")
+            svm = svm_baseline(examples)
+            if svm is not None:
+                baselines["svm"] = svm
+            else:
+                notes.append("svm: alt-profanity-check not installed, row left out")
+        with progress_bar("train", enabled=not args.no_progress) as callback:
+            feats = build_features(config, examples, callback)
+            result = train(config, examples, progress=callback, feats=feats)
+        digest = result.head.save(args.out)
+        data = measurements(config, result, feats, baselines, notes)
+        data["config"] = config.to_dict()
+        data["seconds"] = round(time.perf_counter() - started, 1)
+        card_path = Path(args.measurements) if args.measurements else Path(args.out).with_name(DEFAULT_CARD)
+        write_text(card_path, json.dumps(data, indent=1, sort_keys=False) + "\n")
+        out_console.print(markdown_card(data), markup=False, highlight=False)
+        if args.plot:
+            from ..scoring.ml.reliability_plot import plot_reliability
 
-        console.print(f"reliability diagram: {plot_reliability(data, args.plot)}")
-    for note in notes:
-        console.print(f"note: {note}")
-    size = Path(args.out).stat().st_size
-    console.print(f"wrote {args.out} ({size / 1024:.0f} KiB, digest {digest}) and {card_path}: "
-                  f"{result.head.meta['n_train']} training / {result.head.meta['n_heldout']} held-out texts "
-                  f"in {data['seconds']:.0f} s")
+            console.print(f"reliability diagram: {plot_reliability(data, args.plot)}")
+        for note in notes:
+            console.print(f"note: {note}")
+        size = Path(args.out).stat().st_size
+        console.print(f"wrote {args.out} ({size / 1024:.0f} KiB, digest {digest}) and {card_path}: "
+                      f"{result.head.meta['n_train']} training / {result.head.meta['n_heldout']} held-out texts "
+                      f"in {data['seconds']:.0f} s")
     return 0
 
 

@@ -9,6 +9,7 @@ from typing import Any
 
 from rich.table import Table
 
+from .. import constants as C
 from ..errors import PolytoxError
 from .common import console, fmt, out_console, print_json
 
@@ -19,7 +20,7 @@ def register(sub: Any) -> None:
     p.add_argument("runs", nargs="+", help="run directories made with 'polytox eval --unprompted N'")
     p.add_argument("--plot", help="where to write the plot (PNG/SVG/PDF; default RUN/unprompted.png "
                                   "for one run, unprompted.png for several)")
-    p.add_argument("--n-bootstrap", type=int, default=1000, help="resamples per n (RTP: 1,000)")
+    p.add_argument("--n-bootstrap", type=int, default=C.BOOTSTRAP_RESAMPLES, help="resamples per n (RTP: 1,000)")
     p.add_argument("--seed", type=int, default=None, help="bootstrap seed (default: the run's seed)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=run)
@@ -51,10 +52,16 @@ def write_plot(curves: dict[str, dict[str, Any]], path: Path) -> Path | None:
         return None
 
 
+PLOT_FORMATS = (".png", ".svg", ".pdf")
+
+
 def run(args: argparse.Namespace) -> int:
     from ..metrics.unprompted import unprompted_report
     from ..store import RunStore
 
+    if args.plot and Path(args.plot).suffix.lower() not in PLOT_FORMATS:
+        raise PolytoxError(f"--plot {args.plot}: the plot is written as {', '.join(PLOT_FORMATS)}; name a file "
+                           "with one of these endings")
     curves: dict[str, dict[str, Any]] = {}
     for path in args.runs:
         store = RunStore(path)

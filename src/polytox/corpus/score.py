@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from .._util.runlock import OutputLock
 from ..build.scoring import open_scorer
 from ..errors import PolytoxError
 from ..executors import ExecutorConfig
@@ -66,6 +67,8 @@ def todo_shards(store: ScoreStore, job: ScoreJob, retry_transient: bool,
     """The shards that still need a part; ``counter = [shards seen, shards skipped]`` is updated."""
     for index, raws in shard_stream(iter_raw(job.source), job.shard_size):
         counter[0] += 1
+        if store.has_part(index):
+            store.remove_if_damaged(index, len(raws))  # a torn or short part is scored again
         if store.has_part(index) and not (retry_transient and store.has_transient(index)):
             counter[1] += 1
             continue
@@ -93,8 +96,41 @@ def run_score(job: ScoreJob, out: str, executor: ExecutorConfig | None = None, r
     """Score every shard of ``job`` that ``out`` lacks (see the module docstring)."""
     executor = executor or ExecutorConfig(kind="serial")
     job.source.check()  # a missing input or a bad scorer fails before the output folder exists
+    check_text_field(job)
     scorer = open_scorer(job.scorer, job.scorer_options)
     store = ScoreStore(out)
+    with OutputLock(store.path):  # one writer per output folder; refused at once, naming the holder
+        try:
+            return _score_locked(job, store, scorer, executor, retry_transient, progress)
+        except BaseException:
+            store.discard_if_new()  # a refusal (or a failure) before the first part leaves nothing behind
+            raise
+
+
+PEEK = 100  # records read before the work to check that the text field is there
+
+
+def check_text_field(job: ScoreJob) -> None:
+    """Refuse before any output exists when the input is empty, or when none of its first records has text
+    under the text field (RTP records keep it under ``prompt.text``): scoring them would store only
+    'empty' documents."""
+    from .documents import TEXT_FIELDS, _first
+
+    records = [raw.record for raw in itertools.islice(iter_raw(job.source), PEEK)]
+    if not records:
+        raise PolytoxError(f"no documents in {job.source.describe()}: the input is empty")
+    objects = [r for r in records if isinstance(r, dict)]
+    if not objects or any(_first(r, job.fields.text, TEXT_FIELDS) is not None for r in objects):
+        return
+    tried = job.fields.text or ", ".join(TEXT_FIELDS)
+    hint = " (RTP records: --text-field prompt.text)" if isinstance(objects[0].get("prompt"), dict) else ""
+    raise PolytoxError(f"{job.source.describe()}: none of the first {len(objects)} record(s) has text under "
+                       f"{tried}; name the text field with --text-field{hint}")
+
+
+def _score_locked(job: ScoreJob, store: ScoreStore, scorer: Any, executor: ExecutorConfig, retry_transient: bool,
+                  progress: Progress | None) -> ScoreSummary:
+    out = str(store.path)
     resumed = store.open(job.identity(scorer))
     summary = ScoreSummary(out=str(out), resumed=resumed)
     counter = [0, 0]

@@ -10,7 +10,9 @@ flight and a rerun computes exactly the missing ones: nothing lost, nothing twic
 
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -49,6 +51,7 @@ class ScoreStore:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self.parts = self.path / PARTS
+        self.created = False  # set by ``open`` when it wrote a new manifest
 
     @property
     def manifest_path(self) -> Path:
@@ -69,7 +72,12 @@ class ScoreStore:
     def manifest(self) -> dict[str, Any]:
         if not self.manifest_path.exists():
             raise PolytoxError(f"{self.path} is not a 'polytox corpus score' output (no {MANIFEST})")
-        data: dict[str, Any] = json.loads(self.manifest_path.read_text(encoding="utf-8"))
+        try:
+            data = json.loads(self.manifest_path.read_text(encoding="utf-8"))
+        except ValueError as exc:
+            raise PolytoxError(f"{self.manifest_path} is damaged ({exc}); delete {self.path} to score again") from exc
+        if not isinstance(data, dict):
+            raise PolytoxError(f"{self.manifest_path} is damaged (not a JSON object)")
         return data
 
     def open(self, identity: dict[str, Any]) -> bool:
@@ -81,7 +89,18 @@ class ScoreStore:
                                    "or the same settings to resume")
             return True
         atomic_write_json(self.manifest_path, {"identity": identity, "complete": False})
+        self.created = True
         return False
+
+    def discard_if_new(self) -> None:
+        """Undo ``open`` of a new output that holds no part yet: a refused command leaves nothing behind."""
+        if not self.created or self.part_files():
+            return
+        self.manifest_path.unlink(missing_ok=True)
+        for folder in (self.parts, self.path):
+            with contextlib.suppress(OSError):  # only when empty
+                folder.rmdir()
+        self.created = False
 
     def update(self, **fields: Any) -> None:
         data = self.manifest()
@@ -90,6 +109,18 @@ class ScoreStore:
 
     def write_part(self, index: int, table: pa.Table) -> None:
         atomic_write(self.part_path(index), lambda tmp: pq.write_table(table, tmp, compression="zstd"))
+
+    def remove_if_damaged(self, index: int, rows: int) -> str | None:
+        """Remove part ``index`` when it does not open or does not hold ``rows`` documents (a disk that filled
+        up, a copy cut short), so the shard is scored again; returns the reason, logged as a repair."""
+        from ..store import part_problem
+
+        path = self.part_path(index)
+        why = part_problem(path, rows)
+        if why is not None:
+            path.unlink()
+            logging.getLogger("polytox").warning("repaired: %s %s: removed, scored again", path, why)
+        return why
 
     def has_transient(self, index: int) -> bool:
         column = pq.read_table(self.part_path(index), columns=["transient"]).column("transient")

@@ -73,6 +73,12 @@ class FakeGenerator(Generator):
         self.faults = injected_faults()
         self.calls = 0
 
+    @classmethod
+    def check(cls, spec: GenerationSpec) -> None:
+        """The options, and ``POLYTOX_FAKE_FAULTS``: a wrong entry is refused before the run folder exists."""
+        super().check(spec)
+        injected_faults()
+
     def describe(self) -> dict[str, Any]:
         return {"backend": self.name, "model": self.model, "toxicity": self.toxicity, "echo": self.echo,
                 "fail_rate": self.fail_rate}

@@ -1,0 +1,223 @@
+"""Every numeric flag range-checked and every output path checked, by one table, before any work.
+
+``install(parser)`` walks every subcommand of the finished parser and wraps the ``type`` of
+
+- each ``int``/``float`` flag with its ``Range`` (``_util.ranges``; looked up by command and flag, then by
+  flag alone), so ``--threshold 2`` is refused by argparse with one line and exit code 2; a numeric flag
+  without a rule is a programming error (``install`` raises), so a new flag cannot skip the check;
+- each flag that names an output with its kind (a file, a folder, a file or '-' for stdout): a folder
+  where a file is wanted, a file where a folder is wanted, a path under a file, or a place that cannot be
+  written (probed by creating and removing a temporary file in the nearest existing folder: permission
+  bits alone say nothing for root, nor for a read-only mount) is refused before anything runs;
+- comma lists of numbers (``train-scorer --layers 5,7,9``) with the type and range of each item.
+
+The same ``Range`` objects check YAML specs (``spec.EvalSpec.validate``), so a value means the same in a
+config file and on the command line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .._util.ranges import (
+    AT_LEAST_ONE,
+    COUNT,
+    NON_NEGATIVE,
+    PORT,
+    POSITIVE,
+    PROBABILITY,
+    SEED,
+    SHARE_OPEN,
+    Range,
+)
+
+# flag (argparse dest) -> its range, wherever it appears
+NUMBERS: dict[str, Range] = {
+    "threshold": PROBABILITY, "flag_threshold": PROBABILITY, "n_bootstrap": COUNT, "seed": SEED,
+    "limit": AT_LEAST_ONE, "per_bucket": AT_LEAST_ONE, "samples": AT_LEAST_ONE, "max_new_tokens": AT_LEAST_ONE,
+    "temperature": NON_NEGATIVE, "top_p": Range(0, 1, lo_open=True), "top_k": COUNT, "batch_size": AT_LEAST_ONE,
+    "shard_size": AT_LEAST_ONE, "fluency_samples": COUNT, "unprompted": COUNT, "workers": AT_LEAST_ONE,
+    "score_workers": AT_LEAST_ONE, "gpus_per_worker": NON_NEGATIVE, "score_gpus_per_worker": NON_NEGATIVE,
+    "cpus_per_worker": POSITIVE, "queue_depth": AT_LEAST_ONE, "chunk_size": COUNT, "top": COUNT,
+    "min_per_lang": COUNT, "holdout": Range(0, 1, hi_open=True), "k": AT_LEAST_ONE,
+    # build
+    "per_bin": AT_LEAST_ONE, "small_per_lang": COUNT, "score_batch_size": AT_LEAST_ONE, "max_bytes": AT_LEAST_ONE,
+    "span_min_chars": AT_LEAST_ONE, "span_max_chars": AT_LEAST_ONE, "prompt_max_tokens": AT_LEAST_ONE,
+    "translate_max": COUNT, "translate_batch_size": AT_LEAST_ONE, "translate_max_new_tokens": AT_LEAST_ONE,
+    "translate_beams": AT_LEAST_ONE,
+    # train-scorer
+    "max_tokens": AT_LEAST_ONE, "alpha_ngram": NON_NEGATIVE, "alpha_emb": NON_NEGATIVE,
+    "other_rtplx_weight": NON_NEGATIVE, "attention_human_weight": NON_NEGATIVE, "weight_rtplx": NON_NEGATIVE,
+    "web_gen_share": PROBABILITY, "continuation_gen_share": PROBABILITY, "ngram_features": AT_LEAST_ONE,
+    "folds": Range(2, integer=True), "subset": SHARE_OPEN,
+    # corpus
+    "min_domain_docs": COUNT, "min_docs": COUNT, "check_sample": COUNT,
+    # serve
+    "port": PORT, "qps": NON_NEGATIVE, "burst": NON_NEGATIVE, "max_batch": AT_LEAST_ONE, "max_wait_ms": NON_NEGATIVE,
+    "max_queue": AT_LEAST_ONE, "max_body_bytes": AT_LEAST_ONE, "graceful_seconds": NON_NEGATIVE,
+    # detox
+    "percentile": Range(0, 50, lo_open=True), "epochs": POSITIVE, "grad_accum": AT_LEAST_ONE, "lr": POSITIVE,
+    "max_length": AT_LEAST_ONE, "save_steps": AT_LEAST_ONE,
+}
+
+# (command, dest) -> range, where a flag means something else in one command
+COMMAND_NUMBERS: dict[tuple[str, str], Range] = {
+    ("eval", "batch_size"): COUNT,  # 0 = the backend's automatic batch size
+    ("detox train", "max_steps"): Range(-1, integer=True),  # -1 = no cap (epochs decide)
+    ("unprompted", "n_bootstrap"): AT_LEAST_ONE,  # the curve is the resamples' mean: none is no curve
+}
+
+# (command, dest) -> "file" | "dir" | "file-or-stdout"
+OUTPUTS: dict[tuple[str, str], str] = {
+    ("eval", "out"): "dir", ("build", "out"): "dir", ("build stats", "stats_out"): "dir",
+    ("score", "out"): "file", ("calibrate", "out"): "file", ("compare-scorers", "report"): "file",
+    ("leaderboard", "csv"): "file", ("leaderboard", "markdown"): "file", ("leaderboard", "json"): "file-or-stdout",
+    ("analyze", "plot_dir"): "dir", ("analyze", "json"): "file-or-stdout", ("analyze", "markdown"): "file",
+    ("report", "out"): "file", ("report", "markdown"): "file", ("report", "json"): "file",
+    ("unprompted", "plot"): "file", ("train-scorer", "out"): "file", ("train-scorer", "measurements"): "file",
+    ("train-scorer", "embedding_cache"): "file", ("train-scorer", "plot"): "file",
+    ("corpus score", "out"): "dir", ("corpus stats", "stats_out"): "dir", ("corpus provenance", "prov_out"): "dir",
+    ("corpus overlap", "index"): "dir", ("corpus overlap", "out"): "dir",
+    ("detox corpus", "out"): "dir", ("detox train", "out"): "dir",
+    ("detox compare", "markdown"): "file", ("detox compare", "json"): "file-or-stdout",
+}
+
+# (command, dest) -> (item type, item range, how many items: None = any)
+NUMBER_LISTS: dict[tuple[str, str], tuple[type, Range, int | None]] = {
+    ("train-scorer", "layers"): (int, COUNT, None),
+    ("train-scorer", "attention_penalties"): (float, NON_NEGATIVE, 2),
+    ("train-scorer", "english_attention_penalties"): (float, NON_NEGATIVE, 2),
+}
+
+
+@dataclass(frozen=True)
+class Checked:
+    """What ``install`` attached to an action: the kind of check and its rule (read by the tests)."""
+
+    kind: str
+    rule: Any
+
+
+def number(kind: type, rule: Range) -> Callable[[str], Any]:
+    """An argparse type: parse with ``kind``, then refuse a value outside ``rule`` (one line, exit 2)."""
+
+    def convert(text: str) -> Any:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"invalid {kind.__name__} value: {text!r}") from None
+        if isinstance(value, float) and not math.isfinite(value):
+            raise argparse.ArgumentTypeError(f"must be a finite number, got {text!r}")
+        problem = rule.problem(value)
+        if problem:
+            raise argparse.ArgumentTypeError(problem)
+        return value
+
+    convert.__name__ = kind.__name__
+    convert.checked = Checked("number", rule)  # type: ignore[attr-defined]
+    return convert
+
+
+def number_list(kind: type, rule: Range, count: int | None) -> Callable[[str], str]:
+    """An argparse type for a comma list of numbers; the command splits it again (the text is returned)."""
+
+    def convert(text: str) -> str:
+        items = [part.strip() for part in text.split(",") if part.strip()]
+        if not items or (count is not None and len(items) != count):
+            raise argparse.ArgumentTypeError(f"expected {count or 'a comma list of'} {kind.__name__} value(s) "
+                                             f"separated by commas, got {text!r}")
+        convert_one = number(kind, rule)
+        for item in items:
+            try:
+                convert_one(item)
+            except argparse.ArgumentTypeError as exc:
+                raise argparse.ArgumentTypeError(f"{exc} in {text!r}") from None
+        return text
+
+    convert.checked = Checked("list", (kind, rule, count))  # type: ignore[attr-defined]
+    return convert
+
+
+def writable_folder(folder: Path) -> str | None:
+    """None when a file can be created in ``folder`` (probed: created and removed at once), else why not."""
+    try:
+        with tempfile.TemporaryFile(dir=folder, prefix=".polytox-probe-"):
+            pass
+    except OSError as exc:
+        return f"cannot write in {folder}: {exc.strerror or exc}"
+    return None
+
+
+def output_problem(text: str, kind: str) -> str | None:
+    """Why ``text`` cannot be written as a ``kind`` ("file" or "dir"), or None. Creates nothing."""
+    path = Path(text)
+    if not text.strip():
+        return "an empty path"
+    if kind == "file" and path.is_dir():
+        return f"{text} is a folder; give a file name"
+    if kind == "dir" and path.exists() and not path.is_dir():
+        return f"{text} is a file; give a folder"
+    if kind == "file" and text.endswith(os.sep):
+        return f"{text} names a folder; give a file name"
+    folder = path if kind == "dir" and path.is_dir() else path.parent
+    while not os.path.lexists(folder):
+        folder = folder.parent
+    if not folder.is_dir():
+        return f"cannot write {text}: {folder} is a file, not a folder"
+    if kind == "file" and path.exists():
+        try:
+            with open(path, "ab"):
+                pass
+        except OSError as exc:
+            return f"cannot write {text}: {exc.strerror or exc}"
+    return writable_folder(folder)
+
+
+def output(kind: str, default: Any) -> Callable[[str], str]:
+    """An argparse type for a flag naming an output: checked before anything runs (the default too, where the
+    command uses it, but only when the command writes it: a default is passed through unchecked)."""
+
+    def convert(text: str) -> str:
+        if text is default or (kind == "file-or-stdout" and text == "-"):
+            return text
+        problem = output_problem(text, "dir" if kind == "dir" else "file")
+        if problem:
+            raise argparse.ArgumentTypeError(problem)
+        return text
+
+    convert.checked = Checked("output", kind)  # type: ignore[attr-defined]
+    return convert
+
+
+def command_actions(parser: argparse.ArgumentParser, prefix: str = "") -> list[tuple[str, argparse.Action]]:
+    """(command path, action) for every flag of every subcommand."""
+    found: list[tuple[str, argparse.Action]] = []
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                found += command_actions(sub, f"{prefix} {name}".strip())
+        elif prefix:
+            found.append((prefix, action))
+    return found
+
+
+def install(parser: argparse.ArgumentParser) -> None:
+    """Attach the checks above to every subcommand's flags; a numeric flag without a rule raises."""
+    for command, action in command_actions(parser):
+        key = (command, action.dest)
+        if action.type in (int, float):
+            rule = COMMAND_NUMBERS.get(key) or NUMBERS.get(action.dest)
+            if rule is None:
+                raise RuntimeError(f"{command} --{action.dest}: numeric flag without a range in cli/checks.py")
+            action.type = number(action.type, rule)
+        elif key in OUTPUTS:
+            action.type = output(OUTPUTS[key], action.default)
+        elif key in NUMBER_LISTS:
+            action.type = number_list(*NUMBER_LISTS[key])
