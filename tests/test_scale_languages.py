@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from polytox.scoring.ml.calib import fit_weighted_isotonic
+from polytox.scoring.calibration import fit_isotonic
 from polytox.scoring.ml.scale_languages import (
     PRESERVING,
     Pairs,
@@ -58,12 +58,12 @@ def test_equating_reads_harmless_and_toxic_translations_like_their_english_texts
     assert abs(values[harmless].mean() - english[harmless].mean()) < 0.01
     assert abs(values[~harmless].mean() - english[~harmless].mean()) < 0.01
     # the regression it replaces (onto each English text's value, same mostly toxic sample) misses one end
-    regression = fit_weighted_isotonic(pairs.r_t, english)(pairs.r_t)
+    regression = fit_isotonic(pairs.r_t, english)(pairs.r_t)
     assert abs(regression[harmless].mean() - english[harmless].mean()) < 0.01  # noiseless: both fine here...
     noisy = _pairs(noise=0.1)
     eq_noisy = fit_equated(noisy, shrink=50.0)
     en_noisy = _english(noisy.r_e)
-    reg_noisy = fit_weighted_isotonic(noisy.r_t, en_noisy)(noisy.r_t)
+    reg_noisy = fit_isotonic(noisy.r_t, en_noisy)(noisy.r_t)
     h = noisy.h_t < 1.5
     gap_eq = _english(eq_noisy(noisy.r_t, "de"))[h].mean() - en_noisy[h].mean()
     gap_reg = reg_noisy[h].mean() - en_noisy[h].mean()

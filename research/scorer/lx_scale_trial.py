@@ -153,17 +153,17 @@ def fit_equate(train: dict[str, np.ndarray], english: Callable[[np.ndarray], np.
 
 def fit_iso_level(train: dict[str, np.ndarray], english: Callable[[np.ndarray], np.ndarray], k: float,
                   english_rows: tuple[np.ndarray, np.ndarray]) -> Map:
-    from polytox.scoring.ml.calib import fit_weighted_isotonic
+    from polytox.scoring.calibration import fit_isotonic
 
-    level = fit_weighted_isotonic((english_rows[1] - 1.0) / 4.0, english(english_rows[0]))
+    level = fit_isotonic((english_rows[1] - 1.0) / 4.0, english(english_rows[0]))
     target = np.clip(english(train["r_e"]) + level((train["h_t"] - 1) / 4) - level((train["h_e"] - 1) / 4), 0, 1)
-    joint = fit_weighted_isotonic(train["r_t"], target)
+    joint = fit_isotonic(train["r_t"], target)
     own: dict[str, tuple[Any, float]] = {}
     if k != float("inf"):
         for lang in sorted(set(train["lang"].tolist())):
             sel = train["lang"] == lang
             n = int(sel.sum())
-            own[lang] = (fit_weighted_isotonic(train["r_t"][sel], target[sel]), n / (n + k) if k > 0 else 1.0)
+            own[lang] = (fit_isotonic(train["r_t"][sel], target[sel]), n / (n + k) if k > 0 else 1.0)
 
     def apply(r: np.ndarray, lang: str) -> np.ndarray:
         v = joint(r)

@@ -53,14 +53,17 @@ class IsotonicMap:
         return cls(x, y, int(data.get("n", 0)))
 
 
-def fit_isotonic(x: np.ndarray, y: np.ndarray) -> IsotonicMap:
-    """Fit a non-decreasing map with ``f(x) ~ y`` on [0, 1] (scikit-learn's IsotonicRegression)."""
+def fit_isotonic(x: np.ndarray, y: np.ndarray, weight: np.ndarray | None = None) -> IsotonicMap:
+    """Fit a non-decreasing map with ``f(x) ~ y`` on [0, 1] (scikit-learn's IsotonicRegression, weighted
+    least squares when ``weight`` is given): the one isotonic fit of polytox (``calibrate`` and the default
+    scorer's maps). Breakpoints are rounded to 6 digits; where rounding merges two, the first is kept."""
     isotonic = require("sklearn.isotonic", "analysis")
     model = isotonic.IsotonicRegression(y_min=0.0, y_max=1.0, increasing=True, out_of_bounds="clip")
-    model.fit(np.asarray(x, dtype=float), np.asarray(y, dtype=float))
+    model.fit(np.asarray(x, dtype=float), np.asarray(y, dtype=float), sample_weight=weight)
     xs = np.round(np.asarray(model.X_thresholds_, dtype=float), 6)
     ys = np.round(np.asarray(model.y_thresholds_, dtype=float), 6)
-    return IsotonicMap(tuple(xs.tolist()), tuple(np.maximum.accumulate(ys).tolist()), len(x))
+    xs, keep = np.unique(xs, return_index=True)
+    return IsotonicMap(tuple(xs.tolist()), tuple(np.maximum.accumulate(ys[keep]).tolist()), len(x))
 
 
 @dataclass(frozen=True)

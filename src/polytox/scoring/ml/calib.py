@@ -23,8 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import require
-from ..calibration import IsotonicMap
+from ..calibration import IsotonicMap, fit_isotonic
 
 MIN_ROWS_PER_LANGUAGE = 300  # a language gets its own map with at least this many rater-share rows
 # Isotonic maps are step functions: every text in a step gets the same value, and ties throw away the
@@ -34,17 +33,6 @@ TIE_BREAK = 0.002
 ENGLISH = "en"
 CONTINUATION, WEB = "continuation", "web"
 TEXT_KINDS = (CONTINUATION, WEB)  # what a scorer is told it scores; picks the English map
-
-
-def fit_weighted_isotonic(x: np.ndarray, y: np.ndarray, weight: np.ndarray | None = None) -> IsotonicMap:
-    """Non-decreasing ``f`` on [0, 1] with ``f(x) ~ y`` (weighted least squares, scikit-learn)."""
-    isotonic = require("sklearn.isotonic", "ml")
-    model = isotonic.IsotonicRegression(y_min=0.0, y_max=1.0, increasing=True, out_of_bounds="clip")
-    model.fit(np.asarray(x, dtype=float), np.asarray(y, dtype=float), sample_weight=weight)
-    xs = np.round(np.asarray(model.X_thresholds_, dtype=float), 6)
-    ys = np.round(np.asarray(model.y_thresholds_, dtype=float), 6)
-    xs, keep = np.unique(xs, return_index=True)  # rounding can merge breakpoints; keep the first of each
-    return IsotonicMap(tuple(xs.tolist()), tuple(np.maximum.accumulate(ys[keep]).tolist()), len(x))
 
 
 @dataclass(frozen=True)
@@ -125,14 +113,14 @@ def fit_scale_maps(raw_persp: np.ndarray, persp: np.ndarray, is_generation: np.n
                    share_langs: Sequence[str]) -> ScaleMaps:
     """Fit every map of one mode from (raw score, reference) pairs; the two English maps differ only in the
     share of the fit weight their model continuations carry."""
-    english = fit_weighted_isotonic(raw_persp, persp, perspective_weights(is_generation, web_share))
-    continuation = fit_weighted_isotonic(raw_persp, persp, perspective_weights(is_generation, continuation_share))
+    english = fit_isotonic(raw_persp, persp, perspective_weights(is_generation, web_share))
+    continuation = fit_isotonic(raw_persp, persp, perspective_weights(is_generation, continuation_share))
     langs = np.asarray(list(share_langs), dtype=object)
     other = langs != ENGLISH
-    fallback = fit_weighted_isotonic(raw_share[other], share[other]) if other.any() else english
+    fallback = fit_isotonic(raw_share[other], share[other]) if other.any() else english
     per_lang: dict[str, IsotonicMap] = {}
     for lang in sorted(set(langs[other].tolist())):
         rows = langs == lang
         if rows.sum() >= MIN_ROWS_PER_LANGUAGE:
-            per_lang[lang] = fit_weighted_isotonic(raw_share[rows], share[rows])
+            per_lang[lang] = fit_isotonic(raw_share[rows], share[rows])
     return ScaleMaps(english=english, fallback=fallback, per_lang=per_lang, english_continuation=continuation)

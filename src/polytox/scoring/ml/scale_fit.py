@@ -36,8 +36,8 @@ from typing import Any
 import numpy as np
 
 from ...constants import TOXIC_THRESHOLD
-from ..calibration import IsotonicMap
-from .calib import CONTINUATION, WEB, ScaleMaps, fit_weighted_isotonic
+from ..calibration import IsotonicMap, fit_isotonic
+from .calib import CONTINUATION, WEB, ScaleMaps
 from .data import Example
 from .group_bootstrap import group_weights, percentile_ci, weighted_auc, weighted_mean
 from .head import MlHead, default_head_path
@@ -118,7 +118,7 @@ def fit_scales(rows: Sequence[ScaleRow], raw: Mapping[tuple[str, str], float], h
     if kept is not None and mode in kept.maps:
         raters_en = kept.maps[mode].english
     else:
-        raters_en = fit_weighted_isotonic(np.array([raw[(r.text, "en")] for r in en_raters]),
+        raters_en = fit_isotonic(np.array([raw[(r.text, "en")] for r in en_raters]),
                                           np.array([r.value for r in en_raters]))
     raters = ScaleMaps(english=raters_en, fallback=head_maps.fallback, per_lang=dict(head_maps.per_lang))
     n_2020 = sum(1 for r in rows if r.target == ERA_2020 and not r.heldout)
