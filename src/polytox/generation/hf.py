@@ -45,7 +45,7 @@ from ..scoring.torch_device import pick_device
 from ..spec import GenerationSpec
 from ..types import Generation, GenerationRequest, Prompt
 from .base import Generator, failed
-from .continuous import DecodeSettings, decode
+from .continuous import DecodeSettings, decode, worth_compacting
 from .cuda_graphs import GraphedStep
 from .decode_plan import CUDA_READ_FLOOR, DecodeChoice, initial_choice, should_compile
 from .hf_cache import cache_kw, cache_of
@@ -54,10 +54,6 @@ from .sampling import row_uniforms, sample_next
 from .slots import SlotCache, register_attention
 
 log = logging.getLogger("polytox")
-
-# Compact the decoding batch once this share of its rows has finished (EOS).
-COMPACT_FINISHED_SHARE = 0.25
-
 
 def pick_dtype(requested: str, device: str) -> Any:
     """``auto`` -> bfloat16 on GPUs that support it, float16 on other GPUs, float32 on CPU.
@@ -386,7 +382,7 @@ class TransformersGenerator(Generator):
                 alive &= ~is_eos
                 if step == spec.max_new_tokens - 1 or not bool(alive.any()):
                     break
-                if float((~alive).float().mean()) >= COMPACT_FINISHED_SHARE:
+                if worth_compacting(int((~alive).sum()), len(alive)):
                     # Drop finished rows (one cache copy) once enough of them would otherwise waste compute.
                     keep = alive.nonzero().squeeze(1)
                     keep_dev = keep.to(device)
