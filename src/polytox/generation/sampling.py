@@ -116,8 +116,6 @@ def candidate_set(probs: Any, top_p: float, candidates: int) -> tuple[Any, Any, 
 
 def candidate_pick(probs: Any, u: Any, top_p: float, candidates: int | None = None) -> Any:
     """The same draw as ``sort_pick`` from the top ``candidates`` tokens, sorting only rows they do not cover."""
-    import torch
-
     k = min(NUCLEUS_CANDIDATES if candidates is None else candidates, probs.shape[-1] - 1)
     if k < 1:
         return sort_pick(probs, u, top_p)
