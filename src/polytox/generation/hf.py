@@ -22,7 +22,9 @@ Model options (``--model-opt KEY=VALUE``): ``continuous`` (true|false), ``check_
 EOS read-backs; default 1 on CPU, 8 on GPU), ``min_admit`` (free slots that trigger a refill; default
 one prompt's K samples), ``compile`` (auto|false|graphs|true; ``decode_plan.py``: auto = CUDA graphs of
 the eager step on CUDA, torch.compile only where the run pays it back, eager elsewhere), ``read_bucket``
-(smallest bucketed read length; default 64 on CUDA, exact on CPU), ``static_cache`` (lock-step loop only).
+(smallest bucketed read length; default 64 on CUDA, exact on CPU), ``slots`` (rows per decode step; ``auto``
+= from the call's requests and the free GPU memory, ``slot_plan.py``), ``sampler`` (``auto|sort|candidates``:
+how a top-p nucleus is found, ``sampling.py``; same tokens), ``static_cache`` (lock-step loop only).
 
 Prompts are raw text for base models; for instruct/chat models (a chat template is present) the prompt
 is the single user message rendered with the model's chat template, as PTP did. A prompt longer than the
