@@ -12,7 +12,7 @@ Rows, for one scorer (cache off, so every request is really scored), on real RTP
 Servers run as real ``polytox serve`` processes on 127.0.0.1; the closed-loop load generator
 (``polytox.serve.loadgen``) runs in this process, each client thread on a keep-alive connection, and
 checks every answer against the score computed directly for its text alone, one text per call (its
-sequential answer; ``mismatched`` must be 0). On a GPU: ``--scorer-opt device=cuda``.
+sequential answer; ``mismatched`` must be 0). The ``default`` scorer runs on CUDA where there is one.
 Throughput is successful requests per second; p50/p99 are request latencies. Nothing here is a test.
 
 Usage: python benchmarks/bench_serve.py [--scorer default] [--scorer-opt K=V ...] [--seconds 10]
