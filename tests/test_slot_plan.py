@@ -99,3 +99,16 @@ def test_slots_option_fixes_the_rows(tiny: Path) -> None:
     reqs = requests(prompts(4), 3)
     assert run(gen, reqs) == run(reference, reqs)
     assert {r for r, _ in gen.shapes} <= {5, 4, 3, 2}  # 5 rows, then tail compaction
+
+
+@pytest.mark.parametrize(("key", "value"), [("sampler", "heap"), ("slots", "many")])
+def test_a_wrong_slots_or_sampler_option_is_refused_before_any_work(tiny: Path, key: str, value: str) -> None:
+    from polytox.errors import PolytoxError
+    from polytox.generation.hf import TransformersGenerator
+    from polytox.spec import GenerationSpec
+
+    spec = GenerationSpec(model=str(tiny), samples=2, options=((key, value),))
+    with pytest.raises(PolytoxError, match=key):
+        TransformersGenerator.check(spec)
+    TransformersGenerator.check(GenerationSpec(model=str(tiny), samples=2,
+                                               options=(("sampler", "candidates"), ("slots", "auto"))))
