@@ -19,10 +19,10 @@ excluded, and prints one table:
    settings), and the naive loop (one ``generate(K)`` per prompt). Every method runs twice over the same
    prompts: the first pass starts right after loading (every capture and compilation inside it), the
    second is the steady state; each row has both, its ratio to the better HF row of each pass, and its
-   fraction of the bandwidth bound.
-   A decode step over R rows must read the weights once
-   plus each row's filled KV cache, so for T generated tokens the bound is
-   ``(T / R) * weight_bytes + T * (prompt_tokens + max_new_tokens / 2) * kv_bytes_per_token`` bytes;
+   share of the roofline (``roofline``) at the rows that method actually decoded per step (polytox: its
+   slot plan; HF: 256 // K prompts x K): a decode step over R rows reads the weights once plus each row's
+   filled KV cache and computes ``2 * matmul_params`` FLOPs a row plus attention, so each phase takes the
+   larger of FLOPs / peak (datasheet bf16 TFLOP/s, else a measured GEMM) and bytes / measured bandwidth;
 4. batch-1 decoding with vLLM vs the memory-bandwidth bound: each decoding step reads every weight once,
    so tokens/s <= bandwidth / weight bytes. Bandwidth is measured (device-to-device copy) and the
    datasheet value is shown when the GPU is known.
@@ -32,6 +32,7 @@ excluded, and prints one table:
     python benchmarks/bench_gpu.py --case ptp --skip-vllm   # K=10, 400-token prompts, 128 tokens
     python benchmarks/bench_gpu.py --skip-vllm --hf-fraction 1 --cases rtp:128,ptp:32   # several cases, one model
     python benchmarks/bench_gpu.py --tiny --device cpu --skip-vllm   # smoke test of the script, no GPU
+    benchmarks/gpu_rows.sh issue48   # the rows of docs/benchmarks.md: ROW_PLAN, 128K vocabulary, both samplers
 """
 
 from __future__ import annotations
@@ -54,7 +55,11 @@ DATASHEET_GBS = {  # memory bandwidth, GB/s, from the vendors' datasheets
     "A100-SXM4-80GB": 2039, "A100-SXM4-40GB": 1555, "A100 80GB PCIe": 1935, "A100-PCIE-40GB": 1555,
     "L40S": 864, "A10G": 600, "L4": 300, "RTX 4090": 1008,
 }
-LLAMA_1B = {  # Llama-3.2-1B's layer shapes with a 32K vocabulary: 1.04B parameters
+PEAK_TFLOPS_BF16 = {  # dense bf16 tensor-core peak, TFLOP/s, from the vendors' datasheets (no sparsity)
+    "H200": 989, "H100 SXM": 989, "H100 80GB HBM3": 989, "H100 PCIe": 756, "H100 NVL": 835,
+    "A100-SXM4-80GB": 312, "A100-SXM4-40GB": 312, "A100 80GB PCIe": 312, "A100-PCIE-40GB": 312,
+}
+LLAMA_1B = {  # Llama-3.2-1B's layer shapes with a 32K vocabulary: 1.04B parameters (--vocab-size 128256: 1.24B)
     "hidden_size": 2048, "intermediate_size": 8192, "num_hidden_layers": 16, "num_attention_heads": 32,
     "num_key_value_heads": 8, "vocab_size": 32_000, "max_position_embeddings": 4096,
     "tie_word_embeddings": True,
@@ -65,8 +70,11 @@ TINY = {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2, "nu
 
 
 # ---- the model --------------------------------------------------------------------------------------
-def build_model(path: Path, shape: dict[str, Any], dtype: str) -> None:
-    """A random Llama-style model + a word-level tokenizer whose vocabulary matches the model's."""
+def build_model(path: Path, shape: dict[str, Any], dtype: str, logit_scale: float = 1.0) -> None:
+    """A random Llama-style model + a word-level tokenizer whose vocabulary matches the model's.
+
+    ``logit_scale`` multiplies the (tied) embeddings, hence the logits: above 1 the next-token
+    distributions get peaked like a trained model's (small top-p nuclei) instead of near uniform."""
     import torch
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers
     from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
@@ -80,8 +88,11 @@ def build_model(path: Path, shape: dict[str, Any], dtype: str) -> None:
     hf_tok.save_pretrained(path)
     config = LlamaConfig(**shape, bos_token_id=0, eos_token_id=1, torch_dtype=dtype)
     torch.manual_seed(0)
-    model = LlamaForCausalLM(config).to(getattr(torch, dtype))
-    model.save_pretrained(path, safe_serialization=True)
+    model = LlamaForCausalLM(config)
+    if logit_scale != 1.0:
+        with torch.no_grad():
+            model.get_input_embeddings().weight.mul_(logit_scale)
+    model.to(getattr(torch, dtype)).save_pretrained(path, safe_serialization=True)
 
 
 CASES = {  # issue settings: RTP (short prompts, K=25) and PTP-like (long prompts, K=10)
@@ -112,9 +123,22 @@ def part_bandwidth(args: argparse.Namespace) -> dict[str, Any]:
         y.copy_(x)
     torch.cuda.synchronize()
     seconds = time.perf_counter() - start
+    x_bytes = x.numel() * 2
     name = torch.cuda.get_device_name(0)
     sheet = next((v for k, v in DATASHEET_GBS.items() if k.lower() in name.lower()), None)
-    return {"gpu": name, "measured_gbs": 2 * x.numel() * 2 * reps / seconds / 1e9, "datasheet_gbs": sheet,
+    del x, y
+    a = torch.randn(8192, 8192, dtype=torch.bfloat16, device="cuda")
+    for _ in range(3):
+        a @ a
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    for _ in range(reps):
+        a @ a
+    torch.cuda.synchronize()
+    tflops = 2 * 8192**3 * reps / (time.perf_counter() - start) / 1e12
+    peak = next((v for k, v in PEAK_TFLOPS_BF16.items() if k.lower() in name.lower()), None)
+    return {"gpu": name, "measured_gbs": 2 * x_bytes * reps / seconds / 1e9, "datasheet_gbs": sheet,
+            "measured_tflops": tflops, "datasheet_tflops": peak,
             "memory_gib": torch.cuda.get_device_properties(0).total_memory / 1024**3}
 
 
@@ -251,9 +275,10 @@ def part_transformers(args: argparse.Namespace) -> dict[str, Any]:
             passes[-1] = _timed_pass(gen, prompts, spec, args, n)
     info = gen.describe()
     keep = ("decode_mode", "decode_mode_reason", "decode_shapes", "graph_captures", "graph_capture_seconds",
-            "compile_error")
+            "compile_error", "sampler", "slot_plan")
     return {"seconds": passes[1], "first_pass_seconds": passes[0], "tokens": tokens,
             "tokens_per_s": tokens / passes[1], "prompts": n,
+            "rows": min((info.get("slot_plan") or {}).get("rows") or hf_rows(args.samples), n * args.samples),
             "label": "polytox transformers backend" + (f" [{args.model_opts}]" if args.model_opts else " [default]"),
             **{k: info[k] for k in keep if k in info}}
 
@@ -316,7 +341,7 @@ def _hf_passes(args: argparse.Namespace, n: int, **extra: Any) -> dict[str, Any]
             torch.cuda.synchronize()
         passes.append(time.perf_counter() - start)
     return {"seconds": passes[1], "first_pass_seconds": passes[0], "tokens": tokens,
-            "tokens_per_s": tokens / passes[1], "prompts": n}
+            "tokens_per_s": tokens / passes[1], "prompts": n, "rows": min(hf_rows(args.samples), n * args.samples)}
 
 
 def part_hf_batched(args: argparse.Namespace) -> dict[str, Any]:
@@ -339,7 +364,8 @@ def part_hf_naive(args: argparse.Namespace) -> dict[str, Any]:
     start = time.perf_counter()
     tokens = sum(_hf_run(args, tok, model, [t]) for t in texts)
     seconds = time.perf_counter() - start
-    return {"seconds": seconds, "tokens": tokens, "tokens_per_s": tokens / seconds, "prompts": n}
+    return {"seconds": seconds, "tokens": tokens, "tokens_per_s": tokens / seconds, "prompts": n,
+            "rows": args.samples}
 
 
 PARTS = {"bandwidth": part_bandwidth, "vllm-only": part_vllm_only, "vllm-batch1": part_vllm_batch1,
@@ -393,6 +419,11 @@ def main() -> None:
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--hf-fraction", type=int, default=8, help="transformers runs prompts / this many")
     parser.add_argument("--tiny", action="store_true", help="a 2-layer model (smoke test of this script)")
+    parser.add_argument("--vocab-size", type=int, default=0,
+                        help="the model's vocabulary (default 32000; 128256: Llama-3.2-1B's, 1.24B parameters)")
+    parser.add_argument("--logit-scale", type=float, default=1.0,
+                        help="scale the random embeddings (and logits) so distributions are peaked, as a "
+                             "trained model's; 1 = near-uniform next-token distributions")
     parser.add_argument("--skip-vllm", action="store_true")
     parser.add_argument("--skip", default="", help="comma-separated parts not to run (e.g. hf-naive,hf-static)")
     parser.add_argument("--variants", default="",
@@ -412,11 +443,13 @@ def main() -> None:
         print("RESULT " + json.dumps(PARTS[args.part](args)), flush=True)
         return
     cases = parse_cases(args.cases) if args.cases else [(args.case or "", None)]
-    shape = TINY if args.tiny else LLAMA_1B
+    shape = dict(TINY if args.tiny else LLAMA_1B)
+    if args.vocab_size:
+        shape["vocab_size"] = args.vocab_size
     with tempfile.TemporaryDirectory() as tmp:
         model_dir = Path(tmp) / "model"
         start = time.perf_counter()
-        build_model(model_dir, shape, args.dtype)
+        build_model(model_dir, shape, args.dtype, args.logit_scale)
         n_params = _count_params(shape)
         weight_bytes = n_params * (2 if args.dtype in ("bfloat16", "float16") else 4)
         print(f"model: random Llama-style, {n_params / 1e9:.2f}B parameters, {args.dtype}, "
@@ -447,7 +480,7 @@ def main() -> None:
                         results[f"transformers{k or ''}"] = run_part(name, args, variant)
                 else:
                     results[name] = run_part(name, args)
-            report(results, args, weight_bytes, _kv_bytes_per_token(shape, args.dtype))
+            report(results, args, weight_bytes, shape)
             if args.json:
                 with open(args.json, "a", encoding="utf-8") as fh:
                     fh.write(json.dumps({"case": case, "prompts": args.prompts, "results": results}) + "\n")
@@ -468,18 +501,54 @@ def _kv_bytes_per_token(shape: dict[str, Any], dtype: str) -> int:
     return int(shape["num_hidden_layers"] * 2 * shape["num_key_value_heads"] * head_dim * per)
 
 
-def bound_seconds(tokens: int, args: argparse.Namespace, weight_bytes: int, kv_per_token: int,
-                  bandwidth_gbs: float) -> float:
-    """Least time to generate ``tokens`` at ``bandwidth_gbs``: weights once per step of R rows, plus the
-    KV cache each row has filled (prompt + half the continuation on average)."""
-    rows = max(1, 256 // args.samples) * args.samples
-    steps = tokens / rows
-    kv = tokens * (args.prompt_tokens + args.max_new_tokens / 2) * kv_per_token
-    return (steps * weight_bytes + kv) / (bandwidth_gbs * 1e9)
+def matmul_params(shape: dict[str, Any]) -> int:
+    """Parameters a token multiplies through: every layer's projections and the output head (not the lookup)."""
+    h, i, layers = shape["hidden_size"], shape["intermediate_size"], shape["num_hidden_layers"]
+    kv = h // shape["num_attention_heads"] * shape["num_key_value_heads"]
+    return int(layers * (h * h * 2 + h * kv * 2 + 3 * h * i) + shape["vocab_size"] * h)
+
+
+def roofline(shape: dict[str, Any], dtype: str, *, prompts: int, prompt_tokens: int, new_tokens: int,
+             tokens: int, rows: int, gbs: float, tflops: float) -> dict[str, Any]:
+    """Least time for a run on a device of ``gbs`` GB/s and ``tflops`` TFLOP/s, decoding ``rows`` rows a step.
+
+    Prefill: each prompt once, ``2 * matmul_params`` FLOPs a token plus causal attention, the weights read
+    once. Decode: ``tokens`` tokens in ``tokens / rows`` steps; a step reads the weights once and each row
+    its filled keys/values (prompt + half the continuation on average), and computes ``2 * matmul_params``
+    plus ``4 * layers * hidden * context`` FLOPs a row. Each phase takes the larger of its compute and its
+    memory time.
+    """
+    weight_bytes = _count_params(shape) * (2 if dtype in ("bfloat16", "float16") else 4)
+    per_token = 2 * matmul_params(shape)
+    attention = 4 * shape["num_hidden_layers"] * shape["hidden_size"]
+    context = prompt_tokens + new_tokens / 2
+    steps = tokens / max(1, rows)
+    decode_flops = tokens * (per_token + attention * context)
+    decode_bytes = steps * weight_bytes + tokens * context * _kv_bytes_per_token(shape, dtype)
+    prefill_flops = prompts * (prompt_tokens * per_token + attention / 2 * prompt_tokens**2)
+    compute = (decode_flops / (tflops * 1e12), prefill_flops / (tflops * 1e12))
+    memory = (decode_bytes / (gbs * 1e9), weight_bytes / (gbs * 1e9))
+    seconds = max(compute[0], memory[0]) + max(compute[1], memory[1])
+    return {"seconds": seconds, "tokens_per_s": tokens / seconds if seconds else 0.0, "rows": rows,
+            "decode_bound": "compute" if compute[0] >= memory[0] else "bandwidth",
+            "flops": decode_flops + prefill_flops, "bytes": decode_bytes + weight_bytes}
+
+
+ROW_PLAN = "rtp:128,rtp:1024,ptp:128"  # the rows of docs/benchmarks.md ("Generation on a GPU")
+
+
+def row_settings(cases: str) -> list[dict[str, Any]]:
+    """The settings of each ``case:prompts`` row, as ``main`` applies them (``CASES`` plus the prompt count)."""
+    return [{"case": case, **CASES[case], **({"prompts": n} if n else {})} for case, n in parse_cases(cases)]
+
+
+def hf_rows(samples: int) -> int:
+    """Rows HF ``generate`` decodes at once here: batches of ``256 // K`` prompts, K rows each."""
+    return max(1, 256 // samples) * samples
 
 
 def report(results: dict[str, dict[str, Any] | None], args: argparse.Namespace, weight_bytes: int,
-           kv_per_token: int = 0) -> None:
+           shape: dict[str, Any]) -> None:
     bw = results.get("bandwidth")
     gpu = bw["gpu"] if bw else args.device
     print(f"\nGPU: {gpu}; {args.prompts} prompts x K={args.samples}, up to {args.max_new_tokens} new tokens, "
@@ -502,7 +571,7 @@ def report(results: dict[str, dict[str, Any] | None], args: argparse.Namespace, 
                 continue  # shown in the transformers table below
         ratio = f"{r['tokens_per_s'] / base:.2f}x of vLLM alone" if base else "-"
         print(f"| {label} | {r['tokens']} | {r['seconds']:.1f} | {r['tokens_per_s']:.0f} | {ratio} |")
-    _report_hf(results, args, weight_bytes, kv_per_token, bw)
+    _report_hf(results, args, shape, bw)
     b1 = results.get("vllm-batch1")
     if bw and b1:
         for which in ("measured_gbs", "datasheet_gbs"):
@@ -514,8 +583,8 @@ def report(results: dict[str, dict[str, Any] | None], args: argparse.Namespace, 
 
 
 
-def _report_hf(results: dict[str, dict[str, Any] | None], args: argparse.Namespace, weight_bytes: int,
-               kv_per_token: int, bw: dict[str, Any] | None) -> None:
+def _report_hf(results: dict[str, dict[str, Any] | None], args: argparse.Namespace, shape: dict[str, Any],
+               bw: dict[str, Any] | None) -> None:
     """Every transformers-based method's first pass and steady state, against the better HF row of each."""
     variants = sorted((n for n in results if n.startswith("transformers")), key=len)
     rows = [(n, lab) for n, lab in ([(v, "polytox transformers backend") for v in variants]
@@ -526,14 +595,16 @@ def _report_hf(results: dict[str, dict[str, Any] | None], args: argparse.Namespa
     if not rows:
         return
     gbs = (bw or {}).get("measured_gbs")
+    tflops = (bw or {}).get("datasheet_tflops") or (bw or {}).get("measured_tflops")
     print(f"\n{args.case or 'custom'}: {args.prompts // args.hf_fraction} prompts, K={args.samples}, "
           f"{args.prompt_tokens}-token prompts, {args.max_new_tokens} new tokens, top_p {args.top_p}, "
-          f"T {args.temperature}" + (f"; bandwidth {gbs:.0f} GB/s measured ({bw['gpu']})" if gbs and bw else ""))
+          f"T {args.temperature}" + (f"; bandwidth {gbs:.0f} GB/s measured, {tflops:.0f} TFLOP/s bf16 "
+                                     f"({bw['gpu']})" if gbs and tflops and bw else ""))
     hf = [results[n] for n in ("hf-batched", "hf-static") if results.get(n)]
     best_first = max((r["tokens"] / r.get("first_pass_seconds", r["seconds"]) for r in hf), default=None)
     best_steady = max((r["tokens_per_s"] for r in hf), default=None)
     print("| method | prompts | tokens | first pass s | first tok/s | steady s | steady tok/s "
-          "| first vs best HF | steady vs best HF | steady of bandwidth bound |")
+          "| first vs best HF | steady vs best HF | steady of roofline (rows run, decode bound) |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     for name, label in rows:
         r = results[name] or {}
@@ -545,8 +616,12 @@ def _report_hf(results: dict[str, dict[str, Any] | None], args: argparse.Namespa
                 label += f" [failed, ran eager: {str(r['compile_error'])[:200]}]"
         first = r.get("first_pass_seconds", r["seconds"])
         first_rate = r["tokens"] / first
-        frac = (f"{bound_seconds(r['tokens'], args, weight_bytes, kv_per_token, gbs) / r['seconds']:.1%}"
-                if gbs else "-")
+        frac = "-"
+        if gbs and tflops:
+            roof = roofline(shape, args.dtype, prompts=r.get("prompts", 1), prompt_tokens=args.prompt_tokens,
+                            new_tokens=args.max_new_tokens, tokens=r["tokens"],
+                            rows=r.get("rows") or hf_rows(args.samples), gbs=gbs, tflops=tflops)
+            frac = f"{roof['seconds'] / r['seconds']:.1%} ({roof['rows']} rows, {roof['decode_bound']})"
         vs_first = f"{first_rate / best_first:.2f}x" if best_first else "-"
         vs_steady = f"{r['tokens_per_s'] / best_steady:.2f}x" if best_steady else "-"
         print(f"| {label} | {r.get('prompts', '-')} | {r['tokens']} | {first:.1f} | {first_rate:.0f} | "

@@ -11,7 +11,8 @@ Rows, for one scorer (cache off, so every request is really scored), on real RTP
 
 Servers run as real ``polytox serve`` processes on 127.0.0.1; the closed-loop load generator
 (``polytox.serve.loadgen``) runs in this process, each client thread on a keep-alive connection, and
-checks every answer against the score computed directly for its text (``mismatched`` must be 0).
+checks every answer against the score computed directly for its text alone, one text per call (its
+sequential answer; ``mismatched`` must be 0). The ``default`` scorer runs on CUDA where there is one.
 Throughput is successful requests per second; p50/p99 are request latencies. Nothing here is a test.
 
 Usage: python benchmarks/bench_serve.py [--scorer default] [--scorer-opt K=V ...] [--seconds 10]
@@ -142,13 +143,12 @@ def main() -> None:
                      "req_s": r["texts_per_s"], "p50_ms": r["p50_ms"], "p99_ms": r["p99_ms"], "batch": batch,
                      "statuses": f"{r['calls']} calls", "mismatched": 0, "max_diff": 0.0})
     expected: dict[str, float] = {}
-    for start in range(0, len(texts), 64):  # the reference every served answer is checked against
-        chunk = texts[start : start + 64]
-        for text, score in zip(chunk, scorer.score(chunk, ["en"] * len(chunk)), strict=True):
-            value = score.get("toxicity")
-            if value is None:
-                raise SystemExit(f"the scorer failed on a benchmark text: {score.error}")
-            expected[text] = value
+    for text in texts:  # the reference every served answer is checked against: its sequential answer
+        score = scorer.score([text], ["en"])[0]
+        value = score.get("toxicity")
+        if value is None:
+            raise SystemExit(f"the scorer failed on a benchmark text: {score.error}")
+        expected[text] = value
     scorer.close()
 
     for label, extra in (("serve, no batching", ["--max-batch", "1", "--max-wait-ms", "0"]),
@@ -165,7 +165,8 @@ def main() -> None:
                              "p50_ms": res.percentile_ms(50), "p99_ms": res.percentile_ms(99),
                              "batch": mean_batch(batch_totals(args.port), (texts0, calls0)),
                              "statuses": ", ".join(f"{k}: {v}" for k, v in sorted(res.statuses.items())),
-                             "mismatched": res.mismatched, "max_diff": res.max_diff})
+                             "mismatched": res.mismatched, "max_diff": res.max_diff,
+                             "errors": sum(n for k, n in res.statuses.items() if k != 200) + res.transport_errors})
         finally:
             proc.terminate()
             proc.wait(120)
@@ -180,6 +181,11 @@ def main() -> None:
                       f"{r['p99_ms']:.1f}", f"{r['batch']:.1f}", r["statuses"], str(r["mismatched"]),
                       f"{r['max_diff']:.1e}")
     console.print(table)
+    served = [r for r in rows if r["mode"].startswith("serve")]
+    errors = sum(r["errors"] for r in served)
+    wrong = sum(r["mismatched"] for r in served)
+    console.print(f"served answers: {errors} errors (non-200 or transport), {wrong} different from their "
+                  "sequential answer")
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1))
 

@@ -138,15 +138,12 @@ def test_sampler_matches_the_filtered_distribution() -> None:
     np.testing.assert_allclose(cold, p / p.sum(), atol=0.015)
 
 
-def test_nucleus_probe_and_full_sort_agree(monkeypatch: pytest.MonkeyPatch) -> None:
-    from polytox.generation import sampling
-
+def test_nucleus_candidates_and_full_sort_agree() -> None:
     gen = torch.Generator().manual_seed(0)
-    logits = torch.randn(64, 5000, generator=gen) * 0.3  # flat: nuclei wider than a small probe
+    logits = torch.randn(64, 5000, generator=gen) * 0.3  # flat: nuclei wider than a small candidate set
     u = torch.rand(64, generator=gen)
-    exact = sample_next(logits, u, 1.0, 0.9, 0)
-    monkeypatch.setattr(sampling, "NUCLEUS_PROBE", 16)
-    assert torch.equal(sample_next(logits, u, 1.0, 0.9, 0), exact)
+    exact = sample_next(logits, u, 1.0, 0.9, 0, method="sort")
+    assert torch.equal(sample_next(logits, u, 1.0, 0.9, 0, method="candidates", candidates=16), exact)
 
 
 def test_describe_records_device_and_dtype(tiny: Path) -> None:

@@ -22,7 +22,9 @@ Model options (``--model-opt KEY=VALUE``): ``continuous`` (true|false), ``check_
 EOS read-backs; default 1 on CPU, 8 on GPU), ``min_admit`` (free slots that trigger a refill; default
 one prompt's K samples), ``compile`` (auto|false|graphs|true; ``decode_plan.py``: auto = CUDA graphs of
 the eager step on CUDA, torch.compile only where the run pays it back, eager elsewhere), ``read_bucket``
-(smallest bucketed read length; default 64 on CUDA, exact on CPU), ``static_cache`` (lock-step loop only).
+(smallest bucketed read length; default 64 on CUDA, exact on CPU), ``slots`` (rows per decode step; ``auto``
+= from the call's requests and the free GPU memory, ``slot_plan.py``), ``sampler`` (``auto|sort|candidates``:
+how a top-p nucleus is found, ``sampling.py``; same tokens), ``static_cache`` (lock-step loop only).
 
 Prompts are raw text for base models; for instruct/chat models (a chat template is present) the prompt
 is the single user message rendered with the model's chat template, as PTP did. A prompt longer than the
@@ -45,19 +47,16 @@ from ..scoring.torch_device import pick_device
 from ..spec import GenerationSpec
 from ..types import Generation, GenerationRequest, Prompt
 from .base import Generator, failed
-from .continuous import DecodeSettings, decode
+from .continuous import DecodeSettings, decode, decode_capacity, worth_compacting
 from .cuda_graphs import GraphedStep
 from .decode_plan import CUDA_READ_FLOOR, DecodeChoice, initial_choice, should_compile
 from .hf_cache import cache_kw, cache_of
 from .prompting import PromptTooLongError, encode_prompt, wants_chat_template
-from .sampling import row_uniforms, sample_next
+from .sampling import METHODS, resolve_method, row_uniforms, sample_next
+from .slot_plan import STEP_BYTES_PER_VOCAB, SlotPlan, free_device_bytes, kv_bytes_per_row, plan_slots
 from .slots import SlotCache, register_attention
 
 log = logging.getLogger("polytox")
-
-# Compact the decoding batch once this share of its rows has finished (EOS).
-COMPACT_FINISHED_SHARE = 0.25
-
 
 def pick_dtype(requested: str, device: str) -> Any:
     """``auto`` -> bfloat16 on GPUs that support it, float16 on other GPUs, float32 on CPU.
@@ -95,7 +94,8 @@ class TransformersGenerator(Generator):
     name = "transformers"
     OPTIONS: ClassVar[Mapping[str, Option]] = {
         "continuous": Option("bool"), "check_every": Option("int"), "min_admit": Option("int"),
-        "compile": Option(choices=("auto", "true", "false")), "static_cache": Option("bool")}
+        "compile": Option(choices=("auto", "true", "false")), "static_cache": Option("bool"),
+        "slots": Option("int", words=("auto",)), "sampler": Option(choices=METHODS)}
 
     @classmethod
     def check(cls, spec: GenerationSpec) -> None:
@@ -146,6 +146,10 @@ class TransformersGenerator(Generator):
         floor = CUDA_READ_FLOOR if on_gpu or self.choice.mode != "eager" else 0
         self.read_floor = int(options.get("read_bucket", str(floor)))
         self.compile_backend = options.get("compile_backend", "inductor")
+        self.slots_option = options.get("slots", "auto")
+        self.sampler = options.get("sampler", "auto")
+        resolve_method(self.sampler, self.device)  # a wrong name fails here, before any work
+        self.slot_plan: SlotPlan | None = None
         if self.continuous and getattr(self.model.config, "_attn_implementation", None) == "sdpa":
             self.model.set_attn_implementation(register_attention())
         self._step: Any = None
@@ -205,6 +209,24 @@ class TransformersGenerator(Generator):
             cache = self._slot_cache = SlotCache(n_layers, rows, capacity, self.device)
         return cache
 
+    def _plan_slots(self, prompts: list[list[int]], requests: int, base: int, fixed: bool) -> int:
+        """Rows of this decode call (``slot_plan.py``): ``slots=N`` as given, ``auto`` from the run and memory."""
+        if self.slots_option != "auto":
+            return max(1, int(self.slots_option))
+        capacity = decode_capacity(prompts, self.spec.max_new_tokens, self.read_floor)
+        held = self._slot_cache.nbytes() if self._slot_cache is not None else 0
+        free = free_device_bytes(self.device)
+        dtype_bytes = self.torch.empty((), dtype=self.dtype).element_size()
+        vocab = int(self.model.config.vocab_size)
+        plan = plan_slots(requests, base, kv_bytes_per_row(self.model.config, capacity, dtype_bytes),
+                          vocab * STEP_BYTES_PER_VOCAB, None if free is None else free + held,
+                          previous=self._slot_cache.rows if fixed and self._slot_cache else 0)
+        if self._slot_cache is not None and self._slot_cache.rows == plan.rows:  # reused: it keeps its capacity
+            wider = max(capacity, self._slot_cache.capacity)
+            plan.kv_bytes_per_row = kv_bytes_per_row(self.model.config, wider, dtype_bytes)
+        self.slot_plan = plan
+        return plan.rows
+
     def _plain_cache(self) -> bool:
         """Whether every layer is plain full attention (no sliding window): slots need that."""
         from transformers import StaticCache
@@ -234,6 +256,8 @@ class TransformersGenerator(Generator):
                 "decode_mode": self.choice.mode, "decode_mode_reason": self.choice.reason,
                 "compile_option": self.choice.requested, "read_bucket_floor": self.read_floor,
                 "decode_shapes": len(self.shapes), "planned_requests": self.planned_requests,
+                "sampler": resolve_method(self.sampler, self.device.split(":")[0]),
+                **({"slot_plan": self.slot_plan.manifest()} if self.slot_plan else {}),
                 **({"graph_captures": self._step.captures, "graph_capture_seconds": round(
                     self._step.capture_seconds, 3)} if isinstance(self._step, GraphedStep) else {}),
                 **({"compile_error": self.compile_error} if self.compile_error else {})}
@@ -292,16 +316,16 @@ class TransformersGenerator(Generator):
                              groups: list[list[GenerationRequest]]) -> list[Generation]:
         spec = self.spec
         size = max(1, spec.batch_size or self.default_batch_size(spec.samples))
-        slots = size * max(1, spec.samples)
         fixed = self.choice.mode != "eager"
+        requests = [r for g in groups for r in g]
+        rows = [i for i, g in enumerate(groups) for _ in g]
+        prompts = [ids for ids, _ in encoded]
+        slots = self._plan_slots(prompts, len(requests), size * max(1, spec.samples), fixed)
         settings = DecodeSettings(
             max_new_tokens=spec.max_new_tokens, temperature=spec.temperature, top_p=spec.top_p, top_k=spec.top_k,
             slots=slots, prefill_batch=size, check_every=self.check_every,
             min_admit=self.min_admit or max(1, min(spec.samples, slots // 4)),
-            read_floor=self.read_floor, fixed_rows=fixed)
-        requests = [r for g in groups for r in g]
-        rows = [i for i, g in enumerate(groups) for _ in g]
-        prompts = [ids for ids, _ in encoded]
+            read_floor=self.read_floor, fixed_rows=fixed, sampler=self.sampler)
         seeds = [r.seed for r in requests]
         started = time.perf_counter()
         with self.torch.inference_mode():
@@ -386,7 +410,7 @@ class TransformersGenerator(Generator):
                 alive &= ~is_eos
                 if step == spec.max_new_tokens - 1 or not bool(alive.any()):
                     break
-                if float((~alive).float().mean()) >= COMPACT_FINISHED_SHARE:
+                if worth_compacting(int((~alive).sum()), len(alive)):
                     # Drop finished rows (one cache copy) once enough of them would otherwise waste compute.
                     keep = alive.nonzero().squeeze(1)
                     keep_dev = keep.to(device)

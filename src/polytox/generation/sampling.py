@@ -6,10 +6,21 @@ its seed, and samples by inverting the row's (temperature / top-k / top-p filter
 re-batched run therefore draws what an uninterrupted one would, and a row never depends on RNG state
 consumed by its neighbours.
 
-Sampling runs where the logits are (no copy of the full logits to the host). On the CPU a nucleus is
-found from the top ``NUCLEUS_PROBE`` tokens when they cover it (saving a full-vocabulary sort); on a GPU
-the full sort is cheap and the probe's data-dependent branch would force a host synchronisation, so the
-vocabulary is sorted outright. Both are exact, so they choose the same token.
+Sampling runs where the logits are (no copy of the full logits to the host). The order of the CDF is
+probability descending, ties by token id ascending (a stable sort), so a draw is one well-defined token.
+
+Two exact ways find a top-p nucleus (``method``):
+
+- ``sort``: sort the whole vocabulary per row (the reference). No host synchronisation, but on a 128K
+  vocabulary the sort and its cumulative sum are a sizeable share of a small model's decode step.
+- ``candidates``: ``topk`` to the ``NUCLEUS_CANDIDATES`` (+1) most likely tokens. A row whose nucleus
+  ends among them (its kept mass reaches ``top_p`` before the candidate set's last, possibly tied, value)
+  draws exactly the token the sort draws; the other rows fall back to the sort. Which rows fall back is
+  data-dependent, so on a GPU it costs one small host read per step.
+
+``auto`` takes ``candidates`` on the CPU (where a read-back is free) and ``sort`` elsewhere until a GPU
+measurement shows the read-back costs less than the sort it saves (docs/scale.md, "Sampling").
+Top-k alone and top-p = 1 never sort the vocabulary.
 """
 
 from __future__ import annotations
@@ -19,9 +30,10 @@ from typing import Any
 
 import numpy as np
 
-# How many top tokens to examine before falling back to a full sort for a nucleus (top-p) that is
-# wider than this; exact either way, the bound only saves the full-vocabulary sort in common cases.
-NUCLEUS_PROBE = 1024
+# Tokens examined before a nucleus (top-p) falls back to a full sort; exact either way, the bound only
+# decides which rows avoid the sort.
+NUCLEUS_CANDIDATES = 1024
+METHODS = ("auto", "sort", "candidates")
 
 
 def row_uniforms(seeds: Sequence[int], steps: int) -> np.ndarray:
@@ -32,24 +44,97 @@ def row_uniforms(seeds: Sequence[int], steps: int) -> np.ndarray:
     return out
 
 
+def resolve_method(method: str, device_type: str) -> str:
+    """``sort`` or ``candidates`` for ``method`` (one of ``METHODS``) on a device of ``device_type``."""
+    if method not in METHODS:
+        raise ValueError(f"sampler={method}: expected one of {', '.join(METHODS)}")
+    if method == "auto":
+        return "candidates" if device_type == "cpu" else "sort"
+    return method
+
+
 def _invert(probs: Any, u: Any) -> Any:
-    """Index of the first position whose cumulative mass exceeds ``u * total`` in each row."""
+    """Index of the first position whose cumulative mass exceeds ``u * total`` in each row.
+
+    Clamped to the first position where the cumulative mass reaches the total (the last one that adds
+    mass): a uniform that rounds to 1.0 in float32 takes the last kept token, never a filtered-out one.
+    One more binary search per row, no pass over the vocabulary.
+    """
     import torch
 
     cdf = torch.cumsum(probs, dim=-1)
-    target = (u * cdf[:, -1]).unsqueeze(1)
-    idx = torch.searchsorted(cdf, target, right=True).squeeze(1)
-    return idx.clamp_(max=probs.shape[-1] - 1)
+    total = cdf[:, -1:].contiguous()
+    idx = torch.searchsorted(cdf, u.unsqueeze(1) * total, right=True).squeeze(1)
+    last = torch.searchsorted(cdf, total, right=False).squeeze(1)
+    return torch.minimum(idx, last)
 
 
-def sample_next(logits: Any, u: Any, temperature: float, top_p: float, top_k: int,
-                probe: bool | None = None) -> Any:
+def _nucleus_pick(sorted_probs: Any, u: Any, top_p: float) -> Any:
+    """Position in descending-sorted probabilities chosen by ``u`` inside the top-p nucleus."""
+    import torch
+
+    if top_p < 1.0:
+        above = torch.cumsum(sorted_probs, dim=-1) - sorted_probs
+        sorted_probs = torch.where(above < top_p, sorted_probs, torch.zeros_like(sorted_probs))
+    return _invert(sorted_probs, u)
+
+
+def sort_pick(probs: Any, u: Any, top_p: float) -> Any:
+    """Nucleus draw over the whole vocabulary, sorted (stable: ties by token id), per row of ``probs``."""
+    import torch
+
+    sorted_vals, sorted_idx = torch.sort(probs, dim=-1, descending=True, stable=True)
+    return sorted_idx.gather(1, _nucleus_pick(sorted_vals, u, top_p).unsqueeze(1)).squeeze(1)
+
+
+def _tie_order(vals: Any, idx: Any) -> tuple[Any, Any]:
+    """Reorder ``topk`` output so equal probabilities are by token id ascending, as the stable sort has them."""
+    import torch
+
+    # Probabilities are >= 0, so their float32 bits order like the values; one int64 key sorts both ways.
+    key = (vals.view(torch.int32).to(torch.int64) << 32) - idx
+    order = torch.argsort(key, dim=-1, descending=True)
+    return vals.gather(1, order), idx.gather(1, order)
+
+
+def candidate_set(probs: Any, top_p: float, candidates: int) -> tuple[Any, Any, Any]:
+    """The top ``candidates + 1`` probabilities and token ids per row (sort order) and which rows they cover.
+
+    A row is covered when the mass kept before its first position whose value equals the last candidate's
+    (the first position where a tie may hold other tokens than the sort's) already reaches ``top_p``:
+    the nucleus then ends among tokens certain to be the sort's, in the sort's order, with the same
+    cumulative sums (same values in the same positions), so the draw is the sort's.
+    """
+    import torch
+
+    vals, idx = _tie_order(*torch.topk(probs, candidates + 1, dim=-1))
+    strict = (vals[:, :candidates] > vals[:, candidates:]).sum(dim=-1)  # positions surely the sort's
+    above = torch.cumsum(vals, dim=-1) - vals
+    covered = above.gather(1, strict.unsqueeze(1)).squeeze(1) >= top_p
+    return vals, idx, covered
+
+
+def candidate_pick(probs: Any, u: Any, top_p: float, candidates: int | None = None) -> Any:
+    """The same draw as ``sort_pick`` from the top ``candidates`` tokens, sorting only rows they do not cover."""
+    k = min(NUCLEUS_CANDIDATES if candidates is None else candidates, probs.shape[-1] - 1)
+    if k < 1:
+        return sort_pick(probs, u, top_p)
+    vals, idx, covered = candidate_set(probs, top_p, k)
+    picks = idx.gather(1, _nucleus_pick(vals, u, top_p).unsqueeze(1)).squeeze(1)
+    if not bool(covered.all()):  # the one data-dependent branch (a host read on a GPU)
+        rows = (~covered).nonzero().squeeze(1)
+        picks[rows] = sort_pick(probs[rows], u[rows], top_p)
+    return picks
+
+
+def sample_next(logits: Any, u: Any, temperature: float, top_p: float, top_k: int, method: str = "auto",
+                candidates: int | None = None) -> Any:
     """Next token per row from ``logits [R, V]`` and uniforms ``u [R]`` (float32 tensors, same device).
 
     Greedy when ``temperature == 0``. Otherwise softmax(logits / T), restricted to the ``top_k`` most
     likely tokens (0 = all), then to the smallest set whose mass reaches ``top_p`` (nucleus; a token is
     kept while the mass ranked above it is below ``top_p``), renormalised, and inverted at ``u``.
-    ``probe`` (default: on CPU only) tries the top ``NUCLEUS_PROBE`` tokens before a full sort.
+    ``method`` (``METHODS``) chooses how a nucleus is found; every method draws the same token.
     """
     import torch
 
@@ -64,33 +149,6 @@ def sample_next(logits: Any, u: Any, temperature: float, top_p: float, top_k: in
     probs = torch.softmax(scaled, dim=-1)
     if top_p >= 1.0:
         return _invert(probs, u)
-    if probe is None:
-        probe = probs.device.type == "cpu"
-    if not probe:
-        sorted_vals, sorted_idx = torch.sort(probs, dim=-1, descending=True)
-        local = _nucleus_pick(sorted_vals, u, top_p)
-        return sorted_idx.gather(1, local.unsqueeze(1)).squeeze(1)
-    k = min(NUCLEUS_PROBE, vocab)
-    top_vals, top_idx = torch.topk(probs, k, dim=-1)  # sorted descending
-    covered = top_vals.sum(dim=-1) >= top_p
-    picks = torch.empty(probs.shape[0], dtype=torch.long, device=probs.device)
-    if bool(covered.any()):
-        rows = covered.nonzero().squeeze(1)
-        local = _nucleus_pick(top_vals[rows], u[rows], top_p)
-        picks[rows] = top_idx[rows].gather(1, local.unsqueeze(1)).squeeze(1)
-    if not bool(covered.all()):
-        rows = (~covered).nonzero().squeeze(1)
-        sorted_vals, sorted_idx = torch.sort(probs[rows], dim=-1, descending=True)
-        local = _nucleus_pick(sorted_vals, u[rows], top_p)
-        picks[rows] = sorted_idx.gather(1, local.unsqueeze(1)).squeeze(1)
-    return picks
-
-
-def _nucleus_pick(sorted_probs: Any, u: Any, top_p: float) -> Any:
-    """Position in descending-sorted probabilities chosen by ``u`` inside the top-p nucleus."""
-    import torch
-
-    if top_p < 1.0:
-        above = torch.cumsum(sorted_probs, dim=-1) - sorted_probs
-        sorted_probs = torch.where(above < top_p, sorted_probs, torch.zeros_like(sorted_probs))
-    return _invert(sorted_probs, u)
+    if resolve_method(method, probs.device.type) == "sort":
+        return sort_pick(probs, u, top_p)
+    return candidate_pick(probs, u, top_p, candidates)

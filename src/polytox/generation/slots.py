@@ -106,6 +106,10 @@ class SlotCache(_cache_base()):  # type: ignore[misc]
         self.col.zero_()
         self.hi = 1
 
+    def nbytes(self) -> int:
+        """Bytes its key and value buffers hold (0 before the first fill allocates them)."""
+        return sum(t.numel() * t.element_size() for t in (*self.keys, *self.values))
+
     def fits(self, rows: int, capacity: int) -> bool:
         """Whether a decode call needing ``rows`` rows of ``capacity`` columns can reuse this cache."""
         return self.rows == rows and self.capacity >= capacity and len(self._row_index) == rows
