@@ -33,6 +33,19 @@ def _check_keys(options: Mapping[str, Any], known: set[str]) -> None:
         raise PolytoxError(f"evaluate() has no option {unknown[0]!r}{hint}; its options: {', '.join(sorted(known))}")
 
 
+def _namespace(given: Mapping[str, Any], config: str | Path | None, out: str | Path | None, retry_failed: bool,
+               generations_from: str | Path | None) -> argparse.Namespace:
+    """The ``eval`` arguments the keyword options stand for, as the CLI's parser would give them."""
+    from ..cli.eval_cmd import EXECUTOR_KEYS, resolve_out
+
+    values = {key: given.get(key) for key in (*FLAT_KEYS, *EXECUTOR_KEYS)}
+    args = argparse.Namespace(**values, config=str(config) if config is not None else None,
+                              out=str(out) if out is not None else None, retry_failed=retry_failed or None,
+                              generations_from=str(generations_from) if generations_from is not None else None)
+    resolve_out(args)
+    return args
+
+
 def evaluate(spec: EvalSpec | None = None, out: str | Path | None = None, *, model: str | None = None,
              prompts: str | None = None, samples: int | None = None, limit: int | None = None,
              lang: str | Sequence[str] | None = None, scorer: str | None = None, scorer_opt: Options | None = None,
@@ -75,7 +88,7 @@ def evaluate(spec: EvalSpec | None = None, out: str | Path | None = None, *, mod
     Raises:
         PolytoxError: a bad argument or input, with the message ``polytox eval`` prints.
     """
-    from ..cli.eval_cmd import EXECUTOR_KEYS, executor_config, resolve_out, spec_and_executor
+    from ..cli.eval_cmd import EXECUTOR_KEYS, executor_config, spec_and_executor
     from ..runner import evaluate as run_evaluation
 
     if spec is not None and not isinstance(spec, EvalSpec):
@@ -89,11 +102,7 @@ def evaluate(spec: EvalSpec | None = None, out: str | Path | None = None, *, mod
     config_obj = executor if isinstance(executor, ExecutorConfig) else None
     if config_obj is None and executor is not None:
         given["executor"] = executor
-    values = {key: given.get(key) for key in (*FLAT_KEYS, *EXECUTOR_KEYS)}
-    args = argparse.Namespace(**values, config=str(config) if config is not None else None,
-                              out=str(out) if out is not None else None, retry_failed=retry_failed or None,
-                              generations_from=str(generations_from) if generations_from is not None else None)
-    resolve_out(args)
+    args = _namespace(given, config, out, retry_failed, generations_from)
     if spec is not None:
         if config is not None or any(given.get(k) is not None for k in FLAT_KEYS):
             raise PolytoxError("evaluate() takes a spec or keyword options (and config), not both")

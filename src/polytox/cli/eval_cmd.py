@@ -71,6 +71,12 @@ def register(sub: Any) -> None:
     p.add_argument("--unprompted", type=int, metavar="N",
                    help="RTP §3.1: N generations from the start token alone (no prompts), then the "
                         "bootstrap curve of expected max toxicity for n <= N (table + RUN/unprompted.png)")
+    _add_execution_flags(p)
+    p.set_defaults(func=run)
+
+
+def _add_execution_flags(p: argparse.ArgumentParser) -> None:
+    """The flags that are not part of the spec: execution, failures, adopting a run, output."""
     x = p.add_argument_group("execution (not part of the spec: a run may resume with other settings)")
     x.add_argument("--executor", choices=list(EXECUTORS),
                    help="pipelined (default: scoring overlaps generation), serial, or ray (Ray Data pools)")
@@ -98,7 +104,6 @@ def register(sub: Any) -> None:
                         "spec hash) and report; changes nothing (a resume repairs what it finds)")
     p.add_argument("--json", action="store_true", help="print metrics as JSON instead of a table")
     p.add_argument("--no-progress", action="store_true")
-    p.set_defaults(func=run)
 
 
 # Execution flags (CLI name -> ExecutorConfig field); also accepted as keys of a YAML config.
