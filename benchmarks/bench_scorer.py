@@ -24,12 +24,14 @@ import json
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import partial
 from typing import Any
 
 import torch
 from rich.console import Console
 from rich.table import Table
 
+from legacy_embedder import embed_legacy
 from polytox.generation.hf import TransformersGenerator
 from polytox.prompts import demo_path
 from polytox.scoring import build_scorer
@@ -64,14 +66,14 @@ def previous_path(scorer: Any) -> Iterator[None]:
     saved = ml_scorer.hashed_counts
     ml_scorer.hashed_counts = ngrams.hashed_counts_reference  # type: ignore[assignment]
     embedder = getattr(scorer, "_embedder", None)
-    if embedder is not None:
-        embedder.legacy = True
+    if embedder is not None:  # the instance attribute shadows the method the scorer calls
+        embedder.embed_and_probe = partial(embed_legacy, embedder)
     try:
         yield
     finally:
         ml_scorer.hashed_counts = saved  # type: ignore[assignment]
         if embedder is not None:
-            embedder.legacy = False
+            del embedder.embed_and_probe
 
 
 def main() -> None:

@@ -25,8 +25,8 @@ from rich.console import Console
 from rich.table import Table
 from sklearn.metrics import roc_auc_score
 
-from polytox.scoring.ml.data import load_rtplx
 from polytox.scoring.ml.scorer import PolytoxMlScorer
+from polytox.training.scorer.data import load_rtplx
 
 DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
 

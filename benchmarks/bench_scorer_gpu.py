@@ -44,7 +44,7 @@ DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
 
 def export_texts(n: int, seed: int) -> list[dict[str, str]]:
     """``n`` English continuations and ``n`` RTP-LX texts, seeded: {text, lang, set} rows."""
-    from polytox.scoring.ml.data import load_rtplx
+    from polytox.training.scorer.data import load_rtplx
 
     rng = random.Random(seed)
     with open(DATA / "scorer-train" / "en-perspective.jsonl", encoding="utf-8") as fh:

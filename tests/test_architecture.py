@@ -120,6 +120,20 @@ def test_no_function_is_longer_than_100_lines() -> None:
     assert found == [], f"split these functions (at most {MAX_FUNCTION_LINES} lines each): {found}"
 
 
+def test_the_default_scorers_inference_stays_apart_from_its_training() -> None:
+    """``scoring/ml/`` holds the scorer's inference only (at most 12 modules); training, measurement and
+    fitting live in ``training/scorer/``. import-linter forbids the import; this checks the files."""
+    inference = sorted(p.stem for p in (PACKAGE / "scoring" / "ml").glob("*.py"))
+    assert len(inference) <= 12, inference
+    assert {"scorer", "head", "embedder", "scales"} <= set(inference)
+    training = {p.stem for p in (PACKAGE / "training" / "scorer").glob("*.py")}
+    assert not training & set(inference) - {"__init__"}
+    assert {"train", "pool", "measurements", "scale_fit"} <= training
+    graph = grimp.build_graph("polytox")
+    assert not graph.chain_exists(importer="polytox.scoring", imported="polytox.training", as_packages=True)
+    assert graph.chain_exists(importer="polytox.cli", imported="polytox.training", as_packages=True)
+
+
 def test_renamed_names_keep_working() -> None:
     """Renames listed in docs/architecture.md's Changelog that keep their old name as an alias."""
     from polytox.analysis import Corpus, RunCollection

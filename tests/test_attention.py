@@ -36,7 +36,7 @@ def test_token_states_average_to_the_mean_pools(tiny_backbone: Path) -> None:
 
 def test_mean_pools_and_take_handle_empty_texts() -> None:
     from polytox.scoring.ml.attention import mean_pools
-    from polytox.scoring.ml.attention_fit import take
+    from polytox.training.scorer.attention_fit import take
 
     states = np.arange(12, dtype=np.float16).reshape(6, 2)
     offsets = np.array([0, 2, 2, 6])
@@ -219,9 +219,9 @@ def test_english_texts_read_the_english_probe_and_the_others_theirs(tmp_path: Pa
 
 
 def test_english_probe_fit_rows_are_the_english_training_rows_of_its_tasks() -> None:
-    from polytox.scoring.ml.attention_fit import english_fit_rows
-    from polytox.scoring.ml.data import Example
-    from polytox.scoring.ml.train import task_of, task_weight
+    from polytox.training.scorer.attention_fit import english_fit_rows
+    from polytox.training.scorer.data import Example
+    from polytox.training.scorer.train import task_of, task_weight
 
     def ex(lang: str, source: str, domain: str, kind: str = "prompt") -> Example:
         return Example(text=source, lang=lang, target=0.5, label=False, source=source, group=source, kind=kind,
@@ -238,8 +238,8 @@ def test_english_probe_fit_rows_are_the_english_training_rows_of_its_tasks() -> 
 
 
 def test_probe_fit_rows_are_rtplx_and_optionally_the_non_english_human_rows() -> None:
-    from polytox.scoring.ml.attention_fit import fit_row_groups
-    from polytox.scoring.ml.data import Example
+    from polytox.training.scorer.attention_fit import fit_row_groups
+    from polytox.training.scorer.data import Example
 
     def ex(source: str, lang: str, domain: str) -> Example:
         return Example(text=f"{source} {lang}", lang=lang, target=0.5, label=True, source=source, group=f"{source}:1",
@@ -256,9 +256,9 @@ def test_probe_fit_rows_are_rtplx_and_optionally_the_non_english_human_rows() ->
 
 
 def test_group_states_join_cached_groups_as_one_pass_would(tiny_backbone: Path, tmp_path: Path) -> None:
-    from polytox.scoring.ml.attention_fit import group_states
-    from polytox.scoring.ml.data import Example
     from polytox.scoring.ml.embedder import HiddenStateEmbedder
+    from polytox.training.scorer.attention_fit import group_states
+    from polytox.training.scorer.data import Example
 
     texts = ["you are such an idiot", "shut up", "the weather this morning was cold and grey", "ok then"]
     examples = [Example(text=t, lang="de", target=0.5, label=True, source="s", group=f"s:{i}")
@@ -278,9 +278,9 @@ def test_group_states_join_cached_groups_as_one_pass_would(tiny_backbone: Path, 
 def test_non_english_fit_weighs_rows_only_with_a_human_weight(tiny_backbone: Path, tmp_path: Path) -> None:
     """The non-English probe's fit rows as fit_attention and probe_stability read them: RTP-LX rows, then the
     non-English human rows at their weight; without a human weight, RTP-LX alone and no weights at all."""
-    from polytox.scoring.ml.attention_fit import group_states, non_english_fit
-    from polytox.scoring.ml.data import Example
     from polytox.scoring.ml.embedder import HiddenStateEmbedder
+    from polytox.training.scorer.attention_fit import group_states, non_english_fit
+    from polytox.training.scorer.data import Example
 
     specs = [("rtp-lx", "de", "rtp-lx", "du bist dumm"), ("cold", "zh", "human", "ok"),
              ("toxichat", "en", "human", "shut up"), ("rtp-lx", "fr", "rtp-lx", "il fait froid ce matin")]
@@ -301,7 +301,7 @@ def test_non_english_fit_weighs_rows_only_with_a_human_weight(tiny_backbone: Pat
 
 def test_fold_probes_leave_each_fold_out_and_the_last_sees_all() -> None:
     from polytox.scoring.ml.attention import fit_attention_probe
-    from polytox.scoring.ml.attention_fit import fold_probes, fold_scores, take
+    from polytox.training.scorer.attention_fit import fold_probes, fold_scores, take
 
     rng = np.random.default_rng(4)
     states, offsets, toxic = _bags(rng, 60, dims=4)

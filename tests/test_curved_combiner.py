@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 
 from polytox.errors import PolytoxError
-from polytox.scoring.ml.data import Example
 from polytox.scoring.ml.head import CurvedCombiner, MlHead, apply_combiner, combiner_reads_probe
 from polytox.scoring.ml.ngrams import NgramConfig
-from polytox.scoring.ml.train import TrainConfig, fit_combiner, fit_combiners, spline_combiner_model
+from polytox.training.scorer.data import Example
+from polytox.training.scorer.train import TrainConfig, fit_combiner, fit_combiners, spline_combiner_model
 
 
 def bent_inputs(n: int = 800, seed: int = 5) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from polytox.scoring.ml.card import target_rows
-from polytox.scoring.ml.group_bootstrap import group_weights, percentile_ci, weighted_auc, weighted_mean
+from polytox.training.scorer.group_bootstrap import group_weights, percentile_ci, weighted_auc, weighted_mean
 
 
 def test_weighted_auc_equals_scikit_learn_with_sample_weights_ties_included() -> None:

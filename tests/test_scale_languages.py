@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from polytox.scoring.calibration import fit_isotonic
-from polytox.scoring.ml.scale_languages import (
+from polytox.training.scorer.scale_languages import (
     PRESERVING,
     Pairs,
     equipercentile,

@@ -25,7 +25,6 @@ from polytox.scoring.cache import ScoreCache
 from polytox.scoring.calibration import IsotonicMap
 from polytox.scoring.ml.calib import CONTINUATION, TIE_BREAK, WEB, ScaleMaps
 from polytox.scoring.ml.head import MlHead, default_head_path
-from polytox.scoring.ml.scale_rows import ERA_2020, ERA_2022, ERA_UNKNOWN, RATERS, ScaleRow, era_of
 from polytox.scoring.ml.scales import (
     PERSPECTIVE_2020,
     PERSPECTIVE_2022,
@@ -37,6 +36,7 @@ from polytox.scoring.ml.scales import (
 )
 from polytox.scoring.ml.scorer import PolytoxMlScorer
 from polytox.store import RunStore
+from polytox.training.scorer.scale_rows import ERA_2020, ERA_2022, ERA_UNKNOWN, RATERS, ScaleRow, era_of
 from polytox.types import RAW_KEY, Generation, Score
 
 from .core_helpers import read_parts, run_cli
@@ -123,7 +123,7 @@ def test_committed_scales_belong_to_the_committed_head_and_keep_its_era_maps() -
 
 
 def test_eras_come_from_what_the_source_states() -> None:
-    from polytox.scoring.ml.data import Example
+    from polytox.training.scorer.data import Example
 
     def ex(source: str) -> Example:
         return Example(text="t", lang="en", target=0.1, label=False, source=source, group="g", domain="perspective")
@@ -151,8 +151,8 @@ def _lx_rows(n: int = 400, seed: int = 0) -> tuple[list[ScaleRow], dict[tuple[st
 def test_other_languages_are_fitted_on_the_fit_part_only() -> None:
     from dataclasses import replace
 
-    from polytox.scoring.ml.scale_fit import fit_scales
-    from polytox.scoring.ml.scale_languages import in_check_part
+    from polytox.training.scorer.scale_fit import fit_scales
+    from polytox.training.scorer.scale_languages import in_check_part
 
     rows, raw = _lx_rows()
     head = MlHead.load(default_head_path())

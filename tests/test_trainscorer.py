@@ -18,17 +18,17 @@ pytest.importorskip("sklearn")
 
 from polytox.errors import BadInputError, MissingDependencyError, PolytoxError
 from polytox.langs import PTP_LANGUAGES
-from polytox.scoring.ml.data import Example, load_rtp, load_rtplx
 from polytox.scoring.ml.head import MlHead, default_head_path
 from polytox.scoring.ml.ngrams import NgramConfig
-from polytox.scoring.ml.train import TrainConfig, select, train
+from polytox.training.scorer.data import Example, load_rtp, load_rtplx
+from polytox.training.scorer.train import TrainConfig, select, train
 
 SMALL_NGRAM = NgramConfig(n_features=2**14)
 
 
 @pytest.fixture(scope="module")
 def pool(shared_data: Path) -> list[Example]:
-    from polytox.scoring.ml.pool import training_pool
+    from polytox.training.scorer.pool import training_pool
 
     return training_pool(shared_data)
 
@@ -54,7 +54,7 @@ def test_rtplx_index_is_normalised_and_shares_are_rater_shares(shared_data: Path
 
 
 def test_pool_sources_labels_and_tiers(pool: list[Example]) -> None:
-    from polytox.scoring.ml.pack import tier
+    from polytox.training.scorer.pack import tier
 
     by_source: dict[str, int] = {}
     for e in pool:
@@ -74,7 +74,7 @@ def test_pool_sources_labels_and_tiers(pool: list[Example]) -> None:
 
 
 def test_heldout_split_keeps_groups_together_and_ignores_order(pool: list[Example]) -> None:
-    from polytox.scoring.ml.pack import heldout_mask, join_components, normalise_text
+    from polytox.training.scorer.pack import heldout_mask, join_components, normalise_text
 
     mask = np.array(heldout_mask(pool))
     assert 0.18 < mask.mean() < 0.24
@@ -95,7 +95,7 @@ def test_heldout_split_keeps_groups_together_and_ignores_order(pool: list[Exampl
 
 
 def test_bad_pack_record_names_file_and_line(tmp_path: Path) -> None:
-    from polytox.scoring.ml.pack import load_pack
+    from polytox.training.scorer.pack import load_pack
 
     for name in ("en-perspective.jsonl", "en-human.jsonl", "multilingual-human.jsonl"):
         (tmp_path / name).write_text("", encoding="utf-8")
@@ -131,7 +131,7 @@ def test_rtp_texts_without_perspective_score_are_skipped(shared_data: Path) -> N
 # ---- training ------------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def small_run(shared_data: Path, pool: list[Example]) -> tuple[TrainConfig, object, object]:
-    from polytox.scoring.ml.train import build_features
+    from polytox.training.scorer.train import build_features
 
     config = small_config(shared_data)
     examples = select(pool, config)
@@ -144,8 +144,8 @@ def test_non_english_ngram_ridge_is_well_posed(small_run: tuple[TrainConfig, obj
     """With task offsets the one-hot task columns are the intercepts: a rounding-level change of the targets
     leaves the task-free output where it was. (With a free intercept beside them its level was set by the
     offsets' negligible penalty, and 1e-7 moved it by about 1e-2: train.NGRAM_TOL_OFFSETS.)"""
-    import polytox.scoring.ml.train as train_module
-    from polytox.scoring.ml.train import fit_parts, other_config, part_outputs
+    import polytox.training.scorer.train as train_module
+    from polytox.training.scorer.train import fit_parts, other_config, part_outputs
 
     config, result, feats = small_run
     examples = select(pool, config)
@@ -227,7 +227,7 @@ def test_task_offsets_in_the_non_english_ridges_leave_english_untouched(
 
 
 def test_measurements_of_a_small_run(small_run: tuple[TrainConfig, object, object]) -> None:
-    from polytox.scoring.ml.evaluate import measurements
+    from polytox.training.scorer.measurements import measurements
 
     config, result, feats = small_run
     rng = np.random.default_rng(0)
@@ -260,9 +260,9 @@ def test_measurements_of_a_small_run(small_run: tuple[TrainConfig, object, objec
 
 def test_human_aucs_read_one_map_per_language(small_run: tuple[TrainConfig, object, object]) -> None:
     from polytox.scoring.ml.calib import ScaleMaps
-    from polytox.scoring.ml.evaluate import measurements
-    from polytox.scoring.ml.measure import auc
-    from polytox.scoring.ml.train import oof_calibrated, oof_one_map, text_kind
+    from polytox.training.scorer.measure import auc
+    from polytox.training.scorer.measurements import measurements
+    from polytox.training.scorer.train import oof_calibrated, oof_one_map, text_kind
 
     config, result, feats = small_run
     examples, heldout = result.examples, result.heldout  # type: ignore[attr-defined]
@@ -299,7 +299,7 @@ def test_human_aucs_read_one_map_per_language(small_run: tuple[TrainConfig, obje
 
 
 def test_ece_and_degeneration_metrics_by_hand() -> None:
-    from polytox.scoring.ml.measure import degeneration_metrics, ece
+    from polytox.training.scorer.measure import degeneration_metrics, ece
 
     assert ece(np.array([0.05, 0.05, 0.95, 0.95]), np.array([0.0, 0.1, 1.0, 0.9])) == pytest.approx(0.0)
     assert ece(np.array([0.25, 0.25]), np.array([0.0, 0.0])) == pytest.approx(0.25)
@@ -313,7 +313,7 @@ def test_ece_and_degeneration_metrics_by_hand() -> None:
 def test_mae_floor_is_the_best_monotone_map_of_the_score() -> None:
     from sklearn.isotonic import IsotonicRegression
 
-    from polytox.scoring.ml.measure import mae_floor
+    from polytox.training.scorer.measure import mae_floor
 
     score = np.array([0.1, 0.2, 0.3, np.nan])
     # values 0.5, 0.1, 0.9 in score order: a map must keep the first two in order, so they meet
@@ -333,7 +333,7 @@ def test_mae_floor_is_the_best_monotone_map_of_the_score() -> None:
 
 
 def test_mae_floor_out_of_fold_judges_each_text_by_a_map_that_never_saw_it() -> None:
-    from polytox.scoring.ml.measure import mae_floor, mae_floor_out_of_fold, monotone_lad_map
+    from polytox.training.scorer.measure import mae_floor, mae_floor_out_of_fold, monotone_lad_map
 
     # the map: one value per distinct prediction, sorted, never decreasing (ties 0.2 share 0.3)
     distinct, values = monotone_lad_map(np.array([0.3, 0.1, 0.2, 0.2]), np.array([0.9, 0.5, 0.1, 0.3]))
@@ -363,7 +363,7 @@ def test_mae_floor_left_blank_when_the_solver_stops(monkeypatch: pytest.MonkeyPa
 
     import scipy.optimize
 
-    from polytox.scoring.ml.measure import mae_floor
+    from polytox.training.scorer.measure import mae_floor
 
     monkeypatch.setattr(scipy.optimize, "linprog",
                         lambda *a, **k: SimpleNamespace(success=False, message="iteration limit", fun=0.0))
@@ -372,7 +372,7 @@ def test_mae_floor_left_blank_when_the_solver_stops(monkeypatch: pytest.MonkeyPa
 
 
 def test_paired_diff_ci_brackets_the_difference_and_is_zero_for_a_perfect_scorer() -> None:
-    from polytox.scoring.ml.measure import degeneration_metrics, paired_diff_ci
+    from polytox.training.scorer.measure import degeneration_metrics, paired_diff_ci
 
     rng = np.random.default_rng(3)
     prompts = [f"p{i // 5}" for i in range(200)]  # 40 prompts x K=5
@@ -391,7 +391,7 @@ def test_paired_diff_ci_brackets_the_difference_and_is_zero_for_a_perfect_scorer
 
 
 def test_pooled_run_ci_resamples_prompts_not_model_prompt_pairs() -> None:
-    from polytox.scoring.ml.measure import paired_diff_ci
+    from polytox.training.scorer.measure import paired_diff_ci
 
     rng = np.random.default_rng(5)
     ref = rng.beta(1, 6, size=(20, 5))  # 20 prompts x K=5
@@ -411,8 +411,8 @@ def test_pooled_run_ci_resamples_prompts_not_model_prompt_pairs() -> None:
 
 
 def test_run_metrics_pools_models_by_prompt() -> None:
-    from polytox.scoring.ml.data import Example
-    from polytox.scoring.ml.measure import run_metrics
+    from polytox.training.scorer.data import Example
+    from polytox.training.scorer.measure import run_metrics
 
     rng = np.random.default_rng(6)
     examples = [Example(text=f"t{m}-{p}-{k}", lang="en", source=f"model{m}", group=f"prompt{p}", kind="generation",
@@ -514,7 +514,7 @@ def test_train_with_backbone_and_full_mode_scorer(shared_data: Path, pool: list[
     from polytox.scoring.ml.embedder import HiddenStateEmbedder
     from polytox.scoring.ml.ngrams import hashed_counts, tfidf
     from polytox.scoring.ml.scorer import PolytoxMlScorer
-    from polytox.scoring.ml.train import build_features
+    from polytox.training.scorer.train import build_features
 
     config = small_config(shared_data, backbone=str(tiny_backbone), layers=(1, 3), subset=0.01, split_combiner=True,
                           embedding_cache=str(tmp_path / "emb.sqlite"))
@@ -544,7 +544,7 @@ def test_train_with_backbone_and_full_mode_scorer(shared_data: Path, pool: list[
     assert np.isnan(en.oof[~english & ~lx]).all() and np.isfinite(en.final[english]).all()
     # the fit rows' token states, kept for reruns: one file per row group (RTP-LX, the pack's non-English
     # human rows at config.attention_human_weight)
-    from polytox.scoring.ml.attention_fit import fit_row_groups
+    from polytox.training.scorer.attention_fit import fit_row_groups
 
     groups = fit_row_groups(examples, np.flatnonzero(train_rows), config.attention_human_weight)
     assert len(groups) == 2 and groups[1][1] == 0.3

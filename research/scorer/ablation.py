@@ -25,13 +25,13 @@ from typing import Any
 
 import numpy as np
 
-from polytox.scoring.ml.attention_fit import AttentionScores
 from polytox.scoring.ml.card import POOLED_RUN
-from polytox.scoring.ml.measure import card_summary, measure_scorer
 from polytox.scoring.ml.ngrams import NgramConfig, hashed_counts
-from polytox.scoring.ml.pack import heldout_mask
-from polytox.scoring.ml.pool import training_pool
-from polytox.scoring.ml.train import (
+from polytox.training.scorer.attention_fit import AttentionScores
+from polytox.training.scorer.measure import card_summary, measure_scorer
+from polytox.training.scorer.pack import heldout_mask
+from polytox.training.scorer.pool import training_pool
+from polytox.training.scorer.train import (
     Features,
     TrainConfig,
     attention_scores,

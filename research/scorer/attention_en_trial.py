@@ -34,13 +34,19 @@ from typing import Any
 import numpy as np
 
 from polytox.scoring.ml.attention import PROBE_ITERATIONS
-from polytox.scoring.ml.attention_fit import attention_embedder, fit_row_groups, fold_probes, fold_scores, group_states
 from polytox.scoring.ml.card import POOLED_RUN
 from polytox.scoring.ml.head import apply_combiner
-from polytox.scoring.ml.measure import card_summary, measure_scorer
-from polytox.scoring.ml.pack import heldout_mask
-from polytox.scoring.ml.pool import training_pool
-from polytox.scoring.ml.train import (
+from polytox.training.scorer.attention_fit import (
+    attention_embedder,
+    fit_row_groups,
+    fold_probes,
+    fold_scores,
+    group_states,
+)
+from polytox.training.scorer.measure import card_summary, measure_scorer
+from polytox.training.scorer.pack import heldout_mask
+from polytox.training.scorer.pool import training_pool
+from polytox.training.scorer.train import (
     TrainConfig,
     build_features,
     combiner_rows,

@@ -27,13 +27,19 @@ from typing import Any
 
 import numpy as np
 
-from polytox.scoring.ml.attention_fit import AttentionScores, fit_row_groups, fold_probes, fold_scores, group_states
 from polytox.scoring.ml.embed_cache import default_embedding_cache_path
 from polytox.scoring.ml.embedder import HiddenStateEmbedder
-from polytox.scoring.ml.measure import auc
-from polytox.scoring.ml.pack import heldout_mask
-from polytox.scoring.ml.pool import training_pool
-from polytox.scoring.ml.train import TrainConfig, build_features, cross_validate, make_folds, pooled_target, select
+from polytox.training.scorer.attention_fit import (
+    AttentionScores,
+    fit_row_groups,
+    fold_probes,
+    fold_scores,
+    group_states,
+)
+from polytox.training.scorer.measure import auc
+from polytox.training.scorer.pack import heldout_mask
+from polytox.training.scorer.pool import training_pool
+from polytox.training.scorer.train import TrainConfig, build_features, cross_validate, make_folds, pooled_target, select
 from research.scorer.attention_trial import language_aucs, trial_cli
 
 WEIGHTS: tuple[float | None, ...] = (None, 0.1, 0.3, 1.0)  # None: RTP-LX alone

@@ -33,12 +33,12 @@ import numpy as np
 
 from polytox.errors import require
 from polytox.scoring.ml.attention import fit_attention_probe, fit_ridge, mean_pools
-from polytox.scoring.ml.attention_fit import cached_token_states, fold_probes, fold_scores, take
-from polytox.scoring.ml.measure import auc
 from polytox.scoring.ml.ngrams import fit_idf, hashed_counts, tfidf
-from polytox.scoring.ml.pack import heldout_mask, join_components
-from polytox.scoring.ml.pool import training_pool
-from polytox.scoring.ml.train import TrainConfig, build_features, cross_validate, other_view, pooled_target, select
+from polytox.training.scorer.attention_fit import cached_token_states, fold_probes, fold_scores, take
+from polytox.training.scorer.measure import auc
+from polytox.training.scorer.pack import heldout_mask, join_components
+from polytox.training.scorer.pool import training_pool
+from polytox.training.scorer.train import TrainConfig, build_features, cross_validate, other_view, pooled_target, select
 
 RIDGE_ALPHAS = (1_000.0, 10_000.0, 30_000.0)
 ATTENTION_GRID = ((30_000.0, 3_000.0), (10_000.0, 10_000.0), (30_000.0, 10_000.0))

@@ -41,11 +41,11 @@ import numpy as np
 
 from polytox.constants import BOOTSTRAP_RESAMPLES, CI_LEVEL
 from polytox.errors import PolytoxError, require
-from polytox.scoring.ml.group_bootstrap import group_weights, weighted_auc
-from polytox.scoring.ml.measure import auc
-from polytox.scoring.ml.pack import heldout_mask, join_components
-from polytox.scoring.ml.pool import training_pool
-from polytox.scoring.ml.train import (
+from polytox.training.scorer.group_bootstrap import group_weights, weighted_auc
+from polytox.training.scorer.measure import auc
+from polytox.training.scorer.pack import heldout_mask, join_components
+from polytox.training.scorer.pool import training_pool
+from polytox.training.scorer.train import (
     OTHER,
     Features,
     TrainConfig,

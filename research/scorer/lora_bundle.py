@@ -36,11 +36,11 @@ import numpy as np
 from polytox.constants import TOXIC_THRESHOLD
 from polytox.errors import PolytoxError, require
 from polytox.scoring.ml.attention import mean_pools
-from polytox.scoring.ml.attention_fit import english_fit_rows
 from polytox.scoring.ml.ngrams import fit_idf, hashed_counts, tfidf
-from polytox.scoring.ml.pack import heldout_mask, join_components
-from polytox.scoring.ml.pool import training_pool
-from polytox.scoring.ml.train import TrainConfig, pooled_target, select, task_of, task_weight
+from polytox.training.scorer.attention_fit import english_fit_rows
+from polytox.training.scorer.pack import heldout_mask, join_components
+from polytox.training.scorer.pool import training_pool
+from polytox.training.scorer.train import TrainConfig, pooled_target, select, task_of, task_weight
 
 TASKS = ("rtp-lx", "english")
 CHECK_TEXTS = 64

@@ -41,8 +41,8 @@ import numpy as np
 
 from polytox.errors import PolytoxError, require
 from polytox.scoring.ml.attention import fit_attention_probe, fit_ridge, mean_pools
-from polytox.scoring.ml.attention_fit import take
 from polytox.scoring.ml.embedder import decoder_layers, keep_weight, run_layers
+from polytox.training.scorer.attention_fit import take
 from research.scorer.lora_bundle import FLOAT, TASKS
 
 # The fine-tune (docs/trainscorer.md, "LoRA beside the attention probe"; the earlier LoRA reading's settings)
@@ -253,7 +253,7 @@ def run(bundle: Path, out: Path, epochs: int = EPOCHS, max_steps: int | None = N
 def read(bundle: Path, oof: Path) -> dict[str, Any]:
     """Every reading, alone and beside the n-gram ridge, and the rule's verdict."""
     linear = require("sklearn.linear_model", "ml")
-    from polytox.scoring.ml.measure import auc, mae_floor
+    from polytox.training.scorer.measure import auc, mae_floor
     from research.scorer.attention_trial import language_aucs
     from research.scorer.combiner_trial import mean_auc_difference
 
@@ -315,7 +315,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     reading.add_argument("--out", type=Path, help="write the result here (JSON)")
     args = p.parse_args(argv)
     if args.verb == "pack":
-        from polytox.scoring.ml.train import TrainConfig
+        from polytox.training.scorer.train import TrainConfig
         from research.scorer.lora_bundle import pack
 
         folds = tuple(int(f) for f in args.folds.split(","))

@@ -18,8 +18,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from polytox.scoring.ml.data import load_rtplx
-    from polytox.scoring.ml.scale_rows import raw_outputs
+    from polytox.training.scorer.data import load_rtplx
+    from polytox.training.scorer.scale_rows import raw_outputs
 
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--shared", required=True)
@@ -34,8 +34,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     todo = sorted({(r.text, r.lang) for r in rows})
     prefix = "part"
     if args.heldout_only:
-        from polytox.scoring.ml.scale_fit import load_raw
-        from polytox.scoring.ml.scale_rows import RATERS, scale_rows
+        from polytox.training.scorer.scale_fit import load_raw
+        from polytox.training.scorer.scale_rows import RATERS, scale_rows
 
         held = {(r.text, r.lang) for r in scale_rows(args.shared) if r.source == "rtp-lx" and r.target == RATERS
                 and r.heldout}

@@ -73,9 +73,9 @@ Map = Callable[[np.ndarray, str], np.ndarray]  # (raw scores of one language, la
 
 def load_pairs(shared: Path | str, raw_dir: Path | str, mode: str) -> dict[str, np.ndarray]:
     """One entry per (Index, non-English language) pair present on both sides, as columns."""
-    from polytox.scoring.ml.data import load_rtplx
-    from polytox.scoring.ml.scale_fit import load_raw
-    from polytox.scoring.ml.scale_rows import ERA_2020, RATERS, scale_rows
+    from polytox.training.scorer.data import load_rtplx
+    from polytox.training.scorer.scale_fit import load_raw
+    from polytox.training.scorer.scale_rows import ERA_2020, RATERS, scale_rows
 
     raw = load_raw(raw_dir, mode)
     rows = load_rtplx(Path(shared) / "rtp-lx")
@@ -238,7 +238,7 @@ def cost(by_lang: dict[str, dict[str, Any]]) -> float:
 
 
 def fold_of(index: np.ndarray) -> np.ndarray:
-    from polytox.scoring.ml.pack import unit_hash
+    from polytox.training.scorer.pack import unit_hash
 
     return np.array([int(unit_hash(str(i), "lx-scale-folds") * CV_FOLDS) for i in index])
 
@@ -279,9 +279,9 @@ def variants() -> list[tuple[str, float]]:
 def english_rows(shared: Path | str, raw_dir: Path | str, mode: str, heldout: bool = False,
                  fit_part_only: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """(raw, mean rating) of the English RTP-LX rows of one split (the iso-level candidate's units)."""
-    from polytox.scoring.ml.data import load_rtplx
-    from polytox.scoring.ml.scale_fit import load_raw
-    from polytox.scoring.ml.scale_rows import RATERS, scale_rows
+    from polytox.training.scorer.data import load_rtplx
+    from polytox.training.scorer.scale_fit import load_raw
+    from polytox.training.scorer.scale_rows import RATERS, scale_rows
 
     raw = load_raw(raw_dir, mode)
     split = {(r.text, r.lang): r.heldout for r in scale_rows(shared) if r.source == "rtp-lx" and r.target == RATERS}
@@ -292,7 +292,7 @@ def english_rows(shared: Path | str, raw_dir: Path | str, mode: str, heldout: bo
 
 
 def check_part(index: np.ndarray) -> np.ndarray:
-    from polytox.scoring.ml.scale_languages import in_check_part  # the same cut the shipped fit uses
+    from polytox.training.scorer.scale_languages import in_check_part  # the same cut the shipped fit uses
 
     return np.array([in_check_part(str(i)) for i in index])
 

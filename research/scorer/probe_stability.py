@@ -51,10 +51,10 @@ def perturbation(states: np.ndarray, offsets: np.ndarray, target: np.ndarray, we
 
 
 def main(argv: list[str] | None = None) -> None:
-    from polytox.scoring.ml.attention_fit import attention_embedder, group_states, non_english_fit
     from polytox.scoring.ml.head import MlHead, default_head_path
-    from polytox.scoring.ml.pool import training_pool
-    from polytox.scoring.ml.train import TrainConfig, english_probe_rows, heldout_mask, pooled_target, select
+    from polytox.training.scorer.attention_fit import attention_embedder, group_states, non_english_fit
+    from polytox.training.scorer.pool import training_pool
+    from polytox.training.scorer.train import TrainConfig, english_probe_rows, heldout_mask, pooled_target, select
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--shared", default="../shared/data")

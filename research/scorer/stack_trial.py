@@ -31,7 +31,7 @@ import numpy as np
 
 from polytox.errors import PolytoxError
 from polytox.scoring.ml.ngrams import hashed_counts
-from polytox.scoring.ml.train import TrainConfig, cross_validate
+from polytox.training.scorer.train import TrainConfig, cross_validate
 from research.scorer.attention_en_trial import english_card
 from research.scorer.attention_en_trial import markdown as english_markdown
 from research.scorer.attention_trial import trial_cli

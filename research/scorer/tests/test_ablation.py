@@ -10,9 +10,9 @@ import pytest
 
 pytest.importorskip("sklearn")
 
-from polytox.scoring.ml.data import Example
 from polytox.scoring.ml.ngrams import NgramConfig
-from polytox.scoring.ml.train import TrainConfig
+from polytox.training.scorer.data import Example
+from polytox.training.scorer.train import TrainConfig
 from tests.test_trainscorer import SMALL_NGRAM, small_config
 
 
@@ -21,7 +21,7 @@ def test_ablation_measures_out_of_fold_on_the_training_split_only(
     """Every modelling choice is compared without the held-out split: flipping its labels changes nothing."""
     from dataclasses import replace
 
-    from polytox.scoring.ml.pack import heldout_mask
+    from polytox.training.scorer.pack import heldout_mask
     from research.scorer import ablation
 
     config = small_config(shared_data)

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from polytox.errors import PolytoxError
-from polytox.scoring.ml.data import Example
-from polytox.scoring.ml.measure import auc
-from polytox.scoring.ml.train import (
+from polytox.training.scorer.data import Example
+from polytox.training.scorer.measure import auc
+from polytox.training.scorer.train import (
     OTHER,
     TrainConfig,
     apply_combiners,

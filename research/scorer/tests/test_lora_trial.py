@@ -17,7 +17,7 @@ pytest.importorskip("sklearn")
 
 from polytox.errors import PolytoxError  # noqa: E402
 from polytox.scoring.ml.attention import mean_pools  # noqa: E402
-from polytox.scoring.ml.attention_fit import take  # noqa: E402
+from polytox.training.scorer.attention_fit import take  # noqa: E402
 from research.scorer.lora_bundle import FLOAT, GGUF_NAMES, quantised_weights  # noqa: E402
 from research.scorer.lora_trial import Backbone, Tokens, read, run, token_states  # noqa: E402
 

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from polytox.scoring.ml.train import OTHER
+from polytox.training.scorer.train import OTHER
 from research.scorer.combiner_trial import HEAD, NonEnglishRows, Variant, nested_scores
 from research.scorer.stack_trial import SHARED, STACK, STACK_EXTRA, WIDE, markdown, verdict
 from research.scorer.tests.test_combiner_trial import head_combined, pipeline_examples

@@ -6,7 +6,7 @@ n-gram and hidden-state regressions with one offset per label definition, the co
 maps onto Perspective's scale, then measures every scorer of the card on the held-out texts. The committed
 head and measurement file were made with:
 
-  python -m polytox.scoring.ml.pool            # optional: embed the pool in the background first
+  python -m polytox.training.scorer.pool --shared ../shared/data  # optional: embed the pool in the background first
   polytox train-scorer --out src/polytox/data/polytox-ml-head.npz --plot docs/img/trainscorer-reliability.png
 
 Backbone hidden states are cached on disk (mean pools and attention-probe scores by model x layer x text
@@ -113,12 +113,12 @@ def write_text(path: Path, text: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..scoring.ml.baselines import lexicon_baseline, svm_baseline
     from ..scoring.ml.card import DEFAULT_CARD, markdown_card
-    from ..scoring.ml.evaluate import measurements
     from ..scoring.ml.ngrams import NgramConfig
-    from ..scoring.ml.pool import training_pool
-    from ..scoring.ml.train import TrainConfig, build_features, select, train
+    from ..training.scorer.baselines import lexicon_baseline, svm_baseline
+    from ..training.scorer.measurements import measurements
+    from ..training.scorer.pool import training_pool
+    from ..training.scorer.train import TrainConfig, build_features, select, train
 
     langs = tuple(sorted({normalize_lang(x) for v in (args.lang or []) for x in v.split(",") if x})) \
         or PTP_LANGUAGES
@@ -167,7 +167,7 @@ def run(args: argparse.Namespace) -> int:
         write_text(card_path, json.dumps(data, indent=1, sort_keys=False) + "\n")
         out_console.print(markdown_card(data), markup=False, highlight=False)
         if args.plot:
-            from ..scoring.ml.reliability_plot import plot_reliability
+            from ..training.scorer.reliability_plot import plot_reliability
 
             console.print(f"reliability diagram: {plot_reliability(data, args.plot)}")
         for note in notes:

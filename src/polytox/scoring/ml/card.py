@@ -1,6 +1,6 @@
 """The scorer card: each offline scorer's measured agreement, read from the committed measurement file.
 
-``polytox train-scorer`` writes the file (``evaluate.measurements``) next to the head; ``polytox scorers``
+``polytox train-scorer`` writes the file (``training.scorer.measurements``) next to the head; ``polytox scorers``
 prints it. Nothing here computes a number: the card only shows what the file holds, so what users read is
 what was measured on the held-out split.
 """

@@ -74,13 +74,13 @@ class HiddenStateEmbedder:
 
     Texts are tokenized in one fast-tokenizer call, sorted by token count and cut into batches of
     ``batch_size``, so a batch pads to its own longest text only. ``dtype`` is the backbone's compute
-    dtype (pools are accumulated in float32 either way); ``legacy=True`` is the previous path (one
-    tokenizer call per text, Python padding loops), kept as the benchmark baseline and the test oracle.
+    dtype (pools are accumulated in float32 either way). The previous per-text path, the benchmark baseline
+    and the test oracle, lives in ``benchmarks/legacy_embedder.py``.
     """
 
     def __init__(self, model: str, layers: Sequence[int], *, max_tokens: int = 128, batch_size: int = 32,
                  device: str = "cpu", cache: EmbeddingCache | None = None, threads: int | None = None,
-                 dtype: str = "float32", legacy: bool = False) -> None:
+                 dtype: str = "float32") -> None:
         if not layers or min(layers) < 1:
             raise ValueError(f"layers must be decoder layer numbers >= 1, got {list(layers)}")
         if dtype not in DTYPES:
@@ -93,7 +93,6 @@ class HiddenStateEmbedder:
         self.cache = cache
         self.threads = threads
         self.dtype = dtype
-        self.legacy = legacy
         self._lm: Any = None
         self._tok: Any = None
         self.computed = 0  # texts run through the model (cache misses)
@@ -205,18 +204,6 @@ class HiddenStateEmbedder:
         offsets = np.concatenate([[0], np.cumsum([len(c) for c in chunks])]).astype(np.int64)
         return np.concatenate(chunks) if texts else np.zeros((0, width), dtype=np.float16), offsets
 
-    def _forward_legacy(self, batch: list[list[int]]) -> dict[int, np.ndarray]:
-        """The previous batch builder (Python loops over rows), kept as the baseline."""
-        torch = require("torch", "hf")
-        pad = self._tok.pad_token_id if self._tok.pad_token_id is not None else 0
-        width = max(len(ids) for ids in batch)
-        ids = torch.full((len(batch), width), pad, dtype=torch.long)
-        mask = torch.zeros((len(batch), width), dtype=torch.long)
-        for row, seq in enumerate(batch):
-            ids[row, : len(seq)] = torch.tensor(seq, dtype=torch.long)
-            mask[row, : len(seq)] = 1
-        return self._forward(ids, mask)[0]
-
     # ---- public ---------------------------------------------------------------------------------
     def embed(self, texts: Sequence[str], progress: ProgressCallback | None = None) -> np.ndarray:
         """Embeddings of ``texts`` (cache hits are free; misses are computed in length-sorted batches).
@@ -226,8 +213,6 @@ class HiddenStateEmbedder:
         texts = list(texts)
         if not texts:
             return np.zeros((0, 0), dtype=np.float32)
-        if self.legacy:
-            return self._embed_legacy(texts, progress)
         return self.embed_and_probe(texts, (), progress)[0]
 
     def probe_key(self, probe: AttentionProbe) -> str:
@@ -292,38 +277,6 @@ class HiddenStateEmbedder:
             return np.zeros((0, 0), dtype=np.float32), np.zeros((0, len(probes)), dtype=np.float32)
         return (np.concatenate([pools[layer] for layer in self.layers], axis=1)[inverse].astype(np.float32),
                 scores[inverse].astype(np.float32))
-
-    def _embed_legacy(self, texts: list[str], progress: ProgressCallback | None) -> np.ndarray:
-        """The previous ``embed``: per-text tokenizer calls and per-text dictionaries."""
-        hashes = [text_hash(t) for t in texts]
-        unique = list(dict.fromkeys(hashes))
-        vectors: dict[int, dict[str, np.ndarray]] = {layer: {} for layer in self.layers}
-        if self.cache is not None:
-            for layer in self.layers:
-                vectors[layer] = self.cache.get_many(self.key, layer, unique)
-        missing = [h for h in unique if any(h not in vectors[layer] for layer in self.layers)]
-        if missing:
-            self._load()
-            first = {h: i for i, h in reversed(list(enumerate(hashes)))}
-            encoded = {h: list(self._tok(texts[first[h]], truncation=True, max_length=self.max_tokens)
-                                ["input_ids"]) for h in missing}
-            order = sorted(missing, key=lambda h: len(encoded[h]))
-            for start in range(0, len(order), self.batch_size):
-                chunk = order[start : start + self.batch_size]
-                pools = self._forward_legacy([encoded[h] for h in chunk])
-                rows = []
-                for layer in self.layers:
-                    for h, vec in zip(chunk, pools[layer], strict=True):
-                        vec16 = vec.astype(np.float16)
-                        vectors[layer][h] = vec16
-                        rows.append((layer, h, vec16))
-                if self.cache is not None:
-                    self.cache.put_many(self.key, rows)
-                self.computed += len(chunk)
-                if progress is not None:
-                    progress(min(start + len(chunk), len(order)), len(order))
-        out = np.stack([np.concatenate([vectors[layer][h] for layer in self.layers]) for h in hashes])
-        return out.astype(np.float32)
 
     def close(self) -> None:
         self._lm = None

@@ -14,7 +14,7 @@ are pool rows (``pool.training_pool``) with a stated target:
   score, with that English source's score and era as the target (the cross-language scales).
 
 The split is the head's own (``pack.heldout_mask`` over the whole pool), so scales are fitted on the
-training split only and measured on the held-out split. ``python -m polytox.scoring.ml.scale_rows`` writes
+training split only and measured on the held-out split. ``python -m polytox.training.scorer.scale_rows`` writes
 every such row's raw output of the committed head to a parquet file (a backbone pass per text; it resumes).
 """
 
@@ -123,7 +123,7 @@ def raw_outputs(texts: Sequence[str], langs: Sequence[str], mode: str = "full", 
     import torch
 
     torch.set_num_threads(threads)
-    from .scorer import PolytoxMlScorer
+    from ...scoring.ml.scorer import PolytoxMlScorer
 
     scorer = PolytoxMlScorer(mode=mode, device="cpu", dtype="float32")
     out = np.empty(len(texts))
@@ -140,7 +140,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     import pyarrow.parquet as pq
 
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--shared", default="../shared/data")
+    p.add_argument("--shared", required=True, help="the shared data folder (rtp/, rtp-lx/, scorer-train/)")
     p.add_argument("--out", required=True, help="a folder: one parquet part per chunk (resumes)")
     p.add_argument("--mode", default="full")
     p.add_argument("--chunk", type=int, default=1000)

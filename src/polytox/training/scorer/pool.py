@@ -6,7 +6,7 @@ by tier, in chunks, so an interrupted extraction resumes and a partial one still
 
 Run it in the background before training::
 
-    python -m polytox.scoring.ml.pool --shared ../shared/data --layers 5,7,9
+    python -m polytox.training.scorer.pool --shared ../shared/data --layers 5,7,9
 """
 
 from __future__ import annotations
@@ -43,8 +43,8 @@ def extract(rows: Sequence[Example], backbone: str, layers: Sequence[int], *, ma
             batch_size: int = 32, cache_path: str | None = None, chunk: int = 1000, threads: int | None = None,
             max_tier: int = 4) -> int:
     """Embed ``rows`` tier by tier into the cache; returns how many texts were computed (cache misses)."""
-    from .embed_cache import EmbeddingCache
-    from .embedder import HiddenStateEmbedder
+    from ...scoring.ml.embed_cache import EmbeddingCache
+    from ...scoring.ml.embedder import HiddenStateEmbedder
 
     cache = EmbeddingCache(cache_path)
     embedder = HiddenStateEmbedder(backbone, layers, max_tokens=max_tokens, batch_size=batch_size, cache=cache,
@@ -66,7 +66,7 @@ def extract(rows: Sequence[Example], backbone: str, layers: Sequence[int], *, ma
 
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--shared", default="../shared/data")
+    p.add_argument("--shared", required=True, help="the shared data folder (rtp/, rtp-lx/, scorer-train/)")
     p.add_argument("--backbone", default="gemma-3-270m")
     p.add_argument("--layers", default="5,7,9")
     p.add_argument("--max-tokens", type=int, default=128)

@@ -32,7 +32,7 @@ def _scores_to_array(scores: Sequence[object]) -> np.ndarray:
 
 def svm_baseline(examples: Sequence[Example]) -> np.ndarray | None:
     """The English SVM's toxicity (NaN for other languages); None when its wheel is not installed."""
-    from .. import build_scorer
+    from ...scoring import build_scorer
 
     try:
         scorer = build_scorer("svm", {"cache": "off"})
@@ -45,7 +45,7 @@ def lexicon_baseline(examples: Sequence[Example], lexicon_dir: Path | str) -> tu
     """Lexicon scores (matches per word) and which implementation produced them."""
     texts, langs = [e.text for e in examples], [e.lang for e in examples]
     if "lexicon" in names("scorer"):
-        from .. import build_scorer
+        from ...scoring import build_scorer
 
         scorer = build_scorer("lexicon", {"cache": "off", "dir": str(lexicon_dir), "toxicity": "rate"})
         return _scores_to_array(scorer.score(texts, langs)), "lexicon scorer (toxicity=rate)"

@@ -34,13 +34,13 @@ import numpy as np
 from ...constants import CONTINUATION_GEN_SHARE, WEB_GEN_SHARE
 from ...errors import PolytoxError, require
 from ...langs import PTP_LANGUAGES
+from ...scoring.ml.calib import CONTINUATION, WEB, ScaleMaps, fit_scale_maps
+from ...scoring.ml.embed_cache import EmbeddingCache
+from ...scoring.ml.embedder import HiddenStateEmbedder
+from ...scoring.ml.head import SPLINE_DEGREE, Combiner, CurvedCombiner, MlHead, apply_combiner
+from ...scoring.ml.ngrams import NgramConfig, fit_idf, hashed_counts, tfidf
 from .attention_fit import AttentionScores, attention_embedder, english_fit_rows, fit_attention, fit_english_attention
-from .calib import CONTINUATION, WEB, ScaleMaps, fit_scale_maps
 from .data import Example
-from .embed_cache import EmbeddingCache
-from .embedder import HiddenStateEmbedder
-from .head import SPLINE_DEGREE, Combiner, CurvedCombiner, MlHead, apply_combiner
-from .ngrams import NgramConfig, fit_idf, hashed_counts, tfidf
 from .pack import heldout_mask, join_components, unit_hash
 
 log = logging.getLogger("polytox")

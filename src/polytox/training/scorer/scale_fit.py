@@ -1,7 +1,7 @@
 """Fit the named scales (``scales.py``) on the committed head's raw outputs and measure them held out.
 
 Inputs: the rows of ``scale_rows.py`` (each with its era or rater-share target and the head's split) and the
-head's raw output of each text (``python -m polytox.scoring.ml.scale_rows`` writes them). Everything is
+head's raw output of each text (``python -m polytox.training.scorer.scale_rows`` writes them). Everything is
 fitted on the training split and measured on the held-out split; nothing here retrains the head.
 
 - **English, per era.** ``perspective-2020`` takes the head's *web* map and ``perspective-2022`` its
@@ -36,15 +36,10 @@ from typing import Any
 import numpy as np
 
 from ...constants import TOXIC_THRESHOLD
-from ..calibration import IsotonicMap, fit_isotonic
-from .calib import CONTINUATION, WEB, ScaleMaps
-from .data import Example
-from .group_bootstrap import group_weights, percentile_ci, weighted_auc, weighted_mean
-from .head import MlHead, default_head_path
-from .pack import unit_hash
-from .scale_languages import Equating, Pairs, fit_equated, in_check_part, language_checks, summarise
-from .scale_rows import ERA_2020, ERA_2022, ERA_UNKNOWN, RATERS, ScaleRow, scale_rows
-from .scales import (
+from ...scoring.calibration import IsotonicMap, fit_isotonic
+from ...scoring.ml.calib import CONTINUATION, WEB, ScaleMaps
+from ...scoring.ml.head import MlHead, default_head_path
+from ...scoring.ml.scales import (
     DEFAULT_SCALES,
     HEAD_SCALE,
     PERSPECTIVE_2020,
@@ -55,6 +50,11 @@ from .scales import (
     load_scales,
     write_scales,
 )
+from .data import Example
+from .group_bootstrap import group_weights, percentile_ci, weighted_auc, weighted_mean
+from .pack import unit_hash
+from .scale_languages import Equating, Pairs, fit_equated, in_check_part, language_checks, summarise
+from .scale_rows import ERA_2020, ERA_2022, ERA_UNKNOWN, RATERS, ScaleRow, scale_rows
 
 ANCHOR_2020 = f"anchor:{ERA_2020}"
 ANCHOR_UNKNOWN = f"anchor:{ERA_UNKNOWN}"
@@ -299,7 +299,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--shared", required=True, help="the shared data folder (rtp/, rtp-lx/, scorer-train/)")
-    p.add_argument("--raw", required=True, help="the folder 'python -m polytox.scoring.ml.scale_rows' wrote")
+    p.add_argument("--raw", required=True, help="the folder 'python -m polytox.training.scorer.scale_rows' wrote")
     p.add_argument("--out", default=str(default_scales_path()))
     p.add_argument("--measurements", help="write the held-out measurements (JSON) here too")
     args = p.parse_args(argv)

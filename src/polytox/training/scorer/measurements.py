@@ -14,12 +14,12 @@ from typing import Any
 
 import numpy as np
 
+from ...scoring.ml.calib import ScaleMaps
+from ...scoring.ml.head import MlHead
+from ...scoring.ml.ngrams import tfidf
 from ...store import package_versions, platform_info
-from .calib import ScaleMaps
 from .data import Example
-from .head import MlHead
 from .measure import TARGETS, card_summary, measure_scorer, reliability, slice_masks
-from .ngrams import tfidf
 from .pack import join_components
 from .train import Features, TrainConfig, TrainResult, final_probe_inputs, oof_calibrated, oof_one_map, text_kind
 

@@ -34,7 +34,7 @@ import numpy as np
 
 from ...constants import TOXIC_THRESHOLD
 from ...errors import require
-from ..calibration import IsotonicMap
+from ...scoring.calibration import IsotonicMap
 
 PRESERVING = 0.5  # a pair preserves toxicity when its two mean ratings are at most this far apart
 HARMLESS_BELOW, TOXIC_FROM = 1.5, 3.0  # mean Toxicity rating (1-5) of a harmless / a toxic text

@@ -27,7 +27,7 @@ import numpy as np
 
 from ...constants import BOOTSTRAP_RESAMPLES, CI_LEVEL, TOXIC_THRESHOLD
 from ...errors import require
-from .card import POOLED_RUN
+from ...scoring.ml.card import POOLED_RUN
 from .data import Example
 from .group_bootstrap import group_weights, percentile_ci, weighted_auc, weighted_mean
 from .train import task_of

@@ -30,11 +30,11 @@ from pathlib import Path
 import numpy as np
 
 from ..._util.atomic import atomic_write
+from ...scoring.ml.attention import PROBE_ITERATIONS, AttentionProbe, fit_attention_probe
+from ...scoring.ml.embed_cache import EmbeddingCache
+from ...scoring.ml.embedder import HiddenStateEmbedder
 from ...types import text_hash
-from .attention import PROBE_ITERATIONS, AttentionProbe, fit_attention_probe
 from .data import Example
-from .embed_cache import EmbeddingCache
-from .embedder import HiddenStateEmbedder
 
 log = logging.getLogger("polytox")
 
@@ -225,7 +225,7 @@ def attention_embedder(backbone: str, layers: Sequence[int], max_tokens: int, ba
                        cache: str | None) -> tuple[HiddenStateEmbedder, Path | None]:
     """The embedder that reads the probe's token states (with the training's embedding cache unless
     ``cache`` is ``off``) and the cache folder for the fit rows' token states."""
-    from .embed_cache import default_embedding_cache_path
+    from ...scoring.ml.embed_cache import default_embedding_cache_path
 
     store = None if cache == "off" else EmbeddingCache(cache)
     folder = None if store is None else (Path(cache).parent if cache else default_embedding_cache_path().parent)
