@@ -57,6 +57,12 @@ def register(sub: Any) -> None:
                    help="RTP-LX regression weight of the non-English texts' own ridges (0: share the English ones)")
     p.add_argument("--other-task-offsets", action=argparse.BooleanOptionalAction, default=True,
                    help="one free offset per label definition in the non-English ridges' fit (default: on)")
+    _add_probe_flags(p)
+    p.set_defaults(func=run)
+
+
+def _add_probe_flags(p: argparse.ArgumentParser) -> None:
+    """The attention probes', the combiners', the maps' and the run's flags."""
     p.add_argument("--attention", action=argparse.BooleanOptionalAction, default=True,
                    help="an attention pool over the backbone's token states as the non-English combiner's third "
                         "input (default: on; needs a backbone)")
@@ -91,7 +97,6 @@ def register(sub: Any) -> None:
     p.add_argument("--no-baselines", action="store_true", help="skip the lexicon and SVM rows of the card")
     p.add_argument("--plot", help="also draw the reliability diagram (PNG) from the measurements")
     p.add_argument("--no-progress", action="store_true")
-    p.set_defaults(func=run)
 
 
 def two_numbers(option: str, value: str) -> tuple[float, float]:
