@@ -50,7 +50,7 @@ class ScoreGenerations:
     def __init__(self, scorer: str | None = None, scorer_opt: str | None = None,
                  threshold: float | str | None = None, on_error: str | None = None,
                  lang: str = DEFAULT_LANG, **_: Any) -> None:
-        self.choice, _ = load_scorer(scorer, scorer_opt, threshold, on_error=on_error, where="lm-eval filter")
+        self.choice = load_scorer(scorer, scorer_opt, threshold, on_error=on_error, where="lm-eval filter")[0]
         self.lang = lang
 
     def apply(self, resps: Iterable[Any], docs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:

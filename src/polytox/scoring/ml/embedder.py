@@ -116,7 +116,8 @@ class HiddenStateEmbedder:
     def key(self) -> str:
         """Cache identity; bfloat16 vectors get their own key, so float32 extractions stay as they were."""
         base = model_key(self.model_name, self.max_tokens)
-        return base if resolve_dtype(self.dtype, self.device) == "float32" else f"{base}|{resolve_dtype(self.dtype, self.device)}"
+        dtype = resolve_dtype(self.dtype, self.device)
+        return base if dtype == "float32" else f"{base}|{dtype}"
 
     # ---- model ----------------------------------------------------------------------------------
     def _load(self) -> None:
