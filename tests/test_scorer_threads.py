@@ -135,12 +135,17 @@ def default_scorer() -> Iterator[object]:
     pytest.importorskip("sklearn")
     from polytox.integrations.scoring import ScorerChoice, get_scorer
 
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # on a loaded 2-core machine, 2 torch threads in the main thread ran 3-20x slower
     with pytest.MonkeyPatch.context() as mp:
         mp.delenv("POLYTOX_CACHE_DIR", raising=False)  # the converted model in the user's cache (converted once)
         choice = ScorerChoice.resolve("default", {"cache": "off"}, 0.5)
         scorer = get_scorer(choice)
         assert scorer.describe()["routes"]["en"].startswith("polytox-ml@")
         yield choice
+    torch.set_num_threads(threads)
 
 
 @pytest.mark.model
