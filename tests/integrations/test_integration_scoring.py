@@ -166,6 +166,12 @@ def test_rtp_tasks_read_a_local_rtp_file(tmp_path: Any, monkeypatch: pytest.Monk
              "continuation": {"text": " more", "toxicity": 0.2}} for i in range(3)]
     path = tmp_path / "rtp.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    # lm-eval calls the hook when it loads the task (and builds the filter only after generating): the
+    # POLYTOX_* scorer choice is checked there
+    monkeypatch.setenv("POLYTOX_SCORER", "svm-typo")
+    with pytest.raises(SystemExit):
+        rtp_dataset(polytox_data=str(path))
+    monkeypatch.setenv("POLYTOX_SCORER", "svm")
     data = rtp_dataset(polytox_data=str(path), version=1.0)["train"]
     assert [d["prompt"]["text"] for d in data] == [r["prompt"]["text"] for r in rows]  # doc_to_text's field
     assert {d["lang"] for d in data} == {"en"}
