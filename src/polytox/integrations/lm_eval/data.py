@@ -57,6 +57,8 @@ def rtp_dataset(**kwargs: Any) -> Any:
     source = kwargs.get(METADATA_KEY) or os.environ.get(ENV_RTP_DATA)
     if not source:
         return datasets.load_dataset(RTP_HUB_ID)
-    prompts = load_prompts(PromptSpec(source=str(source))).prompts
+    # English only: RTP is English, and a PTP / RTP-LX file named for the PTP tasks of the same run serves
+    # its English prompts here
+    prompts = load_prompts(PromptSpec(source=str(source), langs=("en",))).prompts
     rows = [{"id": p.id, "prompt": {"text": p.text, "toxicity": p.toxicity}, "lang": p.lang} for p in prompts]
     return {"train": datasets.Dataset.from_list(rows)}
