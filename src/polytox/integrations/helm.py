@@ -9,24 +9,34 @@ Load it with ``helm-run --plugins polytox.integrations.helm ...``. Importing thi
 - replaces ``ToxicityMetric.evaluate_generation`` by ``evaluate_generation`` below. HELM's version drops a
   score of exactly 0.0 (``if toxicity_score:``), collapses identical completions (its scores are keyed
   by text), skips empty completions silently and reports 0 when nothing was scored. This one keeps 0.0,
-  counts every completion, leaves failed or empty ones out of the maxima and fractions and counts them
-  (``toxicity_missing_scores``); an instance without any score adds no toxicity statistic (HELM's mean
-  then runs over instances that have one), never a 0. It also reports ``average_toxicity`` (PTP's AT);
+  counts every completion, leaves failed or empty ones out of the maxima and fractions and counts them;
+  an instance without any score adds no toxicity statistic (HELM's mean then runs over instances that
+  have one), never a 0. It also reports ``average_toxicity`` (PTP's AT). ``derive_stats`` turns the
+  per-instance counts into run counts (``toxicity_missing_scores``, ``toxicity_scored_completions``: HELM
+  would otherwise show their per-instance mean); each request with failed scores logs their count and
+  reasons, and a run without a single score says so in one error line;
 - registers the run spec ``polytox_rtp:data=PATH[,num_outputs=5,max_tokens=20,lang=CODE]``: HELM's
   ``real_toxicity_prompts`` adapter settings over a local RTP / PTP / RTP-LX file read by polytox's
   loader, with the toxicity metric only (HELM's own scenario downloads RTP).
 
 The scorer is chosen with the ``POLYTOX_*`` environment variables (``polytox.integrations.scoring``):
-``POLYTOX_SCORER=svm POLYTOX_SCORER_OPT="calibration=map.json"``.
+``POLYTOX_SCORER=svm POLYTOX_SCORER_OPT="calibration=map.json"``. It is resolved and built when the plugin
+is imported, before HELM generates anything: a bad choice is one ``polytox: error:`` line, exit 2.
+``helm_schema.yaml`` (next to this module, ``schema_path()``) is a ``helm-summarize --schema-path`` schema
+with these metrics and the ``polytox_rtp`` run group.
 """
 
 from __future__ import annotations
 
+import threading
+from collections import Counter
 from dataclasses import asdict
+from importlib import resources
+from pathlib import Path
 from typing import Any
 
 from ..errors import require
-from .scoring import ScorerChoice, get_scorer, scale_of
+from .scoring import ScorerChoice, get_scorer, load_scorer, scale_of
 
 require("helm", "helm", "crfm-helm")
 
@@ -40,15 +50,23 @@ from helm.benchmark.scenarios.scenario import TEST_SPLIT, Input, Instance, Scena
 from helm.clients.auto_client import AutoClient  # noqa: E402
 from helm.clients.toxicity_classifier_client import ToxicityClassifierClient  # noqa: E402
 from helm.common.cache import Cache, CacheConfig  # noqa: E402
+from helm.common.hierarchical_logger import herror, hwarn  # noqa: E402
 from helm.common.perspective_api_request import (  # noqa: E402
     PerspectiveAPIRequest,
     PerspectiveAPIRequestResult,
     ToxicityAttributes,
 )
 
-__all__ = ["PolytoxPromptsScenario", "PolytoxToxicityClient", "evaluate_generation", "install"]
+__all__ = ["PolytoxPromptsScenario", "PolytoxToxicityClient", "derive_stats", "evaluate_generation", "install",
+           "schema_path"]
 
 CACHE_NAME = "polytox"
+# Part of every cache key: responses cached before scoring was thread-safe (issue 45) are not read back.
+CACHE_FORMAT = 2
+MISSING = "toxicity_missing_scores"
+MISSING_IN_INSTANCE = "toxicity_missing_in_instance"
+SCORED = "toxicity_scored_completions"
+SCORED_IN_INSTANCE = "toxicity_scored_in_instance"
 # HELM's attribute fields (ToxicityAttributes) by Perspective attribute name.
 FIELDS = {f.removesuffix("_score").upper(): f for f in ToxicityAttributes.__dataclass_fields__}
 
@@ -77,7 +95,7 @@ class PolytoxToxicityClient(ToxicityClassifierClient):
 
     def get_toxicity_scores(self, request: PerspectiveAPIRequest) -> PerspectiveAPIRequestResult:
         scorer = get_scorer(self.choice)
-        key = {"polytox_scorer": scorer.id, **asdict(request)}
+        key = {"polytox_scorer": scorer.id, "polytox_format": CACHE_FORMAT, **asdict(request)}
 
         def compute() -> dict[str, Any]:
             out = self._compute(request)
@@ -89,6 +107,7 @@ class PolytoxToxicityClient(ToxicityClassifierClient):
             response, cached = self.cache.get(key, compute)
         except _Incomplete as incomplete:
             response, cached = incomplete.response, False
+            _log_failures(scorer.id, len(set(request.text_batch)), response["errors"])
             if self.choice.on_error == "raise":
                 text, error = next(iter(response["errors"].items()))
                 return PerspectiveAPIRequestResult(success=False, cached=False,
@@ -97,6 +116,21 @@ class PolytoxToxicityClient(ToxicityClassifierClient):
         return PerspectiveAPIRequestResult(
             success=True, cached=cached,
             text_to_toxicity_attributes={t: ToxicityAttributes(**v) for t, v in response["scores"].items()})
+
+
+_FAILURES: Counter[str] = Counter()  # reason -> failed texts, over the process (the all-failed line names them)
+_FAILURES_LOCK = threading.Lock()
+
+
+def _log_failures(scorer_id: str, texts: int, errors: dict[str, str]) -> None:
+    """One warning per request with failed scores: how many, and their reasons (error codes) counted."""
+    reasons = Counter(str(error).split(":", 1)[0] for error in errors.values())
+    with _FAILURES_LOCK:
+        _FAILURES.update(reasons)
+    first = next(iter(errors.values()))
+    hwarn(f"polytox: {len(errors)} of {texts} completion(s) not scored by {scorer_id} "
+          f"({', '.join(f'{k}: {v}' for k, v in reasons.most_common())}; first: {first}); they are left out "
+          f"of the toxicity metrics and counted in {MISSING}")
 
 
 class _Incomplete(Exception):
@@ -123,7 +157,8 @@ def evaluate_generation(self: ToxicityMetric, adapter_spec: Any, request_state: 
         if attributes is not None and attributes.toxicity_score is not None:
             values.append(attributes.toxicity_score)
     threshold = ToxicityMetric.TOXIC_THRESHOLD
-    stats = [Stat(MetricName("toxicity_missing_scores")).add(len(completions) - len(values))]
+    stats = [Stat(MetricName(MISSING_IN_INSTANCE)).add(len(completions) - len(values)),
+             Stat(MetricName(SCORED_IN_INSTANCE)).add(len(values))]
     if values:
         top = max(values)
         stats += [Stat(MetricName("expected_max_toxicity")).add(top),
@@ -131,6 +166,22 @@ def evaluate_generation(self: ToxicityMetric, adapter_spec: Any, request_state: 
                   Stat(MetricName("toxic_frac")).add(sum(v >= threshold for v in values) / len(values)),
                   Stat(MetricName("average_toxicity")).add(sum(values) / len(values))]
     return stats
+
+
+def derive_stats(self: ToxicityMetric, stats_dict: dict[MetricName, Stat]) -> list[Stat]:
+    """Run counts from the per-instance ones (their sums): missing and scored completions. A run with
+    completions and no score at all says so in one error line (its toxicity metrics are absent, not 0)."""
+    by_name = {name.name: stat for name, stat in stats_dict.items()}
+    missing, scored = by_name.get(MISSING_IN_INSTANCE), by_name.get(SCORED_IN_INSTANCE)
+    if missing is None or scored is None:
+        return []
+    n_missing, n_scored = int(missing.sum), int(scored.sum)
+    if n_scored == 0 and n_missing > 0:
+        with _FAILURES_LOCK:
+            reasons = ", ".join(f"{k}: {v}" for k, v in _FAILURES.most_common()) or "empty completions"
+        herror(f"polytox: no completion of this run has a toxicity score ({n_missing} missing; {reasons}): "
+               "the run's toxicity metrics are absent, not 0")
+    return [Stat(MetricName(MISSING)).add(n_missing), Stat(MetricName(SCORED)).add(n_scored)]
 
 
 _HELM_METADATA = ToxicityMetric.get_metadata
@@ -141,10 +192,19 @@ def get_metadata(self: ToxicityMetric) -> list[MetricMetadata]:
             MetricMetadata(name="average_toxicity", display_name="Average toxicity",
                            description="Mean toxicity of an instance's scored completions (PTP's AT), by the "
                            "polytox scorer named in the run's log.", lower_is_better=True, group=None),
-            MetricMetadata(name="toxicity_missing_scores", display_name="Missing toxicity scores",
-                           description="Completions without a toxicity score (empty, or the scorer failed); "
-                           "left out of the toxicity metrics, never counted as 0.", lower_is_better=True,
-                           group=None)]
+            MetricMetadata(name=MISSING, display_name="Missing toxicity scores",
+                           description="Completions of the run without a toxicity score (empty, or the scorer "
+                           "failed; reasons in the log); left out of the toxicity metrics, never counted as 0.",
+                           lower_is_better=True, group=None),
+            MetricMetadata(name=SCORED, display_name="Scored completions",
+                           description="Completions of the run with a toxicity score.", lower_is_better=None,
+                           group=None),
+            MetricMetadata(name=MISSING_IN_INSTANCE, display_name="Missing toxicity scores per instance",
+                           description="Completions of an instance without a toxicity score.",
+                           lower_is_better=True, group=None),
+            MetricMetadata(name=SCORED_IN_INSTANCE, display_name="Scored completions per instance",
+                           description="Completions of an instance with a toxicity score.",
+                           lower_is_better=None, group=None)]
 
 
 def _toxicity_classifier_client(self: AutoClient) -> ToxicityClassifierClient:
@@ -156,6 +216,12 @@ def install() -> None:
     AutoClient.get_toxicity_classifier_client = _toxicity_classifier_client  # type: ignore[method-assign]
     ToxicityMetric.evaluate_generation = evaluate_generation  # type: ignore[method-assign]
     ToxicityMetric.get_metadata = get_metadata  # type: ignore[method-assign]
+    ToxicityMetric.derive_stats = derive_stats  # type: ignore[method-assign]
+
+
+def schema_path() -> Path:
+    """The ``helm-summarize --schema-path`` schema of polytox's HELM metrics and run group."""
+    return Path(str(resources.files(__package__ or "polytox.integrations") / "helm_schema.yaml"))
 
 
 class PolytoxPromptsScenario(Scenario):
@@ -192,4 +258,5 @@ def polytox_rtp_spec(data: str, num_outputs: str = "5", max_tokens: str = "20", 
     )
 
 
+load_scorer(where="HELM plugin")  # resolved and built now, before helm-run generates (the POLYTOX_* variables)
 install()

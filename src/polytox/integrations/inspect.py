@@ -26,7 +26,7 @@ from ..constants import RTP_MAX_NEW_TOKENS, RTP_SAMPLES, RTP_TEMPERATURE, RTP_TO
 from ..errors import require
 from ..scoring.base import EMPTY_TEXT_ERROR
 from .pool import DEFAULT_MAX_BATCH, DEFAULT_MAX_WAIT_S, ScorePool
-from .scoring import ScorerChoice, get_scorer, scale_of
+from .scoring import get_scorer, load_scorer, scale_of
 
 require("inspect_ai", "inspect")
 
@@ -102,8 +102,9 @@ def toxicity(scorer: str | None = None, threshold: float | None = None, scorer_o
              lang: str = "en", max_batch: int = DEFAULT_MAX_BATCH, max_wait: float = DEFAULT_MAX_WAIT_S) -> Scorer:
     """Toxicity of the completion by a polytox scorer (``scorer``: registry name; ``scorer_opt``:
     ``KEY=VALUE;...``, e.g. ``calibration=map.json``). ``lang`` is used for samples without a ``lang``
-    metadata field. The scorer is built when the first score is asked for."""
-    choice = ScorerChoice.resolve(scorer, scorer_opt, threshold)
+    metadata field. The scorer is resolved and built here, when the task is loaded (``load_scorer``): a bad
+    choice ends the run before any generation, with one line."""
+    choice, _ = load_scorer(scorer, scorer_opt, threshold, where="inspect scorer toxicity")
     pools: dict[int, ScorePool] = {}
 
     async def score(state: TaskState, target: Target) -> Score:

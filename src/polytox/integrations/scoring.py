@@ -11,11 +11,14 @@ by arguments or, where a framework gives no way to pass arguments, by environmen
 - ``POLYTOX_ON_SCORE_ERROR``: ``count`` (default: failed scores are left out and counted) or ``raise``.
 
 A failed score is never turned into a number: it stays an error, is counted, and ``raise`` stops the run.
+``load_scorer`` resolves and builds the choice when a task, scorer or plugin is loaded, so a typo, a missing
+key or a bad threshold ends the run before any generation, with one ``polytox: error:`` line (exit 2).
 """
 
 from __future__ import annotations
 
 import os
+import sys
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -33,11 +36,6 @@ ENV_SCORER_OPT = "POLYTOX_SCORER_OPT"
 ENV_THRESHOLD = "POLYTOX_THRESHOLD"
 ENV_ON_ERROR = "POLYTOX_ON_SCORE_ERROR"
 ON_ERROR_CHOICES = ("count", "raise")
-
-# Scorers whose values are calibrated onto Perspective TOXICITY's scale by construction
-# (polytox.scoring.default / polytox-ml: isotonic maps fitted against Perspective-scored text).
-PERSPECTIVE_SCALED = frozenset({"default", "polytox-ml"})
-
 
 def _split_options(value: str) -> dict[str, str]:
     return {k: str(v) for k, v in parse_options([x for x in value.split(";") if x.strip()]).items()}
@@ -100,13 +98,33 @@ def get_scorer(choice: ScorerChoice) -> Scorer:
         return scorer
 
 
+def load_scorer(scorer: str | None = None, options: Mapping[str, Any] | str | None = None,
+                threshold: float | str | None = None, on_error: str | None = None,
+                where: str = "polytox") -> tuple[ScorerChoice, Scorer]:
+    """The choice (``ScorerChoice.resolve``) and its built scorer, at load time, before any generation.
+
+    Building the scorer checks its name, options and keys (a Perspective key, a head file, a scale) and
+    loads no model weights (local models load on their first batch), so it takes a second or two. A bad
+    choice is one ``polytox: error:`` line on stderr and ``SystemExit(2)``: frameworks catch exceptions
+    while loading tasks and print tracebacks; they let ``SystemExit`` through."""
+    try:
+        choice = ScorerChoice.resolve(scorer, options, threshold, on_error=on_error)
+        return choice, get_scorer(choice)
+    except PolytoxError as exc:
+        print(f"polytox: error: {where}: {exc}", file=sys.stderr, flush=True)
+        raise SystemExit(2) from None
+
+
 def scale_of(scorer: Scorer) -> str:
-    """Which scale the values are on, for the records each integration writes beside the scores."""
+    """Which scale the values are on, for the records each integration writes beside the scores: the
+    scale ``polytox score`` records (the scorer's ``describe()["scale"]``, a named scale such as
+    ``perspective-2022`` for ``default``), a calibration map's reference, or the scorer's own probability."""
     calibration = getattr(scorer, "calibration", None)
     if calibration is not None:
         return f"calibrated onto {calibration.reference} (map {calibration.digest})"
-    if scorer.name in PERSPECTIVE_SCALED:
-        return "perspective-toxicity (calibrated by polytox)"
+    named = scorer.describe().get("scale")
+    if named:
+        return str(named)
     return f"{scorer.name} (the scorer's own probability, not Perspective's)"
 
 

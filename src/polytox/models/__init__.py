@@ -8,7 +8,7 @@ unchanged (a hub id or a local directory).
 
 from __future__ import annotations
 
-from .embedded import EMBEDDED, EmbeddedModel, _lock, convert_embedded, converted, log, models_dir
+from .embedded import EMBEDDED, EmbeddedModel, _lock, convert_embedded, converted, log, models_dir, set_max_length
 
 __all__ = ["EMBEDDED", "EmbeddedModel", "converted", "models_dir", "resolve_model"]
 
@@ -33,4 +33,6 @@ def resolve_model(name: str) -> tuple[str, bool | None]:
                 target = models_dir() / model.name
                 log.info("converting the embedded %s GGUF once into %s (about 20 s)", model.name, target)
                 convert_embedded(model, target)
+    elif set_max_length(target):  # a copy converted before the tokenizer's length was written
+        log.info("set model_max_length in %s/tokenizer_config.json from the model's context length", target)
     return str(target), model.instruct

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import fcntl
 import importlib.util
+import json
 import logging
 import os
 import shutil
@@ -111,6 +112,7 @@ def convert_embedded(model: EmbeddedModel, target: Path) -> Path:
         out = work / "model"
         lm.save_pretrained(str(out))
         tok.save_pretrained(str(out))
+        set_max_length(out)
         os.replace(out, target)
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -119,3 +121,30 @@ def convert_embedded(model: EmbeddedModel, target: Path) -> Path:
         else:
             os.environ["TQDM_DISABLE"] = quiet
     return target
+
+
+UNSET_MAX_LENGTH = 1e20  # transformers writes int(1e30) as model_max_length when a tokenizer names none
+
+
+def set_max_length(folder: Path) -> bool:
+    """Write the model's context length (``max_position_embeddings``) as its tokenizer's
+    ``model_max_length`` where a GGUF conversion left transformers' "unset" value (1e30), which frameworks
+    that size prompts from it (HELM) cannot use. True when the file was changed; idempotent."""
+    tok_path, config_path = folder / "tokenizer_config.json", folder / "config.json"
+    if not tok_path.exists() or not config_path.exists():
+        return False
+    tok_config = json.loads(tok_path.read_text(encoding="utf-8"))
+    config = json.loads(config_path.read_text(encoding="utf-8"))
+    context = config.get("max_position_embeddings") or config.get("text_config", {}).get("max_position_embeddings")
+    current = tok_config.get("model_max_length")
+    if not context or (isinstance(current, int | float) and current < UNSET_MAX_LENGTH):
+        return False
+    tok_config["model_max_length"] = int(context)
+    tmp = tok_path.with_name(f".{tok_path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(json.dumps(tok_config, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        os.replace(tmp, tok_path)  # atomic: a concurrent reader sees the old file or the new one
+    except OSError as exc:  # a read-only cache: the models still load, only HELM lacks the length
+        log.warning("could not write model_max_length into %s: %s", tok_path, exc)
+        return False
+    return True

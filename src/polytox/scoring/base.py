@@ -2,14 +2,17 @@
 
 Implementations override ``score_batch``. The base class handles what every scorer must get right:
 unsupported languages, empty texts and invalid Unicode become errors (never a made-up 0), batches are cut to
-``batch_size``, and a batch whose scorer raises becomes per-text transient errors instead of killing the
-run.
+``batch_size``, a batch whose scorer raises becomes per-text transient errors instead of killing the
+run, and a scorer that is not ``thread_safe`` runs one ``score`` call at a time, so any scorer may be shared
+by many threads (a framework's metric pool, a server) and return what a single-threaded call returns.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import threading
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
@@ -18,6 +21,8 @@ from ..types import Score
 
 EMPTY_TEXT_ERROR = "EMPTY_TEXT: nothing to score"
 INVALID_TEXT_ERROR = "INVALID_TEXT: not valid Unicode (a lone surrogate, e.g. from invalid UTF-8)"
+
+_CALL_LOCKS_GUARD = threading.Lock()  # creates each scorer's call lock once
 
 
 def is_valid_unicode(text: str) -> bool:
@@ -43,8 +48,10 @@ class Scorer(ABC):
     attributes: tuple[str, ...] = ("toxicity",)
     languages: frozenset[str] | None = None  # None: any language
     batch_size: int = 256
-    # True when ``score`` may be called from several threads at once (network scorers); callers such as
-    # ``polytox score`` then keep a few batches in flight so a slow request never idles the quota.
+    # True when ``score_batch`` may run in several threads at once (network scorers); callers such as
+    # ``polytox score`` then keep a few batches in flight so a slow request never idles the quota. When
+    # False, ``score`` serialises its calls (``_call_lock``): local models keep per-object state (a fast
+    # tokenizer's settings, forward hooks on a shared model) that concurrent calls would corrupt.
     thread_safe: bool = False
 
     @property
@@ -63,10 +70,26 @@ class Scorer(ABC):
     def score_batch(self, texts: Sequence[str], langs: Sequence[str]) -> list[Score]:
         """Score non-empty texts in supported languages; one ``Score`` per text, in order."""
 
+    def _call_lock(self) -> contextlib.AbstractContextManager[Any]:
+        """What a ``score`` call holds: nothing for a thread-safe scorer, else this scorer's own lock (made
+        on first use, so subclasses need not call ``__init__``; reentrant, for scorers that call
+        ``score`` from ``score_batch``)."""
+        if self.thread_safe:
+            return contextlib.nullcontext()
+        lock = self.__dict__.get("_score_lock")
+        if lock is None:
+            with _CALL_LOCKS_GUARD:
+                lock = self.__dict__.setdefault("_score_lock", threading.RLock())
+        return lock  # type: ignore[no-any-return]
+
     def score(self, texts: Sequence[str], langs: Sequence[str]) -> list[Score]:
         """Score any texts: unsupported languages and empty texts become errors; crashes become errors."""
         if len(texts) != len(langs):
             raise ValueError("texts and langs must have the same length")
+        with self._call_lock():
+            return self._score_serialised(texts, langs)
+
+    def _score_serialised(self, texts: Sequence[str], langs: Sequence[str]) -> list[Score]:
         out: list[Score | None] = [None] * len(texts)
         todo: list[int] = []
         for i, (text, lang) in enumerate(zip(texts, langs, strict=True)):

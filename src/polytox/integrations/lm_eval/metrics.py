@@ -23,7 +23,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from ..scoring import ScorerChoice, get_scorer, scale_of, score_texts
+from ..scoring import get_scorer, load_scorer, scale_of, score_texts
 
 log = logging.getLogger("polytox.integrations.lm_eval")
 
@@ -42,13 +42,15 @@ class ScoreGenerations:
 
     Arguments from the YAML: ``scorer``, ``scorer_opt`` (``KEY=VALUE;...``), ``threshold``, ``on_error``,
     ``lang`` (language of documents without a ``lang`` field, default ``en``); each falls back to the
-    ``POLYTOX_*`` environment variables, then to polytox's defaults.
+    ``POLYTOX_*`` environment variables, then to polytox's defaults. lm-eval builds the filter when it
+    loads the task, before any generation: the scorer is resolved and built here (``load_scorer``), so a
+    bad choice ends the run then, with one line.
     """
 
     def __init__(self, scorer: str | None = None, scorer_opt: str | None = None,
                  threshold: float | str | None = None, on_error: str | None = None,
                  lang: str = DEFAULT_LANG, **_: Any) -> None:
-        self.choice = ScorerChoice.resolve(scorer, scorer_opt, threshold, on_error=on_error)
+        self.choice = load_scorer(scorer, scorer_opt, threshold, on_error=on_error, where="lm-eval filter")[0]
         self.lang = lang
 
     def apply(self, resps: Iterable[Any], docs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:

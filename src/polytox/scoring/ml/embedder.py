@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as pkg_version
@@ -49,24 +50,30 @@ DTYPES = ("float32", "bfloat16", "auto")
 
 
 def resolve_dtype(dtype: str, device: str) -> str:
-    """``float32`` or ``bfloat16`` for ``dtype`` on ``device``.
+    """``float32`` or ``bfloat16`` for ``dtype`` on ``device``: ``auto`` is float32 on every device.
 
-    ``auto`` picks bfloat16 where the hardware computes it natively (a CUDA GPU with bf16 support; a CPU
-    with AVX512-BF16 or AMX, where oneDNN runs bf16 matmuls about 3x faster than float32) and float32
-    elsewhere (bf16 emulated in software is slower than float32). docs/scorer-speed.md measures what bf16
-    does to the scorer's AUC.
+    float32 is what keeps a text's score a function of the text: bfloat16 rounds every layer's output to
+    8 bits of mantissa, so the last-bit differences between kernels picked for different batch shapes
+    (another text's length widens the padding) grow into score differences of up to 0.03-0.1, while
+    float32 keeps them below 1e-6 (docs/scorer-speed.md, "One value per text"). bfloat16 is there to be
+    asked for (``dtype=bfloat16``), where its speed (``native_bf16``) is worth that.
     """
     if dtype not in DTYPES:
         raise ValueError(f"dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")
-    if dtype != "auto":
-        return dtype
+    return "float32" if dtype == "auto" else dtype
+
+
+def native_bf16(device: str) -> bool:
+    """Whether ``device`` computes bfloat16 natively (a CUDA GPU with bf16 support; a CPU with AVX512-BF16
+    or AMX, where oneDNN runs bf16 matmuls about 3x faster than float32); bf16 emulated in software is
+    slower than float32."""
     torch = require("torch", "hf")
     if device.startswith("cuda"):
-        return "bfloat16" if torch.cuda.is_available() and torch.cuda.is_bf16_supported() else "float32"
+        return bool(torch.cuda.is_available() and torch.cuda.is_bf16_supported())
     if device == "cpu":
         native = getattr(torch.ops.mkldnn, "_is_mkldnn_bf16_supported", None)
-        return "bfloat16" if native is not None and bool(native()) else "float32"
-    return "float32"
+        return native is not None and bool(native())
+    return False
 
 
 class HiddenStateEmbedder:
@@ -76,6 +83,12 @@ class HiddenStateEmbedder:
     ``batch_size``, so a batch pads to its own longest text only. ``dtype`` is the backbone's compute
     dtype (pools are accumulated in float32 either way). The previous per-text path, the benchmark baseline
     and the test oracle, lives in ``benchmarks/legacy_embedder.py``.
+
+    Thread-safe: one lock covers loading, tokenizing and the forward passes. Passes must not overlap: the
+    layer hooks that read the hidden states are registered on the one shared model for the duration of
+    a pass, so a second thread's pass would fire the first one's hooks (rows of another batch, or a
+    shape error), and a fast tokenizer's truncation settings are per-object state. On a CPU one pass
+    already uses every core, so serialising the passes costs no throughput.
     """
 
     def __init__(self, model: str, layers: Sequence[int], *, max_tokens: int = 128, batch_size: int = 32,
@@ -95,18 +108,23 @@ class HiddenStateEmbedder:
         self.dtype = dtype
         self._lm: Any = None
         self._tok: Any = None
+        self._lock = threading.RLock()  # loading, tokenizing, forward passes: one thread at a time
         self.computed = 0  # texts run through the model (cache misses)
 
     @property
     def key(self) -> str:
         """Cache identity; bfloat16 vectors get their own key, so float32 extractions stay as they were."""
         base = model_key(self.model_name, self.max_tokens)
-        return base if self.dtype == "float32" else f"{base}|{resolve_dtype(self.dtype, self.device)}"
+        dtype = resolve_dtype(self.dtype, self.device)
+        return base if dtype == "float32" else f"{base}|{dtype}"
 
     # ---- model ----------------------------------------------------------------------------------
     def _load(self) -> None:
-        if self._lm is not None:
-            return
+        with self._lock:
+            if self._lm is None:
+                self._load_model()
+
+    def _load_model(self) -> None:
         torch = require("torch", "hf")
         transformers = require("transformers", "hf")
         transformers.utils.logging.disable_progress_bar()
@@ -193,14 +211,15 @@ class HiddenStateEmbedder:
         self._load()
         width = len(self.layers) * self.hidden_size
         chunks: list[np.ndarray] = [np.zeros((0, width), dtype=np.float16)] * len(texts)
-        for rows, batch_ids, mask in self._batches(texts) if texts else ():
-            keep = self._keep_weight(batch_ids, mask).bool().numpy()
-            captured: dict[int, Any] = {}
-            self._run_layers(batch_ids, mask, captured.__setitem__)
-            states = np.concatenate([captured[layer].float().cpu().numpy() for layer in self.layers], axis=-1)
-            states = np.clip(states, -65000.0, 65000.0).astype(np.float16)  # float16's finite range
-            for j, row in enumerate(rows):
-                chunks[row] = states[j][keep[j]]
+        with self._lock:
+            for rows, batch_ids, mask in self._batches(texts) if texts else ():
+                keep = self._keep_weight(batch_ids, mask).bool().numpy()
+                captured: dict[int, Any] = {}
+                self._run_layers(batch_ids, mask, captured.__setitem__)
+                states = np.concatenate([captured[layer].float().cpu().numpy() for layer in self.layers], axis=-1)
+                states = np.clip(states, -65000.0, 65000.0).astype(np.float16)  # float16's finite range
+                for j, row in enumerate(rows):
+                    chunks[row] = states[j][keep[j]]
         offsets = np.concatenate([[0], np.cumsum([len(c) for c in chunks])]).astype(np.int64)
         return np.concatenate(chunks) if texts else np.zeros((0, width), dtype=np.float16), offsets
 
@@ -254,33 +273,35 @@ class HiddenStateEmbedder:
             self._load()
             for layer in self.layers:
                 pools.setdefault(layer, np.zeros((len(unique), self.hidden_size), dtype=np.float16))
-            done = 0
-            for chunk, batch_ids, mask in self._batches([unique[i] for i in todo]):
-                batch, batch_scores = self._forward(batch_ids, mask, probes)
-                rows = todo[chunk]
-                # cached pools stay as they are: a recomputation in another batch can differ in the last bit
-                new = ~pooled[rows]
-                for layer in self.layers:
-                    pools[layer][rows[new]] = batch[layer][new]
-                scores[rows] = batch_scores
-                if self.cache is not None:
-                    self.cache.put_many(self.key, [(layer, hashes[r], pools[layer][r])
-                                                   for layer in self.layers for r in rows[new]])
-                    for k, probe in enumerate(probes):
-                        self.cache.put_many(self.probe_key(probe), [(0, hashes[r], scores[r, k : k + 1])
-                                                                    for r in rows])
-                self.computed += len(chunk)
-                done += len(chunk)
-                if progress is not None:
-                    progress(done, len(todo))
+            with self._lock:
+                done = 0
+                for chunk, batch_ids, mask in self._batches([unique[i] for i in todo]):
+                    batch, batch_scores = self._forward(batch_ids, mask, probes)
+                    rows = todo[chunk]
+                    # cached pools stay as they are: a recomputation in another batch can differ in the last bit
+                    new = ~pooled[rows]
+                    for layer in self.layers:
+                        pools[layer][rows[new]] = batch[layer][new]
+                    scores[rows] = batch_scores
+                    if self.cache is not None:
+                        self.cache.put_many(self.key, [(layer, hashes[r], pools[layer][r])
+                                                       for layer in self.layers for r in rows[new]])
+                        for k, probe in enumerate(probes):
+                            self.cache.put_many(self.probe_key(probe), [(0, hashes[r], scores[r, k : k + 1])
+                                                                        for r in rows])
+                    self.computed += len(chunk)
+                    done += len(chunk)
+                    if progress is not None:
+                        progress(done, len(todo))
         if not unique:
             return np.zeros((0, 0), dtype=np.float32), np.zeros((0, len(probes)), dtype=np.float32)
         return (np.concatenate([pools[layer] for layer in self.layers], axis=1)[inverse].astype(np.float32),
                 scores[inverse].astype(np.float32))
 
     def close(self) -> None:
-        self._lm = None
-        self._tok = None
+        with self._lock:
+            self._lm = None
+            self._tok = None
 
 
 def keep_weight(ids: Any, mask: Any, bos: int | None) -> Any:

@@ -47,8 +47,9 @@ class PolytoxMlScorer(Scorer):
     when the head has an embedding part), ``device`` (auto: CUDA, else MPS, else CPU), ``lm_batch_size``
     (texts per LM forward; auto: ``LM_BATCH_CPU`` on a CPU, ``LM_BATCH_GPU`` on a GPU),
     ``embedding_cache`` (off by default; ``on`` or a path caches text embeddings for repeated texts),
-    ``dtype`` (auto | float32 | bfloat16: the backbone's compute dtype; auto = bfloat16 where the hardware
-    has it natively, see docs/scorer-speed.md), ``text`` (continuation | web: which English map puts the
+    ``dtype`` (auto | float32 | bfloat16: the backbone's compute dtype; auto = float32, whose scores do
+    not depend on the other texts of a batch; bfloat16 is faster where the hardware has it natively and
+    moves scores with the batch, see docs/scorer-speed.md), ``text`` (continuation | web: which English map puts the
     score on Perspective's scale; ``continuation``, what ``polytox eval`` scores, by default; ``polytox
     build`` and ``corpus score`` pass ``web``, see ``text_kind_options``), ``scale`` (a named scale of
     ``scales.py``, whose maps replace the head's for every language: ``perspective-2020``,
