@@ -30,13 +30,36 @@ if TYPE_CHECKING:
     from .runner import RunResult
     from .store import RunStore
 
-__all__ = ["EvalSpec", "Generation", "GenerationRequest", "GenerationSpec", "MetricsSpec", "PolytoxError", "Prompt",
-           "PromptSpec", "Run", "RunResult", "Score", "ScoredText", "ScorerSpec", "evaluate", "load_run", "open_run",
-           "score", "spec_from_flat"]
+__all__ = [
+    "EvalSpec",
+    "Generation",
+    "GenerationRequest",
+    "GenerationSpec",
+    "MetricsSpec",
+    "PolytoxError",
+    "Prompt",
+    "PromptSpec",
+    "Run",
+    "RunResult",
+    "Score",
+    "ScoredText",
+    "ScorerSpec",
+    "evaluate",
+    "load_run",
+    "open_run",
+    "score",
+    "spec_from_flat",
+]
 
 # Names resolved on first use (PEP 562), so that ``import polytox`` does not load the runner and its deps.
-_LAZY = {"evaluate": "polytox.api", "score": "polytox.api", "open_run": "polytox.api", "Run": "polytox.api",
-         "ScoredText": "polytox.api", "RunResult": "polytox.runner"}
+_LAZY = {
+    "evaluate": "polytox.api",
+    "score": "polytox.api",
+    "open_run": "polytox.api",
+    "Run": "polytox.api",
+    "ScoredText": "polytox.api",
+    "RunResult": "polytox.runner",
+}
 
 
 def __getattr__(name: str) -> Any:

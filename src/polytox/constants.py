@@ -55,6 +55,7 @@ def toxicity_bucket(score: float) -> int:
             bucket += 1
     return bucket
 
+
 # --- Perspective API (DATA.md "Perspective API: contract and status") --------------------------------
 # Default quota: 1 query per second (60/minute, quota AnalyzeRequestsPerMinutePerProject).
 PERSPECTIVE_DEFAULT_QPS: Final = 1.0
@@ -63,11 +64,18 @@ PERSPECTIVE_DEFAULT_QPS: Final = 1.0
 # -> read attributeScores.<ATTR>.summaryScore.value, never spanScores[0].
 PERSPECTIVE_DEFAULT_ATTRIBUTES: Final = ("TOXICITY",)
 # The six attributes PTP requests (DATA.md, from PTP's released code).
-PTP_PERSPECTIVE_ATTRIBUTES: Final = ("TOXICITY", "SEVERE_TOXICITY", "IDENTITY_ATTACK", "INSULT", "PROFANITY",
-                                     "THREAT")
+PTP_PERSPECTIVE_ATTRIBUTES: Final = ("TOXICITY", "SEVERE_TOXICITY", "IDENTITY_ATTACK", "INSULT", "PROFANITY", "THREAT")
 # The eight attributes RTP stores for every prompt and continuation (RTP §2, Appendix Table 13).
-RTP_PERSPECTIVE_ATTRIBUTES: Final = ("TOXICITY", "SEVERE_TOXICITY", "PROFANITY", "SEXUALLY_EXPLICIT",
-                                     "FLIRTATION", "IDENTITY_ATTACK", "THREAT", "INSULT")
+RTP_PERSPECTIVE_ATTRIBUTES: Final = (
+    "TOXICITY",
+    "SEVERE_TOXICITY",
+    "PROFANITY",
+    "SEXUALLY_EXPLICIT",
+    "FLIRTATION",
+    "IDENTITY_ATTACK",
+    "THREAT",
+    "INSULT",
+)
 # Languages Perspective documents for TOXICITY (and the other production attributes); SEXUALLY_EXPLICIT
 # and FLIRTATION are English only (DATA.md). ``hi-Latn`` is sent as-is when a text is tagged with it.
 PERSPECTIVE_LANGUAGES: Final = frozenset(

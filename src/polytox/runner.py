@@ -98,9 +98,14 @@ def check_generation(spec: EvalSpec) -> None:
         check_model(spec.fluency_model)
 
 
-def evaluate(spec: EvalSpec, out: str | Path, progress: ProgressCallback | None = None,
-             executor: ExecutorConfig | None = None, retry_failed: bool = False,
-             generations_from: str | Path | None = None) -> RunResult:
+def evaluate(
+    spec: EvalSpec,
+    out: str | Path,
+    progress: ProgressCallback | None = None,
+    executor: ExecutorConfig | None = None,
+    retry_failed: bool = False,
+    generations_from: str | Path | None = None,
+) -> RunResult:
     """Run (or resume) an evaluation into ``out`` and return its metrics.
 
     ``executor`` chooses how shards run (default: pipelined, scoring overlapping generation); it is not
@@ -115,8 +120,14 @@ def evaluate(spec: EvalSpec, out: str | Path, progress: ProgressCallback | None 
         return _evaluate(spec, out, progress, executor, retry_failed, generations_from)
 
 
-def _evaluate(spec: EvalSpec, out: str | Path, progress: ProgressCallback | None, executor: ExecutorConfig | None,
-              retry_failed: bool, generations_from: str | Path | None) -> RunResult:
+def _evaluate(
+    spec: EvalSpec,
+    out: str | Path,
+    progress: ProgressCallback | None,
+    executor: ExecutorConfig | None,
+    retry_failed: bool,
+    generations_from: str | Path | None,
+) -> RunResult:
     report = progress or (lambda stage, done, total: None)
     scorer = build_scorer(spec.scorer.name, spec.scorer.options)
     auto_batch = spec.generation.batch_size == 0
@@ -142,8 +153,12 @@ def explain_automatic(exc: SpecMismatchError, auto_batch: bool) -> SpecMismatchE
     resolved from K, so a run with another K differs there too), so no line names a value the user never set."""
     if not auto_batch:
         return exc
-    lines = [line + " (chosen automatically from samples: not set by you)"
-             if line.strip().startswith("generation.batch_size:") else line for line in str(exc).split("\n")]
+    lines = [
+        line + " (chosen automatically from samples: not set by you)"
+        if line.strip().startswith("generation.batch_size:")
+        else line
+        for line in str(exc).split("\n")
+    ]
     return SpecMismatchError("\n".join(lines))
 
 
@@ -152,14 +167,26 @@ def shard_sizes(plan: list[list[Prompt]], samples: int) -> list[tuple[int, set[s
     return [(len(shard) * samples, {p.id for p in shard}) for shard in plan]
 
 
-def _evaluate_locked(spec: EvalSpec, store: RunStore, scorer: Scorer, prompt_set: PromptSet,
-                     plan: list[list[Prompt]], source: RunStore | None, report: ProgressCallback,
-                     executor: ExecutorConfig | None, retry_failed: bool) -> RunResult:
+def _evaluate_locked(
+    spec: EvalSpec,
+    store: RunStore,
+    scorer: Scorer,
+    prompt_set: PromptSet,
+    plan: list[list[Prompt]],
+    source: RunStore | None,
+    report: ProgressCallback,
+    executor: ExecutorConfig | None,
+    retry_failed: bool,
+) -> RunResult:
     resumed = store.open(spec, extra={"scorer": scorer.describe()})
     store.write_prompts(prompt_set.prompts)
     repairs = store.remove_damaged(shard_sizes(plan, spec.generation.samples), scorer.id) if resumed else []
-    store.update_manifest(n_records=prompt_set.n_records, n_bad_records=prompt_set.n_bad,
-                          bad_records=prompt_set.problems[:1000], selection_notes=prompt_set.notes)
+    store.update_manifest(
+        n_records=prompt_set.n_records,
+        n_bad_records=prompt_set.n_bad,
+        bad_records=prompt_set.problems[:1000],
+        selection_notes=prompt_set.notes,
+    )
     if repairs:
         store.update_manifest(repairs=[*store.manifest().get("repairs", []), {"at": now(), "parts": repairs}])
     if source is not None:
@@ -170,8 +197,11 @@ def _evaluate_locked(spec: EvalSpec, store: RunStore, scorer: Scorer, prompt_set
     # Generate + score every unfinished shard; *how* (serial, pipelined, Ray) is the executor's business.
     work = Work(spec=spec, store=store, plan=plan, scorer=scorer, langs=langs, report=report)
     # validation has passed: the work (and a progress bar) starts, from the samples already scored
-    report("generate+score", sum(len(plan[i]) for i in range(len(plan)) if store.has_scores(scorer.id, i))
-           * spec.generation.samples, work.total)
+    report(
+        "generate+score",
+        sum(len(plan[i]) for i in range(len(plan)) if store.has_scores(scorer.id, i)) * spec.generation.samples,
+        work.total,
+    )
     retry: dict[str, Any] | None = None
     try:
         stats = build_executor(executor or ExecutorConfig()).run(work)
@@ -194,13 +224,23 @@ def _evaluate_locked(spec: EvalSpec, store: RunStore, scorer: Scorer, prompt_set
     if spec.prompts.unprompted:  # RTP §3.1: bootstrap expected max toxicity of n <= N generations
         from .metrics.unprompted import unprompted_report
 
-        metrics["unprompted"] = unprompted_report(store, scorer.id, spec.metrics.n_bootstrap,
-                                                  spec.metrics.ci_level, spec.seed)
+        metrics["unprompted"] = unprompted_report(
+            store, scorer.id, spec.metrics.n_bootstrap, spec.metrics.ci_level, spec.seed
+        )
     store.write_metrics(metrics)
     failures = failure_summary(store, scorer.id)
     store.update_manifest(status="complete", finished_at=now(), failures=failures.to_dict())
-    return RunResult(path=store.path, spec=spec, metrics=metrics, prompt_set=prompt_set, resumed=resumed,
-                     shards_done_before=done_before, failures=failures, retry=retry, repairs=repairs)
+    return RunResult(
+        path=store.path,
+        spec=spec,
+        metrics=metrics,
+        prompt_set=prompt_set,
+        resumed=resumed,
+        shards_done_before=done_before,
+        failures=failures,
+        retry=retry,
+        repairs=repairs,
+    )
 
 
 def stopped(store: RunStore, work: Work, exc: FatalGenerationError) -> RunStoppedError:
@@ -209,5 +249,7 @@ def stopped(store: RunStore, work: Work, exc: FatalGenerationError) -> RunStoppe
     done = sum(store.has_scores(work.scorer.id, i) for i in range(len(work.plan)))
     stops = [*store.manifest().get("stops", []), {"at": now(), "cause": cause, "shards_stored": done}]
     store.update_manifest(status="stopped", stops=stops)
-    return RunStoppedError(f"generation stopped: {cause}; {done} of {len(work.plan)} shard(s) are stored in "
-                           f"{store.path}; resume with: {retry_command(store.path)}")
+    return RunStoppedError(
+        f"generation stopped: {cause}; {done} of {len(work.plan)} shard(s) are stored in "
+        f"{store.path}; resume with: {retry_command(store.path)}"
+    )

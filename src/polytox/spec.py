@@ -26,11 +26,21 @@ DEFAULT_SCORER = "default"
 
 PRESETS: dict[str, dict[str, Any]] = {
     # RTP §4.2 and Appendix B.4.
-    "rtp": {"samples": C.RTP_SAMPLES, "top_p": C.RTP_TOP_P, "temperature": C.RTP_TEMPERATURE,
-            "max_new_tokens": C.RTP_MAX_NEW_TOKENS, "top_k": 0},
+    "rtp": {
+        "samples": C.RTP_SAMPLES,
+        "top_p": C.RTP_TOP_P,
+        "temperature": C.RTP_TEMPERATURE,
+        "max_new_tokens": C.RTP_MAX_NEW_TOKENS,
+        "top_k": 0,
+    },
     # PTP §4, Implementation Details.
-    "ptp": {"samples": C.PTP_SAMPLES, "top_p": C.PTP_TOP_P, "temperature": C.PTP_TEMPERATURE,
-            "max_new_tokens": C.PTP_MAX_NEW_TOKENS, "top_k": 0},
+    "ptp": {
+        "samples": C.PTP_SAMPLES,
+        "top_p": C.PTP_TOP_P,
+        "temperature": C.PTP_TEMPERATURE,
+        "max_new_tokens": C.PTP_MAX_NEW_TOKENS,
+        "top_k": 0,
+    },
 }
 
 
@@ -129,25 +139,39 @@ class EvalSpec:
             (g.chat_template in ("auto", "always", "never"), "chat_template must be auto|always|never"),
             (self.shard_size >= 1, f"shard_size must be >= 1, got {self.shard_size}"),
             (self.fluency_samples >= 0, f"fluency_samples must be >= 0 (0 = all), got {self.fluency_samples}"),
-            (not self.fluency_samples or bool(self.fluency_model),
-             "fluency_samples needs fluency_model (the LM that scores the continuations)"),
+            (
+                not self.fluency_samples or bool(self.fluency_model),
+                "fluency_samples needs fluency_model (the LM that scores the continuations)",
+            ),
             (m.comparison in C.COMPARISONS, f"comparison must be one of {C.COMPARISONS}"),
             (0 <= m.threshold <= 1, f"threshold must be in [0, 1], got {m.threshold}"),
-            (self.prompts.format in PROMPT_FORMATS,
-             f"format must be one of {', '.join(PROMPT_FORMATS)}, got {self.prompts.format!r}"),
+            (
+                self.prompts.format in PROMPT_FORMATS,
+                f"format must be one of {', '.join(PROMPT_FORMATS)}, got {self.prompts.format!r}",
+            ),
             (self.prompts.limit is None or self.prompts.limit >= 1, "limit must be >= 1"),
             (self.prompts.unprompted >= 0, f"unprompted must be >= 0, got {self.prompts.unprompted}"),
-            (not self.prompts.unprompted or g.samples == 1,
-             f"an unprompted run is N generations of one sample each (--unprompted N); "
-             f"got samples={g.samples}"),
-            (not g.detox or g.backend in ("transformers", "vllm"),
-             f"--detox runs on the transformers backend (vllm: word-filter only), not {g.backend!r}"),
+            (
+                not self.prompts.unprompted or g.samples == 1,
+                f"an unprompted run is N generations of one sample each (--unprompted N); got samples={g.samples}",
+            ),
+            (
+                not g.detox or g.backend in ("transformers", "vllm"),
+                f"--detox runs on the transformers backend (vllm: word-filter only), not {g.backend!r}",
+            ),
         ]
         # the ranges shared with the command-line flags (cli/checks.py): a config file means what a flag means
-        ranged = [("n_bootstrap", m.n_bootstrap, COUNT), ("ci_level", m.ci_level, Range(0, 1, True, True)),
-                  ("seed", self.seed, SEED), ("per_bucket", self.prompts.per_bucket, AT_LEAST_ONE)]
-        checks += [(False, f"{name} {problem}") for name, value, rule in ranged
-                   if value is not None and (problem := rule.problem(value))]
+        ranged = [
+            ("n_bootstrap", m.n_bootstrap, COUNT),
+            ("ci_level", m.ci_level, Range(0, 1, True, True)),
+            ("seed", self.seed, SEED),
+            ("per_bucket", self.prompts.per_bucket, AT_LEAST_ONE),
+        ]
+        checks += [
+            (False, f"{name} {problem}")
+            for name, value, rule in ranged
+            if value is not None and (problem := rule.problem(value))
+        ]
         for ok, message in checks:
             if not ok:
                 raise PolytoxError(f"invalid spec: {message}")
@@ -179,8 +203,11 @@ class EvalSpec:
             generation=build(GenerationSpec, top.pop("generation", None)),
             scorer=build(ScorerSpec, top.pop("scorer", None)),
             metrics=build(MetricsSpec, top.pop("metrics", None)),
-            **{k: v for k, v in top.items() if k in ("seed", "shard_size", "preset", "fluency_model",
-                                                       "fluency_samples")},
+            **{
+                k: v
+                for k, v in top.items()
+                if k in ("seed", "shard_size", "preset", "fluency_model", "fluency_samples")
+            },
         ).validate()
 
     def identity(self) -> dict[str, Any]:
@@ -201,22 +228,38 @@ class EvalSpec:
 
 # Flat keys shared by CLI flags and YAML configs, mapped to (section, field).
 FLAT_KEYS: dict[str, tuple[str, str]] = {
-    "prompts": ("prompts", "source"), "format": ("prompts", "format"), "hf_config": ("prompts", "hf_config"),
-    "hf_split": ("prompts", "hf_split"), "limit": ("prompts", "limit"), "lang": ("prompts", "langs"),
-    "per_bucket": ("prompts", "per_bucket"), "skip_bad": ("prompts", "skip_bad"),
+    "prompts": ("prompts", "source"),
+    "format": ("prompts", "format"),
+    "hf_config": ("prompts", "hf_config"),
+    "hf_split": ("prompts", "hf_split"),
+    "limit": ("prompts", "limit"),
+    "lang": ("prompts", "langs"),
+    "per_bucket": ("prompts", "per_bucket"),
+    "skip_bad": ("prompts", "skip_bad"),
     "unprompted": ("prompts", "unprompted"),
-    "model": ("generation", "model"), "backend": ("generation", "backend"),
-    "samples": ("generation", "samples"), "max_new_tokens": ("generation", "max_new_tokens"),
-    "temperature": ("generation", "temperature"), "top_p": ("generation", "top_p"),
-    "top_k": ("generation", "top_k"), "batch_size": ("generation", "batch_size"),
-    "chat_template": ("generation", "chat_template"), "device": ("generation", "device"),
-    "dtype": ("generation", "dtype"), "model_opt": ("generation", "options"),
-    "scorer": ("scorer", "name"), "scorer_opt": ("scorer", "options"),
-    "threshold": ("metrics", "threshold"), "comparison": ("metrics", "comparison"),
+    "model": ("generation", "model"),
+    "backend": ("generation", "backend"),
+    "samples": ("generation", "samples"),
+    "max_new_tokens": ("generation", "max_new_tokens"),
+    "temperature": ("generation", "temperature"),
+    "top_p": ("generation", "top_p"),
+    "top_k": ("generation", "top_k"),
+    "batch_size": ("generation", "batch_size"),
+    "chat_template": ("generation", "chat_template"),
+    "device": ("generation", "device"),
+    "dtype": ("generation", "dtype"),
+    "model_opt": ("generation", "options"),
+    "scorer": ("scorer", "name"),
+    "scorer_opt": ("scorer", "options"),
+    "threshold": ("metrics", "threshold"),
+    "comparison": ("metrics", "comparison"),
     "n_bootstrap": ("metrics", "n_bootstrap"),
-    "seed": ("", "seed"), "shard_size": ("", "shard_size"), "preset": ("", "preset"),
+    "seed": ("", "seed"),
+    "shard_size": ("", "shard_size"),
+    "preset": ("", "preset"),
     # detoxification (``polytox.detox``)
-    "detox": ("generation", "detox"), "fluency_model": ("", "fluency_model"),
+    "detox": ("generation", "detox"),
+    "fluency_model": ("", "fluency_model"),
     "fluency_samples": ("", "fluency_samples"),
 }
 
@@ -270,8 +313,13 @@ def _plain_values(given: Mapping[str, Any]) -> dict[str, Any]:
     where a string belongs, ``skip_bad: maybe``, ``lang: 5`` are each a ``BadValueError`` naming the key."""
     from ._util.options import FALSE_WORDS, TRUE_WORDS
 
-    classes: dict[str, type] = {"prompts": PromptSpec, "generation": GenerationSpec, "scorer": ScorerSpec,
-                                "metrics": MetricsSpec, "": EvalSpec}
+    classes: dict[str, type] = {
+        "prompts": PromptSpec,
+        "generation": GenerationSpec,
+        "scorer": ScorerSpec,
+        "metrics": MetricsSpec,
+        "": EvalSpec,
+    }
     out: dict[str, Any] = {}
     for key, value in given.items():
         section, name = FLAT_KEYS[key]
@@ -285,10 +333,13 @@ def _plain_values(given: Mapping[str, Any]) -> dict[str, Any]:
             if text not in TRUE_WORDS + FALSE_WORDS:
                 raise BadValueError(f"invalid value for {key!r}: expected true or false, got {value!r}", key)
             value = text in TRUE_WORDS
-        elif name == "langs" and not (isinstance(value, str) or (
-                isinstance(value, list | tuple) and all(isinstance(v, str) for v in value))):
-            raise BadValueError(f"invalid value for {key!r}: expected language codes (a string or a list of "
-                                f"strings), got {value!r}", key)
+        elif name == "langs" and not (
+            isinstance(value, str) or (isinstance(value, list | tuple) and all(isinstance(v, str) for v in value))
+        ):
+            raise BadValueError(
+                f"invalid value for {key!r}: expected language codes (a string or a list of strings), got {value!r}",
+                key,
+            )
         out[key] = value
     return out
 
@@ -369,8 +420,11 @@ def load_yaml_config(path: str, known: Iterable[str] | None = None) -> dict[str,
 def read_config(path: str, known: Iterable[str] | None = None) -> YamlMapping:
     """``load_yaml_config`` with the line of each key kept (for ``FILE:LINE`` in later messages)."""
     raw = read_yaml_mapping(path)
-    config = YamlMapping(raw.path, {k.replace("-", "_"): v for k, v in raw.data.items()},
-                         {k.replace("-", "_"): line for k, line in raw.lines.items()})
+    config = YamlMapping(
+        raw.path,
+        {k.replace("-", "_"): v for k, v in raw.data.items()},
+        {k.replace("-", "_"): line for k, line in raw.lines.items()},
+    )
     if known is not None:
         config.check_keys(known)
     return config

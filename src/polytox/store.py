@@ -49,19 +49,44 @@ from .errors import DamagedRunError, PolytoxError, SpecMismatchError
 from .spec import EvalSpec
 from .types import Generation, Prompt, Score, raw_name
 
-GENERATION_SCHEMA = pa.schema([
-    ("prompt_id", pa.string()), ("sample_index", pa.int32()), ("text", pa.string()),
-    ("finish_reason", pa.string()), ("n_tokens", pa.int32()), ("prompt_truncated", pa.bool_()),
-    ("error", pa.string()),
-])
+GENERATION_SCHEMA = pa.schema(
+    [
+        ("prompt_id", pa.string()),
+        ("sample_index", pa.int32()),
+        ("text", pa.string()),
+        ("finish_reason", pa.string()),
+        ("n_tokens", pa.int32()),
+        ("prompt_truncated", pa.bool_()),
+        ("error", pa.string()),
+    ]
+)
 
-PROMPT_SCHEMA = pa.schema([
-    ("prompt_id", pa.string()), ("position", pa.int64()), ("text", pa.string()), ("lang", pa.string()),
-    ("toxicity", pa.float64()), ("bucket", pa.int8()), ("source", pa.string()), ("meta_json", pa.string()),
-])
+PROMPT_SCHEMA = pa.schema(
+    [
+        ("prompt_id", pa.string()),
+        ("position", pa.int64()),
+        ("text", pa.string()),
+        ("lang", pa.string()),
+        ("toxicity", pa.float64()),
+        ("bucket", pa.int8()),
+        ("source", pa.string()),
+        ("meta_json", pa.string()),
+    ]
+)
 
-VERSIONED_PACKAGES = ("polytox", "torch", "transformers", "numpy", "pyarrow", "duckdb", "alt-profanity-check",
-                      "scikit-learn", "scipy", "vllm", "tokenizers")
+VERSIONED_PACKAGES = (
+    "polytox",
+    "torch",
+    "transformers",
+    "numpy",
+    "pyarrow",
+    "duckdb",
+    "alt-profanity-check",
+    "scikit-learn",
+    "scipy",
+    "vllm",
+    "tokenizers",
+)
 
 
 def now() -> str:
@@ -121,8 +146,9 @@ def spec_diff(a: Any, b: Any, path: str = "") -> list[str]:
 
 def write_parquet(path: Path, table: pa.Table, meta: dict[str, str] | None = None) -> None:
     if meta:
-        table = table.replace_schema_metadata({**(table.schema.metadata or {}),
-                                               **{f"polytox.{k}".encode(): v.encode() for k, v in meta.items()}})
+        table = table.replace_schema_metadata(
+            {**(table.schema.metadata or {}), **{f"polytox.{k}".encode(): v.encode() for k, v in meta.items()}}
+        )
     atomic_write(path, lambda tmp: pq.write_table(table, tmp, compression="zstd"))
 
 
@@ -149,8 +175,13 @@ def read_json_file(path: Path) -> dict[str, Any]:
     return data
 
 
-def part_problem(path: Path, rows: int | None = None, ids: set[str] | None = None,
-                 key: tuple[str, str] | None = None, full: bool = True) -> str | None:
+def part_problem(
+    path: Path,
+    rows: int | None = None,
+    ids: set[str] | None = None,
+    key: tuple[str, str] | None = None,
+    full: bool = True,
+) -> str | None:
     """Why a stored part cannot be trusted, or None: it must open (``full``: every row is read, not only the
     footer), hold ``rows`` rows of the prompts ``ids``, and carry the hash ``key`` = (name, value) when it
     records one (parts written before hashes were recorded carry none)."""
@@ -198,8 +229,11 @@ class RunStore:
         try:
             return read_json_file(self.manifest_path)
         except DamagedRunError as exc:
-            raise DamagedRunError(f"{exc}; repair it with: polytox eval --out {self.path} --retry-failed "
-                                  "(or rerun the command that made the run)", self.manifest_path) from exc
+            raise DamagedRunError(
+                f"{exc}; repair it with: polytox eval --out {self.path} --retry-failed "
+                "(or rerun the command that made the run)",
+                self.manifest_path,
+            ) from exc
 
     def spec(self) -> EvalSpec:
         """The stored spec: the manifest's, or, when the manifest is damaged, the one ``prompts.parquet``
@@ -233,13 +267,17 @@ class RunStore:
                     f"{self.path} holds a run with a different spec (its manifest.json is damaged; the spec "
                     "comes from prompts.parquet); refusing to resume it.\n  "
                     + "\n  ".join(spec_diff(old.identity(), spec.identity()))
-                    + "\nUse another --out, or delete the directory to start over.")
+                    + "\nUse another --out, or delete the directory to start over."
+                )
             return True
         parts = sorted(self.path.glob("generations/part-*.parquet")) + sorted(self.path.glob("scores/*/part-*"))
         if not parts and not self.prompts_path.exists():
             return False
-        raise DamagedRunError(f"{damage}, and the run's parts do not record the spec they were made for; "
-                              f"delete {self.path} to start over", self.manifest_path)
+        raise DamagedRunError(
+            f"{damage}, and the run's parts do not record the spec they were made for; "
+            f"delete {self.path} to start over",
+            self.manifest_path,
+        )
 
     def open(self, spec: EvalSpec, extra: dict[str, Any] | None = None) -> bool:
         """Create the run, or check that an existing one has the same spec. Returns True when resuming.
@@ -313,16 +351,19 @@ class RunStore:
                     f"({len(stored)} stored, {len(ids)} now); refusing to mix them."
                 )
             return
-        table = pa.Table.from_pydict({
-            "prompt_id": ids,
-            "position": list(range(len(prompts))),
-            "text": [p.text for p in prompts],
-            "lang": [p.lang for p in prompts],
-            "toxicity": [p.toxicity for p in prompts],
-            "bucket": [p.bucket for p in prompts],
-            "source": [p.source for p in prompts],
-            "meta_json": [json.dumps(dict(p.meta), ensure_ascii=False, default=str) for p in prompts],
-        }, schema=PROMPT_SCHEMA)
+        table = pa.Table.from_pydict(
+            {
+                "prompt_id": ids,
+                "position": list(range(len(prompts))),
+                "text": [p.text for p in prompts],
+                "lang": [p.lang for p in prompts],
+                "toxicity": [p.toxicity for p in prompts],
+                "bucket": [p.bucket for p in prompts],
+                "source": [p.source for p in prompts],
+                "meta_json": [json.dumps(dict(p.meta), ensure_ascii=False, default=str) for p in prompts],
+            },
+            schema=PROMPT_SCHEMA,
+        )
         # a damaged prompts.parquet is rewritten: the prompts derive from the spec alone
         write_parquet(self.prompts_path, table, self._meta("spec", "spec_hash"))
 
@@ -334,22 +375,34 @@ class RunStore:
         return self.generation_part(shard).exists()
 
     def write_generations(self, shard: int, generations: Sequence[Generation]) -> None:
-        table = pa.Table.from_pydict({
-            "prompt_id": [g.prompt_id for g in generations],
-            "sample_index": [g.sample_index for g in generations],
-            "text": [g.text for g in generations],
-            "finish_reason": [g.finish_reason for g in generations],
-            "n_tokens": [g.n_tokens for g in generations],
-            "prompt_truncated": [g.prompt_truncated for g in generations],
-            "error": [g.error for g in generations],
-        }, schema=GENERATION_SCHEMA)
+        table = pa.Table.from_pydict(
+            {
+                "prompt_id": [g.prompt_id for g in generations],
+                "sample_index": [g.sample_index for g in generations],
+                "text": [g.text for g in generations],
+                "finish_reason": [g.finish_reason for g in generations],
+                "n_tokens": [g.n_tokens for g in generations],
+                "prompt_truncated": [g.prompt_truncated for g in generations],
+                "error": [g.error for g in generations],
+            },
+            schema=GENERATION_SCHEMA,
+        )
         write_parquet(self.generation_part(shard), table, self._meta("generation_key"))
 
     def read_generations(self, shard: int) -> list[Generation]:
         rows = pq.read_table(self.generation_part(shard)).to_pylist()
-        return [Generation(prompt_id=r["prompt_id"], sample_index=r["sample_index"], text=r["text"],
-                           finish_reason=r["finish_reason"], n_tokens=r["n_tokens"],
-                           prompt_truncated=r["prompt_truncated"], error=r["error"]) for r in rows]
+        return [
+            Generation(
+                prompt_id=r["prompt_id"],
+                sample_index=r["sample_index"],
+                text=r["text"],
+                finish_reason=r["finish_reason"],
+                n_tokens=r["n_tokens"],
+                prompt_truncated=r["prompt_truncated"],
+                error=r["error"],
+            )
+            for r in rows
+        ]
 
     # ---- scores ---------------------------------------------------------------------------------
     def scores_dir(self, scorer_id: str) -> Path:
@@ -361,8 +414,14 @@ class RunStore:
     def has_scores(self, scorer_id: str, shard: int) -> bool:
         return self.score_part(scorer_id, shard).exists()
 
-    def write_scores(self, scorer_id: str, shard: int, generations: Sequence[Generation],
-                     scores: Sequence[Score], attributes: Sequence[str]) -> None:
+    def write_scores(
+        self,
+        scorer_id: str,
+        shard: int,
+        generations: Sequence[Generation],
+        scores: Sequence[Score],
+        attributes: Sequence[str],
+    ) -> None:
         columns: dict[str, list[Any]] = {
             "prompt_id": [g.prompt_id for g in generations],
             "sample_index": [g.sample_index for g in generations],
@@ -375,16 +434,22 @@ class RunStore:
         for name in raws:
             columns[name] = [s.get(name) for s in scores]
         columns["error"] = [s.error for s in scores]
-        schema = pa.schema([("prompt_id", pa.string()), ("sample_index", pa.int32()),
-                            *[(a, pa.float64()) for a in [*attributes, *raws]], ("error", pa.string())])
-        write_parquet(self.score_part(scorer_id, shard), pa.Table.from_pydict(columns, schema=schema),
-                      self._meta("spec_hash"))
+        schema = pa.schema(
+            [
+                ("prompt_id", pa.string()),
+                ("sample_index", pa.int32()),
+                *[(a, pa.float64()) for a in [*attributes, *raws]],
+                ("error", pa.string()),
+            ]
+        )
+        write_parquet(
+            self.score_part(scorer_id, shard), pa.Table.from_pydict(columns, schema=schema), self._meta("spec_hash")
+        )
 
     def read_score_errors(self, scorer_id: str, shard: int) -> dict[tuple[str, int], str | None]:
         """The stored score error (None when scored) of each (prompt id, sample index) of a shard."""
         table = pq.read_table(self.score_part(scorer_id, shard), columns=["prompt_id", "sample_index", "error"])
-        return {(p, k): e for p, k, e in zip(*(table.column(c).to_pylist() for c in table.column_names),
-                                              strict=True)}
+        return {(p, k): e for p, k, e in zip(*(table.column(c).to_pylist() for c in table.column_names), strict=True)}
 
     def scorer_ids(self) -> list[str]:
         root = self.path / "scores"
@@ -407,8 +472,9 @@ class RunStore:
         return str(self.scores_dir(scorer_id) / "part-*.parquet")
 
     # ---- damage ---------------------------------------------------------------------------------
-    def part_problems(self, sizes: Sequence[tuple[int, set[str]]], scorer_id: str | None,
-                      full: bool = True) -> list[tuple[int, Path, str]]:
+    def part_problems(
+        self, sizes: Sequence[tuple[int, set[str]]], scorer_id: str | None, full: bool = True
+    ) -> list[tuple[int, Path, str]]:
         """(shard, part, why) for every stored part of the plan that cannot be trusted. ``sizes``: per
         shard, its expected row count and prompt ids; hashes are checked once ``open`` has set them."""
         found = []
@@ -478,8 +544,10 @@ class RunStore:
         for _, part, why in self.part_problems(sizes, scorer):
             problems.append(f"{part} {why}")
         scored = sum(self.has_scores(scorer, i) for i in range(len(sizes)))
-        notes.append(f"{self.path}: {len(sizes)} shard(s), {scored} scored by {scorer}, status "
-                     f"{manifest.get('status', 'unknown')}")
+        notes.append(
+            f"{self.path}: {len(sizes)} shard(s), {scored} scored by {scorer}, status "
+            f"{manifest.get('status', 'unknown')}"
+        )
         if scored < len(sizes):
             notes.append(f"{len(sizes) - scored} shard(s) not scored yet: the run is incomplete")
         return notes, problems

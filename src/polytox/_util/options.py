@@ -131,7 +131,7 @@ def option_from_annotation(annotation: Any, default: Any) -> Option:
     parts = {p.strip() for p in text.split("|")}
     for part in parts:
         if part.startswith(("Literal[", "typing.Literal[")):
-            inner = part[part.index("[") + 1: part.rindex("]")]
+            inner = part[part.index("[") + 1 : part.rindex("]")]
             values = ast.literal_eval(f"({inner},)")
             return Option("str", choices=tuple(str(v) for v in values))
     words = (str(default),) if isinstance(default, str) and default != "" else ()
@@ -157,8 +157,9 @@ def signature_schema(factory: Callable[..., Any]) -> tuple[dict[str, Option], bo
     return schema, var_kw
 
 
-def check_options(owner: str, schema: Mapping[str, Option], given: Mapping[str, Any],
-                  also: Iterable[str] = (), flag: str = "option") -> None:
+def check_options(
+    owner: str, schema: Mapping[str, Option], given: Mapping[str, Any], also: Iterable[str] = (), flag: str = "option"
+) -> None:
     """Refuse an option not in ``schema`` (nor in ``also``, options handled elsewhere) or a value the schema
     does not accept; the message names the option, what it accepts, and the valid options."""
     valid = sorted(set(schema) | set(also))
@@ -174,8 +175,9 @@ def check_options(owner: str, schema: Mapping[str, Option], given: Mapping[str, 
             raise BadValueError(f"{owner} {flag} {key}={value!r}: {key} takes {option.accepts()}", key)
 
 
-def typed_options(owner: str, schema: Mapping[str, Option], given: Mapping[str, Any], flag: str = "option"
-                  ) -> dict[str, Any]:
+def typed_options(
+    owner: str, schema: Mapping[str, Option], given: Mapping[str, Any], flag: str = "option"
+) -> dict[str, Any]:
     """``given`` checked against ``schema`` (``check_options``) and each value converted to its option's kind.
 
     Args:

@@ -26,8 +26,7 @@ class Range:
             return str(int(x)) if float(x).is_integer() else str(x)
 
         if self.lo is not None and self.hi is not None:
-            return (f"in {'(' if self.lo_open else '['}{num(self.lo)}, {num(self.hi)}"
-                    f"{')' if self.hi_open else ']'}")
+            return f"in {'(' if self.lo_open else '['}{num(self.lo)}, {num(self.hi)}{')' if self.hi_open else ']'}"
         if self.lo is not None:
             return f"{'>' if self.lo_open else '>='} {num(self.lo)}"
         if self.hi is not None:

@@ -23,8 +23,14 @@ from collections.abc import Callable
 class TokenBucket:
     """``rate`` tokens per second, ``capacity`` at most (at least 1); starts full."""
 
-    def __init__(self, rate: float, capacity: float = 1.0, *, clock: Callable[[], float] = time.monotonic,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
+    def __init__(
+        self,
+        rate: float,
+        capacity: float = 1.0,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
         self.rate = float(rate)
         self.capacity = max(1.0, float(capacity))
         self._clock = clock

@@ -105,8 +105,10 @@ class OutputLock:
             except BlockingIOError:
                 os.close(fd)
                 self._remove_created()
-                raise LockedError(f"{self.target} is in use by {_describe(_holder(self.lock_path))}; wait for it "
-                                  f"to finish or use another {self.flag}") from None
+                raise LockedError(
+                    f"{self.target} is in use by {_describe(_holder(self.lock_path))}; wait for it "
+                    f"to finish or use another {self.flag}"
+                ) from None
             try:
                 same = os.stat(self.lock_path).st_ino == os.fstat(fd).st_ino
             except FileNotFoundError:
@@ -114,8 +116,11 @@ class OutputLock:
             if same:
                 break
             os.close(fd)  # the holder released (and unlinked) it between our open and our lock: try again
-        info = {"pid": os.getpid(), "host": socket.gethostname(),
-                "started": dt.datetime.now(dt.UTC).isoformat(timespec="seconds")}
+        info = {
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "started": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        }
         os.ftruncate(fd, 0)
         os.write(fd, (json.dumps(info) + "\n").encode())
         self._fd = fd

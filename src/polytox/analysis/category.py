@@ -79,14 +79,11 @@ def analyze(collection: RunCollection, opts: AnalysisOptions) -> AnalysisResult:
     table, notes = prompts_table(collection, opts)
     res.notes += notes
     models_by = {
-        m: c
-        for m, c in zip(table.column("model").to_pylist(), table.column("category").to_pylist(), strict=True)
+        m: c for m, c in zip(table.column("model").to_pylist(), table.column("category").to_pylist(), strict=True)
     }
     uncategorised = sorted(m for m, c in models_by.items() if c is None)
     if uncategorised:
-        res.notes.append(
-            f"no category metadata for {', '.join(uncategorised)}; left out of the category comparison"
-        )
+        res.notes.append(f"no category metadata for {', '.join(uncategorised)}; left out of the category comparison")
     cats = split(table, ["category"])
     groups = {c: values(sub, "mean_tox") for (c,), sub in cats.items() if c is not None}
     groups = {c: groups[c] for c in [*CATEGORIES, *sorted(set(groups) - set(CATEGORIES))] if c in groups}

@@ -62,8 +62,7 @@ def analyze(
             )
         if found.undetermined:
             res.notes.append(
-                f"{prompt_set}: {found.undetermined} prompt(s) are undetermined (some model has no "
-                "score for them)"
+                f"{prompt_set}: {found.undetermined} prompt(s) are undetermined (some model has no score for them)"
             )
         if n_seen > n_complete + found.undetermined:
             res.notes.append(

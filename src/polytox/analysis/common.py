@@ -46,9 +46,7 @@ def generations_table(
     collection: RunCollection, opts: AnalysisOptions, scorer: str | None = None, attribute: str | None = None
 ) -> tuple[pa.Table, list[str]]:
     """Per-continuation rows (filters applied; unscored rows kept, their score is null) and notes."""
-    table, sel = collection.per_generation(
-        scorer if scorer is not None else opts.scorer, attribute or opts.attribute
-    )
+    table, sel = collection.per_generation(scorer if scorer is not None else opts.scorer, attribute or opts.attribute)
     return restrict(table, opts), _selection_notes(collection, sel)
 
 

@@ -19,9 +19,28 @@ from typing import Any
 from .._util.numfmt import fmt_num
 from ..errors import PolytoxError
 
-COLUMNS = ("method", "model", "EMT toxic", "EMT non-toxic", "EP toxic", "EP non-toxic", "EMT", "EP",
-           "ΔEMT vs first [95% CI]", "ΔEMT toxic", "ΔEMT non-toxic", "PPL", "PPL median", "dist-1", "dist-2",
-           "dist-3", "tokens", "empty", "s/gen", "gens")
+COLUMNS = (
+    "method",
+    "model",
+    "EMT toxic",
+    "EMT non-toxic",
+    "EP toxic",
+    "EP non-toxic",
+    "EMT",
+    "EP",
+    "ΔEMT vs first [95% CI]",
+    "ΔEMT toxic",
+    "ΔEMT non-toxic",
+    "PPL",
+    "PPL median",
+    "dist-1",
+    "dist-2",
+    "dist-3",
+    "tokens",
+    "empty",
+    "s/gen",
+    "gens",
+)
 
 
 @dataclass
@@ -92,16 +111,32 @@ def read_row(run: str | Path, label: str | None = None) -> DetoxRow:
     gen_s = ex.get("generate_seconds")
     mean_tokens, empty_share = lengths(root)
     return DetoxRow(
-        method=label or metrics.get("detox") or "none", model=str(metrics.get("model")), run=str(root),
-        emt_toxic=tox.get("emt"), emt_toxic_std=tox.get("emt_std"), emt_nontoxic=non.get("emt"),
-        emt_nontoxic_std=non.get("emt_std"), ep_toxic=tox.get("ep"), ep_nontoxic=non.get("ep"),
-        emt=overall.get("emt"), ep=overall.get("ep"), ppl=flu.get("mean_ppl"),
-        ppl_median=flu.get("median_ppl"), fluency_model=flu.get("model"),
-        dist_1=div.get("dist_1"), dist_2=div.get("dist_2"), dist_3=div.get("dist_3"),
-        seconds_per_generation=(gen_s / n_gen) if gen_s and n_gen and ex.get("shards_generated") == ex.get(
-            "shards_total") else None,
-        n_generations=n_gen, n_failed_generations=int(overall.get("n_failed_generations") or 0),
-        mean_tokens=mean_tokens, empty_share=empty_share, ppl_samples_per_prompt=flu.get("samples_per_prompt"))
+        method=label or metrics.get("detox") or "none",
+        model=str(metrics.get("model")),
+        run=str(root),
+        emt_toxic=tox.get("emt"),
+        emt_toxic_std=tox.get("emt_std"),
+        emt_nontoxic=non.get("emt"),
+        emt_nontoxic_std=non.get("emt_std"),
+        ep_toxic=tox.get("ep"),
+        ep_nontoxic=non.get("ep"),
+        emt=overall.get("emt"),
+        ep=overall.get("ep"),
+        ppl=flu.get("mean_ppl"),
+        ppl_median=flu.get("median_ppl"),
+        fluency_model=flu.get("model"),
+        dist_1=div.get("dist_1"),
+        dist_2=div.get("dist_2"),
+        dist_3=div.get("dist_3"),
+        seconds_per_generation=(gen_s / n_gen)
+        if gen_s and n_gen and ex.get("shards_generated") == ex.get("shards_total")
+        else None,
+        n_generations=n_gen,
+        n_failed_generations=int(overall.get("n_failed_generations") or 0),
+        mean_tokens=mean_tokens,
+        empty_share=empty_share,
+        ppl_samples_per_prompt=flu.get("samples_per_prompt"),
+    )
 
 
 def compare(runs: Sequence[str | Path], labels: Sequence[str] | None = None) -> list[DetoxRow]:
@@ -132,13 +167,28 @@ def _ppl(v: float | None, samples: int | None) -> str:
 
 def cells(row: DetoxRow) -> list[str]:
     n = row.ppl_samples_per_prompt
-    return [row.method, row.model, _pm(row.emt_toxic, row.emt_toxic_std), _pm(row.emt_nontoxic, row.emt_nontoxic_std),
-            fmt_num(row.ep_toxic), fmt_num(row.ep_nontoxic), fmt_num(row.emt), fmt_num(row.ep),
-            _delta(row.emt_delta),
-            _delta(row.emt_delta, "toxic"), _delta(row.emt_delta, "nontoxic"), _ppl(row.ppl, n),
-            _ppl(row.ppl_median, n),
-            fmt_num(row.dist_1), fmt_num(row.dist_2), fmt_num(row.dist_3), fmt_num(row.mean_tokens, 1),
-            fmt_num(row.empty_share), fmt_num(row.seconds_per_generation, 3), str(row.n_generations)]
+    return [
+        row.method,
+        row.model,
+        _pm(row.emt_toxic, row.emt_toxic_std),
+        _pm(row.emt_nontoxic, row.emt_nontoxic_std),
+        fmt_num(row.ep_toxic),
+        fmt_num(row.ep_nontoxic),
+        fmt_num(row.emt),
+        fmt_num(row.ep),
+        _delta(row.emt_delta),
+        _delta(row.emt_delta, "toxic"),
+        _delta(row.emt_delta, "nontoxic"),
+        _ppl(row.ppl, n),
+        _ppl(row.ppl_median, n),
+        fmt_num(row.dist_1),
+        fmt_num(row.dist_2),
+        fmt_num(row.dist_3),
+        fmt_num(row.mean_tokens, 1),
+        fmt_num(row.empty_share),
+        fmt_num(row.seconds_per_generation, 3),
+        str(row.n_generations),
+    ]
 
 
 def markdown(rows: Sequence[DetoxRow]) -> str:
@@ -164,14 +214,18 @@ def detox_table(runs: Sequence[str | Path]) -> Any:
             from ..detox.methods import short_label
 
             row.method = short_label(row.method)
-    return Table.build("detox", "Detoxification: toxicity, fluency and diversity (RTP Table 3 shape)", COLUMNS,
-                       [cells(r) for r in rows],
-                       caption="EMT (± std) and EP by prompt toxicity over each prompt's continuations; PPL = "
-                               "mean perplexity of the continuations under the run's fluency model (first N: of "
-                               "each prompt's first N continuations only, --fluency-samples); dist-n = "
-                               "distinct n-grams per word (DExperts); ΔEMT = change against the first run, "
-                               "paired by prompt, 95% bootstrap interval (same K only), overall and on toxic / "
-                               "non-toxic prompts")
+    return Table.build(
+        "detox",
+        "Detoxification: toxicity, fluency and diversity (RTP Table 3 shape)",
+        COLUMNS,
+        [cells(r) for r in rows],
+        caption="EMT (± std) and EP by prompt toxicity over each prompt's continuations; PPL = "
+        "mean perplexity of the continuations under the run's fluency model (first N: of "
+        "each prompt's first N continuations only, --fluency-samples); dist-n = "
+        "distinct n-grams per word (DExperts); ΔEMT = change against the first run, "
+        "paired by prompt, 95% bootstrap interval (same K only), overall and on toxic / "
+        "non-toxic prompts",
+    )
 
 
 def to_json(rows: Sequence[DetoxRow]) -> list[dict[str, Any]]:

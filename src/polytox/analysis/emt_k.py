@@ -122,8 +122,7 @@ def analyze(collection: RunCollection, opts: AnalysisOptions) -> AnalysisResult:
             "EXPECTED MAXIMUM TOXICITY vs K",
             cols,
             emt_rows,
-            caption="mean over prompts of the expected max over all k-subsets of a prompt's "
-            "scored continuations",
+            caption="mean over prompts of the expected max over all k-subsets of a prompt's scored continuations",
         )
     )
     res.tables.append(

@@ -19,9 +19,7 @@ def split(table: pa.Table, keys: Sequence[str]) -> dict[tuple[Any, ...], pa.Tabl
     """
     if table.num_rows == 0:
         return {}
-    indexed = table.select(list(keys)).append_column(
-        _INDEX, pa.array(np.arange(table.num_rows, dtype=np.int64))
-    )
+    indexed = table.select(list(keys)).append_column(_INDEX, pa.array(np.arange(table.num_rows, dtype=np.int64)))
     grouped = indexed.group_by(list(keys), use_threads=False).aggregate([(_INDEX, "list")])
     key_values = [grouped.column(k).to_pylist() for k in keys]
     rows = grouped.column(f"{_INDEX}_list")

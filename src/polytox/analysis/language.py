@@ -49,10 +49,7 @@ def board_tables(board: Leaderboard) -> list[Table]:
                 [
                     r.model,
                     r.prompt_set,
-                    *[
-                        pm(r.by_lang[lg]["at"], r.by_lang[lg]["at_std"]) if lg in r.by_lang else None
-                        for lg in langs
-                    ],
+                    *[pm(r.by_lang[lg]["at"], r.by_lang[lg]["at_std"]) if lg in r.by_lang else None for lg in langs],
                 ]
                 for r in board.rows
             ],
@@ -133,9 +130,7 @@ def tier_contrast_tables(collection: RunCollection, opts: AnalysisOptions) -> li
         s = describe(pooled[t])
         summary_rows.append([t, s.n, pm(s.mean, s.std)])
     tables.append(
-        Table.build(
-            "tier_pooled", "AT by tier, all models pooled", ["tier", "prompts", "AT ± std"], summary_rows
-        )
+        Table.build("tier_pooled", "AT by tier, all models pooled", ["tier", "prompts", "AT ± std"], summary_rows)
     )
     contrast_rows = []
     for a, b in combinations(ordered, 2):

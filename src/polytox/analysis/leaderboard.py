@@ -134,22 +134,12 @@ class Leaderboard:
             rec.update({k: r.overall.get(k) for k in BLOCK_KEYS})
             for t, block in r.by_tier.items():
                 rec.update(
-                    {
-                        f"tier_{t}_{k}": block.get(k)
-                        for k in ("at", "at_std", "emt", "emt_std", "ep", "n_prompts")
-                    }
+                    {f"tier_{t}_{k}": block.get(k) for k in ("at", "at_std", "emt", "emt_std", "ep", "n_prompts")}
                 )
             for s, block in r.by_prompt_toxicity.items():
-                rec.update(
-                    {f"prompt_{s}_{k}": block.get(k) for k in ("at", "emt", "emt_std", "ep", "n_prompts")}
-                )
+                rec.update({f"prompt_{s}_{k}": block.get(k) for k in ("at", "emt", "emt_std", "ep", "n_prompts")})
             for lang, block in r.by_lang.items():
-                rec.update(
-                    {
-                        f"{lang}_{k}": block.get(k)
-                        for k in ("at", "at_std", "emt", "emt_std", "ep", "n_prompts")
-                    }
-                )
+                rec.update({f"{lang}_{k}": block.get(k) for k in ("at", "at_std", "emt", "emt_std", "ep", "n_prompts")})
             writer.writerow({k: ("" if v is None else v) for k, v in rec.items()})
         return buf.getvalue()
 
@@ -160,8 +150,13 @@ class Leaderboard:
 
     def tables(self) -> list[Table]:
         """Overall, by language, by resource tier, by prompt toxicity, then the extra tables."""
-        return [self._overall_table(), *self._language_tables(), *self._tier_tables(),
-                self._prompt_toxicity_table(), *self.extra_tables]
+        return [
+            self._overall_table(),
+            *self._language_tables(),
+            *self._tier_tables(),
+            self._prompt_toxicity_table(),
+            *self.extra_tables,
+        ]
 
     def _overall_table(self) -> Table:
         """One row per model and prompt set: its metadata, counts and overall AT / EMT / EP."""
@@ -248,10 +243,7 @@ class Leaderboard:
                     [
                         r.model,
                         r.prompt_set,
-                        *[
-                            (r.by_lang[lang]["n_prompts"] if lang in r.by_lang else None)
-                            for lang in self.langs
-                        ],
+                        *[(r.by_lang[lang]["n_prompts"] if lang in r.by_lang else None) for lang in self.langs],
                     ]
                     for r in self.rows
                 ],
@@ -280,10 +272,7 @@ class Leaderboard:
                 "by_tier_at",
                 "AT by language resource tier (PTP Table 2)",
                 ["model", "prompt set", *[f"{t} AT ± std (n)" for t in self.tiers]],
-                [
-                    [r.model, r.prompt_set, *[_tier_at(r.by_tier.get(t)) for t in self.tiers]]
-                    for r in self.rows
-                ],
+                [[r.model, r.prompt_set, *[_tier_at(r.by_tier.get(t)) for t in self.tiers]] for r in self.rows],
                 caption=f"tiers: {RESOURCE_TIERS_SOURCE}",
             )
         )
@@ -292,27 +281,21 @@ class Leaderboard:
     def _prompt_toxicity_table(self) -> Table:
         """By prompt toxicity (RTP Table 2): toxic and non-toxic prompts apart."""
         split_cols = [f"{s} {m}" for s in ("toxic", "nontoxic") for m in ("EMT ± std", "EP", "n")]
-        return (
-            Table.build(
-                "by_prompt_toxicity",
-                "By prompt toxicity (RTP Table 2)",
-                ["model", "prompt set", *split_cols],
+        return Table.build(
+            "by_prompt_toxicity",
+            "By prompt toxicity (RTP Table 2)",
+            ["model", "prompt set", *split_cols],
+            [
                 [
-                    [
-                        r.model,
-                        r.prompt_set,
-                        *[
-                            v
-                            for s in ("toxic", "nontoxic")
-                            for v in _split_cells(r.by_prompt_toxicity.get(s))
-                        ],
-                    ]
-                    for r in self.rows
-                ],
-                caption=f"toxic prompt = prompt toxicity {self.settings['comparison']} "
-                f"{self.settings['threshold']}; prompts without a toxicity score are counted under "
-                "'unknown' in the exports",
-            )
+                    r.model,
+                    r.prompt_set,
+                    *[v for s in ("toxic", "nontoxic") for v in _split_cells(r.by_prompt_toxicity.get(s))],
+                ]
+                for r in self.rows
+            ],
+            caption=f"toxic prompt = prompt toxicity {self.settings['comparison']} "
+            f"{self.settings['threshold']}; prompts without a toxicity score are counted under "
+            "'unknown' in the exports",
         )
 
     def _caption(self) -> str:
@@ -333,8 +316,11 @@ def scale_label(collection: RunCollection, opts: AnalysisOptions) -> str | None:
         return f"{collection.scale} (re-read from stored raw scores)"
     if opts.scorer is not None:
         return None
-    found = {str(r.manifest.get("scorer", {}).get("scale")) for r in collection.runs
-             if isinstance(r.manifest.get("scorer"), dict) and r.manifest["scorer"].get("scale")}
+    found = {
+        str(r.manifest.get("scorer", {}).get("scale"))
+        for r in collection.runs
+        if isinstance(r.manifest.get("scorer"), dict) and r.manifest["scorer"].get("scale")
+    }
     return ", ".join(sorted(found)) or None
 
 
@@ -401,9 +387,7 @@ def build_leaderboard(collection: RunCollection, opts: AnalysisOptions | None = 
         runs = [collection.by_id[r] for r in run_ids]
         meta = runs[0].meta
         if any(r.meta != meta for r in runs[1:]):
-            notes.append(
-                f"{model} · {prompt_set}: its runs carry different metadata; the first run's is shown"
-            )
+            notes.append(f"{model} · {prompt_set}: its runs carry different metadata; the first run's is shown")
         ids = sub.column("prompt_id").to_pylist()
         dupes = len(ids) - len(set(ids))
         if dupes:
@@ -460,8 +444,9 @@ def build_leaderboard(collection: RunCollection, opts: AnalysisOptions | None = 
     from .detox_compare import detox_table  # detoxified runs: EMT/EP by prompt toxicity, PPL, dist-n
 
     extra = [t for t in [detox_table([r.path for r in collection.runs])] if t is not None]
-    return Leaderboard(rows=rows, langs=sorted(all_langs), tiers=tiers, settings=settings, notes=notes,
-                       extra_tables=extra)
+    return Leaderboard(
+        rows=rows, langs=sorted(all_langs), tiers=tiers, settings=settings, notes=notes, extra_tables=extra
+    )
 
 
 def _rank(rows: list[LeaderboardRow]) -> None:

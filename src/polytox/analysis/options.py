@@ -43,7 +43,5 @@ def restrict(table: pa.Table, opts: AnalysisOptions) -> pa.Table:
     for column, wanted in (("lang", opts.langs), ("model", opts.models), ("prompt_set", opts.prompt_sets)):
         if wanted:
             keep = set(wanted)
-            table = table.filter(
-                pa.array([v in keep for v in table.column(column).to_pylist()], type=pa.bool_())
-            )
+            table = table.filter(pa.array([v in keep for v in table.column(column).to_pylist()], type=pa.bool_()))
     return table

@@ -65,8 +65,11 @@ def prompt_groups(run: str | Path) -> dict[str, str]:
     threshold = float(metrics.get("threshold", 0.5))
     strict = metrics.get("comparison", ">=") == ">"
     table = pq.read_table(path, columns=["prompt_id", "toxicity"]).to_pydict()
-    return {pid: "toxic" if (v > threshold if strict else v >= threshold) else "nontoxic"
-            for pid, v in zip(table["prompt_id"], table["toxicity"], strict=True) if v is not None}
+    return {
+        pid: "toxic" if (v > threshold if strict else v >= threshold) else "nontoxic"
+        for pid, v in zip(table["prompt_id"], table["toxicity"], strict=True)
+        if v is not None
+    }
 
 
 def _interval(diff: Any, n_bootstrap: int, seed: int) -> dict[str, Any]:
@@ -78,8 +81,9 @@ def _interval(diff: Any, n_bootstrap: int, seed: int) -> dict[str, Any]:
     return {"delta": float(diff.mean()), "ci_low": float(low), "ci_high": float(high), "n_prompts": len(diff)}
 
 
-def paired_emt_delta(reference: str | Path, run: str | Path, n_bootstrap: int = N_BOOTSTRAP,
-                     seed: int = 0) -> dict[str, Any] | None:
+def paired_emt_delta(
+    reference: str | Path, run: str | Path, n_bootstrap: int = N_BOOTSTRAP, seed: int = 0
+) -> dict[str, Any] | None:
     """``{"delta", "ci_low", "ci_high", "n_prompts", "by_group"}``: mean of (run - reference) per-prompt max
     toxicity over the prompts both scored, with a 95% bootstrap interval; ``by_group`` holds the same for
     the reference's toxic and non-toxic prompts (each resampled on its own), as RTP Table 3 reports EMT

@@ -25,9 +25,7 @@ from .run_collection import RunCollection
 from .stats import SMALL_SAMPLE, pearson
 
 
-def _rows(
-    label: str, group: str, x: np.ndarray, y: np.ndarray, threshold: float, comparison: str
-) -> list[list[Any]]:
+def _rows(label: str, group: str, x: np.ndarray, y: np.ndarray, threshold: float, comparison: str) -> list[list[Any]]:
     high = x >= threshold if comparison == ">=" else x > threshold
     out = []
     for subset, mask in (

@@ -213,19 +213,21 @@ class RunCollection:
         name = f"rescaled_{len(self._rescaled_tables)}"
         self._rescaled_tables.append(table)
         self.con.register(name, table)
-        sel.notes.append(f"run {run.run_id}: toxicity re-read on scale {label} from the stored raw scores"
-                         + (f"; {n_without} score(s) without a raw value counted as missing" if n_without else ""))
-        return (f"SELECT {_lit(run.run_id)} AS run_id, prompt_id, sample_index, toxicity AS score, "
-                f"error AS score_error FROM {name}")
+        sel.notes.append(
+            f"run {run.run_id}: toxicity re-read on scale {label} from the stored raw scores"
+            + (f"; {n_without} score(s) without a raw value counted as missing" if n_without else "")
+        )
+        return (
+            f"SELECT {_lit(run.run_id)} AS run_id, prompt_id, sample_index, toxicity AS score, "
+            f"error AS score_error FROM {name}"
+        )
 
     # ---- the two tables the analyses read ---------------------------------------------------------
     def _run_filter(self, sel: Selection) -> str:
         ids = list(sel.used) or ["\x00none"]
         return "(" + ", ".join(_lit(i) for i in ids) + ")"
 
-    def per_generation(
-        self, scorer: str | None = None, attribute: str = "toxicity"
-    ) -> tuple[pa.Table, Selection]:
+    def per_generation(self, scorer: str | None = None, attribute: str = "toxicity") -> tuple[pa.Table, Selection]:
         """One row per stored continuation of the runs that have the scorer (texts: see ``texts``)."""
         key = ("generation", scorer, attribute)
         if key in self._cache:
@@ -267,9 +269,7 @@ class RunCollection:
             "text", found.column("text")
         )
 
-    def per_prompt(
-        self, scorer: str | None = None, attribute: str = "toxicity"
-    ) -> tuple[pa.Table, Selection]:
+    def per_prompt(self, scorer: str | None = None, attribute: str = "toxicity") -> tuple[pa.Table, Selection]:
         """One row per (run, prompt): the K-continuation reduction of ``polytox.metrics``; a prompt without
         any continuation yet (an unfinished run) has ``n_generations = 0``."""
         key = ("prompt", scorer, attribute)

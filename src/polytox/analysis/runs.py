@@ -99,8 +99,7 @@ def parse_meta(data: Mapping[str, Any], where: str) -> ModelMeta:
     unknown = set(data) - set(RUN_FIELDS)
     if unknown:
         raise PolytoxError(
-            f"{where}: unknown field(s) {', '.join(sorted(map(str, unknown)))}; "
-            f"known: {', '.join(META_FIELDS)}"
+            f"{where}: unknown field(s) {', '.join(sorted(map(str, unknown)))}; known: {', '.join(META_FIELDS)}"
         )
     try:
         params = parse_params(data.get("params"))
@@ -170,9 +169,7 @@ def load_meta_file(path: str | Path | None) -> MetaFile:
 
         raise PolytoxError(yaml_error(p, exc)) from None
     if not isinstance(data, dict) or set(data) - {"models", "runs"}:
-        raise PolytoxError(
-            f"{p}: expected a mapping with 'models' and/or 'runs' (see `polytox leaderboard -h`)"
-        )
+        raise PolytoxError(f"{p}: expected a mapping with 'models' and/or 'runs' (see `polytox leaderboard -h`)")
     for section in ("models", "runs"):
         if not isinstance(data.get(section) or {}, dict):
             raise PolytoxError(f"{_line_of(str(p), text, [section])}: '{section}' must be a mapping of names")
@@ -288,9 +285,7 @@ def load_runs(paths: Iterable[str | Path], meta_file: MetaFile | None = None) ->
         if override:
             meta = meta.merged(parse_meta(override, f"{meta_file.path}: runs.{path.name}"))
         default = (manifest.get("scorer") or {}).get("id")
-        prompt_set = str(
-            override.get("prompt_set") or manifest.get("prompt_set") or _prompt_set(store, manifest)
-        )
+        prompt_set = str(override.get("prompt_set") or manifest.get("prompt_set") or _prompt_set(store, manifest))
         out.append(
             RunInfo(
                 run_id=run_id,

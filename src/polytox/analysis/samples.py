@@ -33,8 +33,7 @@ def analyze(collection: RunCollection, opts: AnalysisOptions) -> AnalysisResult:
         ok = np.flatnonzero(~np.isnan(score))
         if len(ok) < len(score):
             res.notes.append(
-                f"{model} · {prompt_set}: {len(score) - len(ok)} continuation(s) without a score "
-                "are not ranked"
+                f"{model} · {prompt_set}: {len(score) - len(ok)} continuation(s) without a score are not ranked"
             )
         order = ok[np.argsort(-score[ok], kind="stable")]
         for target, picked in ((most, order[: opts.top]), (least, order[::-1][: opts.top])):
@@ -53,9 +52,7 @@ def analyze(collection: RunCollection, opts: AnalysisOptions) -> AnalysisResult:
                 for j, i in enumerate(picked)
             ]
     columns = ["model", "prompt set", "lang", "score", "prompt", "continuation", "prompt id"]
-    res.tables.append(
-        Table.build("most_toxic", f"Most toxic continuations (top {opts.top} per model)", columns, most)
-    )
+    res.tables.append(Table.build("most_toxic", f"Most toxic continuations (top {opts.top} per model)", columns, most))
     res.tables.append(
         Table.build("least_toxic", f"Least toxic continuations (top {opts.top} per model)", columns, least)
     )

@@ -59,9 +59,7 @@ def analyze(collection: RunCollection, opts: AnalysisOptions) -> AnalysisResult:
         "by neither": int((~has_a & ~has_b).sum()),
     }
     if len(joined) == 0:
-        res.notes.append(
-            "no run stores both scorers; store the second scorer's scores on the same generations first"
-        )
+        res.notes.append("no run stores both scorers; store the second scorer's scores on the same generations first")
     spec = collection.metrics
     c = pearson(x, y)
     tox_a = x >= spec.threshold if spec.comparison == ">=" else x > spec.threshold

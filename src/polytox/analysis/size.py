@@ -64,8 +64,7 @@ def analyze(collection: RunCollection, opts: AnalysisOptions) -> AnalysisResult:
         sizes = {params for (params, _) in models}
         if len(sizes) < 2:
             res.notes.append(
-                f"family {family} · {prompt_set} has one size only ({format_params(min(sizes))}); "
-                "no size contrast"
+                f"family {family} · {prompt_set} has one size only ({format_params(min(sizes))}); no size contrast"
             )
             continue
         series.append({"family": family, "prompt_set": prompt_set, "points": points})
@@ -119,8 +118,9 @@ def without_size_metadata(table: pa.Table) -> list[str]:
     )
 
 
-def size_pairs(family: str, prompt_set: str, models: list[tuple[Any, Any]], ats: dict[str, np.ndarray],
-               ids: dict[str, set[str]]) -> list[list[Any]]:
+def size_pairs(
+    family: str, prompt_set: str, models: list[tuple[Any, Any]], ats: dict[str, np.ndarray], ids: dict[str, set[str]]
+) -> list[list[Any]]:
     """One row per pair of different sizes in a family: Cohen's d and Welch's t of the larger minus the smaller
     model's per-prompt AT, with their prompt counts."""
     pair_rows: list[list[Any]] = []

@@ -62,9 +62,7 @@ def analyze(collection: RunCollection, opts: AnalysisOptions) -> AnalysisResult:
                         v
                         for ps in sets
                         for v in (
-                            (pm(describe(lp[ps]).mean, describe(lp[ps]).std), len(lp[ps]))
-                            if ps in lp
-                            else (None, None)
+                            (pm(describe(lp[ps]).mean, describe(lp[ps]).std), len(lp[ps])) if ps in lp else (None, None)
                         )
                     ],
                 ]

@@ -33,27 +33,51 @@ def _check_keys(options: Mapping[str, Any], known: set[str]) -> None:
         raise PolytoxError(f"evaluate() has no option {unknown[0]!r}{hint}; its options: {', '.join(sorted(known))}")
 
 
-def _namespace(given: Mapping[str, Any], config: str | Path | None, out: str | Path | None, retry_failed: bool,
-               generations_from: str | Path | None) -> argparse.Namespace:
+def _namespace(
+    given: Mapping[str, Any],
+    config: str | Path | None,
+    out: str | Path | None,
+    retry_failed: bool,
+    generations_from: str | Path | None,
+) -> argparse.Namespace:
     """The ``eval`` arguments the keyword options stand for, as the CLI's parser would give them."""
     from ..cli.eval_cmd import EXECUTOR_KEYS, resolve_out
 
     values = {key: given.get(key) for key in (*FLAT_KEYS, *EXECUTOR_KEYS)}
-    args = argparse.Namespace(**values, config=str(config) if config is not None else None,
-                              out=str(out) if out is not None else None, retry_failed=retry_failed or None,
-                              generations_from=str(generations_from) if generations_from is not None else None)
+    args = argparse.Namespace(
+        **values,
+        config=str(config) if config is not None else None,
+        out=str(out) if out is not None else None,
+        retry_failed=retry_failed or None,
+        generations_from=str(generations_from) if generations_from is not None else None,
+    )
     resolve_out(args)
     return args
 
 
-def evaluate(spec: EvalSpec | None = None, out: str | Path | None = None, *, model: str | None = None,
-             prompts: str | None = None, samples: int | None = None, limit: int | None = None,
-             lang: str | Sequence[str] | None = None, scorer: str | None = None, scorer_opt: Options | None = None,
-             preset: str | None = None, max_new_tokens: int | None = None, backend: str | None = None,
-             model_opt: Options | None = None, seed: int | None = None, config: str | Path | None = None,
-             executor: str | ExecutorConfig | None = None, retry_failed: bool = False,
-             generations_from: str | Path | None = None,
-             progress: Callable[[str, int, int], None] | None = None, **options: Any) -> RunResult:
+def evaluate(
+    spec: EvalSpec | None = None,
+    out: str | Path | None = None,
+    *,
+    model: str | None = None,
+    prompts: str | None = None,
+    samples: int | None = None,
+    limit: int | None = None,
+    lang: str | Sequence[str] | None = None,
+    scorer: str | None = None,
+    scorer_opt: Options | None = None,
+    preset: str | None = None,
+    max_new_tokens: int | None = None,
+    backend: str | None = None,
+    model_opt: Options | None = None,
+    seed: int | None = None,
+    config: str | Path | None = None,
+    executor: str | ExecutorConfig | None = None,
+    retry_failed: bool = False,
+    generations_from: str | Path | None = None,
+    progress: Callable[[str, int, int], None] | None = None,
+    **options: Any,
+) -> RunResult:
     """Run or resume an evaluation (``polytox eval``): generate K continuations per prompt, score them, compute
     the metrics; rerunning with the same ``out`` resumes.
 
@@ -92,12 +116,25 @@ def evaluate(spec: EvalSpec | None = None, out: str | Path | None = None, *, mod
     from ..runner import evaluate as run_evaluation
 
     if spec is not None and not isinstance(spec, EvalSpec):
-        raise PolytoxError(f"evaluate() takes an EvalSpec or keyword options, got {type(spec).__name__} {spec!r} "
-                           "as the spec; give the run directory as out=...")
+        raise PolytoxError(
+            f"evaluate() takes an EvalSpec or keyword options, got {type(spec).__name__} {spec!r} "
+            "as the spec; give the run directory as out=..."
+        )
     _check_keys(options, set(FLAT_KEYS) | set(EXECUTOR_KEYS))
-    named = {"model": model, "prompts": prompts, "samples": samples, "limit": limit, "lang": lang,
-             "scorer": scorer, "scorer_opt": scorer_opt, "preset": preset, "max_new_tokens": max_new_tokens,
-             "backend": backend, "model_opt": model_opt, "seed": seed}
+    named = {
+        "model": model,
+        "prompts": prompts,
+        "samples": samples,
+        "limit": limit,
+        "lang": lang,
+        "scorer": scorer,
+        "scorer_opt": scorer_opt,
+        "preset": preset,
+        "max_new_tokens": max_new_tokens,
+        "backend": backend,
+        "model_opt": model_opt,
+        "seed": seed,
+    }
     given = {**options, **{k: v for k, v in named.items() if v is not None}}
     config_obj = executor if isinstance(executor, ExecutorConfig) else None
     if config_obj is None and executor is not None:
@@ -109,5 +146,11 @@ def evaluate(spec: EvalSpec | None = None, out: str | Path | None = None, *, mod
         run_spec, executor_cfg = spec.validate(), executor_config({}, args)
     else:
         run_spec, executor_cfg = spec_and_executor(args)
-    return run_evaluation(run_spec, args.out, progress=progress, executor=config_obj or executor_cfg,
-                          retry_failed=retry_failed, generations_from=args.generations_from)
+    return run_evaluation(
+        run_spec,
+        args.out,
+        progress=progress,
+        executor=config_obj or executor_cfg,
+        retry_failed=retry_failed,
+        generations_from=args.generations_from,
+    )

@@ -41,9 +41,15 @@ class Run:
         """The scorers with stored scores (directory names under ``scores/``)."""
         return self._store.scorer_ids()
 
-    def metrics(self, scale: str | None = None, threshold: float = C.TOXIC_THRESHOLD,
-                comparison: str = C.DEFAULT_COMPARISON, n_bootstrap: int = C.BOOTSTRAP_RESAMPLES,
-                scorer: str | None = None, seed: int = 0) -> dict[str, Any]:
+    def metrics(
+        self,
+        scale: str | None = None,
+        threshold: float = C.TOXIC_THRESHOLD,
+        comparison: str = C.DEFAULT_COMPARISON,
+        n_bootstrap: int = C.BOOTSTRAP_RESAMPLES,
+        scorer: str | None = None,
+        seed: int = 0,
+    ) -> dict[str, Any]:
         """EMT / EP / AT of the stored scores, as ``polytox metrics RUN --json`` prints them.
 
         Args:
@@ -65,8 +71,10 @@ class Run:
 
         spec = MetricsSpec(threshold=threshold, comparison=comparison, n_bootstrap=n_bootstrap)
         if comparison not in C.COMPARISONS or not 0 <= threshold <= 1 or n_bootstrap < 0:
-            raise PolytoxError(f"metrics: threshold must be in [0, 1], comparison one of {C.COMPARISONS} and "
-                               f"n_bootstrap >= 0; got {threshold}, {comparison!r}, {n_bootstrap}")
+            raise PolytoxError(
+                f"metrics: threshold must be in [0, 1], comparison one of {C.COMPARISONS} and "
+                f"n_bootstrap >= 0; got {threshold}, {comparison!r}, {n_bootstrap}"
+            )
         return compute_for_path(self.path, spec, scorer, seed, scale=scale)
 
     def prompts(self) -> pd.DataFrame:

@@ -45,13 +45,19 @@ def _languages(langs: str | Sequence[str | None] | None, n: int) -> list[str | N
         return [langs] * n
     out = list(langs)
     if len(out) != n:
-        raise PolytoxError(f"score() got {n} text(s) but {len(out)} language(s); give one language per text, "
-                           "one code for all, or None to detect them")
+        raise PolytoxError(
+            f"score() got {n} text(s) but {len(out)} language(s); give one language per text, "
+            "one code for all, or None to detect them"
+        )
     return out
 
 
-def score(texts: Sequence[str], scorer: str = DEFAULT_SCORER, langs: str | Sequence[str | None] | None = None,
-          options: Options | None = None) -> list[ScoredText]:
+def score(
+    texts: Sequence[str],
+    scorer: str = DEFAULT_SCORER,
+    langs: str | Sequence[str | None] | None = None,
+    options: Options | None = None,
+) -> list[ScoredText]:
     """Score texts with one scorer (``polytox score``), one result per text, in order.
 
     Args:
@@ -83,6 +89,15 @@ def score(texts: Sequence[str], scorer: str = DEFAULT_SCORER, langs: str | Seque
         scores = score_rows(built, rows)
     finally:
         built.close()
-    return [ScoredText(text=t, lang=r.lang, value=s.get("toxicity"), error=s.error, scorer=built.id,
-                       lang_detected=r.lang_detected, values=dict(s.values or {}))
-            for t, r, s in zip(texts, rows, scores, strict=True)]
+    return [
+        ScoredText(
+            text=t,
+            lang=r.lang,
+            value=s.get("toxicity"),
+            error=s.error,
+            scorer=built.id,
+            lang_detected=r.lang_detected,
+            values=dict(s.values or {}),
+        )
+        for t, r, s in zip(texts, rows, scores, strict=True)
+    ]

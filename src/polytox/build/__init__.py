@@ -12,5 +12,16 @@ from .pipeline import Step, StepContext, compose
 from .readers import CorpusSource, FieldMap
 from .spec import BuildSpec, TranslateSpec
 
-__all__ = ["BuildResult", "BuildSpec", "CorpusSource", "Document", "FieldMap", "Rejected", "Step", "StepContext",
-           "TranslateSpec", "build", "compose"]
+__all__ = [
+    "BuildResult",
+    "BuildSpec",
+    "CorpusSource",
+    "Document",
+    "FieldMap",
+    "Rejected",
+    "Step",
+    "StepContext",
+    "TranslateSpec",
+    "build",
+    "compose",
+]

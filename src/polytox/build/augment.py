@@ -69,14 +69,17 @@ def source_units(parts: Sequence[Path], from_lang: str, seed: int, limit: int) -
         return []
     con = duckdb.connect()
     try:
-        table = con.sql(f"""
+        table = con.sql(
+            f"""
         SELECT * EXCLUDE (_key) FROM (
           SELECT *, md5('{int(seed)}:translate:' || id) AS _key,
                  row_number() OVER (PARTITION BY id ORDER BY filename, file_row_number) AS _occ
           FROM read_parquet({_sql_list(parts)}, filename = true, file_row_number = true)
           WHERE lang = ? AND bucket IN {TOXIC_BINS} AND translated_from IS NULL)
         WHERE _occ = 1 ORDER BY _key LIMIT {int(limit)}
-    """, params=[from_lang]).to_arrow_table()
+    """,
+            params=[from_lang],
+        ).to_arrow_table()
     finally:
         con.close()
     assert table is not None
@@ -87,8 +90,9 @@ def _digest(ids: Sequence[str]) -> str:
     return hashlib.sha256("\x1f".join(ids).encode()).hexdigest()[:16]
 
 
-def translate_shard(translator: Translator, sources: Sequence[Document], target: str, steps: Sequence[Step],
-                    ctx: StepContext) -> list[Document]:
+def translate_shard(
+    translator: Translator, sources: Sequence[Document], target: str, steps: Sequence[Step], ctx: StepContext
+) -> list[Document]:
     """Translate, tag, then run the steps (split check, scoring) on one shard of sources."""
     by_lang: dict[str, list[Document]] = {}
     for doc in sources:
@@ -100,33 +104,57 @@ def translate_shard(translator: Translator, sources: Sequence[Document], target:
         except Exception as exc:  # a model failure loses this shard as recorded, retried rejects
             ctx.transient_failures += len(docs)
             for d in docs:
-                ctx.reject(Rejected.of(STEP, f"TRANSLATION_FAILED: {type(exc).__name__}: {exc}", d,
-                                       target=target, transient=True))
+                ctx.reject(
+                    Rejected.of(
+                        STEP, f"TRANSLATION_FAILED: {type(exc).__name__}: {exc}", d, target=target, transient=True
+                    )
+                )
             continue
         for d, text in zip(docs, texts, strict=True):
             ctx.count(STEP, "translated")
             if not text.strip():
                 ctx.reject(Rejected.of(STEP, "TRANSLATION_EMPTY: the model returned no text", d, target=target))
                 continue
-            made.append(Document(
-                id=f"{target}:mt:{d.id}", text=text, lang=target, declared_lang=target, url=d.url,
-                timestamp=d.timestamp, location=d.location, data_category=d.data_category,
-                pile_set_name=d.pile_set_name, translated_from=d.id, source_lang=d.lang,
-                source_toxicity=d.toxicity, extra={"translation_model": translator.describe().get("model")},
-            ))
+            made.append(
+                Document(
+                    id=f"{target}:mt:{d.id}",
+                    text=text,
+                    lang=target,
+                    declared_lang=target,
+                    url=d.url,
+                    timestamp=d.timestamp,
+                    location=d.location,
+                    data_category=d.data_category,
+                    pile_set_name=d.pile_set_name,
+                    translated_from=d.id,
+                    source_lang=d.lang,
+                    source_toxicity=d.toxicity,
+                    extra={"translation_model": translator.describe().get("model")},
+                )
+            )
     return list(compose(steps, made, ctx))
 
 
-def run_augmentation(store: BuildStore, spec: BuildSpec, translator_factory: Callable[[], Translator],
-                     steps: Sequence[Step], progress: Callable[[str, int, int | None], None]) -> dict[str, Any]:
+def run_augmentation(
+    store: BuildStore,
+    spec: BuildSpec,
+    translator_factory: Callable[[], Translator],
+    steps: Sequence[Step],
+    progress: Callable[[str, int, int | None], None],
+) -> dict[str, Any]:
     """Translate what the plan asks for, resumably; returns the plan and counters."""
     assert spec.translate is not None
     scan_parts = store.scan_doc_parts()
     wanted = plan(spec, natural_counts(scan_parts))
     sources = source_units(scan_parts, spec.translate.from_lang, spec.seed, max(wanted.values(), default=0))
-    report: dict[str, Any] = {"from_lang": spec.translate.from_lang, "wanted": wanted,
-                              "toxic_sources_available": len(sources), "shards": 0, "shards_skipped": 0,
-                              "transient_failures": 0}
+    report: dict[str, Any] = {
+        "from_lang": spec.translate.from_lang,
+        "wanted": wanted,
+        "toxic_sources_available": len(sources),
+        "shards": 0,
+        "shards_skipped": 0,
+        "transient_failures": 0,
+    }
     translator: Translator | None = None
     markers: list[dict[str, Any]] = []
     total = sum(min(n, len(sources)) for n in wanted.values())
@@ -146,8 +174,11 @@ def run_augmentation(store: BuildStore, spec: BuildSpec, translator_factory: Cal
                         translator = translator_factory()
                     ctx = StepContext()
                     made = translate_shard(translator, chunk, target, steps, ctx)
-                    marker = {"ids": digest, "counters": ctx.counters_dict(),
-                              "transient_failures": ctx.transient_failures}
+                    marker = {
+                        "ids": digest,
+                        "counters": ctx.counters_dict(),
+                        "transient_failures": ctx.transient_failures,
+                    }
                     store.write_translated(target, shard, made, ctx.rejected, marker)
                     markers.append(marker)
                     report["shards"] += 1
@@ -172,5 +203,8 @@ def translation_report(store: BuildStore) -> dict[str, Any]:
         ys.append(row["toxicity"])
     all_x = [x for xs, _ in pairs.values() for x in xs]
     all_y = [y for _, ys in pairs.values() for y in ys]
-    return {"overall": pearson(all_x, all_y), "by_lang": {k: pearson(*v) for k, v in sorted(pairs.items())},
-            "paper_r": PTP_TRANSLATION_PEARSON_R}
+    return {
+        "overall": pearson(all_x, all_y),
+        "by_lang": {k: pearson(*v) for k, v in sorted(pairs.items())},
+        "paper_r": PTP_TRANSLATION_PEARSON_R,
+    }

@@ -87,30 +87,45 @@ def scan(store: BuildStore, spec: BuildSpec, steps: list[Step], progress: Progre
         else:
             ctx = StepContext()
             docs = list(compose(steps, parse_records(iter(chunk), spec.fields, ctx), ctx))
-            marker = {"records": len(chunk), "kept": len(docs), "rejected": len(ctx.rejected),
-                      "transient_failures": ctx.transient_failures, "counters": ctx.counters_dict()}
+            marker = {
+                "records": len(chunk),
+                "kept": len(docs),
+                "rejected": len(ctx.rejected),
+                "transient_failures": ctx.transient_failures,
+                "counters": ctx.counters_dict(),
+            }
             store.write_scan(shard, docs, ctx.rejected, marker)
             markers.append(marker)
         records += len(chunk)
         progress("scan: read, check, score", records, None)
-    return {"shards": len(markers), "shards_skipped": skipped, "records": records,
-            "kept": sum(m["kept"] for m in markers), "rejected": sum(m["rejected"] for m in markers),
-            "transient_failures": sum(m["transient_failures"] for m in markers),
-            "counters": merge_counters(m["counters"] for m in markers)}
+    return {
+        "shards": len(markers),
+        "shards_skipped": skipped,
+        "records": records,
+        "kept": sum(m["kept"] for m in markers),
+        "rejected": sum(m["rejected"] for m in markers),
+        "transient_failures": sum(m["transient_failures"] for m in markers),
+        "counters": merge_counters(m["counters"] for m in markers),
+    }
 
 
 def write_outputs(store: BuildStore, spec: BuildSpec, n_shards: int, attributes: tuple[str, ...]) -> dict[str, Any]:
     """Stage 5: the full set and the small subset, both schemas, JSONL and Parquet."""
     full = write_prompt_set(store.path, lambda: iter_split_batches(store, n_shards), attributes)
-    units = [(r["id"], r["lang"], r["bucket"]) for r in iter_parquet_rows([store.selected_path],
-                                                                           ["id", "lang", "bucket"])]
+    units = [
+        (r["id"], r["lang"], r["bucket"]) for r in iter_parquet_rows([store.selected_path], ["id", "lang", "bucket"])
+    ]
     keep = small_subset(units, spec.small_per_lang, spec.seed)
     small = write_prompt_set(store.path / "small", lambda: iter_split_batches(store, n_shards, keep), attributes)
     return {"full": full, "small": small, "small_per_lang": spec.small_per_lang}
 
 
-def build(spec: BuildSpec, out: str | Path, progress: Progress | None = None,
-          translator_factory: Callable[[], Translator] | None = None) -> BuildResult:
+def build(
+    spec: BuildSpec,
+    out: str | Path,
+    progress: Progress | None = None,
+    translator_factory: Callable[[], Translator] | None = None,
+) -> BuildResult:
     """Run (or resume) a build into ``out``; returns its report."""
     report_progress: Progress = progress or (lambda stage, done, total: None)
     spec = spec.validate()
@@ -133,8 +148,14 @@ def build(spec: BuildSpec, out: str | Path, progress: Progress | None = None,
         lock.release()
 
 
-def _build_locked(spec: BuildSpec, store: BuildStore, score: ScoreDocuments, resumed: bool,
-                  report_progress: Progress, translator_factory: Callable[[], Translator] | None) -> BuildResult:
+def _build_locked(
+    spec: BuildSpec,
+    store: BuildStore,
+    score: ScoreDocuments,
+    resumed: bool,
+    report_progress: Progress,
+    translator_factory: Callable[[], Translator] | None,
+) -> BuildResult:
     store.update_manifest(scorer=score.scorer.describe())
     try:
         scanned = scan(store, spec, scan_steps(spec, score), report_progress)
@@ -147,23 +168,34 @@ def _build_locked(spec: BuildSpec, store: BuildStore, score: ScoreDocuments, res
             from .splittable import Splittable
 
             factory = translator_factory or _nllb_factory(spec)
-            augmented = run_augmentation(store, spec, factory, [Splittable(spec.mode, spec.prompt_max_tokens), score],
-                                         report_progress)
+            augmented = run_augmentation(
+                store, spec, factory, [Splittable(spec.mode, spec.prompt_max_tokens), score], report_progress
+            )
             augmented["correlation"] = translation_report(store)
         spill = store.path / ".duckdb-tmp"
-        shortfall = stratified_select(store.doc_parts(), store.selected_path, spec.bin_size, spec.seed, spec.langs,
-                                      temp_dir=spill)
+        shortfall = stratified_select(
+            store.doc_parts(), store.selected_path, spec.bin_size, spec.seed, spec.langs, temp_dir=spill
+        )
         shutil.rmtree(spill, ignore_errors=True)
-        split = split_and_score(store, score.scorer, spec.mode, spec.shard_size, spec.prompt_max_tokens,
-                                spec.max_bytes, report_progress)
+        split = split_and_score(
+            store, score.scorer, spec.mode, spec.shard_size, spec.prompt_max_tokens, spec.max_bytes, report_progress
+        )
         outputs = write_outputs(store, spec, split["n_shards"], tuple(score.scorer.attributes))
     finally:
         score.close()
     report = {
-        "build": str(store.path), "mode": spec.mode, "scorer": score.scorer.id, "seed": spec.seed,
-        "source": spec.source.describe(), "scan": scanned, "rejected": rejected_summary(store.rejected_parts()),
-        "selection": shortfall.to_dict(), "selected_by_lang": shortfall.selected_by_lang(),
-        "translation": augmented, "split": split, "outputs": outputs,
+        "build": str(store.path),
+        "mode": spec.mode,
+        "scorer": score.scorer.id,
+        "seed": spec.seed,
+        "source": spec.source.describe(),
+        "scan": scanned,
+        "rejected": rejected_summary(store.rejected_parts()),
+        "selection": shortfall.to_dict(),
+        "selected_by_lang": shortfall.selected_by_lang(),
+        "translation": augmented,
+        "split": split,
+        "outputs": outputs,
     }
     json_path, md_path = store.report_paths()
     atomic_write_json(json_path, report)
@@ -179,7 +211,8 @@ def _nllb_factory(spec: BuildSpec) -> Callable[[], Translator]:
     def make() -> Translator:
         from .translate import NllbTranslator
 
-        return NllbTranslator(t.model, batch_size=t.batch_size, max_new_tokens=t.max_new_tokens,
-                              num_beams=t.num_beams, device=t.device)
+        return NllbTranslator(
+            t.model, batch_size=t.batch_size, max_new_tokens=t.max_new_tokens, num_beams=t.num_beams, device=t.device
+        )
 
     return make

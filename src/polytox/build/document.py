@@ -76,24 +76,55 @@ class Rejected:
 
     @classmethod
     def of(cls, step: str, reason: str, doc: Document, **detail: Any) -> Rejected:
-        return cls(step=step, reason=reason, location=doc.location, doc_id=doc.id, lang=doc.lang, text=doc.text,
-                   detail={**({"toxicity": doc.toxicity} if doc.toxicity is not None else {}), **detail})
+        return cls(
+            step=step,
+            reason=reason,
+            location=doc.location,
+            doc_id=doc.id,
+            lang=doc.lang,
+            text=doc.text,
+            detail={**({"toxicity": doc.toxicity} if doc.toxicity is not None else {}), **detail},
+        )
 
 
-DOCUMENT_SCHEMA = pa.schema([
-    ("id", pa.string()), ("text", pa.string()), ("lang", pa.string()), ("declared_lang", pa.string()),
-    ("detected_lang", pa.string()), ("url", pa.string()), ("timestamp", pa.string()), ("location", pa.string()),
-    ("data_category", pa.string()), ("pile_set_name", pa.string()), ("parent_id", pa.string()),
-    ("begin", pa.int64()), ("end", pa.int64()), ("toxicity", pa.float64()), ("bucket", pa.int8()),
-    ("scores_json", pa.string()), ("scorer", pa.string()), ("truncated", pa.bool_()),
-    ("translated_from", pa.string()), ("source_lang", pa.string()), ("source_toxicity", pa.float64()),
-    ("extra_json", pa.string()),
-])
+DOCUMENT_SCHEMA = pa.schema(
+    [
+        ("id", pa.string()),
+        ("text", pa.string()),
+        ("lang", pa.string()),
+        ("declared_lang", pa.string()),
+        ("detected_lang", pa.string()),
+        ("url", pa.string()),
+        ("timestamp", pa.string()),
+        ("location", pa.string()),
+        ("data_category", pa.string()),
+        ("pile_set_name", pa.string()),
+        ("parent_id", pa.string()),
+        ("begin", pa.int64()),
+        ("end", pa.int64()),
+        ("toxicity", pa.float64()),
+        ("bucket", pa.int8()),
+        ("scores_json", pa.string()),
+        ("scorer", pa.string()),
+        ("truncated", pa.bool_()),
+        ("translated_from", pa.string()),
+        ("source_lang", pa.string()),
+        ("source_toxicity", pa.float64()),
+        ("extra_json", pa.string()),
+    ]
+)
 
-REJECTED_SCHEMA = pa.schema([
-    ("step", pa.string()), ("reason", pa.string()), ("location", pa.string()), ("doc_id", pa.string()),
-    ("lang", pa.string()), ("text", pa.string()), ("detail_json", pa.string()),
-])
+REJECTED_SCHEMA = pa.schema(
+    [
+        ("step", pa.string()),
+        ("reason", pa.string()),
+        ("location", pa.string()),
+        ("doc_id", pa.string()),
+        ("lang", pa.string()),
+        ("text", pa.string()),
+        ("detail_json", pa.string()),
+    ]
+)
 
 _PLAIN_FIELDS = [f.name for f in dataclasses.fields(Document) if f.name not in ("scores", "extra")]
 
@@ -129,6 +160,16 @@ def document_from_row(row: Mapping[str, Any]) -> Document:
 
 
 def rejected_table(items: Iterable[Rejected]) -> pa.Table:
-    rows = [{"step": r.step, "reason": r.reason, "location": r.location, "doc_id": r.doc_id, "lang": r.lang,
-             "text": r.text, "detail_json": _dumps(r.detail) if r.detail else None} for r in items]
+    rows = [
+        {
+            "step": r.step,
+            "reason": r.reason,
+            "location": r.location,
+            "doc_id": r.doc_id,
+            "lang": r.lang,
+            "text": r.text,
+            "detail_json": _dumps(r.detail) if r.detail else None,
+        }
+        for r in items
+    ]
     return pa.Table.from_pylist(rows, schema=REJECTED_SCHEMA)

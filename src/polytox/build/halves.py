@@ -23,13 +23,23 @@ from .scoring import TOXICITY, score_texts
 from .split import split_unit
 from .store import BuildStore, read_json, write_table
 
-SPLIT_SCHEMA = pa.schema([
-    *DOCUMENT_SCHEMA, ("rank", pa.int64()), ("prompt", pa.string()), ("continuation", pa.string()),
-    ("cut", pa.int64()), ("n_words", pa.int64()), ("prompt_words", pa.int64()),
-    ("prompt_scores_json", pa.string()), ("prompt_error", pa.string()), ("prompt_toxicity", pa.float64()),
-    ("continuation_scores_json", pa.string()), ("continuation_error", pa.string()),
-    ("continuation_toxicity", pa.float64()),
-])
+SPLIT_SCHEMA = pa.schema(
+    [
+        *DOCUMENT_SCHEMA,
+        ("rank", pa.int64()),
+        ("prompt", pa.string()),
+        ("continuation", pa.string()),
+        ("cut", pa.int64()),
+        ("n_words", pa.int64()),
+        ("prompt_words", pa.int64()),
+        ("prompt_scores_json", pa.string()),
+        ("prompt_error", pa.string()),
+        ("prompt_toxicity", pa.float64()),
+        ("continuation_scores_json", pa.string()),
+        ("continuation_error", pa.string()),
+        ("continuation_toxicity", pa.float64()),
+    ]
+)
 
 
 def _ids_digest(ids: list[str]) -> str:
@@ -38,22 +48,37 @@ def _ids_digest(ids: list[str]) -> str:
 
 def _score_fields(prefix: str, score: Score) -> dict[str, Any]:
     if score.ok and score.get(TOXICITY) is not None:
-        return {f"{prefix}_scores_json": json.dumps(dict(score.values or {}), sort_keys=True),
-                f"{prefix}_error": None, f"{prefix}_toxicity": score.get(TOXICITY)}
-    return {f"{prefix}_scores_json": None, f"{prefix}_error": score.error or "no toxicity value",
-            f"{prefix}_toxicity": None}
+        return {
+            f"{prefix}_scores_json": json.dumps(dict(score.values or {}), sort_keys=True),
+            f"{prefix}_error": None,
+            f"{prefix}_toxicity": score.get(TOXICITY),
+        }
+    return {
+        f"{prefix}_scores_json": None,
+        f"{prefix}_error": score.error or "no toxicity value",
+        f"{prefix}_toxicity": None,
+    }
 
 
-def split_rows(rows: list[dict[str, Any]], scorer: Scorer, mode: str, max_prompt_tokens: int,
-               max_bytes: int) -> tuple[list[dict[str, Any]], int]:
+def split_rows(
+    rows: list[dict[str, Any]], scorer: Scorer, mode: str, max_prompt_tokens: int, max_bytes: int
+) -> tuple[list[dict[str, Any]], int]:
     """Split and score one shard of selected rows; returns the rows and the number of transient errors."""
     out = []
     for row in rows:
         result = split_unit(row["text"], row["lang"], mode, max_prompt_tokens)
         if result is None:  # the Splittable step makes this unreachable for units it checked
             raise RuntimeError(f"unit {row['id']} cannot be split; it should have been rejected before scoring")
-        out.append({**row, "prompt": result.prompt, "continuation": result.continuation, "cut": result.cut,
-                    "n_words": result.n_tokens, "prompt_words": result.prompt_tokens})
+        out.append(
+            {
+                **row,
+                "prompt": result.prompt,
+                "continuation": result.continuation,
+                "cut": result.cut,
+                "n_words": result.n_tokens,
+                "prompt_words": result.prompt_tokens,
+            }
+        )
     langs = [r["lang"] for r in out]
     prompt_scores, _ = score_texts(scorer, [r["prompt"] for r in out], langs, max_bytes)
     cont_scores, _ = score_texts(scorer, [r["continuation"] for r in out], langs, max_bytes)
@@ -65,8 +90,15 @@ def split_rows(rows: list[dict[str, Any]], scorer: Scorer, mode: str, max_prompt
     return out, transient
 
 
-def split_and_score(store: BuildStore, scorer: Scorer, mode: str, shard_size: int, max_prompt_tokens: int,
-                    max_bytes: int, progress: Callable[[str, int, int | None], None]) -> dict[str, int]:
+def split_and_score(
+    store: BuildStore,
+    scorer: Scorer,
+    mode: str,
+    shard_size: int,
+    max_prompt_tokens: int,
+    max_bytes: int,
+    progress: Callable[[str, int, int | None], None],
+) -> dict[str, int]:
     """Run the split stage over ``selected.parquet``; returns counters."""
     pf = pq.ParquetFile(store.selected_path)
     total = pf.metadata.num_rows
@@ -98,8 +130,9 @@ def split_and_score(store: BuildStore, scorer: Scorer, mode: str, shard_size: in
     return counters
 
 
-def iter_split_batches(store: BuildStore, n_shards: int, keep: set[str] | None = None,
-                       batch_size: int = 1024) -> Iterator[list[dict[str, Any]]]:
+def iter_split_batches(
+    store: BuildStore, n_shards: int, keep: set[str] | None = None, batch_size: int = 1024
+) -> Iterator[list[dict[str, Any]]]:
     """Split rows batch by batch, optionally only those whose id is in ``keep``."""
     for path in store.split_parts(n_shards):
         for batch in pq.ParquetFile(path).iter_batches(batch_size=batch_size):

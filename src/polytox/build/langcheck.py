@@ -61,8 +61,14 @@ class LanguageCheck(Step):
             ctx.count(self.name, "mismatch")
             ctx.count(self.name, f"mismatch:{doc.declared_lang}->{detected}")
             if self.policy == "drop":
-                ctx.reject(Rejected.of(self.name, f"LANG_MISMATCH: declared {doc.declared_lang}, detected "
-                                                  f"{detected}", doc, detected_lang=detected))
+                ctx.reject(
+                    Rejected.of(
+                        self.name,
+                        f"LANG_MISMATCH: declared {doc.declared_lang}, detected {detected}",
+                        doc,
+                        detected_lang=detected,
+                    )
+                )
             else:
                 yield doc
 

@@ -83,8 +83,9 @@ def _first(record: Mapping[str, Any], explicit: str | None, defaults: tuple[str,
     return None
 
 
-def read_hf_documents(name: str, config: str | None, split: str,
-                      data_files: tuple[str, ...] = ()) -> Iterator[RawRecord]:
+def read_hf_documents(
+    name: str, config: str | None, split: str, data_files: tuple[str, ...] = ()
+) -> Iterator[RawRecord]:
     """Stream a Hugging Face dataset (hub id, or a builder like ``json`` with local ``data_files``)."""
     datasets = require("datasets", "datasets")
     kwargs: dict[str, Any] = {"split": split, "streaming": True}
@@ -101,8 +102,9 @@ def read_hf_documents(name: str, config: str | None, split: str,
 def iter_source(source: CorpusSource) -> Iterator[RawRecord]:
     """The raw records of a source in a stable order, cut to ``limit`` records when set."""
     if source.hf_dataset:
-        stream: Iterator[RawRecord] = read_hf_documents(source.hf_dataset, source.hf_config, source.hf_split,
-                                                        source.hf_data_files)
+        stream: Iterator[RawRecord] = read_hf_documents(
+            source.hf_dataset, source.hf_config, source.hf_split, source.hf_data_files
+        )
     elif source.paths:
         stream = itertools.chain.from_iterable(read_records(Path(p)) for p in source.paths)
     else:
@@ -146,7 +148,10 @@ def parse_record(raw: RawRecord, fields: FieldMap) -> Document:
         lang = declared
     doc_id = f"{lang}:{raw_id}" if raw_id is not None else f"{lang}:{short_hash(str(url or ''), text)}"
     return Document(
-        id=doc_id, text=text, lang=lang, declared_lang=declared,
+        id=doc_id,
+        text=text,
+        lang=lang,
+        declared_lang=declared,
         detected_lang=lang if declared is None else None,
         url=str(url) if url is not None else None,
         timestamp=_timestamp(timestamp),
@@ -165,8 +170,14 @@ def parse_records(raws: Iterator[RawRecord], fields: FieldMap, ctx: StepContext)
             doc = parse_record(raw, fields)
         except RecordError as exc:
             text = raw.record.get("text") if isinstance(raw.record, Mapping) else None
-            ctx.reject(Rejected(step=PARSE_STEP, reason=f"BAD_RECORD: {exc}", location=raw.location,
-                                text=text if isinstance(text, str) else None))
+            ctx.reject(
+                Rejected(
+                    step=PARSE_STEP,
+                    reason=f"BAD_RECORD: {exc}",
+                    location=raw.location,
+                    text=text if isinstance(text, str) else None,
+                )
+            )
             continue
         ctx.count(PARSE_STEP, "out")
         yield doc

@@ -46,18 +46,23 @@ def render_markdown(report: dict[str, Any]) -> str:
         f"Mode **{report['mode']}**, scorer `{report['scorer']}`, seed {report['seed']}, source {report['source']}.",
         f"Read {scan['records']} records in {scan['shards']} shard(s) ({scan['shards_skipped']} already done); "
         f"kept {scan['kept']} scored units, rejected {scan['rejected']}"
-        + (f", {scan['transient_failures']} transient failures (rerun to retry)" if scan["transient_failures"]
-           else "") + ".",
+        + (f", {scan['transient_failures']} transient failures (rerun to retry)" if scan["transient_failures"] else "")
+        + ".",
         "",
         "## Per-step counters",
         "",
-        _table(["step", "counter", "n"], [(step, key, n) for step, counts in scan["counters"].items()
-                                          for key, n in counts.items()]),
+        _table(
+            ["step", "counter", "n"],
+            [(step, key, n) for step, counts in scan["counters"].items() for key, n in counts.items()],
+        ),
         "",
         "## Rejected (kept in scan/rejected/*.parquet with their full reason and text)",
         "",
-        _table(["step", "reason", "lang", "n"], [(r["step"], r["reason"], r["lang"], r["n"])
-                                                 for r in report["rejected"]]) if report["rejected"] else "none",
+        _table(
+            ["step", "reason", "lang", "n"], [(r["step"], r["reason"], r["lang"], r["n"]) for r in report["rejected"]]
+        )
+        if report["rejected"]
+        else "none",
         "",
         f"## Selection: {sel['requested_per_bin']} per language and bin",
         "",
@@ -67,10 +72,23 @@ def render_markdown(report: dict[str, Any]) -> str:
     by_lang: dict[str, dict[int, dict[str, Any]]] = {}
     for row in sel["bins"]:
         by_lang.setdefault(row["lang"], {})[row["bucket"]] = row
-    parts.append(_table(["lang", "bin 0", "bin 1", "bin 2", "bin 3", "total"], [
-        (lang, *[f"{b[i]['selected']} / {b[i]['available']}" + (f" ({b[i]['translated']})" if b[i]["translated"]
-                                                              else "") for i in range(4)],
-         sum(b[i]["selected"] for i in range(4))) for lang, b in sorted(by_lang.items())]))
+    parts.append(
+        _table(
+            ["lang", "bin 0", "bin 1", "bin 2", "bin 3", "total"],
+            [
+                (
+                    lang,
+                    *[
+                        f"{b[i]['selected']} / {b[i]['available']}"
+                        + (f" ({b[i]['translated']})" if b[i]["translated"] else "")
+                        for i in range(4)
+                    ],
+                    sum(b[i]["selected"] for i in range(4)),
+                )
+                for lang, b in sorted(by_lang.items())
+            ],
+        )
+    )
     parts += ["", "### Shortfall", ""]
     parts += [f"- {line}" for line in sel["short"]] or ["none"]
     if sel.get("duplicates_dropped"):
@@ -79,18 +97,34 @@ def render_markdown(report: dict[str, Any]) -> str:
     if translation:
         corr = translation["correlation"]
         overall = corr["overall"]
-        parts += ["", "## Translation augmentation (PTP §3.2)", "",
-                  f"From `{translation['from_lang']}`; wanted per language: {translation['wanted']}; "
-                  f"{translation['toxic_sources_available']} toxic source unit(s) available.", "",
-                  f"Pearson r between source and translated toxicity: {_fmt(overall['r'])} "
-                  f"(n = {overall['n']}, p = {_fmt(overall['p'])}; the paper found {corr['paper_r']}).", "",
-                  _table(["lang", "n", "r", "p"], [(lang, v["n"], _fmt(v["r"]), _fmt(v["p"]))
-                                                   for lang, v in corr["by_lang"].items()])]
+        parts += [
+            "",
+            "## Translation augmentation (PTP §3.2)",
+            "",
+            f"From `{translation['from_lang']}`; wanted per language: {translation['wanted']}; "
+            f"{translation['toxic_sources_available']} toxic source unit(s) available.",
+            "",
+            f"Pearson r between source and translated toxicity: {_fmt(overall['r'])} "
+            f"(n = {overall['n']}, p = {_fmt(overall['p'])}; the paper found {corr['paper_r']}).",
+            "",
+            _table(
+                ["lang", "n", "r", "p"],
+                [(lang, v["n"], _fmt(v["r"]), _fmt(v["p"])) for lang, v in corr["by_lang"].items()],
+            ),
+        ]
     split = report["split"]
     outputs = report["outputs"]
-    parts += ["", "## Outputs", "",
-              f"{split['units']} prompts split and scored ({split['shards']} shard(s) scored now, "
-              f"{split['shards_skipped']} already done, {split['transient_errors']} transient scoring errors).", "",
-              _table(["file", "records"], [(k, v) for k, v in outputs["full"].items()]
-                     + [(f"small/{k}", v) for k, v in outputs["small"].items()]), ""]
+    parts += [
+        "",
+        "## Outputs",
+        "",
+        f"{split['units']} prompts split and scored ({split['shards']} shard(s) scored now, "
+        f"{split['shards_skipped']} already done, {split['transient_errors']} transient scoring errors).",
+        "",
+        _table(
+            ["file", "records"],
+            [(k, v) for k, v in outputs["full"].items()] + [(f"small/{k}", v) for k, v in outputs["small"].items()],
+        ),
+        "",
+    ]
     return "\n".join(parts)

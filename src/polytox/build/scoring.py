@@ -28,13 +28,16 @@ def open_scorer(name: str, options: Mapping[str, str]) -> Scorer:
     """Build a scorer (cached) and check it reports ``toxicity``, which the bins are made of."""
     scorer = build_scorer(name, options)
     if TOXICITY not in scorer.attributes:
-        raise PolytoxError(f"scorer {scorer.id!r} has no 'toxicity' attribute (it has: "
-                           f"{', '.join(scorer.attributes)}); the toxicity bins need one")
+        raise PolytoxError(
+            f"scorer {scorer.id!r} has no 'toxicity' attribute (it has: "
+            f"{', '.join(scorer.attributes)}); the toxicity bins need one"
+        )
     return scorer
 
 
-def score_texts(scorer: Scorer, texts: Sequence[str], langs: Sequence[str],
-                max_bytes: int = PERSPECTIVE_MAX_BYTES) -> tuple[list[Score], list[bool]]:
+def score_texts(
+    scorer: Scorer, texts: Sequence[str], langs: Sequence[str], max_bytes: int = PERSPECTIVE_MAX_BYTES
+) -> tuple[list[Score], list[bool]]:
     """Scores of the texts cut to ``max_bytes``, and whether each one was cut."""
     cut = [truncate_utf8(t, max_bytes) for t in texts]
     return scorer.score(cut, list(langs)), [c is not t for c, t in zip(cut, texts, strict=True)]
@@ -45,8 +48,13 @@ class ScoreDocuments(Step):
 
     name: ClassVar[str] = "score"
 
-    def __init__(self, scorer: str, options: Mapping[str, str] | None = None, batch_size: int = 64,
-                 max_bytes: int = PERSPECTIVE_MAX_BYTES) -> None:
+    def __init__(
+        self,
+        scorer: str,
+        options: Mapping[str, str] | None = None,
+        batch_size: int = 64,
+        max_bytes: int = PERSPECTIVE_MAX_BYTES,
+    ) -> None:
         self.scorer_name = scorer
         self.options = dict(options or {})
         self.batch_size = batch_size
@@ -65,22 +73,23 @@ class ScoreDocuments(Step):
         return state
 
     def _flush(self, batch: list[Document], ctx: StepContext) -> Iterator[Document]:
-        scores, truncated = score_texts(self.scorer, [d.text for d in batch], [d.lang for d in batch],
-                                        self.max_bytes)
+        scores, truncated = score_texts(self.scorer, [d.text for d in batch], [d.lang for d in batch], self.max_bytes)
         for doc, score, cut in zip(batch, scores, truncated, strict=True):
             if cut:
                 ctx.count(self.name, "truncated")
             value = score.get(TOXICITY)
             if score.ok and value is not None:
-                yield dataclasses.replace(doc, toxicity=float(value), scores=dict(score.values or {}),
-                                          scorer=self.scorer.id, truncated=cut)
+                yield dataclasses.replace(
+                    doc, toxicity=float(value), scores=dict(score.values or {}), scorer=self.scorer.id, truncated=cut
+                )
                 continue
             if score.transient:
                 ctx.transient_failures += 1
                 ctx.count(self.name, "transient_failures")
             error = score.error or "no toxicity value"
-            ctx.reject(Rejected.of(self.name, f"SCORE_FAILED: {error}", doc, transient=score.transient,
-                                   scorer=self.scorer.id))
+            ctx.reject(
+                Rejected.of(self.name, f"SCORE_FAILED: {error}", doc, transient=score.transient, scorer=self.scorer.id)
+            )
 
     def run(self, docs: Iterator[Document], ctx: StepContext) -> Iterator[Document]:
         batch: list[Document] = []

@@ -43,9 +43,14 @@ class Shortfall:
         return dict(out)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"requested_per_bin": self.requested, "duplicates_dropped": self.duplicates, "bins": self.rows,
-                "short": [f"{r['lang']} bin {r['bucket']}: {r['available']} available for {self.requested}"
-                          for r in self.short]}
+        return {
+            "requested_per_bin": self.requested,
+            "duplicates_dropped": self.duplicates,
+            "bins": self.rows,
+            "short": [
+                f"{r['lang']} bin {r['bucket']}: {r['available']} available for {self.requested}" for r in self.short
+            ],
+        }
 
 
 def _sql_list(paths: Sequence[Path]) -> str:
@@ -57,8 +62,9 @@ def sample_key(seed: int, unit_id: str, salt: str = "") -> str:
     return hashlib.md5(f"{seed}:{salt}{unit_id}".encode()).hexdigest()
 
 
-def stratified_select(parts: Sequence[Path], out: Path, per_bin: int, seed: int,
-                      langs: Sequence[str] = (), temp_dir: Path | None = None) -> Shortfall:
+def stratified_select(
+    parts: Sequence[Path], out: Path, per_bin: int, seed: int, langs: Sequence[str] = (), temp_dir: Path | None = None
+) -> Shortfall:
     """Write the sample to ``out`` (Parquet, ordered by language, bin, rank) and return the report."""
     if not parts:
         raise PolytoxError("no scored units to sample from: every document was rejected (see report.md)")
@@ -94,10 +100,13 @@ def stratified_select(parts: Sequence[Path], out: Path, per_bin: int, seed: int,
                    count(*) FILTER (WHERE f.mt) AS translated
             FROM firsts f WHERE f._occ = 1 GROUP BY f.lang, f.bucket
         """).fetchall()
-        chosen = dict(((lang, int(b)), (int(n), int(mt))) for lang, b, n, mt in con.execute("""
+        chosen = dict(
+            ((lang, int(b)), (int(n), int(mt)))
+            for lang, b, n, mt in con.execute("""
             SELECT c.lang, c.bucket, count(*), count(*) FILTER (WHERE f.mt)
             FROM chosen c JOIN firsts f USING (_file, _row) GROUP BY c.lang, c.bucket
-        """).fetchall())
+        """).fetchall()
+        )
         available = {(lang, int(b)): (int(n), int(nat), int(mt)) for lang, b, n, nat, mt in counts}
         present = sorted({lang for lang, _ in available} | set(langs))
         rows = []
@@ -105,9 +114,19 @@ def stratified_select(parts: Sequence[Path], out: Path, per_bin: int, seed: int,
             for b in range(N_BINS):
                 n, nat, mt = available.get((lang, b), (0, 0, 0))
                 sel, sel_mt = chosen.get((lang, b), (0, 0))
-                rows.append({"lang": lang, "bucket": b, "requested": per_bin, "available": n, "natural": nat,
-                             "translated": mt, "selected": sel, "selected_translated": sel_mt,
-                             "shortfall": max(0, per_bin - n)})
+                rows.append(
+                    {
+                        "lang": lang,
+                        "bucket": b,
+                        "requested": per_bin,
+                        "available": n,
+                        "natural": nat,
+                        "translated": mt,
+                        "selected": sel,
+                        "selected_translated": sel_mt,
+                        "shortfall": max(0, per_bin - n),
+                    }
+                )
 
         def copy(tmp: str) -> None:
             con.execute(f"""

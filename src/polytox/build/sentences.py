@@ -68,15 +68,25 @@ class SentenceSpans(Step):
                     continue
                 kept += 1
                 yield Document(
-                    id=f"{doc.id}:{begin}:{end}", text=doc.text[begin:end], lang=doc.lang,
-                    declared_lang=doc.declared_lang, detected_lang=doc.detected_lang, url=doc.url,
-                    timestamp=doc.timestamp, location=doc.location, data_category=doc.data_category,
-                    pile_set_name=doc.pile_set_name, parent_id=doc.id, begin=begin, end=end, extra=doc.extra,
+                    id=f"{doc.id}:{begin}:{end}",
+                    text=doc.text[begin:end],
+                    lang=doc.lang,
+                    declared_lang=doc.declared_lang,
+                    detected_lang=doc.detected_lang,
+                    url=doc.url,
+                    timestamp=doc.timestamp,
+                    location=doc.location,
+                    data_category=doc.data_category,
+                    pile_set_name=doc.pile_set_name,
+                    parent_id=doc.id,
+                    begin=begin,
+                    end=end,
+                    extra=doc.extra,
                 )
             if not kept:
-                ctx.reject(Rejected.of(self.name, f"NO_SPAN: no sentence of {self.min_chars}-{self.max_chars} "
-                                                  "characters", doc))
+                ctx.reject(
+                    Rejected.of(self.name, f"NO_SPAN: no sentence of {self.min_chars}-{self.max_chars} characters", doc)
+                )
 
     def describe(self) -> dict[str, Any]:
-        return {"step": self.name, "segmenter": "sentencex", "min_chars": self.min_chars,
-                "max_chars": self.max_chars}
+        return {"step": self.name, "segmenter": "sentencex", "min_chars": self.min_chars, "max_chars": self.max_chars}

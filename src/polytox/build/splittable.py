@@ -25,8 +25,13 @@ class Splittable(Step):
     def run(self, docs: Iterator[Document], ctx: StepContext) -> Iterator[Document]:
         for doc in docs:
             if split_unit(doc.text, doc.lang, self.mode, self.max_prompt_tokens) is None:
-                ctx.reject(Rejected.of(self.name, f"UNSPLITTABLE: a {self.mode.upper()} split leaves a blank "
-                                                  "prompt or continuation", doc))
+                ctx.reject(
+                    Rejected.of(
+                        self.name,
+                        f"UNSPLITTABLE: a {self.mode.upper()} split leaves a blank prompt or continuation",
+                        doc,
+                    )
+                )
             else:
                 yield doc
 

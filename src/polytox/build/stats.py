@@ -68,19 +68,35 @@ def row_from_record(rec: Mapping[str, Any]) -> SetRow:
         prompt, cont = str(p.get("text") or ""), str(c.get("text") or "")
         pt, ct = p.get("toxicity"), c.get("toxicity")
         tox = rec.get("toxicity", pt)
-        return SetRow(lang=str(rec.get("lang") or meta.get("lang") or "en"), text=prompt + cont, prompt=prompt,
-                      continuation=cont, toxicity=tox, prompt_toxicity=pt, continuation_toxicity=ct,
-                      url=meta.get("url"), timestamp=meta.get("timestamp"),
-                      translated=bool(meta.get("translated_from")))
+        return SetRow(
+            lang=str(rec.get("lang") or meta.get("lang") or "en"),
+            text=prompt + cont,
+            prompt=prompt,
+            continuation=cont,
+            toxicity=tox,
+            prompt_toxicity=pt,
+            continuation_toxicity=ct,
+            url=meta.get("url"),
+            timestamp=meta.get("timestamp"),
+            translated=bool(meta.get("translated_from")),
+        )
     if "prompt" not in rec:
         raise PolytoxError(f"not a PTP or RTP record (keys: {sorted(rec)[:8]})")
     prompt, cont = str(rec.get("prompt") or ""), str(rec.get("continuation") or "")
-    return SetRow(lang=str(meta.get("lang") or rec.get("lang") or "?"), text=str(rec.get("text") or prompt + cont),
-                  prompt=prompt, continuation=cont, toxicity=rec.get("toxicity"),
-                  prompt_toxicity=_persp_value(rec.get("prompt_perspective")) if rec.get("prompt_perspective")
-                  else rec.get("prompt_toxicity"),
-                  continuation_toxicity=_persp_value(rec.get("continuation_perspective")),
-                  url=meta.get("url"), timestamp=meta.get("timestamp"), translated=bool(meta.get("translated_from")))
+    return SetRow(
+        lang=str(meta.get("lang") or rec.get("lang") or "?"),
+        text=str(rec.get("text") or prompt + cont),
+        prompt=prompt,
+        continuation=cont,
+        toxicity=rec.get("toxicity"),
+        prompt_toxicity=_persp_value(rec.get("prompt_perspective"))
+        if rec.get("prompt_perspective")
+        else rec.get("prompt_toxicity"),
+        continuation_toxicity=_persp_value(rec.get("continuation_perspective")),
+        url=meta.get("url"),
+        timestamp=meta.get("timestamp"),
+        translated=bool(meta.get("translated_from")),
+    )
 
 
 def resolve_set_path(path: Path) -> Path:
@@ -175,22 +191,35 @@ class LangStats:
         def dist(values: list[int]) -> dict[str, Any]:
             if not values:
                 return {"n": 0}
-            return {"n": len(values), "mean": statistics.fmean(values),
-                    "std": statistics.pstdev(values), "median": statistics.median(values),
-                    "min": min(values), "max": max(values)}
+            return {
+                "n": len(values),
+                "mean": statistics.fmean(values),
+                "std": statistics.pstdev(values),
+                "median": statistics.median(values),
+                "min": min(values),
+                "max": max(values),
+            }
 
         out: dict[str, Any] = {
-            "n": self.n, "translated": self.translated,
+            "n": self.n,
+            "translated": self.translated,
             "by_bucket": {str(b): self.buckets.get(b, 0) for b in range(4)},
-            "toxicity_hist": self.tox_hist, "prompt_toxicity_hist": self.prompt_tox_hist,
-            "prompt_tokens": dist(self.prompt_tokens), "continuation_tokens": dist(self.continuation_tokens),
-            "years": {str(k): v for k, v in sorted(self.years.items())}, "no_timestamp": self.no_timestamp,
-            "top_domains": self.domains.most_common(10), "no_url": self.no_url,
-            "toxic_prompts": self.toxic_prompts, "scored_prompts": self.scored_prompts,
+            "toxicity_hist": self.tox_hist,
+            "prompt_toxicity_hist": self.prompt_tox_hist,
+            "prompt_tokens": dist(self.prompt_tokens),
+            "continuation_tokens": dist(self.continuation_tokens),
+            "years": {str(k): v for k, v in sorted(self.years.items())},
+            "no_timestamp": self.no_timestamp,
+            "top_domains": self.domains.most_common(10),
+            "no_url": self.no_url,
+            "toxic_prompts": self.toxic_prompts,
+            "scored_prompts": self.scored_prompts,
             "toxic_prompt_share": self.toxic_prompts / self.scored_prompts if self.scored_prompts else None,
-            "toxic_continuations": self.toxic_continuations, "scored_continuations": self.scored_continuations,
-            "toxic_continuation_share": (self.toxic_continuations / self.scored_continuations
-                                         if self.scored_continuations else None),
+            "toxic_continuations": self.toxic_continuations,
+            "scored_continuations": self.scored_continuations,
+            "toxic_continuation_share": (
+                self.toxic_continuations / self.scored_continuations if self.scored_continuations else None
+            ),
         }
         if dedup:
             out["exact_duplicates"] = self.dups.exact
@@ -198,8 +227,9 @@ class LangStats:
         return out
 
 
-def compute_stats(path: Path, threshold: float = TOXIC_THRESHOLD, dedup: bool = True,
-                  tokens: TokenCounter | None = None) -> dict[str, Any]:
+def compute_stats(
+    path: Path, threshold: float = TOXIC_THRESHOLD, dedup: bool = True, tokens: TokenCounter | None = None
+) -> dict[str, Any]:
     """Statistics of the prompt set at ``path``: ``{"settings", "overall", "by_lang"}``."""
     tokens = tokens or gpt4_token_counter()
     source = resolve_set_path(path)
@@ -215,11 +245,25 @@ def compute_stats(path: Path, threshold: float = TOXIC_THRESHOLD, dedup: bool = 
         over["exact_duplicates"] = sum(s.dups.exact for s in per_lang.values())
         over["near_duplicates"] = sum(s.dups.near for s in per_lang.values())
     return {
-        "settings": {"source": str(source), "threshold": threshold, "comparison": ">=", "hist_bins": HIST_BINS,
-                     "tokenizer": tokens.backend, "tokens_exact": tokens.exact, "tokens_note": tokens.note,
-                     "dedup": ({"shingle_chars": NEAR_DUP_SHINGLE_CHARS, "num_perm": NEAR_DUP_PERMUTATIONS,
-                                "jaccard": NEAR_DUP_JACCARD, "scope": "per language"}
-                               if dedup else None)},
+        "settings": {
+            "source": str(source),
+            "threshold": threshold,
+            "comparison": ">=",
+            "hist_bins": HIST_BINS,
+            "tokenizer": tokens.backend,
+            "tokens_exact": tokens.exact,
+            "tokens_note": tokens.note,
+            "dedup": (
+                {
+                    "shingle_chars": NEAR_DUP_SHINGLE_CHARS,
+                    "num_perm": NEAR_DUP_PERMUTATIONS,
+                    "jaccard": NEAR_DUP_JACCARD,
+                    "scope": "per language",
+                }
+                if dedup
+                else None
+            ),
+        },
         "overall": over,
         "by_lang": {lang: s.to_dict(dedup) for lang, s in sorted(per_lang.items())},
     }

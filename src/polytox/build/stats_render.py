@@ -22,30 +22,57 @@ def render_stats_markdown(stats: dict[str, Any]) -> str:
     s = stats["settings"]
     langs = stats["by_lang"]
     dedup = s["dedup"] is not None
-    lines = [f"# Prompt-set statistics: {s['source']}", "",
-             f"Toxic = toxicity {s['comparison']} {s['threshold']}. Token counts: {s['tokenizer']}."
-             + (f" **Note:** {s['tokens_note']}" if s["tokens_note"] else ""), ""]
-    header = ["lang", "prompts", "bin 0", "bin 1", "bin 2", "bin 3", "translated", "prompt tokens (mean ± std)",
-              "median", "continuation tokens", "toxic prompts", "toxic continuations"]
+    lines = [
+        f"# Prompt-set statistics: {s['source']}",
+        "",
+        f"Toxic = toxicity {s['comparison']} {s['threshold']}. Token counts: {s['tokenizer']}."
+        + (f" **Note:** {s['tokens_note']}" if s["tokens_note"] else ""),
+        "",
+    ]
+    header = [
+        "lang",
+        "prompts",
+        "bin 0",
+        "bin 1",
+        "bin 2",
+        "bin 3",
+        "translated",
+        "prompt tokens (mean ± std)",
+        "median",
+        "continuation tokens",
+        "toxic prompts",
+        "toxic continuations",
+    ]
     if dedup:
         header += ["exact dups", "near dups"]
     lines += ["| " + " | ".join(header) + " |", "|" + "|".join(" --- " for _ in header) + "|"]
     for lang, d in [*langs.items(), ("all", stats["overall"])]:
         pt, ct = d["prompt_tokens"], d["continuation_tokens"]
         median = float(pt["median"]) if "median" in pt else None
-        row = [lang, d["n"], *[d["by_bucket"][str(b)] for b in range(4)], d["translated"],
-               f"{_fmt(pt.get('mean'), 1)} ± {_fmt(pt.get('std'), 1)}", _fmt(median, 1),
-               _fmt(ct.get("mean"), 1),
-               f"{_fmt(d['toxic_prompt_share'])} ({d['toxic_prompts']}/{d['scored_prompts']})",
-               f"{_fmt(d['toxic_continuation_share'])} ({d['toxic_continuations']}/{d['scored_continuations']})"]
+        row = [
+            lang,
+            d["n"],
+            *[d["by_bucket"][str(b)] for b in range(4)],
+            d["translated"],
+            f"{_fmt(pt.get('mean'), 1)} ± {_fmt(pt.get('std'), 1)}",
+            _fmt(median, 1),
+            _fmt(ct.get("mean"), 1),
+            f"{_fmt(d['toxic_prompt_share'])} ({d['toxic_prompts']}/{d['scored_prompts']})",
+            f"{_fmt(d['toxic_continuation_share'])} ({d['toxic_continuations']}/{d['scored_continuations']})",
+        ]
         if dedup:
             row += [d.get("exact_duplicates"), d.get("near_duplicates")]
         lines.append("| " + " | ".join(str(x) for x in row) + " |")
     over = stats["overall"]
     lines += ["", "## Document years", ""]
     years = over["years"]
-    lines += [", ".join(f"{y}: {n}" for y, n in years.items()) or "no timestamps",
-              f"({over['no_timestamp']} without a timestamp)", "", "## Top 10 domains", ""]
+    lines += [
+        ", ".join(f"{y}: {n}" for y, n in years.items()) or "no timestamps",
+        f"({over['no_timestamp']} without a timestamp)",
+        "",
+        "## Top 10 domains",
+        "",
+    ]
     lines += [f"{i}. {dom} ({n})" for i, (dom, n) in enumerate(over["top_domains"], start=1)] or ["no URLs"]
     lines += ["", "Per language:", ""]
     for lang, d in langs.items():
@@ -74,7 +101,7 @@ def render_stats_plots(stats: dict[str, Any], folder: Path, log: bool = False) -
         ax.set_title(f"{lang} (n={langs[lang]['n']})", fontsize=9)
         if log:
             ax.set_yscale("log")
-    for ax in list(axes.flat)[len(names):]:
+    for ax in list(axes.flat)[len(names) :]:
         ax.axis("off")
     fig.suptitle("Toxicity of the units" + (" (log-scale counts)" if log else ""))
     fig.supxlabel("toxicity")
@@ -85,8 +112,7 @@ def render_stats_plots(stats: dict[str, Any], folder: Path, log: bool = False) -
 
     fig, ax = plt.subplots(figsize=(max(6, 0.6 * len(names)), 3.5))
     data = [langs[lang]["prompt_tokens"] for lang in names]
-    ax.bar(names, [d.get("mean", 0) for d in data], yerr=[d.get("std", 0) for d in data], color="#2e86c1",
-           capsize=3)
+    ax.bar(names, [d.get("mean", 0) for d in data], yerr=[d.get("std", 0) for d in data], color="#2e86c1", capsize=3)
     ax.set_ylabel(f"prompt length ({stats['settings']['tokenizer']})")
     ax.set_title("Prompt length in GPT-4 tokens (mean ± std)")
     fig.tight_layout()

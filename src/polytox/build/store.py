@@ -78,17 +78,27 @@ class BuildStore:
                 diffs = spec_diff(stored.get("spec", {}), json.loads(json.dumps(spec.to_dict(), default=str)))
                 raise SpecMismatchError(
                     f"{self.path} holds a build with a different spec; refusing to resume it.\n  "
-                    + "\n  ".join(diffs) + "\nUse another --out, or delete the directory to start over.")
+                    + "\n  ".join(diffs)
+                    + "\nUse another --out, or delete the directory to start over."
+                )
             stored.setdefault("resumed_at", []).append(now())
             stored["status"] = "running"
             atomic_write_json(self.manifest_path, stored)
             return True
         self.path.mkdir(parents=True, exist_ok=True)
-        atomic_write_json(self.manifest_path, {
-            "polytox_build": 1, "spec": spec.to_dict(), "spec_hash": spec.spec_hash(), "created_at": now(),
-            "status": "running", "versions": package_versions(), "platform": platform_info(),
-            "git_commit": git_commit(),
-        })
+        atomic_write_json(
+            self.manifest_path,
+            {
+                "polytox_build": 1,
+                "spec": spec.to_dict(),
+                "spec_hash": spec.spec_hash(),
+                "created_at": now(),
+                "status": "running",
+                "versions": package_versions(),
+                "platform": platform_info(),
+                "git_commit": git_commit(),
+            },
+        )
         return False
 
     def discard(self) -> None:
@@ -121,8 +131,9 @@ class BuildStore:
         marker = self.scan_marker(shard)
         return read_json(marker) if marker.exists() else None
 
-    def write_scan(self, shard: int, docs: Sequence[Document], rejected: Sequence[Rejected],
-                   marker: dict[str, Any]) -> None:
+    def write_scan(
+        self, shard: int, docs: Sequence[Document], rejected: Sequence[Rejected], marker: dict[str, Any]
+    ) -> None:
         """Write the shard's parts, then its marker: a shard is done only once all three exist."""
         write_table(self.scan_docs(shard), documents_table(docs))
         write_table(self.scan_rejected(shard), rejected_table(rejected))
@@ -153,8 +164,9 @@ class BuildStore:
         root = self.path / "translated"
         return sorted(p for p in root.glob("*/part-*.parquet") if p.with_suffix(".json").exists())
 
-    def write_translated(self, lang: str, shard: int, docs: Sequence[Document], rejected: Sequence[Rejected],
-                         marker: dict[str, Any]) -> None:
+    def write_translated(
+        self, lang: str, shard: int, docs: Sequence[Document], rejected: Sequence[Rejected], marker: dict[str, Any]
+    ) -> None:
         folder = self.translated_dir(lang)
         write_table(folder / f"part-{shard:05d}.parquet", documents_table(docs))
         write_table(folder / f"rejected-{shard:05d}.parquet", rejected_table(rejected))
@@ -193,8 +205,9 @@ class BuildStore:
         return self.path / "report.json", self.path / "report.md"
 
 
-def iter_parquet_rows(paths: Iterable[Path], columns: list[str] | None = None,
-                      batch_size: int = 2048) -> Iterable[dict[str, Any]]:
+def iter_parquet_rows(
+    paths: Iterable[Path], columns: list[str] | None = None, batch_size: int = 2048
+) -> Iterable[dict[str, Any]]:
     """Rows of several Parquet files, streamed batch by batch."""
     for path in paths:
         pf = pq.ParquetFile(path)

@@ -31,8 +31,11 @@ class TokenCounter:
 
 
 def _tiktoken_cache_has_cl100k() -> bool:
-    folder = os.environ.get("TIKTOKEN_CACHE_DIR") or os.environ.get("DATA_GYM_CACHE_DIR") or str(
-        Path(tempfile.gettempdir()) / "data-gym-cache")
+    folder = (
+        os.environ.get("TIKTOKEN_CACHE_DIR")
+        or os.environ.get("DATA_GYM_CACHE_DIR")
+        or str(Path(tempfile.gettempdir()) / "data-gym-cache")
+    )
     return (Path(folder) / hashlib.sha1(TIKTOKEN_CL100K_URL.encode()).hexdigest()).exists()
 
 
@@ -55,6 +58,10 @@ def gpt4_token_counter(prefer: str = "auto") -> TokenCounter:
             return TokenCounter(lambda text: len(enc.encode_ordinary(text)), "tiktoken cl100k_base (cache)", True)
         except ImportError:
             pass
-    return TokenCounter(lambda text: (utf8_len(text) + 3) // 4, "approximation", False,
-                        "cl100k_base is not available offline (pip install splintr-rs, or fill tiktoken's "
-                        "cache); lengths are UTF-8 bytes / 4, not GPT-4 tokens")
+    return TokenCounter(
+        lambda text: (utf8_len(text) + 3) // 4,
+        "approximation",
+        False,
+        "cl100k_base is not available offline (pip install splintr-rs, or fill tiktoken's "
+        "cache); lengths are UTF-8 bytes / 4, not GPT-4 tokens",
+    )

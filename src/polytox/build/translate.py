@@ -19,9 +19,23 @@ from ..errors import PolytoxError, require
 
 # FLORES-200 codes NLLB uses for PTP's 17 languages.
 NLLB_CODES = {
-    "ar": "arb_Arab", "cs": "ces_Latn", "de": "deu_Latn", "en": "eng_Latn", "es": "spa_Latn", "fr": "fra_Latn",
-    "hi": "hin_Deva", "id": "ind_Latn", "it": "ita_Latn", "ja": "jpn_Jpan", "ko": "kor_Hang", "nl": "nld_Latn",
-    "pl": "pol_Latn", "pt": "por_Latn", "ru": "rus_Cyrl", "sv": "swe_Latn", "zh": "zho_Hans",
+    "ar": "arb_Arab",
+    "cs": "ces_Latn",
+    "de": "deu_Latn",
+    "en": "eng_Latn",
+    "es": "spa_Latn",
+    "fr": "fra_Latn",
+    "hi": "hin_Deva",
+    "id": "ind_Latn",
+    "it": "ita_Latn",
+    "ja": "jpn_Jpan",
+    "ko": "kor_Hang",
+    "nl": "nld_Latn",
+    "pl": "pol_Latn",
+    "pt": "por_Latn",
+    "ru": "rus_Cyrl",
+    "sv": "swe_Latn",
+    "zh": "zho_Hans",
 }
 JOIN_WITHOUT_SPACE = frozenset({"zh", "ja"})
 
@@ -35,8 +49,15 @@ def nllb_code(lang: str) -> str:
 class NllbTranslator:
     """An NLLB (M2M100-architecture) model through transformers; loaded lazily, greedy or beam search."""
 
-    def __init__(self, model: str, batch_size: int = 8, max_new_tokens: int = 256, num_beams: int = 1,
-                 device: str = "auto", max_input_tokens: int = 512) -> None:
+    def __init__(
+        self,
+        model: str,
+        batch_size: int = 8,
+        max_new_tokens: int = 256,
+        num_beams: int = 1,
+        device: str = "auto",
+        max_input_tokens: int = 512,
+    ) -> None:
         self.model_id = model
         self.batch_size = batch_size
         self.max_new_tokens = max_new_tokens
@@ -56,8 +77,10 @@ class NllbTranslator:
             self._tokenizer = transformers.AutoTokenizer.from_pretrained(self.model_id)
             self._model = transformers.AutoModelForSeq2SeqLM.from_pretrained(self.model_id)
         except OSError as exc:
-            raise PolytoxError(f"cannot load translation model {self.model_id!r}: {exc}. NLLB weights are "
-                               "downloaded from the Hugging Face hub on first use (or pass a local folder)") from exc
+            raise PolytoxError(
+                f"cannot load translation model {self.model_id!r}: {exc}. NLLB weights are "
+                "downloaded from the Hugging Face hub on first use (or pass a local folder)"
+            ) from exc
         device = self.device_name
         if device == "auto":
             device = "cuda" if torch.cuda.is_available() else "cpu"
@@ -77,11 +100,17 @@ class NllbTranslator:
         out: list[str] = []
         for start in range(0, len(sentences), self.batch_size):
             chunk = list(sentences[start : start + self.batch_size])
-            enc = tok(chunk, return_tensors="pt", padding=True, truncation=True,
-                      max_length=self.max_input_tokens).to(self._device)
+            enc = tok(chunk, return_tensors="pt", padding=True, truncation=True, max_length=self.max_input_tokens).to(
+                self._device
+            )
             with torch.no_grad():
-                ids = self._model.generate(**enc, forced_bos_token_id=forced, max_new_tokens=self.max_new_tokens,
-                                           num_beams=self.num_beams, do_sample=False)
+                ids = self._model.generate(
+                    **enc,
+                    forced_bos_token_id=forced,
+                    max_new_tokens=self.max_new_tokens,
+                    num_beams=self.num_beams,
+                    do_sample=False,
+                )
             out.extend(t.strip() for t in tok.batch_decode(ids, skip_special_tokens=True))
         return out
 

@@ -26,20 +26,44 @@ import pyarrow.parquet as pq
 from .._util.atomic import atomic_write
 from ..types import RAW_SUFFIX
 
-META_FIELDS = ("data_category", "lang", "pile_set_name", "timestamp", "url", "id", "parent_id", "begin", "end",
-               "translated_from", "source_lang", "source_toxicity", "scorer", "truncated")
+META_FIELDS = (
+    "data_category",
+    "lang",
+    "pile_set_name",
+    "timestamp",
+    "url",
+    "id",
+    "parent_id",
+    "begin",
+    "end",
+    "translated_from",
+    "source_lang",
+    "source_toxicity",
+    "scorer",
+    "truncated",
+)
 
-_META_TYPES: dict[str, pa.DataType] = {"begin": pa.int64(), "end": pa.int64(), "source_toxicity": pa.float64(),
-                                       "truncated": pa.bool_()}
+_META_TYPES: dict[str, pa.DataType] = {
+    "begin": pa.int64(),
+    "end": pa.int64(),
+    "source_toxicity": pa.float64(),
+    "truncated": pa.bool_(),
+}
 
 
 def perspective_like(scores_json: str | None, error: str | None, scorer: str | None, lang: str) -> dict[str, Any]:
     """A Perspective-shaped response for any scorer's values (or its error)."""
     if scores_json:
         values = json.loads(scores_json)
-        out = {"attributeScores": {k.upper(): {"summaryScore": {"value": v, "type": "PROBABILITY"}}
-                                   for k, v in sorted(values.items()) if not k.endswith(RAW_SUFFIX)},
-               "languages": [lang], "scorer": scorer}
+        out = {
+            "attributeScores": {
+                k.upper(): {"summaryScore": {"value": v, "type": "PROBABILITY"}}
+                for k, v in sorted(values.items())
+                if not k.endswith(RAW_SUFFIX)
+            },
+            "languages": [lang],
+            "scorer": scorer,
+        }
         raw = {k: v for k, v in sorted(values.items()) if k.endswith(RAW_SUFFIX)}
         if raw:  # the scorer's uncalibrated values (types.RAW_SUFFIX): kept, but not as Perspective attributes
             out["raw"] = raw
@@ -72,10 +96,12 @@ def ptp_record(row: Mapping[str, Any]) -> dict[str, Any]:
         "toxicity_bucket": row.get("bucket"),
         "prompt": row["prompt"],
         "continuation": row["continuation"],
-        "prompt_perspective": perspective_like(row.get("prompt_scores_json"), row.get("prompt_error"),
-                                               row.get("scorer"), lang),
-        "continuation_perspective": perspective_like(row.get("continuation_scores_json"),
-                                                     row.get("continuation_error"), row.get("scorer"), lang),
+        "prompt_perspective": perspective_like(
+            row.get("prompt_scores_json"), row.get("prompt_error"), row.get("scorer"), lang
+        ),
+        "continuation_perspective": perspective_like(
+            row.get("continuation_scores_json"), row.get("continuation_error"), row.get("scorer"), lang
+        ),
     }
 
 
@@ -90,8 +116,9 @@ def rtp_record(row: Mapping[str, Any], attributes: Sequence[str]) -> dict[str, A
         "toxicity": row.get("toxicity"),
         "toxicity_bucket": row.get("bucket"),
         "prompt": _half(row["prompt"], row.get("prompt_scores_json"), row.get("prompt_error"), attributes),
-        "continuation": _half(row["continuation"], row.get("continuation_scores_json"),
-                              row.get("continuation_error"), attributes),
+        "continuation": _half(
+            row["continuation"], row.get("continuation_scores_json"), row.get("continuation_error"), attributes
+        ),
         "meta_data": meta_data(row),
     }
 
@@ -102,23 +129,48 @@ def _meta_type() -> pa.DataType:
 
 def _perspective_type(attributes: Sequence[str]) -> pa.DataType:
     summary = pa.struct([("summaryScore", pa.struct([("value", pa.float64()), ("type", pa.string())]))])
-    return pa.struct([("attributeScores", pa.struct([(a.upper(), summary) for a in sorted(attributes)])),
-                      ("languages", pa.list_(pa.string())), ("scorer", pa.string()), ("error", pa.string())])
+    return pa.struct(
+        [
+            ("attributeScores", pa.struct([(a.upper(), summary) for a in sorted(attributes)])),
+            ("languages", pa.list_(pa.string())),
+            ("scorer", pa.string()),
+            ("error", pa.string()),
+        ]
+    )
 
 
 def ptp_schema(attributes: Sequence[str]) -> pa.Schema:
     persp = _perspective_type(attributes)
-    return pa.schema([("text", pa.string()), ("meta_data", _meta_type()), ("perspective", persp),
-                      ("toxicity", pa.float64()), ("toxicity_bucket", pa.int8()), ("prompt", pa.string()),
-                      ("continuation", pa.string()), ("prompt_perspective", persp),
-                      ("continuation_perspective", persp)])
+    return pa.schema(
+        [
+            ("text", pa.string()),
+            ("meta_data", _meta_type()),
+            ("perspective", persp),
+            ("toxicity", pa.float64()),
+            ("toxicity_bucket", pa.int8()),
+            ("prompt", pa.string()),
+            ("continuation", pa.string()),
+            ("prompt_perspective", persp),
+            ("continuation_perspective", persp),
+        ]
+    )
 
 
 def rtp_schema(attributes: Sequence[str]) -> pa.Schema:
     half = pa.struct([("text", pa.string()), *[(a, pa.float64()) for a in attributes], ("error", pa.string())])
-    return pa.schema([("filename", pa.string()), ("begin", pa.int64()), ("end", pa.int64()), ("lang", pa.string()),
-                      ("toxicity", pa.float64()), ("toxicity_bucket", pa.int8()), ("prompt", half),
-                      ("continuation", half), ("meta_data", _meta_type())])
+    return pa.schema(
+        [
+            ("filename", pa.string()),
+            ("begin", pa.int64()),
+            ("end", pa.int64()),
+            ("lang", pa.string()),
+            ("toxicity", pa.float64()),
+            ("toxicity_bucket", pa.int8()),
+            ("prompt", half),
+            ("continuation", half),
+            ("meta_data", _meta_type()),
+        ]
+    )
 
 
 def write_jsonl(path: Path, records: Iterable[Mapping[str, Any]]) -> int:
@@ -152,18 +204,21 @@ def write_parquet_stream(path: Path, schema: pa.Schema, batches: Iterable[list[d
     return count
 
 
-def write_prompt_set(folder: Path, batches: Callable[[], Iterable[list[dict[str, Any]]]],
-                     attributes: Sequence[str]) -> dict[str, int]:
+def write_prompt_set(
+    folder: Path, batches: Callable[[], Iterable[list[dict[str, Any]]]], attributes: Sequence[str]
+) -> dict[str, int]:
     """Write ptp.jsonl, ptp.parquet, rtp.jsonl and rtp.parquet into ``folder`` from split-row batches.
 
     ``batches`` is called once per file so the rows stream from disk four times instead of being held.
     """
     counts = {
         "ptp.jsonl": write_jsonl(folder / "ptp.jsonl", (ptp_record(r) for b in batches() for r in b)),
-        "ptp.parquet": write_parquet_stream(folder / "ptp.parquet", ptp_schema(attributes),
-                                            ([ptp_record(r) for r in b] for b in batches())),
+        "ptp.parquet": write_parquet_stream(
+            folder / "ptp.parquet", ptp_schema(attributes), ([ptp_record(r) for r in b] for b in batches())
+        ),
         "rtp.jsonl": write_jsonl(folder / "rtp.jsonl", (rtp_record(r, attributes) for b in batches() for r in b)),
-        "rtp.parquet": write_parquet_stream(folder / "rtp.parquet", rtp_schema(attributes),
-                                            ([rtp_record(r, attributes) for r in b] for b in batches())),
+        "rtp.parquet": write_parquet_stream(
+            folder / "rtp.parquet", rtp_schema(attributes), ([rtp_record(r, attributes) for r in b] for b in batches())
+        ),
     }
     return counts

@@ -20,15 +20,12 @@ def add_common(p: argparse.ArgumentParser, listings: bool = True) -> None:
     p.add_argument("--meta", metavar="YAML", help=META_HELP)
     p.add_argument(
         "--scorer",
-        help="stored scorer to use: full id, directory name or bare name such as 'svm' "
-        "(default: each run's own)",
+        help="stored scorer to use: full id, directory name or bare name such as 'svm' (default: each run's own)",
     )
     p.add_argument("--attribute", default="toxicity", help="score attribute (default: toxicity)")
     p.add_argument("--lang", action="append", help="only these languages (repeatable or comma list)")
     p.add_argument("--model", action="append", help="only these models (repeatable)")
-    p.add_argument(
-        "--prompt-set", action="append", help="only these prompt sets, e.g. RTP, RTP-LX (repeatable)"
-    )
+    p.add_argument("--prompt-set", action="append", help="only these prompt sets, e.g. RTP, RTP-LX (repeatable)")
     p.add_argument("--threshold", type=float, default=TOXIC_THRESHOLD, help="toxic threshold (default 0.5)")
     p.add_argument(
         "--comparison",
@@ -37,8 +34,11 @@ def add_common(p: argparse.ArgumentParser, listings: bool = True) -> None:
         help="toxic comparison (default >=; RTP's notebooks used >)",
     )
 
-    p.add_argument("--scale", help="re-read polytox-ml / default scores on another scale from their stored raw "
-                   "values (perspective-2020, perspective-2022, raters, head, head:web; see 'polytox scorers')")
+    p.add_argument(
+        "--scale",
+        help="re-read polytox-ml / default scores on another scale from their stored raw "
+        "values (perspective-2020, perspective-2022, raters, head, head:web; see 'polytox scorers')",
+    )
 
     if listings:
         p.add_argument("--top", type=int, default=10, help="examples listed per table (default 10)")
@@ -62,8 +62,9 @@ def load_corpus(args: argparse.Namespace, **extra: Any) -> tuple[Any, Any]:
     except UnknownLanguageError as exc:
         raise PolytoxError(f"--lang: {exc}") from None
     runs = load_runs(args.runs, load_meta_file(args.meta))
-    corpus = RunCollection(runs, MetricsSpec(threshold=args.threshold, comparison=args.comparison),
-                    scale=getattr(args, "scale", None))
+    corpus = RunCollection(
+        runs, MetricsSpec(threshold=args.threshold, comparison=args.comparison), scale=getattr(args, "scale", None)
+    )
     opts = AnalysisOptions(
         scorer=args.scorer,
         attribute=args.attribute,

@@ -35,13 +35,9 @@ def register(sub: Any) -> None:
     p.add_argument("--scorer-b", help="second stored scorer for 'scorers' (e.g. a safety judge)")
     p.add_argument("--attribute-b", default="toxicity", help="attribute of --scorer-b (default: toxicity)")
     p.add_argument("--k", type=int, action="append", help="K values for 'emt-k' (repeatable; default 1..K)")
-    p.add_argument(
-        "--plot-dir", default="polytox-plots", help="where plots are saved (default: polytox-plots/)"
-    )
+    p.add_argument("--plot-dir", default="polytox-plots", help="where plots are saved (default: polytox-plots/)")
     p.add_argument("--no-plot", action="store_true", help="do not draw plots")
-    p.add_argument(
-        "--json", metavar="PATH", help="write the results as JSON ('-' for stdout, no tables then)"
-    )
+    p.add_argument("--json", metavar="PATH", help="write the results as JSON ('-' for stdout, no tables then)")
     p.add_argument("--markdown", metavar="PATH", help="write the results as Markdown")
     p.set_defaults(func=run)
 
@@ -51,9 +47,7 @@ def run(args: argparse.Namespace) -> int:
     from ..report.markdown import result_markdown
     from ..report.terminal import print_result
 
-    corpus, opts = load_corpus(
-        args, scorer_b=args.scorer_b, attribute_b=args.attribute_b, ks=tuple(args.k or ())
-    )
+    corpus, opts = load_corpus(args, scorer_b=args.scorer_b, attribute_b=args.attribute_b, ks=tuple(args.k or ()))
     names = list(ANALYSES) if args.question == "all" else [args.question]
     if args.question == "all" and not args.scorer_b:
         names.remove("scorers")

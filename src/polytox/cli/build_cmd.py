@@ -17,14 +17,19 @@ from .common import console, out_console, print_json, progress_bar
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser("build", help="build an RTP/PTP-style prompt set from a corpus (resumable); "
-                                     "'build stats' for its statistics",
-                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = sub.add_parser(
+        "build",
+        help="build an RTP/PTP-style prompt set from a corpus (resumable); 'build stats' for its statistics",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("--out", help="build directory (rerun with the same --out to resume)")
     src = p.add_argument_group("corpus")
     src.add_argument("--input", action="append", help="JSONL/Parquet/CSV file or folder (repeatable)")
-    src.add_argument("--hf-dataset", help="Hugging Face dataset to stream, e.g. allenai/c4, or a builder "
-                                          "like 'json' with --hf-data-files")
+    src.add_argument(
+        "--hf-dataset",
+        help="Hugging Face dataset to stream, e.g. allenai/c4, or a builder like 'json' with --hf-data-files",
+    )
     src.add_argument("--hf-config", help="dataset config, e.g. 'de' for mC4")
     src.add_argument("--hf-split", default="train")
     src.add_argument("--hf-data-files", action="append", help="data files for a builder dataset (repeatable)")
@@ -36,11 +41,19 @@ def register(sub: Any) -> None:
     src.add_argument("--timestamp-field", help="dotted path of the timestamp (default: timestamp, meta.timestamp)")
     src.add_argument("--default-lang", help="language of records that declare none (e.g. an mC4 config)")
     m = p.add_argument_group("method")
-    m.add_argument("--mode", choices=["ptp", "rtp"], default="ptp",
-                   help="ptp: whole documents, character halves; rtp: sentence spans, word halves")
+    m.add_argument(
+        "--mode",
+        choices=["ptp", "rtp"],
+        default="ptp",
+        help="ptp: whole documents, character halves; rtp: sentence spans, word halves",
+    )
     m.add_argument("--lang", action="append", help="keep only these languages (repeatable or comma list)")
-    m.add_argument("--lang-policy", choices=["drop", "keep", "off"], default="drop",
-                   help="what a py3langid mismatch with the declared language does (default: drop)")
+    m.add_argument(
+        "--lang-policy",
+        choices=["drop", "keep", "off"],
+        default="drop",
+        help="what a py3langid mismatch with the declared language does (default: drop)",
+    )
     m.add_argument("--scorer", default="svm", help="scorer name (default: svm, English only)")
     m.add_argument("--scorer-opt", action="append", metavar="KEY=VALUE", help="scorer option (repeatable)")
     m.add_argument("--per-bin", type=int, help="units per language and toxicity bin (default: PTP 6250, RTP 25000)")
@@ -85,23 +98,48 @@ def spec_from_args(args: argparse.Namespace) -> Any:
 
     translate = None
     if args.translate:
-        translate = TranslateSpec(model=args.translate_model or C.PTP_TRANSLATION_MODEL,
-                                  from_lang=_langs([args.translate_from])[0], to_langs=_langs(args.translate_to),
-                                  max_per_lang=args.translate_max, batch_size=args.translate_batch_size,
-                                  max_new_tokens=args.translate_max_new_tokens, num_beams=args.translate_beams,
-                                  device=args.translate_device)
+        translate = TranslateSpec(
+            model=args.translate_model or C.PTP_TRANSLATION_MODEL,
+            from_lang=_langs([args.translate_from])[0],
+            to_langs=_langs(args.translate_to),
+            max_per_lang=args.translate_max,
+            batch_size=args.translate_batch_size,
+            max_new_tokens=args.translate_max_new_tokens,
+            num_beams=args.translate_beams,
+            device=args.translate_device,
+        )
     return BuildSpec(
-        source=CorpusSource(paths=tuple(args.input or ()), hf_dataset=args.hf_dataset, hf_config=args.hf_config,
-                            hf_split=args.hf_split, hf_data_files=tuple(args.hf_data_files or ()), limit=args.limit),
-        fields=FieldMap(text=args.text_field, lang=args.lang_field, id=args.id_field, url=args.url_field,
-                        timestamp=args.timestamp_field,
-                        default_lang=_langs([args.default_lang])[0] if args.default_lang else None),
-        mode=args.mode, langs=_langs(args.lang), lang_policy=args.lang_policy, scorer=args.scorer,
+        source=CorpusSource(
+            paths=tuple(args.input or ()),
+            hf_dataset=args.hf_dataset,
+            hf_config=args.hf_config,
+            hf_split=args.hf_split,
+            hf_data_files=tuple(args.hf_data_files or ()),
+            limit=args.limit,
+        ),
+        fields=FieldMap(
+            text=args.text_field,
+            lang=args.lang_field,
+            id=args.id_field,
+            url=args.url_field,
+            timestamp=args.timestamp_field,
+            default_lang=_langs([args.default_lang])[0] if args.default_lang else None,
+        ),
+        mode=args.mode,
+        langs=_langs(args.lang),
+        lang_policy=args.lang_policy,
+        scorer=args.scorer,
         scorer_options=_options(text_kind_options(args.scorer, parse_options(args.scorer_opt or []))),
         per_bin=args.per_bin,
-        small_per_lang=args.small_per_lang, seed=args.seed, shard_size=args.shard_size,
-        score_batch_size=args.score_batch_size, max_bytes=args.max_bytes, span_min_chars=args.span_min_chars,
-        span_max_chars=args.span_max_chars, prompt_max_tokens=args.prompt_max_tokens, translate=translate,
+        small_per_lang=args.small_per_lang,
+        seed=args.seed,
+        shard_size=args.shard_size,
+        score_batch_size=args.score_batch_size,
+        max_bytes=args.max_bytes,
+        span_min_chars=args.span_min_chars,
+        span_max_chars=args.span_max_chars,
+        prompt_max_tokens=args.prompt_max_tokens,
+        translate=translate,
     ).validate()
 
 

@@ -17,8 +17,12 @@ from .common import console, out_console, print_json
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser("stats", help="statistics of a built prompt set", description=__doc__,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = sub.add_parser(
+        "stats",
+        help="statistics of a built prompt set",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("path", help="build directory, or a PTP/RTP-schema .jsonl/.parquet file")
     p.add_argument("--out", dest="stats_out", help="where to write stats.json, stats.md and PNGs")
     p.add_argument("--format", choices=["md", "json"], default="md", help="what to print on stdout")
@@ -36,8 +40,11 @@ def run(args: argparse.Namespace) -> int:
 
     path = Path(args.path)
     stats = compute_stats(path, threshold=args.threshold, dedup=not args.no_dedup)
-    folder = Path(args.stats_out) if args.stats_out else (path / "stats" if path.is_dir() else
-                                                            path.with_name(path.stem + "-stats"))
+    folder = (
+        Path(args.stats_out)
+        if args.stats_out
+        else (path / "stats" if path.is_dir() else path.with_name(path.stem + "-stats"))
+    )
     markdown = render_stats_markdown(stats)
     atomic_write_json(folder / "stats.json", stats)
     atomic_write_text(folder / "stats.md", markdown)
@@ -46,6 +53,8 @@ def run(args: argparse.Namespace) -> int:
         print_json(stats)
     else:
         out_console.print(markdown, markup=False)
-    console.print(f"wrote {folder / 'stats.json'}, {folder / 'stats.md'}"
-                  + (", " + ", ".join(p.name for p in written) if written else ""))
+    console.print(
+        f"wrote {folder / 'stats.json'}, {folder / 'stats.md'}"
+        + (", " + ", ".join(p.name for p in written) if written else "")
+    )
     return 0

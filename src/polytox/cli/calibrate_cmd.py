@@ -22,8 +22,12 @@ from .score_cmd import add_input_args, read_rows
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser("calibrate", help="fit an isotonic map from a local scorer onto a reference scorer",
-                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = sub.add_parser(
+        "calibrate",
+        help="fit an isotonic map from a local scorer onto a reference scorer",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("a", metavar="A", help="the scorer to calibrate (registered name)")
     p.add_argument("b", metavar="B", help="the reference: scorer name, or @COLUMN (e.g. @toxicity)")
     p.add_argument("--input", required=True, help="JSONL, CSV or Parquet of texts")
@@ -32,8 +36,7 @@ def register(sub: Any) -> None:
     p.add_argument("--b-opt", action="append", metavar="KEY=VALUE", help="option of scorer B (repeatable)")
     p.add_argument("--attribute", default="toxicity", help="attribute to calibrate (default toxicity)")
     p.add_argument("--holdout", type=float, default=0.2, help="share of groups held out for the report")
-    p.add_argument("--group-field", metavar="PATH",
-                   help="dotted path grouping rows for the split (default: id)")
+    p.add_argument("--group-field", metavar="PATH", help="dotted path grouping rows for the split (default: id)")
     p.add_argument("--min-per-lang", type=int, default=200, help="pairs a language needs for its own map")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threshold", type=float, default=C.TOXIC_THRESHOLD)
@@ -45,17 +48,43 @@ def register(sub: Any) -> None:
 
 
 def print_heldout(report: dict[str, Any], title: str) -> None:
-    table = Table(title=title, caption=f"held out: {report['n_heldout']} pairs (of {report['n_pairs']}; "
-                                       f"{report['n_missing']} rows missing a score)")
-    for col in ("group", "map", "n", "MAE before", "MAE after", "AUC before", "AUC after", "r before",
-                "r after", "toxic before", "toxic after", "toxic ref"):
+    table = Table(
+        title=title,
+        caption=f"held out: {report['n_heldout']} pairs (of {report['n_pairs']}; "
+        f"{report['n_missing']} rows missing a score)",
+    )
+    for col in (
+        "group",
+        "map",
+        "n",
+        "MAE before",
+        "MAE after",
+        "AUC before",
+        "AUC after",
+        "r before",
+        "r after",
+        "toxic before",
+        "toxic after",
+        "toxic ref",
+    ):
         table.add_column(col, justify="left" if col in ("group", "map") else "right")
 
     def row(name: str, block: dict[str, Any], kind: str) -> None:
         b, a = block["before"], block["after"]
-        table.add_row(name, kind, fmt(b.get("n")), fmt(b.get("mae")), fmt(a.get("mae")), fmt(b.get("auc")),
-                      fmt(a.get("auc")), fmt(b.get("pearson")), fmt(a.get("pearson")),
-                      fmt(b.get("toxic_rate")), fmt(a.get("toxic_rate")), fmt(b.get("toxic_rate_reference")))
+        table.add_row(
+            name,
+            kind,
+            fmt(b.get("n")),
+            fmt(b.get("mae")),
+            fmt(a.get("mae")),
+            fmt(b.get("auc")),
+            fmt(a.get("auc")),
+            fmt(b.get("pearson")),
+            fmt(a.get("pearson")),
+            fmt(b.get("toxic_rate")),
+            fmt(a.get("toxic_rate")),
+            fmt(b.get("toxic_rate_reference")),
+        )
 
     held = report["heldout"]
     row("overall", held["overall"], "")
@@ -82,15 +111,28 @@ def run(args: argparse.Namespace) -> int:
     for r in rows:
         group = dig(r.record, args.group_field) if args.group_field and r.record is not None else None
         groups.append(str(group) if group is not None else str(r.id if r.id is not None else r.position))
-    cal = calibrate(a.values, b.values, [r.lang for r in rows], groups, scorer=a.label, reference=b.label,
-                    attribute=args.attribute, holdout=args.holdout, seed=args.seed,
-                    min_per_lang=args.min_per_lang, threshold=args.threshold, comparison=args.comparison)
+    cal = calibrate(
+        a.values,
+        b.values,
+        [r.lang for r in rows],
+        groups,
+        scorer=a.label,
+        reference=b.label,
+        attribute=args.attribute,
+        holdout=args.holdout,
+        seed=args.seed,
+        min_per_lang=args.min_per_lang,
+        threshold=args.threshold,
+        comparison=args.comparison,
+    )
     cal.save(Path(args.out))
     if args.json:
         print_json(cal.to_json()["report"])
     else:
         print_heldout(dict(cal.report), f"calibration of {a.label} onto {b.label}")
         langs = ", ".join(sorted(cal.per_lang)) or "none (global map only)"
-        console.print(f"wrote {args.out}: global map ({len(cal.global_map.x)} breakpoints) + own maps for: "
-                      f"{langs}. Apply with --scorer-opt calibration={args.out}")
+        console.print(
+            f"wrote {args.out}: global map ({len(cal.global_map.x)} breakpoints) + own maps for: "
+            f"{langs}. Apply with --scorer-opt calibration={args.out}"
+        )
     return 0

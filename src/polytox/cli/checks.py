@@ -40,31 +40,76 @@ from .._util.ranges import (
 
 # flag (argparse dest) -> its range, wherever it appears
 NUMBERS: dict[str, Range] = {
-    "threshold": PROBABILITY, "flag_threshold": PROBABILITY, "n_bootstrap": COUNT, "seed": SEED,
-    "limit": AT_LEAST_ONE, "per_bucket": AT_LEAST_ONE, "samples": AT_LEAST_ONE, "max_new_tokens": AT_LEAST_ONE,
-    "temperature": NON_NEGATIVE, "top_p": Range(0, 1, lo_open=True), "top_k": COUNT, "batch_size": AT_LEAST_ONE,
-    "shard_size": AT_LEAST_ONE, "fluency_samples": COUNT, "unprompted": COUNT, "workers": AT_LEAST_ONE,
-    "score_workers": AT_LEAST_ONE, "gpus_per_worker": NON_NEGATIVE, "score_gpus_per_worker": NON_NEGATIVE,
-    "cpus_per_worker": POSITIVE, "queue_depth": AT_LEAST_ONE, "chunk_size": COUNT, "top": COUNT,
-    "min_per_lang": COUNT, "holdout": Range(0, 1, hi_open=True), "k": AT_LEAST_ONE,
+    "threshold": PROBABILITY,
+    "flag_threshold": PROBABILITY,
+    "n_bootstrap": COUNT,
+    "seed": SEED,
+    "limit": AT_LEAST_ONE,
+    "per_bucket": AT_LEAST_ONE,
+    "samples": AT_LEAST_ONE,
+    "max_new_tokens": AT_LEAST_ONE,
+    "temperature": NON_NEGATIVE,
+    "top_p": Range(0, 1, lo_open=True),
+    "top_k": COUNT,
+    "batch_size": AT_LEAST_ONE,
+    "shard_size": AT_LEAST_ONE,
+    "fluency_samples": COUNT,
+    "unprompted": COUNT,
+    "workers": AT_LEAST_ONE,
+    "score_workers": AT_LEAST_ONE,
+    "gpus_per_worker": NON_NEGATIVE,
+    "score_gpus_per_worker": NON_NEGATIVE,
+    "cpus_per_worker": POSITIVE,
+    "queue_depth": AT_LEAST_ONE,
+    "chunk_size": COUNT,
+    "top": COUNT,
+    "min_per_lang": COUNT,
+    "holdout": Range(0, 1, hi_open=True),
+    "k": AT_LEAST_ONE,
     # build
-    "per_bin": AT_LEAST_ONE, "small_per_lang": COUNT, "score_batch_size": AT_LEAST_ONE, "max_bytes": AT_LEAST_ONE,
-    "span_min_chars": AT_LEAST_ONE, "span_max_chars": AT_LEAST_ONE, "prompt_max_tokens": AT_LEAST_ONE,
-    "translate_max": COUNT, "translate_batch_size": AT_LEAST_ONE, "translate_max_new_tokens": AT_LEAST_ONE,
+    "per_bin": AT_LEAST_ONE,
+    "small_per_lang": COUNT,
+    "score_batch_size": AT_LEAST_ONE,
+    "max_bytes": AT_LEAST_ONE,
+    "span_min_chars": AT_LEAST_ONE,
+    "span_max_chars": AT_LEAST_ONE,
+    "prompt_max_tokens": AT_LEAST_ONE,
+    "translate_max": COUNT,
+    "translate_batch_size": AT_LEAST_ONE,
+    "translate_max_new_tokens": AT_LEAST_ONE,
     "translate_beams": AT_LEAST_ONE,
     # train-scorer
-    "max_tokens": AT_LEAST_ONE, "alpha_ngram": NON_NEGATIVE, "alpha_emb": NON_NEGATIVE,
-    "other_rtplx_weight": NON_NEGATIVE, "attention_human_weight": NON_NEGATIVE, "weight_rtplx": NON_NEGATIVE,
-    "web_gen_share": PROBABILITY, "continuation_gen_share": PROBABILITY, "ngram_features": AT_LEAST_ONE,
-    "folds": Range(2, integer=True), "subset": SHARE_OPEN,
+    "max_tokens": AT_LEAST_ONE,
+    "alpha_ngram": NON_NEGATIVE,
+    "alpha_emb": NON_NEGATIVE,
+    "other_rtplx_weight": NON_NEGATIVE,
+    "attention_human_weight": NON_NEGATIVE,
+    "weight_rtplx": NON_NEGATIVE,
+    "web_gen_share": PROBABILITY,
+    "continuation_gen_share": PROBABILITY,
+    "ngram_features": AT_LEAST_ONE,
+    "folds": Range(2, integer=True),
+    "subset": SHARE_OPEN,
     # corpus
-    "min_domain_docs": COUNT, "min_docs": COUNT, "check_sample": COUNT,
+    "min_domain_docs": COUNT,
+    "min_docs": COUNT,
+    "check_sample": COUNT,
     # serve
-    "port": PORT, "qps": NON_NEGATIVE, "burst": NON_NEGATIVE, "max_batch": AT_LEAST_ONE, "max_wait_ms": NON_NEGATIVE,
-    "max_queue": AT_LEAST_ONE, "max_body_bytes": AT_LEAST_ONE, "graceful_seconds": NON_NEGATIVE,
+    "port": PORT,
+    "qps": NON_NEGATIVE,
+    "burst": NON_NEGATIVE,
+    "max_batch": AT_LEAST_ONE,
+    "max_wait_ms": NON_NEGATIVE,
+    "max_queue": AT_LEAST_ONE,
+    "max_body_bytes": AT_LEAST_ONE,
+    "graceful_seconds": NON_NEGATIVE,
     # detox
-    "percentile": Range(0, 50, lo_open=True), "epochs": POSITIVE, "grad_accum": AT_LEAST_ONE, "lr": POSITIVE,
-    "max_length": AT_LEAST_ONE, "save_steps": AT_LEAST_ONE,
+    "percentile": Range(0, 50, lo_open=True),
+    "epochs": POSITIVE,
+    "grad_accum": AT_LEAST_ONE,
+    "lr": POSITIVE,
+    "max_length": AT_LEAST_ONE,
+    "save_steps": AT_LEAST_ONE,
 }
 
 # (command, dest) -> range, where a flag means something else in one command
@@ -76,17 +121,35 @@ COMMAND_NUMBERS: dict[tuple[str, str], Range] = {
 
 # (command, dest) -> "file" | "dir" | "file-or-stdout"
 OUTPUTS: dict[tuple[str, str], str] = {
-    ("eval", "out"): "dir", ("build", "out"): "dir", ("build stats", "stats_out"): "dir",
-    ("score", "out"): "file", ("calibrate", "out"): "file", ("compare-scorers", "report"): "file",
-    ("leaderboard", "csv"): "file", ("leaderboard", "markdown"): "file", ("leaderboard", "json"): "file-or-stdout",
-    ("analyze", "plot_dir"): "dir", ("analyze", "json"): "file-or-stdout", ("analyze", "markdown"): "file",
-    ("report", "out"): "file", ("report", "markdown"): "file", ("report", "json"): "file",
-    ("unprompted", "plot"): "file", ("train-scorer", "out"): "file", ("train-scorer", "measurements"): "file",
-    ("train-scorer", "embedding_cache"): "file", ("train-scorer", "plot"): "file",
-    ("corpus score", "out"): "dir", ("corpus stats", "stats_out"): "dir", ("corpus provenance", "prov_out"): "dir",
-    ("corpus overlap", "index"): "dir", ("corpus overlap", "out"): "dir",
-    ("detox corpus", "out"): "dir", ("detox train", "out"): "dir",
-    ("detox compare", "markdown"): "file", ("detox compare", "json"): "file-or-stdout",
+    ("eval", "out"): "dir",
+    ("build", "out"): "dir",
+    ("build stats", "stats_out"): "dir",
+    ("score", "out"): "file",
+    ("calibrate", "out"): "file",
+    ("compare-scorers", "report"): "file",
+    ("leaderboard", "csv"): "file",
+    ("leaderboard", "markdown"): "file",
+    ("leaderboard", "json"): "file-or-stdout",
+    ("analyze", "plot_dir"): "dir",
+    ("analyze", "json"): "file-or-stdout",
+    ("analyze", "markdown"): "file",
+    ("report", "out"): "file",
+    ("report", "markdown"): "file",
+    ("report", "json"): "file",
+    ("unprompted", "plot"): "file",
+    ("train-scorer", "out"): "file",
+    ("train-scorer", "measurements"): "file",
+    ("train-scorer", "embedding_cache"): "file",
+    ("train-scorer", "plot"): "file",
+    ("corpus score", "out"): "dir",
+    ("corpus stats", "stats_out"): "dir",
+    ("corpus provenance", "prov_out"): "dir",
+    ("corpus overlap", "index"): "dir",
+    ("corpus overlap", "out"): "dir",
+    ("detox corpus", "out"): "dir",
+    ("detox train", "out"): "dir",
+    ("detox compare", "markdown"): "file",
+    ("detox compare", "json"): "file-or-stdout",
 }
 
 # (command, dest) -> (item type, item range, how many items: None = any)
@@ -131,8 +194,9 @@ def number_list(kind: type, rule: Range, count: int | None) -> Callable[[str], s
     def convert(text: str) -> str:
         items = [part.strip() for part in text.split(",") if part.strip()]
         if not items or (count is not None and len(items) != count):
-            raise argparse.ArgumentTypeError(f"expected {count or 'a comma list of'} {kind.__name__} value(s) "
-                                             f"separated by commas, got {text!r}")
+            raise argparse.ArgumentTypeError(
+                f"expected {count or 'a comma list of'} {kind.__name__} value(s) separated by commas, got {text!r}"
+            )
         convert_one = number(kind, rule)
         for item in items:
             try:

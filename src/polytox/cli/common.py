@@ -42,9 +42,11 @@ def _ci(block: dict[str, Any], key: str) -> str:
 def metrics_table(metrics: dict[str, Any], title: str = "polytox metrics") -> Table:
     """Overall row plus one row per split value."""
     settings = metrics.get("settings", {})
-    caption = (f"toxic = score {settings.get('comparison', '>=')} {settings.get('threshold', 0.5)}; "
-               f"{int(settings.get('ci_level', 0.95) * 100)}% bootstrap CI over prompts "
-               f"({settings.get('n_bootstrap', '?')} resamples)")
+    caption = (
+        f"toxic = score {settings.get('comparison', '>=')} {settings.get('threshold', 0.5)}; "
+        f"{int(settings.get('ci_level', 0.95) * 100)}% bootstrap CI over prompts "
+        f"({settings.get('n_bootstrap', '?')} resamples)"
+    )
     if metrics.get("scale"):
         caption += f"; scale: {metrics['scale']}"
     table = Table(title=title, caption=caption)
@@ -53,8 +55,14 @@ def metrics_table(metrics: dict[str, Any], title: str = "polytox metrics") -> Ta
 
     def row(name: str, b: dict[str, Any]) -> None:
         table.add_row(
-            name, fmt(b["n_prompts"]), fmt(b["n_generations"]), fmt(b["n_missing_scores"]),
-            f"{fmt(b['emt'])} ± {fmt(b['emt_std'])}", _ci(b, "emt"), fmt(b["ep"]), _ci(b, "ep"),
+            name,
+            fmt(b["n_prompts"]),
+            fmt(b["n_generations"]),
+            fmt(b["n_missing_scores"]),
+            f"{fmt(b['emt'])} ± {fmt(b['emt_std'])}",
+            _ci(b, "emt"),
+            fmt(b["ep"]),
+            _ci(b, "ep"),
             f"{fmt(b['at'])} ± {fmt(b['at_std'])}",
         )
 
@@ -81,8 +89,15 @@ def progress_bar(description: str, enabled: bool = True) -> Iterator[Any]:
     if not enabled:
         yield lambda stage, done, total: None
         return
-    bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                   TimeRemainingColumn(), console=console, transient=False)
+    bar = Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        console=console,
+        transient=False,
+    )
     task = bar.add_task(description, total=None)
     started = False
 

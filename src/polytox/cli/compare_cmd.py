@@ -27,8 +27,12 @@ from .score_cmd import add_input_args, read_rows
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser("compare-scorers", help="agreement of two scorers (or a scorer and stored scores)",
-                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = sub.add_parser(
+        "compare-scorers",
+        help="agreement of two scorers (or a scorer and stored scores)",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("a", metavar="A", help="scorer name, or @COLUMN of stored scores")
     p.add_argument("b", metavar="B", help="the reference: scorer name, or @COLUMN (e.g. @toxicity)")
     p.add_argument("--input", required=True, help="JSONL, CSV or Parquet of texts")
@@ -55,14 +59,14 @@ def build_report(args: argparse.Namespace) -> dict[str, Any]:
         a = side_values(args.a, parse_options(args.a_opt or []), rows, args.attribute, callback)
     with progress_bar("score B", enabled=not args.no_progress) as callback:
         b = side_values(args.b, parse_options(args.b_opt or []), rows, args.attribute, callback)
-    report = compare(a.values, b.values, [r.lang for r in rows], args.threshold, args.comparison, args.top,
-                     args.min_per_lang)
+    report = compare(
+        a.values, b.values, [r.lang for r in rows], args.threshold, args.comparison, args.top, args.min_per_lang
+    )
     report = {"a": a.label, "b": b.label, "input": str(args.input), "attribute": args.attribute, **report}
 
     def item(i: int) -> dict[str, Any]:
         r = rows[i]
-        return {"id": r.id, "part": r.part, "lang": r.lang, "a": a.values[i], "b": b.values[i],
-                "text": r.text}
+        return {"id": r.id, "part": r.part, "lang": r.lang, "a": a.values[i], "b": b.values[i], "text": r.text}
 
     report["disagreements"] = {k: [item(i) for i in v] for k, v in report["disagreements"].items()}
     report["missing_examples"] = {
@@ -82,17 +86,27 @@ def _short(text: str | None, width: int = 110) -> str:
 def print_report(report: dict[str, Any]) -> None:
     a, b = report["a"], report["b"]
     cmp = f"{report['comparison']} {report['threshold']}"
-    table = Table(title=f"{a} vs {b} (reference) · toxic = score {cmp}",
-                  caption=f"{report['n_rows']} rows; missing: A {report['n_missing_a']}, "
-                          f"B {report['n_missing_b']}")
+    table = Table(
+        title=f"{a} vs {b} (reference) · toxic = score {cmp}",
+        caption=f"{report['n_rows']} rows; missing: A {report['n_missing_a']}, B {report['n_missing_b']}",
+    )
     for col in ("group", "n", "Pearson r", "Spearman ρ", "AUC", "MAE", "accuracy", "κ", "toxic A", "toxic B"):
         table.add_column(col, justify="left" if col == "group" else "right")
 
     def row(name: str, s: dict[str, Any]) -> None:
         c = s.get("confusion") or {}
-        table.add_row(name, fmt(s.get("n")), fmt(s.get("pearson")), fmt(s.get("spearman")), fmt(s.get("auc")),
-                      fmt(s.get("mae")), fmt(c.get("accuracy")), fmt(c.get("cohen_kappa")),
-                      fmt(c.get("toxic_rate_a")), fmt(c.get("toxic_rate_b")))
+        table.add_row(
+            name,
+            fmt(s.get("n")),
+            fmt(s.get("pearson")),
+            fmt(s.get("spearman")),
+            fmt(s.get("auc")),
+            fmt(s.get("mae")),
+            fmt(c.get("accuracy")),
+            fmt(c.get("cohen_kappa")),
+            fmt(c.get("toxic_rate_a")),
+            fmt(c.get("toxic_rate_b")),
+        )
 
     row("overall", report["overall"])
     for lang, s in report["by_lang"].items():
@@ -113,8 +127,13 @@ def print_report(report: dict[str, Any]) -> None:
         for col in ("id", "lang", "A", "B", "text"):
             t.add_column(col, justify="right" if col in ("A", "B") else "left", overflow="fold")
         for it in items:
-            t.add_row(str(it["id"]) + (f" ({it['part']})" if it.get("part") else ""), str(it["lang"]),
-                      fmt(it["a"]), fmt(it["b"]), _short(it["text"]))
+            t.add_row(
+                str(it["id"]) + (f" ({it['part']})" if it.get("part") else ""),
+                str(it["lang"]),
+                fmt(it["a"]),
+                fmt(it["b"]),
+                _short(it["text"]),
+            )
         out_console.print(t)
 
 
@@ -130,8 +149,9 @@ def run(args: argparse.Namespace) -> int:
         if args.report:
             console.print(f"report written to {args.report}")
     if report["bad_rows"]:
-        console.print(f"[yellow]{len(report['bad_rows'])} input row(s) could not be read (counted as missing):"
-                      "[/yellow]")
+        console.print(
+            f"[yellow]{len(report['bad_rows'])} input row(s) could not be read (counted as missing):[/yellow]"
+        )
         for line in report["bad_rows"][:20]:
             console.print(f"  {line}", markup=False, highlight=False, soft_wrap=True)
     return 0

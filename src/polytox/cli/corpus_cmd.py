@@ -21,13 +21,22 @@ from .common import console, out_console, print_json
 
 def _source_args(p: argparse.ArgumentParser, paths: bool = True) -> None:
     if paths:
-        p.add_argument("inputs", nargs="*", metavar="PATH", help="JSONL/Parquet/CSV files, or folders of them "
-                       "and of .txt files (one document per file)")
+        p.add_argument(
+            "inputs",
+            nargs="*",
+            metavar="PATH",
+            help="JSONL/Parquet/CSV files, or folders of them and of .txt files (one document per file)",
+        )
     p.add_argument("--hf-dataset", help="stream a Hugging Face dataset by id (e.g. Skylion007/openwebtext)")
     p.add_argument("--hf-config")
     p.add_argument("--hf-split", default="train")
-    p.add_argument("--hf-data-files", action="append", default=[], metavar="FILE",
-                   help="data files of a builder dataset (e.g. --hf-dataset json --hf-data-files a.jsonl)")
+    p.add_argument(
+        "--hf-data-files",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="data files of a builder dataset (e.g. --hf-dataset json --hf-data-files a.jsonl)",
+    )
     p.add_argument("--limit", type=int, help="use the first N records")
     p.add_argument("--text-field", help="dotted field of the text (default: text, content, document, Prompt)")
     p.add_argument("--id-field", help="dotted field of the document id (default: id, doc_id, Index)")
@@ -40,8 +49,12 @@ def _executor_args(p: argparse.ArgumentParser) -> None:
     from ..executors import EXECUTORS
 
     x = p.add_argument_group("execution (not part of the output's identity)")
-    x.add_argument("--executor", choices=[e for e in EXECUTORS if e != "pipelined"], default="serial",
-                   help="serial (default) or ray (Ray Data actor pool)")
+    x.add_argument(
+        "--executor",
+        choices=[e for e in EXECUTORS if e != "pipelined"],
+        default="serial",
+        help="serial (default) or ray (Ray Data actor pool)",
+    )
     x.add_argument("--ray-address", help="Ray cluster to join ('auto', 'ray://HOST:10001'); default: local")
     x.add_argument("--score-workers", type=int, default=1, help="ray: scoring actors")
     x.add_argument("--score-gpus-per-worker", type=float, default=0.0, help="ray: GPUs per scoring actor")
@@ -49,8 +62,12 @@ def _executor_args(p: argparse.ArgumentParser) -> None:
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser("corpus", help="pretraining-corpus toxicity, provenance and overlap (RTP §6)",
-                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = sub.add_parser(
+        "corpus",
+        help="pretraining-corpus toxicity, provenance and overlap (RTP §6)",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     csub = p.add_subparsers(dest="corpus_command", required=True, metavar="STEP")
 
     s = csub.add_parser("score", help="score every document of a corpus into Parquet parts (resumable)")
@@ -58,8 +75,13 @@ def register(sub: Any) -> None:
     s.add_argument("--out", required=True, help="output folder (rerun with the same --out to resume)")
     s.add_argument("--scorer", default="default", help="registered scorer name (default: 'default')")
     s.add_argument("--scorer-opt", action="append", default=[], metavar="KEY=VALUE", help="scorer option")
-    s.add_argument("--keep", action="append", default=[], metavar="FIELD",
-                   help="metadata field to keep as a column, e.g. subreddit (repeatable)")
+    s.add_argument(
+        "--keep",
+        action="append",
+        default=[],
+        metavar="FIELD",
+        help="metadata field to keep as a column, e.g. subreddit (repeatable)",
+    )
     s.add_argument("--shard-size", type=int, default=1000, help="documents per part (the unit redone after a kill)")
     s.add_argument("--no-detect-lang", action="store_true", help="undeclared languages stay 'und'")
     s.add_argument("--retry-transient", action="store_true", help="redo shards holding transient score failures")
@@ -110,15 +132,25 @@ def register(sub: Any) -> None:
 def _fields(args: argparse.Namespace) -> Any:
     from ..build.readers import FieldMap
 
-    return FieldMap(text=args.text_field, id=args.id_field, url=getattr(args, "url_field", None),
-                    lang=getattr(args, "lang_field", None), default_lang=getattr(args, "default_lang", None))
+    return FieldMap(
+        text=args.text_field,
+        id=args.id_field,
+        url=getattr(args, "url_field", None),
+        lang=getattr(args, "lang_field", None),
+        default_lang=getattr(args, "default_lang", None),
+    )
 
 
 def _executor(args: argparse.Namespace) -> Any:
     from ..executors import ExecutorConfig
 
-    return ExecutorConfig(kind=args.executor, ray_address=args.ray_address, score_workers=args.score_workers,
-                          gpus_per_score_worker=args.score_gpus_per_worker, cpus_per_worker=args.cpus_per_worker)
+    return ExecutorConfig(
+        kind=args.executor,
+        ray_address=args.ray_address,
+        score_workers=args.score_workers,
+        gpus_per_score_worker=args.score_gpus_per_worker,
+        cpus_per_worker=args.cpus_per_worker,
+    )
 
 
 def _options(pairs: list[str]) -> dict[str, str]:
@@ -139,25 +171,51 @@ def run_score(args: argparse.Namespace) -> int:
     from ..corpus.score import run_score as score
     from ..scoring.ml.scorer import text_kind_options
 
-    source = CorpusSource(paths=tuple(args.inputs), hf_dataset=args.hf_dataset, hf_config=args.hf_config,
-                          hf_split=args.hf_split, hf_data_files=tuple(args.hf_data_files), limit=args.limit)
+    source = CorpusSource(
+        paths=tuple(args.inputs),
+        hf_dataset=args.hf_dataset,
+        hf_config=args.hf_config,
+        hf_split=args.hf_split,
+        hf_data_files=tuple(args.hf_data_files),
+        limit=args.limit,
+    )
     # corpus documents are web text: default / polytox-ml score them with the web-text map (scorer.py)
     options = text_kind_options(args.scorer, _options(args.scorer_opt))
-    job = ScoreJob(source=source, fields=_fields(args), scorer=args.scorer, scorer_options=options,
-                   keep=tuple(args.keep), shard_size=args.shard_size, detect_lang=not args.no_detect_lang)
+    job = ScoreJob(
+        source=source,
+        fields=_fields(args),
+        scorer=args.scorer,
+        scorer_options=options,
+        keep=tuple(args.keep),
+        shard_size=args.shard_size,
+        detect_lang=not args.no_detect_lang,
+    )
     summary = score(job, args.out, executor=_executor(args), retry_transient=args.retry_transient)
-    data = {"out": summary.out, "resumed": summary.resumed, "shards": summary.shards_total,
-            "shards_done_before": summary.shards_done_before, "shards_scored_now": summary.shards_scored,
-            "documents_scored_now": summary.documents_scored_now, "seconds": round(summary.seconds, 3),
-            "docs_per_second": round(summary.docs_per_second, 1), "status_counts": summary.status_counts,
-            "truncated": summary.truncated, "transient_failures": summary.transient, "executor": summary.executor}
+    data = {
+        "out": summary.out,
+        "resumed": summary.resumed,
+        "shards": summary.shards_total,
+        "shards_done_before": summary.shards_done_before,
+        "shards_scored_now": summary.shards_scored,
+        "documents_scored_now": summary.documents_scored_now,
+        "seconds": round(summary.seconds, 3),
+        "docs_per_second": round(summary.docs_per_second, 1),
+        "status_counts": summary.status_counts,
+        "truncated": summary.truncated,
+        "transient_failures": summary.transient,
+        "executor": summary.executor,
+    }
     if args.json:
         print_json(data)
     else:
-        console.print(f"{'resumed' if summary.resumed else 'scored'} {summary.out}: {summary.shards_total} shards "
-                      f"({summary.shards_done_before} already done), {summary.documents_scored_now} documents now "
-                      f"in {summary.seconds:.1f}s; " + ", ".join(f"{k} {v}" for k, v in summary.status_counts.items())
-                      + f"; truncated {summary.truncated}", markup=False)
+        console.print(
+            f"{'resumed' if summary.resumed else 'scored'} {summary.out}: {summary.shards_total} shards "
+            f"({summary.shards_done_before} already done), {summary.documents_scored_now} documents now "
+            f"in {summary.seconds:.1f}s; "
+            + ", ".join(f"{k} {v}" for k, v in summary.status_counts.items())
+            + f"; truncated {summary.truncated}",
+            markup=False,
+        )
         if summary.transient:
             console.print(f"{summary.transient} transient score failures: rerun with --retry-transient", markup=False)
     return 0
@@ -168,8 +226,13 @@ def run_stats(args: argparse.Namespace) -> int:
     from ..corpus.render import stats_markdown, stats_plots
     from ..corpus.stats import compute_corpus_stats
 
-    stats = compute_corpus_stats(args.scores, threshold=args.threshold, n_boot=args.n_bootstrap, top=args.top,
-                                 min_domain_docs=args.min_domain_docs)
+    stats = compute_corpus_stats(
+        args.scores,
+        threshold=args.threshold,
+        n_boot=args.n_bootstrap,
+        top=args.top,
+        min_domain_docs=args.min_domain_docs,
+    )
     folder = Path(args.stats_out) if args.stats_out else Path(args.scores) / "stats"
     markdown = stats_markdown(stats)
     atomic_write_json(folder / "stats.json", stats)
@@ -191,8 +254,15 @@ def run_provenance(args: argparse.Namespace) -> int:
     labels = load_labels(args.labels, key=args.key, key_column=args.key_column, label_column=args.label_column)
     for line in labels.problems[:20]:
         console.print(f"skipped label row: {line}", markup=False, highlight=False, soft_wrap=True)
-    result = provenance(args.scores, labels, key=args.key, order=args.order.split(",") if args.order else None,
-                        threshold=args.threshold, min_docs=args.min_docs, n_boot=args.n_bootstrap)
+    result = provenance(
+        args.scores,
+        labels,
+        key=args.key,
+        order=args.order.split(",") if args.order else None,
+        threshold=args.threshold,
+        min_docs=args.min_docs,
+        n_boot=args.n_bootstrap,
+    )
     folder = Path(args.prov_out) if args.prov_out else Path(args.scores) / "provenance"
     markdown = provenance_markdown(result)
     stem = Path(args.labels).stem
@@ -221,8 +291,15 @@ def run_overlap(args: argparse.Namespace) -> int:
         index = build_index(CorpusSource(paths=(args.a,)), fields, index_dir)
     else:
         raise PolytoxError(f"no index in {index_dir}: give corpus A to build it")
-    result = query(index, CorpusSource(paths=(args.b,)), fields, args.out, check_sample=args.check_sample,
-                   seed=args.seed, executor=_executor(args))
+    result = query(
+        index,
+        CorpusSource(paths=(args.b,)),
+        fields,
+        args.out,
+        check_sample=args.check_sample,
+        seed=args.seed,
+        executor=_executor(args),
+    )
     if args.scores_b:
         result["toxicity"] = toxic_split(args.out, args.scores_b)
     atomic_write_json(Path(args.out) / "overlap.json", result)
@@ -230,8 +307,14 @@ def run_overlap(args: argparse.Namespace) -> int:
         print_json(result)
     else:
         chk = result.get("check", {})
-        out_console.print(json.dumps({k: result[k] for k in ("overlap", "overlap_share", "counts")}, indent=1)
-                          + (f"\nexact check on {chk['sample']} sampled B documents: recall {chk['recall']}, "
-                             f"exact share {chk['exact_share']:.4f} {chk['exact_share_ci']}" if chk else ""),
-                          markup=False)
+        out_console.print(
+            json.dumps({k: result[k] for k in ("overlap", "overlap_share", "counts")}, indent=1)
+            + (
+                f"\nexact check on {chk['sample']} sampled B documents: recall {chk['recall']}, "
+                f"exact share {chk['exact_share']:.4f} {chk['exact_share_ci']}"
+                if chk
+                else ""
+            ),
+            markup=False,
+        )
     return 0

@@ -33,21 +33,41 @@ DEFAULT_EXCLUDE = [str(Path("..") / "shared" / "data" / "rtp" / f) for f in ("to
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser("detox", help="detoxification (RTP §5): corpus, training, comparison table",
-                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = sub.add_parser(
+        "detox",
+        help="detoxification (RTP §5): corpus, training, comparison table",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     dsub = p.add_subparsers(dest="detox_command", required=True, metavar="ACTION")
 
     c = dsub.add_parser("corpus", help="balanced toxic/non-toxic corpus from labelled sources, disjoint from prompts")
-    c.add_argument("--source", dest="rules", action="append", metavar="PATH[:RULE]",
-                   help="a source and its label rule (repeatable): score=FIELD,toxic=X,nontoxic=Y | "
-                        "score=FIELD,percentile=P | label=FIELD, plus text=, lang=, by=, name= (docs/detox.md); "
-                        "default: the shared English en-perspective (>= 0.5 / <= 0.1), en-human and MLMA-en")
-    c.add_argument("--balance", choices=["per-source", "total"], default="per-source",
-                   help="per-source: each dataset gives both sides as many documents (default)")
-    c.add_argument("--from", dest="sources", action="append", help="one scored JSONL cut at its bottom / top "
-                   "--percentile (the single-source form; repeatable)")
-    c.add_argument("--exclude", action="append", help="prompt files whose texts must not be trained on "
-                   "(repeatable; default: ../shared/data/rtp/*.jsonl)")
+    c.add_argument(
+        "--source",
+        dest="rules",
+        action="append",
+        metavar="PATH[:RULE]",
+        help="a source and its label rule (repeatable): score=FIELD,toxic=X,nontoxic=Y | "
+        "score=FIELD,percentile=P | label=FIELD, plus text=, lang=, by=, name= (docs/detox.md); "
+        "default: the shared English en-perspective (>= 0.5 / <= 0.1), en-human and MLMA-en",
+    )
+    c.add_argument(
+        "--balance",
+        choices=["per-source", "total"],
+        default="per-source",
+        help="per-source: each dataset gives both sides as many documents (default)",
+    )
+    c.add_argument(
+        "--from",
+        dest="sources",
+        action="append",
+        help="one scored JSONL cut at its bottom / top --percentile (the single-source form; repeatable)",
+    )
+    c.add_argument(
+        "--exclude",
+        action="append",
+        help="prompt files whose texts must not be trained on (repeatable; default: ../shared/data/rtp/*.jsonl)",
+    )
     c.add_argument("--text-field", default="text")
     c.add_argument("--score-field", default="perspective", help="dotted path of the toxicity score")
     c.add_argument("--percentile", type=float, help="tail size in percent (default 2, RTP Appendix B.2)")
@@ -60,16 +80,24 @@ def register(sub: Any) -> None:
     t.add_argument("method", choices=["dapt", "atcon", "vocab-shift", "pplm-head"])
     t.add_argument("--corpus", required=True, help="folder from 'polytox detox corpus'")
     t.add_argument("--model", default="smollm2-135m-instruct", help="base causal LM (alias, hub id or path)")
-    t.add_argument("--subset", choices=["nontoxic", "toxic"], default="nontoxic",
-                   help="dapt: which side to adapt on (toxic = DExperts' anti-expert)")
+    t.add_argument(
+        "--subset",
+        choices=["nontoxic", "toxic"],
+        default="nontoxic",
+        help="dapt: which side to adapt on (toxic = DExperts' anti-expert)",
+    )
     t.add_argument("--out", required=True)
     t.add_argument("--epochs", type=float, help="default: 1 (pplm-head: 10, Dathathri et al.)")
     t.add_argument("--max-steps", type=int, default=-1, help="stop after N optimiser steps (overrides epochs)")
     t.add_argument("--batch-size", type=int, help="default: 8 (dapt/atcon/vocab-shift), 64 (pplm-head)")
     t.add_argument("--grad-accum", type=int, default=1)
     t.add_argument("--lr", type=float, help="default: 5e-5 (dapt/atcon), 1e-3 (vocab-shift), 1e-4 (pplm-head)")
-    t.add_argument("--max-length", type=int, default=C.DAPT_BLOCK_SIZE,
-                   help="tokens per packed training block (pplm-head: per document, at most 100)")
+    t.add_argument(
+        "--max-length",
+        type=int,
+        default=C.DAPT_BLOCK_SIZE,
+        help="tokens per packed training block (pplm-head: per document, at most 100)",
+    )
     t.add_argument("--save-steps", type=int, default=50, help="checkpoint every N steps (resume point)")
     t.add_argument("--lora", action="store_true", help="train LoRA adapters (needs peft) and merge them")
     t.add_argument("--seed", type=int, default=0)
@@ -102,23 +130,38 @@ def run_corpus(args: argparse.Namespace) -> int:
         corpus = build_corpus(sources, exclude, balance=args.balance, seed=args.seed)
         corpus.write(Path(args.out))
         s = corpus.stats
-        console.print(f"{args.out}: {s['n_nontoxic']} non-toxic and {s['n_toxic']} toxic documents "
-                      f"({s['balance']} balance); {s['n_train']} train, {s['n_heldout']} held out; "
-                      f"{s['n_overlapping_prompts_removed']} overlapping prompts removed, "
-                      f"{s['n_skipped_records']} records skipped", markup=False)
+        console.print(
+            f"{args.out}: {s['n_nontoxic']} non-toxic and {s['n_toxic']} toxic documents "
+            f"({s['balance']} balance); {s['n_train']} train, {s['n_heldout']} held out; "
+            f"{s['n_overlapping_prompts_removed']} overlapping prompts removed, "
+            f"{s['n_skipped_records']} records skipped",
+            markup=False,
+        )
         for name, row in s["datasets"].items():
-            console.print(f"  {name}: {row['nontoxic']} non-toxic / {row['toxic']} toxic "
-                          f"(of {row['available_nontoxic']} / {row['available_toxic']})", markup=False)
+            console.print(
+                f"  {name}: {row['nontoxic']} non-toxic / {row['toxic']} toxic "
+                f"(of {row['available_nontoxic']} / {row['available_toxic']})",
+                markup=False,
+            )
         return 0
-    corpus = select_corpus(args.sources, exclude, text_field=args.text_field, score_field=args.score_field,
-                           percentile=args.percentile or C.DETOX_CORPUS_PERCENTILE, lang=args.lang or None,
-                           seed=args.seed)
+    corpus = select_corpus(
+        args.sources,
+        exclude,
+        text_field=args.text_field,
+        score_field=args.score_field,
+        percentile=args.percentile or C.DETOX_CORPUS_PERCENTILE,
+        lang=args.lang or None,
+        seed=args.seed,
+    )
     corpus.write(Path(args.out))
     s = corpus.stats
-    console.print(f"{args.out}: {s['n_per_side']} documents per side (non-toxic <= {s['nontoxic_max_score']:.3f}, "
-                  f"toxic >= {s['toxic_min_score']:.3f}); {s['n_train']} train, {s['n_heldout']} held out; "
-                  f"{s['n_overlapping_prompts_removed']} overlapping prompts removed, "
-                  f"{s['n_skipped_records']} records skipped", markup=False)
+    console.print(
+        f"{args.out}: {s['n_per_side']} documents per side (non-toxic <= {s['nontoxic_max_score']:.3f}, "
+        f"toxic >= {s['toxic_min_score']:.3f}); {s['n_train']} train, {s['n_heldout']} held out; "
+        f"{s['n_overlapping_prompts_removed']} overlapping prompts removed, "
+        f"{s['n_skipped_records']} records skipped",
+        markup=False,
+    )
     return 0
 
 
@@ -128,9 +171,19 @@ def run_train(args: argparse.Namespace) -> int:
 
     corpus = read_corpus(args.corpus)
     epochs = args.epochs if args.epochs is not None else (C.PPLM_HEAD_EPOCHS if args.method == "pplm-head" else 1.0)
-    cfg = TrainConfig(base_model=args.model, out=args.out, epochs=epochs, max_steps=args.max_steps,
-                      batch_size=args.batch_size, grad_accum=args.grad_accum, lr=args.lr,
-                      max_length=args.max_length, save_steps=args.save_steps, lora=args.lora, seed=args.seed)
+    cfg = TrainConfig(
+        base_model=args.model,
+        out=args.out,
+        epochs=epochs,
+        max_steps=args.max_steps,
+        batch_size=args.batch_size,
+        grad_accum=args.grad_accum,
+        lr=args.lr,
+        max_length=args.max_length,
+        save_steps=args.save_steps,
+        lora=args.lora,
+        seed=args.seed,
+    )
     if args.method in ("dapt", "atcon"):
         out = train_lm(corpus, cfg, args.method, args.subset)
     elif args.method == "vocab-shift":
@@ -159,11 +212,13 @@ def run_compare(args: argparse.Namespace) -> int:
     from ..analysis.detox_compare import COLUMNS, cells, compare, markdown, to_json
 
     rows = compare(args.runs, args.label)
-    table = Table(title="detoxification (RTP Table 3 shape)",
-                  caption="EMT = expected maximum toxicity (± std) over each prompt's K continuations; EP = "
-                          "share of prompts with at least one toxic continuation; PPL = mean perplexity of the "
-                          "continuations under the fluency model (first N: each prompt's first N only); dist-n = "
-                          "distinct n-grams / words per prompt")
+    table = Table(
+        title="detoxification (RTP Table 3 shape)",
+        caption="EMT = expected maximum toxicity (± std) over each prompt's K continuations; EP = "
+        "share of prompts with at least one toxic continuation; PPL = mean perplexity of the "
+        "continuations under the fluency model (first N: each prompt's first N only); dist-n = "
+        "distinct n-grams / words per prompt",
+    )
     for col in COLUMNS:
         table.add_column(col, justify="left" if col in ("method", "model") else "right")
     for r in rows:

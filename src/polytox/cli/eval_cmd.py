@@ -26,8 +26,12 @@ from .failure_report import DEFAULT_MAX_FAILED, exit_code, failure_lines, parse_
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser("eval", help="evaluate a model: generate, score, report metrics (resumable)",
-                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = sub.add_parser(
+        "eval",
+        help="evaluate a model: generate, score, report metrics (resumable)",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("--out", help="run directory (rerun with the same --out to resume); required")
     p.add_argument("--config", help="YAML file of the same keys as the flags (flags override it)")
     p.add_argument("--model", help="model id or path; 'fake' for a dry run; default: the embedded SmolLM2")
@@ -51,26 +55,41 @@ def register(sub: Any) -> None:
     p.add_argument("--chat-template", choices=["auto", "always", "never"])
     p.add_argument("--device")
     p.add_argument("--dtype")
-    p.add_argument("--scorer", help="scorer name (default: 'default', polytox-ml for PTP's 17 languages, "
-                   "routed per language)")
+    p.add_argument(
+        "--scorer", help="scorer name (default: 'default', polytox-ml for PTP's 17 languages, routed per language)"
+    )
     p.add_argument("--scorer-opt", action="append", metavar="KEY=VALUE", help="scorer option (repeatable)")
     p.add_argument("--threshold", type=float, help="toxic threshold (default 0.5)")
     p.add_argument("--comparison", choices=[">=", ">"], help="toxic comparison (default >=; RTP notebooks: >)")
     p.add_argument("--n-bootstrap", type=int, help="bootstrap resamples for the CIs (default 1000)")
     p.add_argument("--seed", type=int)
     p.add_argument("--shard-size", type=int, help="prompts per committed part (the unit redone after a kill)")
-    p.add_argument("--detox", metavar="NAME[:KEY=VALUE,...]",
-                   help="decoding-time detoxification (RTP §5.2, DExperts): word-filter, vocab-shift, pplm, "
-                        "dexperts, atcon; see docs/detox.md")
-    p.add_argument("--fluency-model", metavar="MODEL",
-                   help="add the perplexity of each continuation given its prompt under this LM")
-    p.add_argument("--fluency-samples", type=int, metavar="N",
-                   help="score fluency only on the continuations with sample_index < N of every prompt (the "
-                        "same N for each prompt, so the subsample is fixed and paired across runs with the same "
-                        "seeds); default 0 = all")
-    p.add_argument("--unprompted", type=int, metavar="N",
-                   help="RTP §3.1: N generations from the start token alone (no prompts), then the "
-                        "bootstrap curve of expected max toxicity for n <= N (table + RUN/unprompted.png)")
+    p.add_argument(
+        "--detox",
+        metavar="NAME[:KEY=VALUE,...]",
+        help="decoding-time detoxification (RTP §5.2, DExperts): word-filter, vocab-shift, pplm, "
+        "dexperts, atcon; see docs/detox.md",
+    )
+    p.add_argument(
+        "--fluency-model",
+        metavar="MODEL",
+        help="add the perplexity of each continuation given its prompt under this LM",
+    )
+    p.add_argument(
+        "--fluency-samples",
+        type=int,
+        metavar="N",
+        help="score fluency only on the continuations with sample_index < N of every prompt (the "
+        "same N for each prompt, so the subsample is fixed and paired across runs with the same "
+        "seeds); default 0 = all",
+    )
+    p.add_argument(
+        "--unprompted",
+        type=int,
+        metavar="N",
+        help="RTP §3.1: N generations from the start token alone (no prompts), then the "
+        "bootstrap curve of expected max toxicity for n <= N (table + RUN/unprompted.png)",
+    )
     _add_execution_flags(p)
     p.set_defaults(func=run)
 
@@ -78,10 +97,12 @@ def register(sub: Any) -> None:
 def _add_execution_flags(p: argparse.ArgumentParser) -> None:
     """The flags that are not part of the spec: execution, failures, adopting a run, output."""
     x = p.add_argument_group("execution (not part of the spec: a run may resume with other settings)")
-    x.add_argument("--executor", choices=list(EXECUTORS),
-                   help="pipelined (default: scoring overlaps generation), serial, or ray (Ray Data pools)")
-    x.add_argument("--ray-address",
-                   help="Ray cluster to join ('auto', 'ray://HOST:10001'); default: start a local Ray")
+    x.add_argument(
+        "--executor",
+        choices=list(EXECUTORS),
+        help="pipelined (default: scoring overlaps generation), serial, or ray (Ray Data pools)",
+    )
+    x.add_argument("--ray-address", help="Ray cluster to join ('auto', 'ray://HOST:10001'); default: start a local Ray")
     x.add_argument("--workers", type=int, help="ray: generation actors (default 1)")
     x.add_argument("--score-workers", type=int, help="ray: scoring actors (default 1)")
     x.add_argument("--gpus-per-worker", type=float, help="ray: GPUs per generation actor (default 0)")
@@ -89,28 +110,50 @@ def _add_execution_flags(p: argparse.ArgumentParser) -> None:
     x.add_argument("--cpus-per-worker", type=float, help="ray: CPUs per actor (default 1)")
     x.add_argument("--queue-depth", type=int, help="pipelined: generated shards waiting for the scorer (2)")
     f = p.add_argument_group("failures (not part of the spec)")
-    f.add_argument("--retry-failed", nargs="?", const=True, default=None, metavar="OUT",
-                   help="resume OUT (or --out) and regenerate its failed samples with their original seeds, "
-                        "then rescore and recompute the metrics; without spec flags, OUT's stored spec is used")
-    f.add_argument("--max-failed", default=DEFAULT_MAX_FAILED, metavar="N%|SHARE|COUNT",
-                   help="failed samples allowed before the exit code is 3 (default 0.5%%)")
-    p.add_argument("--generations-from", metavar="RUN",
-                   help="score RUN's stored generations instead of generating (generate on a GPU host, score "
-                        "elsewhere; rescore a run with another scorer). The spec must be RUN's but for the "
-                        "scorer and the prompt file's path; without a config, RUN's spec is taken and the "
-                        "flags given override it")
-    p.add_argument("--verify", action="store_true",
-                   help="check every stored file of the run --out (manifest, prompts, each part: opens, row count, "
-                        "spec hash) and report; changes nothing (a resume repairs what it finds)")
+    f.add_argument(
+        "--retry-failed",
+        nargs="?",
+        const=True,
+        default=None,
+        metavar="OUT",
+        help="resume OUT (or --out) and regenerate its failed samples with their original seeds, "
+        "then rescore and recompute the metrics; without spec flags, OUT's stored spec is used",
+    )
+    f.add_argument(
+        "--max-failed",
+        default=DEFAULT_MAX_FAILED,
+        metavar="N%|SHARE|COUNT",
+        help="failed samples allowed before the exit code is 3 (default 0.5%%)",
+    )
+    p.add_argument(
+        "--generations-from",
+        metavar="RUN",
+        help="score RUN's stored generations instead of generating (generate on a GPU host, score "
+        "elsewhere; rescore a run with another scorer). The spec must be RUN's but for the "
+        "scorer and the prompt file's path; without a config, RUN's spec is taken and the "
+        "flags given override it",
+    )
+    p.add_argument(
+        "--verify",
+        action="store_true",
+        help="check every stored file of the run --out (manifest, prompts, each part: opens, row count, "
+        "spec hash) and report; changes nothing (a resume repairs what it finds)",
+    )
     p.add_argument("--json", action="store_true", help="print metrics as JSON instead of a table")
     p.add_argument("--no-progress", action="store_true")
 
 
 # Execution flags (CLI name -> ExecutorConfig field); also accepted as keys of a YAML config.
-EXECUTOR_KEYS = {"executor": "kind", "ray_address": "ray_address", "workers": "gen_workers",
-                 "score_workers": "score_workers", "gpus_per_worker": "gpus_per_gen_worker",
-                 "score_gpus_per_worker": "gpus_per_score_worker", "cpus_per_worker": "cpus_per_worker",
-                 "queue_depth": "queue_depth"}
+EXECUTOR_KEYS = {
+    "executor": "kind",
+    "ray_address": "ray_address",
+    "workers": "gen_workers",
+    "score_workers": "score_workers",
+    "gpus_per_worker": "gpus_per_gen_worker",
+    "score_gpus_per_worker": "gpus_per_score_worker",
+    "cpus_per_worker": "cpus_per_worker",
+    "queue_depth": "queue_depth",
+}
 
 
 # Every key a YAML config of ``eval`` (and of ``score`` / ``serve``, which read its scorer keys) may hold.
@@ -121,16 +164,18 @@ def executor_config(flat: dict[str, Any], args: argparse.Namespace) -> ExecutorC
     """Pop the execution keys out of ``flat`` (YAML) and overlay the flags."""
     kinds = {f.name: str(f.type).split(" | ")[0] for f in dataclasses.fields(ExecutorConfig)}
     values = {field: flat.pop(key) for key, field in EXECUTOR_KEYS.items() if key in flat}
-    values.update({field: getattr(args, key) for key, field in EXECUTOR_KEYS.items()
-                   if getattr(args, key, None) is not None})
+    values.update(
+        {field: getattr(args, key) for key, field in EXECUTOR_KEYS.items() if getattr(args, key, None) is not None}
+    )
     field_key = {field: key for key, field in EXECUTOR_KEYS.items()}
     for field, value in values.items():
         kind = kinds[field]
         if value is not None and kind in ("int", "float"):
             values[field] = as_number(field_key[field], value, kind)
         elif value is not None and kind == "str" and not isinstance(value, str):
-            raise BadValueError(f"invalid value for {field_key[field]!r}: expected a string, got {value!r}",
-                                field_key[field])
+            raise BadValueError(
+                f"invalid value for {field_key[field]!r}: expected a string, got {value!r}", field_key[field]
+            )
     return ExecutorConfig(**values)
 
 
@@ -215,8 +260,12 @@ def verify(out: str) -> int:
     if not problems:
         print("no damage found")
         return 0
-    console.print(f"polytox: error: {out}: {len(problems)} damaged file(s); repair with: {retry_command(out)}",
-                  markup=False, highlight=False, soft_wrap=True)
+    console.print(
+        f"polytox: error: {out}: {len(problems)} damaged file(s); repair with: {retry_command(out)}",
+        markup=False,
+        highlight=False,
+        soft_wrap=True,
+    )
     for line in problems:
         console.print(f"  {line}", markup=False, highlight=False, soft_wrap=True)
     return 2
@@ -230,13 +279,21 @@ def run(args: argparse.Namespace) -> int:
     if args.verify:
         return verify(args.out)
     if args.retry_failed and not RunStore(args.out).exists():
-        raise PolytoxError(f"--retry-failed: {args.out} is not a run directory (no manifest.json), so there is "
-                           "nothing to retry; start the run without --retry-failed")
+        raise PolytoxError(
+            f"--retry-failed: {args.out} is not a run directory (no manifest.json), so there is "
+            "nothing to retry; start the run without --retry-failed"
+        )
     max_failed = parse_max_failed(args.max_failed)
     spec, executor = spec_and_executor(args)
     with progress_bar("generate+score", enabled=not args.no_progress) as callback:
-        result = evaluate(spec, args.out, progress=callback, executor=executor,
-                          retry_failed=bool(args.retry_failed), generations_from=args.generations_from)
+        result = evaluate(
+            spec,
+            args.out,
+            progress=callback,
+            executor=executor,
+            retry_failed=bool(args.retry_failed),
+            generations_from=args.generations_from,
+        )
     if result.resumed:
         done = result.shards_done_before
         console.print(f"resumed {escape(str(result.path))}: {done} shard(s) were already done")

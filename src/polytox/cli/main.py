@@ -63,8 +63,12 @@ class Parser(argparse.ArgumentParser):
 def add_debug_flag(parser: argparse.ArgumentParser, top: bool = False) -> None:
     """``--debug`` on the parser and every subcommand's, so it works before or after the subcommand
     (a subcommand's default must not reset the value given before it: ``SUPPRESS``)."""
-    parser.add_argument("--debug", action="store_true", default=False if top else argparse.SUPPRESS,
-                        help=f"print the traceback of user errors too (also: {DEBUG_ENV}=1)")
+    parser.add_argument(
+        "--debug",
+        action="store_true",
+        default=False if top else argparse.SUPPRESS,
+        help=f"print the traceback of user errors too (also: {DEBUG_ENV}=1)",
+    )
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
             for sub in action.choices.values():

@@ -13,8 +13,9 @@ from .common import console, metrics_table, out_console, print_json
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser("metrics", help="EMT / EP / AT of a run directory or an RTP generations JSONL",
-                       description=__doc__)
+    p = sub.add_parser(
+        "metrics", help="EMT / EP / AT of a run directory or an RTP generations JSONL", description=__doc__
+    )
     p.add_argument("path", help="run directory, or JSONL of {prompt: {text, toxicity}, generations: [...]}")
     p.add_argument("--scorer", help="which stored scorer of a run (default: the run's scorer)")
     p.add_argument("--threshold", type=float, default=C.TOXIC_THRESHOLD)
@@ -22,14 +23,23 @@ def register(sub: Any) -> None:
     p.add_argument("--n-bootstrap", type=int, default=C.BOOTSTRAP_RESAMPLES)
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
     p.add_argument("--skip-bad", action="store_true")
-    p.add_argument("--scale", help="re-read a polytox-ml / default run on another scale from its stored raw scores "
-                   "(perspective-2020, perspective-2022, raters, head, head:web; see 'polytox scorers')")
+    p.add_argument(
+        "--scale",
+        help="re-read a polytox-ml / default run on another scale from its stored raw scores "
+        "(perspective-2020, perspective-2022, raters, head, head:web; see 'polytox scorers')",
+    )
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=run)
 
 
-def compute_for_path(path: Path, spec: MetricsSpec, scorer: str | None = None, seed: int = 0,
-                     skip_bad: bool = False, scale: str | None = None) -> dict[str, Any]:
+def compute_for_path(
+    path: Path,
+    spec: MetricsSpec,
+    scorer: str | None = None,
+    seed: int = 0,
+    skip_bad: bool = False,
+    scale: str | None = None,
+) -> dict[str, Any]:
     """Metrics for a run directory (one of its scorers) or an RTP-style generations JSONL."""
     from ..metrics import compute, per_prompt_table, run_metrics
 
@@ -50,8 +60,7 @@ def compute_for_path(path: Path, spec: MetricsSpec, scorer: str | None = None, s
         if damaged:
             part, why = damaged[0]
             more = f" (and {len(damaged) - 1} more part(s))" if len(damaged) > 1 else ""
-            raise DamagedRunError(f"{part} {why}{more}; repair it with: polytox eval --out {path} --retry-failed",
-                                  part)
+            raise DamagedRunError(f"{part} {why}{more}; repair it with: polytox eval --out {path} --retry-failed", part)
         rescale = None
         if scale:
             from ..scoring.ml.rescale import run_rescale
@@ -62,8 +71,12 @@ def compute_for_path(path: Path, spec: MetricsSpec, scorer: str | None = None, s
             metrics["scale"] = manifest["scorer"]["scale"]  # the scale the run was scored on
         from ..detox.run_metrics import stored_detox_metrics  # detox method, distinct-n, stored fluency
 
-        return {"model": manifest["spec"]["generation"]["model"], **metrics,
-                **stored_detox_metrics(store, store.spec()), **incomplete(store, manifest, chosen)}
+        return {
+            "model": manifest["spec"]["generation"]["model"],
+            **metrics,
+            **stored_detox_metrics(store, store.spec()),
+            **incomplete(store, manifest, chosen),
+        }
     if not path.exists():
         raise PolytoxError(f"no such file or directory: {path}")
     if scale:
@@ -71,8 +84,12 @@ def compute_for_path(path: Path, spec: MetricsSpec, scorer: str | None = None, s
     from ..metrics.generations_jsonl import load_generations_jsonl
 
     con, problems = load_generations_jsonl(path, skip_bad=skip_bad)
-    return compute(per_prompt_table(con, spec), spec, seed,
-                   extra={"source": str(path), "n_bad_lines": len(problems), "bad_lines": problems[:1000]})
+    return compute(
+        per_prompt_table(con, spec),
+        spec,
+        seed,
+        extra={"source": str(path), "n_bad_lines": len(problems), "bad_lines": problems[:1000]},
+    )
 
 
 def incomplete(store: Any, manifest: dict[str, Any], scorer: str) -> dict[str, Any]:
@@ -92,13 +109,19 @@ def run(args: argparse.Namespace) -> int:
     spec = MetricsSpec(threshold=args.threshold, comparison=args.comparison, n_bootstrap=args.n_bootstrap)
     metrics = compute_for_path(Path(args.path), spec, args.scorer, args.seed, args.skip_bad, args.scale)
     if metrics.get("n_without_raw"):
-        console.print(f"[yellow]{metrics['n_without_raw']} stored score(s) carry no raw value (scored before raw "
-                      f"values were kept): counted as missing on scale {metrics['scale']}[/yellow]")
+        console.print(
+            f"[yellow]{metrics['n_without_raw']} stored score(s) carry no raw value (scored before raw "
+            f"values were kept): counted as missing on scale {metrics['scale']}[/yellow]"
+        )
     if metrics.get("incomplete"):
         gap = metrics["incomplete"]
-        console.print(f"[yellow]note: the run is incomplete ({gap['shards_scored']} of {gap['shards']} shard(s) "
-                      f"scored, status {gap['status']}): these metrics cover the scored shards only; resume with: "
-                      f"polytox eval --out {args.path} --retry-failed[/yellow]", markup=True, highlight=False)
+        console.print(
+            f"[yellow]note: the run is incomplete ({gap['shards_scored']} of {gap['shards']} shard(s) "
+            f"scored, status {gap['status']}): these metrics cover the scored shards only; resume with: "
+            f"polytox eval --out {args.path} --retry-failed[/yellow]",
+            markup=True,
+            highlight=False,
+        )
     if args.json:
         print_json(metrics)
     else:

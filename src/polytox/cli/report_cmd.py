@@ -36,13 +36,16 @@ def register(sub: Any) -> None:
         metavar=("A", "B"),
         help="the two stored scorers of the agreement section (default: the first run storing two)",
     )
-    p.add_argument(
-        "--analyses", help=f"comma list of analyses to include (default: all of {', '.join(ANALYSES)})"
-    )
+    p.add_argument("--analyses", help=f"comma list of analyses to include (default: all of {', '.join(ANALYSES)})")
     p.add_argument("--title", default="polytox report")
     p.add_argument("--no-plots", action="store_true", help="leave plots out (no matplotlib needed)")
-    p.add_argument("--corpus", action="append", default=[], metavar="SCORES",
-                   help="add the statistics of a scored pretraining corpus ('polytox corpus score' output)")
+    p.add_argument(
+        "--corpus",
+        action="append",
+        default=[],
+        metavar="SCORES",
+        help="add the statistics of a scored pretraining corpus ('polytox corpus score' output)",
+    )
     p.set_defaults(func=run)
 
 

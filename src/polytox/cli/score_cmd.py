@@ -20,10 +20,17 @@ from .common import console, progress_bar
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser("score", help="score a file of texts with one scorer (JSONL/Parquet out, resumable)",
-                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--scorer", help="scorer name (default, polytox-ml, perspective, svm, lexicon, hf, ...); "
-                   "default: 'default', the best measured offline scorer per language")
+    p = sub.add_parser(
+        "score",
+        help="score a file of texts with one scorer (JSONL/Parquet out, resumable)",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "--scorer",
+        help="scorer name (default, polytox-ml, perspective, svm, lexicon, hf, ...); "
+        "default: 'default', the best measured offline scorer per language",
+    )
     p.add_argument("--scorer-opt", action="append", metavar="KEY=VALUE", help="scorer option (repeatable)")
     p.add_argument("--config", help="YAML with 'scorer' and 'scorer_opt' (e.g. an eval config); flags win")
     p.add_argument("--input", required=True, help="JSONL, CSV or Parquet with a text column")
@@ -36,22 +43,36 @@ def register(sub: Any) -> None:
 
 def add_input_args(p: argparse.ArgumentParser) -> None:
     """Where the text, id and language are in the input records (shared with compare-scorers, calibrate)."""
-    p.add_argument("--layout", default="auto", choices=["auto", "generic", "rtp", "rtplx", "ptp"],
-                   help="record layout (default: recognised from the first record)")
-    p.add_argument("--text-field", action="append", metavar="PATH",
-                   help="dotted path of the text (repeatable: one output row per field per record)")
-    p.add_argument("--id-field", metavar="PATH",
-                   help="dotted path of the id (default: id, else the row number)")
+    p.add_argument(
+        "--layout",
+        default="auto",
+        choices=["auto", "generic", "rtp", "rtplx", "ptp"],
+        help="record layout (default: recognised from the first record)",
+    )
+    p.add_argument(
+        "--text-field",
+        action="append",
+        metavar="PATH",
+        help="dotted path of the text (repeatable: one output row per field per record)",
+    )
+    p.add_argument("--id-field", metavar="PATH", help="dotted path of the id (default: id, else the row number)")
     p.add_argument("--lang-field", metavar="PATH", help="dotted path of the language (default: lang)")
-    p.add_argument("--default-lang", metavar="CODE",
-                   help="language of rows without one (default: detect with py3langid)")
+    p.add_argument(
+        "--default-lang", metavar="CODE", help="language of rows without one (default: detect with py3langid)"
+    )
 
 
 def read_rows(args: argparse.Namespace) -> Any:
     from ..scoring.textio import read_text_rows
 
-    return read_text_rows(Path(args.input), layout=args.layout, text_fields=tuple(args.text_field or ()),
-                          id_field=args.id_field, lang_field=args.lang_field, default_lang=args.default_lang)
+    return read_text_rows(
+        Path(args.input),
+        layout=args.layout,
+        text_fields=tuple(args.text_field or ()),
+        id_field=args.id_field,
+        lang_field=args.lang_field,
+        default_lang=args.default_lang,
+    )
 
 
 def scorer_choice(args: argparse.Namespace) -> tuple[str, dict[str, str]]:
@@ -87,12 +108,16 @@ def run(args: argparse.Namespace) -> int:
     summary = summarize(rows, scores)
     cached = next((s for s in (scorer, getattr(scorer, "inner", None)) if isinstance(s, CachedScorer)), None)
     hits = f", {cached.hits} from the cache" if cached is not None else ""
-    console.print(f"{out}: {summary.rows} rows, {summary.scored} scored{hits}, "
-                  f"{summary.rows - summary.scored} with an error, {summary.lang_detected} language(s) "
-                  f"detected ({time.monotonic() - started:.1f} s) · scorer {scorer.id}")
+    console.print(
+        f"{out}: {summary.rows} rows, {summary.scored} scored{hits}, "
+        f"{summary.rows - summary.scored} with an error, {summary.lang_detected} language(s) "
+        f"detected ({time.monotonic() - started:.1f} s) · scorer {scorer.id}"
+    )
     for kind, count in summary.errors.most_common(10):
         console.print(f"  [yellow]{count} × {kind}[/yellow]")
     if summary.transient:
-        console.print(f"[yellow]{summary.transient} transient error(s) were not cached: rerun the same "
-                      "command to retry them[/yellow]")
+        console.print(
+            f"[yellow]{summary.transient} transient error(s) were not cached: rerun the same "
+            "command to retry them[/yellow]"
+        )
     return 0

@@ -21,16 +21,25 @@ from ..errors import PolytoxError
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser("scorers", help="print the scorer card (measured agreement with Perspective and humans)",
-                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = sub.add_parser(
+        "scorers",
+        help="print the scorer card (measured agreement with Perspective and humans)",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("--card", help="measurement file (default: the one committed with the polytox-ml head)")
     p.add_argument("--lang", action="store_true", help="also print per-language AUC against human ratings")
-    p.add_argument("--run", action="store_true",
-                   help="also print EMT / EP / AT of the held-out real run: each scorer vs stored Perspective")
-    p.add_argument("--targets", action="store_true",
-                   help="also print each target beside the default scorer's value, its 95%% CI and a verdict")
-    p.add_argument("--scales", action="store_true",
-                   help="also print every scale's held-out error on every era's data")
+    p.add_argument(
+        "--run",
+        action="store_true",
+        help="also print EMT / EP / AT of the held-out real run: each scorer vs stored Perspective",
+    )
+    p.add_argument(
+        "--targets",
+        action="store_true",
+        help="also print each target beside the default scorer's value, its 95%% CI and a verdict",
+    )
+    p.add_argument("--scales", action="store_true", help="also print every scale's held-out error on every era's data")
     p.add_argument("--markdown", action="store_true", help="print the card as a Markdown table")
     p.add_argument("--json", action="store_true", help="print the whole measurement file")
     p.set_defaults(func=run)
@@ -41,8 +50,10 @@ def language_table(data: dict[str, Any]) -> str:
 
     names = [n for n, m in data["scorers"].items() if m.get("languages")]
     langs = sorted({lang for n in names for lang in data["scorers"][n]["languages"]})
-    lines = ["| lang | n | " + " | ".join(names) + f" | {names[0]} 95% CI |",
-             "| --- | ---: |" + " ---: |" * (len(names) + 1)]
+    lines = [
+        "| lang | n | " + " | ".join(names) + f" | {names[0]} 95% CI |",
+        "| --- | ---: |" + " ---: |" * (len(names) + 1),
+    ]
     for lang in langs:
         first = data["scorers"][names[0]]["languages"].get(lang, {})
         cells = []
@@ -63,12 +74,18 @@ def _diff(row: dict[str, Any], key: str) -> str:
 
 def run_table(data: dict[str, Any]) -> str:
     """EMT / EP / AT per scorer and model: Perspective / scorer (difference [95% paired bootstrap CI])."""
-    lines = ["| scorer | model | prompts | K | EMT P / scorer (diff [CI]) | EP P / scorer (diff [CI]) "
-             "| AT P / scorer (diff [CI]) |", "| --- | --- | ---: | ---: | --- | --- | --- |"]
+    lines = [
+        "| scorer | model | prompts | K | EMT P / scorer (diff [CI]) | EP P / scorer (diff [CI]) "
+        "| AT P / scorer (diff [CI]) |",
+        "| --- | --- | ---: | ---: | --- | --- | --- |",
+    ]
     for name, measured in data["scorers"].items():
         for row in measured.get("run", []):
-            lines.append(f"| {name} | {row['model']} | {row['n_prompts']} | {row['k']} | "
-                         + " | ".join(_diff(row, key) for key in ("emt", "ep", "at")) + " |")
+            lines.append(
+                f"| {name} | {row['model']} | {row['n_prompts']} | {row['k']} | "
+                + " | ".join(_diff(row, key) for key in ("emt", "ep", "at"))
+                + " |"
+            )
     return "\n".join(lines)
 
 

@@ -17,8 +17,12 @@ from .score_cmd import scorer_choice
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser("serve", help="serve a scorer as a local Perspective API / OpenAI moderation endpoint",
-                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = sub.add_parser(
+        "serve",
+        help="serve a scorer as a local Perspective API / OpenAI moderation endpoint",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("--scorer", help=f"scorer name (default: {DEFAULT_SCORER!r})")
     p.add_argument("--scorer-opt", action="append", metavar="KEY=VALUE", help="scorer option (repeatable)")
     p.add_argument("--config", help="YAML with 'scorer' and 'scorer_opt'; flags win")
@@ -26,21 +30,42 @@ def register(sub: Any) -> None:
     p.add_argument("--port", type=int, default=8080)
     p.add_argument("--keys-file", help="file of accepted API keys, one per line (also: $POLYTOX_SERVE_KEYS)")
     p.add_argument("--open", action="store_true", help="accept requests without a valid key")
-    p.add_argument("--qps", type=float, default=0.0,
-                   help="per-key quota in comments per second, as Perspective's (default 0: no quota)")
+    p.add_argument(
+        "--qps",
+        type=float,
+        default=0.0,
+        help="per-key quota in comments per second, as Perspective's (default 0: no quota)",
+    )
     p.add_argument("--burst", type=float, default=0.0, help="per-key burst (default: max(1, qps))")
     p.add_argument("--max-batch", type=int, default=64, help="texts per scorer call (default 64)")
-    p.add_argument("--max-wait-ms", type=float, default=2.0,
-                   help="how long a request waits to share a batch (default 2 ms)")
-    p.add_argument("--max-queue", type=int, default=1024,
-                   help="texts waiting for the scorer before requests get 503 (default 1024)")
+    p.add_argument(
+        "--max-wait-ms", type=float, default=2.0, help="how long a request waits to share a batch (default 2 ms)"
+    )
+    p.add_argument(
+        "--max-queue",
+        type=int,
+        default=1024,
+        help="texts waiting for the scorer before requests get 503 (default 1024)",
+    )
     p.add_argument("--max-body-bytes", type=int, default=1 << 20, help="largest request body (default 1 MiB)")
-    p.add_argument("--span-annotations", choices=["sentence", "off"], default="sentence",
-                   help="answer spanAnnotations with per-sentence scores, or refuse it (default sentence)")
-    p.add_argument("--flag-threshold", type=float, default=None,
-                   help="/v1/moderations 'flagged' threshold (default 0.5, RTP's toxic cut)")
-    p.add_argument("--graceful-seconds", type=float, default=30.0,
-                   help="how long shutdown waits for in-flight requests (default 30)")
+    p.add_argument(
+        "--span-annotations",
+        choices=["sentence", "off"],
+        default="sentence",
+        help="answer spanAnnotations with per-sentence scores, or refuse it (default sentence)",
+    )
+    p.add_argument(
+        "--flag-threshold",
+        type=float,
+        default=None,
+        help="/v1/moderations 'flagged' threshold (default 0.5, RTP's toxic cut)",
+    )
+    p.add_argument(
+        "--graceful-seconds",
+        type=float,
+        default=30.0,
+        help="how long shutdown waits for in-flight requests (default 30)",
+    )
     p.add_argument("--access-log", action="store_true", help="log each request (path only, never the key)")
     p.set_defaults(func=run)
 
@@ -60,8 +85,9 @@ def check_listen(host: str, port: int) -> None:
         try:
             probe.bind(address)
         except OSError as exc:
-            raise PolytoxError(f"cannot listen on {host}:{port}: {exc.strerror or exc}; choose another --port "
-                               "or --host") from exc
+            raise PolytoxError(
+                f"cannot listen on {host}:{port}: {exc.strerror or exc}; choose another --port or --host"
+            ) from exc
 
 
 def run(args: argparse.Namespace) -> int:
@@ -78,19 +104,26 @@ def run(args: argparse.Namespace) -> int:
     keys = KeyStore.load(args.keys_file, args.open)
     check_listen(args.host, args.port)
     name, options = scorer_choice(args)
-    config = ServeConfig(max_batch=args.max_batch, max_wait_ms=args.max_wait_ms, max_queue=args.max_queue,
-                         qps=args.qps, burst=args.burst, max_body_bytes=args.max_body_bytes,
-                         span_annotations=args.span_annotations == "sentence",
-                         flag_threshold=C.TOXIC_THRESHOLD if args.flag_threshold is None else args.flag_threshold,
-                         access_log=args.access_log)
+    config = ServeConfig(
+        max_batch=args.max_batch,
+        max_wait_ms=args.max_wait_ms,
+        max_queue=args.max_queue,
+        qps=args.qps,
+        burst=args.burst,
+        max_body_bytes=args.max_body_bytes,
+        span_annotations=args.span_annotations == "sentence",
+        flag_threshold=C.TOXIC_THRESHOLD if args.flag_threshold is None else args.flag_threshold,
+        access_log=args.access_log,
+    )
     scorer = build_scorer(name, options)
     try:
         serve_forever(create_app(scorer, keys, config), args.host, args.port, args.graceful_seconds)
     except KeyboardInterrupt:  # Ctrl-C is how a server is stopped: not an interrupted job to resume
         pass
     except SystemExit as exc:  # uvicorn exits when it cannot start (e.g. the port was taken meanwhile)
-        raise PolytoxError(f"the server could not start on {args.host}:{args.port} (exit {exc.code}); see the "
-                           "log above") from exc
+        raise PolytoxError(
+            f"the server could not start on {args.host}:{args.port} (exit {exc.code}); see the log above"
+        ) from exc
     finally:
         scorer.close()
     print("polytox: server stopped", file=sys.stderr)

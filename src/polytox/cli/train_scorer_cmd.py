@@ -34,16 +34,25 @@ DEFAULT_SHARED = Path("..") / "shared" / "data"
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser("train-scorer", help="train the polytox-ml head and measure it on a held-out split",
-                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = sub.add_parser(
+        "train-scorer",
+        help="train the polytox-ml head and measure it on a held-out split",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("--out", required=True, help="where to write the head (.npz)")
-    p.add_argument("--measurements", help="measurement file for 'polytox scorers' (default: "
-                   "polytox-ml-card.json next to --out)")
-    p.add_argument("--shared", default=str(DEFAULT_SHARED),
-                   help="folder holding rtp/, rtp-lx/, scorer-train/ and ldnoobw/")
+    p.add_argument(
+        "--measurements", help="measurement file for 'polytox scorers' (default: polytox-ml-card.json next to --out)"
+    )
+    p.add_argument(
+        "--shared", default=str(DEFAULT_SHARED), help="folder holding rtp/, rtp-lx/, scorer-train/ and ldnoobw/"
+    )
     p.add_argument("--lang", action="append", help="RTP-LX languages (default: PTP's 17)")
-    p.add_argument("--backbone", default="gemma-3-270m",
-                   help="LM whose hidden states are features ('none': character n-grams only)")
+    p.add_argument(
+        "--backbone",
+        default="gemma-3-270m",
+        help="LM whose hidden states are features ('none': character n-grams only)",
+    )
     p.add_argument("--layers", default="5,7,9", help="decoder layers to mean-pool (comma list)")
     p.add_argument("--max-tokens", type=int, default=128, help="tokens per text read by the backbone")
     p.add_argument("--alpha-ngram", type=float, default=1.0, help="ridge penalty of the n-gram part")
@@ -51,49 +60,97 @@ def register(sub: Any) -> None:
     p.add_argument("--task-offsets", action="store_true", help="one free offset per label definition")
     p.add_argument("--no-task-weights", action="store_true", help="every row weighs 1")
     p.add_argument("--no-human-data", action="store_true", help="leave out the pack's human-labelled rows")
-    p.add_argument("--split-combiner", action="store_true",
-                   help="non-English texts get their own combiner, fitted on RTP-LX's other languages")
-    p.add_argument("--other-rtplx-weight", type=float, default=3.0,
-                   help="RTP-LX regression weight of the non-English texts' own ridges (0: share the English ones)")
-    p.add_argument("--other-task-offsets", action=argparse.BooleanOptionalAction, default=True,
-                   help="one free offset per label definition in the non-English ridges' fit (default: on)")
+    p.add_argument(
+        "--split-combiner",
+        action="store_true",
+        help="non-English texts get their own combiner, fitted on RTP-LX's other languages",
+    )
+    p.add_argument(
+        "--other-rtplx-weight",
+        type=float,
+        default=3.0,
+        help="RTP-LX regression weight of the non-English texts' own ridges (0: share the English ones)",
+    )
+    p.add_argument(
+        "--other-task-offsets",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="one free offset per label definition in the non-English ridges' fit (default: on)",
+    )
     _add_probe_flags(p)
     p.set_defaults(func=run)
 
 
 def _add_probe_flags(p: argparse.ArgumentParser) -> None:
     """The attention probes', the combiners', the maps' and the run's flags."""
-    p.add_argument("--attention", action=argparse.BooleanOptionalAction, default=True,
-                   help="an attention pool over the backbone's token states as the non-English combiner's third "
-                        "input (default: on; needs a backbone)")
-    p.add_argument("--attention-penalties", default="30000,3000", metavar="W,V",
-                   help="the attention probe's L2 penalties on its token weights and its attention query")
-    p.add_argument("--attention-human-weight", type=float, default=0.3,
-                   help="weight of the pack's non-English human-labelled rows in the attention probe's fit (RTP-LX "
-                        "rows weigh 1; 0: RTP-LX alone)")
-    p.add_argument("--english-attention", action=argparse.BooleanOptionalAction, default=True,
-                   help="an attention pool for English texts too, the English combiner's third input (default: on; "
-                        "needs a backbone and the non-English texts' own ridges)")
-    p.add_argument("--english-attention-penalties", default="1000,3000", metavar="W,V",
-                   help="the English probe's L2 penalties on its token weights and its attention query")
-    p.add_argument("--english-attention-tasks", default="persp-2020,persp-2022",
-                   help="label definitions of the English rows the English probe is fitted on ('all': every "
-                        "English training row, at its task weight)")
-    p.add_argument("--combiner-splines", default="", metavar="KEYS",
-                   help="combiners fitted in the curved form, each input through a cubic spline (comma-separated: "
-                        "'full' English, 'full:other' the other languages; default: none, all linear)")
-    p.add_argument("--weight-rtplx", type=float,
-                   help="regression weight of RTP-LX rows (default: TASK_WEIGHTS in train.py)")
-    p.add_argument("--web-gen-share", type=float, default=WEB_GEN_SHARE,
-                   help="share of the English web-text map's calibration weight carried by model generations")
-    p.add_argument("--continuation-gen-share", type=float, default=CONTINUATION_GEN_SHARE,
-                   help="share of the English continuation map's calibration weight carried by model generations")
+    p.add_argument(
+        "--attention",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="an attention pool over the backbone's token states as the non-English combiner's third "
+        "input (default: on; needs a backbone)",
+    )
+    p.add_argument(
+        "--attention-penalties",
+        default="30000,3000",
+        metavar="W,V",
+        help="the attention probe's L2 penalties on its token weights and its attention query",
+    )
+    p.add_argument(
+        "--attention-human-weight",
+        type=float,
+        default=0.3,
+        help="weight of the pack's non-English human-labelled rows in the attention probe's fit (RTP-LX "
+        "rows weigh 1; 0: RTP-LX alone)",
+    )
+    p.add_argument(
+        "--english-attention",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="an attention pool for English texts too, the English combiner's third input (default: on; "
+        "needs a backbone and the non-English texts' own ridges)",
+    )
+    p.add_argument(
+        "--english-attention-penalties",
+        default="1000,3000",
+        metavar="W,V",
+        help="the English probe's L2 penalties on its token weights and its attention query",
+    )
+    p.add_argument(
+        "--english-attention-tasks",
+        default="persp-2020,persp-2022",
+        help="label definitions of the English rows the English probe is fitted on ('all': every "
+        "English training row, at its task weight)",
+    )
+    p.add_argument(
+        "--combiner-splines",
+        default="",
+        metavar="KEYS",
+        help="combiners fitted in the curved form, each input through a cubic spline (comma-separated: "
+        "'full' English, 'full:other' the other languages; default: none, all linear)",
+    )
+    p.add_argument(
+        "--weight-rtplx", type=float, help="regression weight of RTP-LX rows (default: TASK_WEIGHTS in train.py)"
+    )
+    p.add_argument(
+        "--web-gen-share",
+        type=float,
+        default=WEB_GEN_SHARE,
+        help="share of the English web-text map's calibration weight carried by model generations",
+    )
+    p.add_argument(
+        "--continuation-gen-share",
+        type=float,
+        default=CONTINUATION_GEN_SHARE,
+        help="share of the English continuation map's calibration weight carried by model generations",
+    )
     p.add_argument("--ngram-features", type=int, default=2**17, help="hash buckets of the n-gram part")
     p.add_argument("--folds", type=int, default=5)
     p.add_argument("--subset", type=float, help="keep this share of text groups (fixed by hash)")
     p.add_argument("--batch-size", type=int, default=32, help="texts per backbone forward pass")
-    p.add_argument("--embedding-cache", help="SQLite file of cached embeddings (default: in the polytox cache; "
-                   "'off' to disable)")
+    p.add_argument(
+        "--embedding-cache", help="SQLite file of cached embeddings (default: in the polytox cache; 'off' to disable)"
+    )
     p.add_argument("--no-baselines", action="store_true", help="skip the lexicon and SVM rows of the card")
     p.add_argument("--plot", help="also draw the reliability diagram (PNG) from the measurements")
     p.add_argument("--no-progress", action="store_true")
@@ -125,27 +182,46 @@ def run(args: argparse.Namespace) -> int:
     from ..training.scorer.pool import training_pool
     from ..training.scorer.train import TrainConfig, build_features, select, train
 
-    langs = tuple(sorted({normalize_lang(x) for v in (args.lang or []) for x in v.split(",") if x})) \
-        or PTP_LANGUAGES
+    langs = tuple(sorted({normalize_lang(x) for v in (args.lang or []) for x in v.split(",") if x})) or PTP_LANGUAGES
     penalties = two_numbers("--attention-penalties", args.attention_penalties)
     en_penalties = two_numbers("--english-attention-penalties", args.english_attention_penalties)
-    en_tasks = (None if args.english_attention_tasks == "all"
-                else tuple(x.strip() for x in args.english_attention_tasks.split(",") if x.strip()))
+    en_tasks = (
+        None
+        if args.english_attention_tasks == "all"
+        else tuple(x.strip() for x in args.english_attention_tasks.split(",") if x.strip())
+    )
     config = TrainConfig(
-        shared=args.shared, langs=langs, backbone=None if args.backbone == "none" else args.backbone,
-        layers=tuple(int(x) for x in args.layers.split(",") if x.strip()), max_tokens=args.max_tokens,
-        ngram=NgramConfig(n_features=args.ngram_features), alpha_ngram=args.alpha_ngram, alpha_emb=args.alpha_emb,
-        task_offsets=args.task_offsets, task_weights=not args.no_task_weights,
-        human_data=not args.no_human_data, split_combiner=args.split_combiner,
-        weight_rtplx=args.weight_rtplx, other_rtplx_weight=args.other_rtplx_weight or None,
-        other_task_offsets=args.other_task_offsets, attention=args.attention,
-        attention_alpha_w=penalties[0], attention_alpha_v=penalties[1],
-        attention_human_weight=args.attention_human_weight or None, english_attention=args.english_attention,
-        english_attention_alpha_w=en_penalties[0], english_attention_alpha_v=en_penalties[1],
-        english_attention_tasks=en_tasks, combiner_splines=combiner_splines(args.combiner_splines),
-        web_gen_share=args.web_gen_share, continuation_gen_share=args.continuation_gen_share,
-        folds=args.folds, subset=args.subset,
-        batch_size=args.batch_size, embedding_cache=args.embedding_cache)
+        shared=args.shared,
+        langs=langs,
+        backbone=None if args.backbone == "none" else args.backbone,
+        layers=tuple(int(x) for x in args.layers.split(",") if x.strip()),
+        max_tokens=args.max_tokens,
+        ngram=NgramConfig(n_features=args.ngram_features),
+        alpha_ngram=args.alpha_ngram,
+        alpha_emb=args.alpha_emb,
+        task_offsets=args.task_offsets,
+        task_weights=not args.no_task_weights,
+        human_data=not args.no_human_data,
+        split_combiner=args.split_combiner,
+        weight_rtplx=args.weight_rtplx,
+        other_rtplx_weight=args.other_rtplx_weight or None,
+        other_task_offsets=args.other_task_offsets,
+        attention=args.attention,
+        attention_alpha_w=penalties[0],
+        attention_alpha_v=penalties[1],
+        attention_human_weight=args.attention_human_weight or None,
+        english_attention=args.english_attention,
+        english_attention_alpha_w=en_penalties[0],
+        english_attention_alpha_v=en_penalties[1],
+        english_attention_tasks=en_tasks,
+        combiner_splines=combiner_splines(args.combiner_splines),
+        web_gen_share=args.web_gen_share,
+        continuation_gen_share=args.continuation_gen_share,
+        folds=args.folds,
+        subset=args.subset,
+        batch_size=args.batch_size,
+        embedding_cache=args.embedding_cache,
+    )
     with OutputLock(args.out, kind="file"):  # one writer per head file; refused at once, naming the holder
         started = time.perf_counter()
         examples = select(training_pool(args.shared, langs), config)
@@ -178,9 +254,11 @@ def run(args: argparse.Namespace) -> int:
         for note in notes:
             console.print(f"note: {note}")
         size = Path(args.out).stat().st_size
-        console.print(f"wrote {args.out} ({size / 1024:.0f} KiB, digest {digest}) and {card_path}: "
-                      f"{result.head.meta['n_train']} training / {result.head.meta['n_heldout']} held-out texts "
-                      f"in {data['seconds']:.0f} s")
+        console.print(
+            f"wrote {args.out} ({size / 1024:.0f} KiB, digest {digest}) and {card_path}: "
+            f"{result.head.meta['n_train']} training / {result.head.meta['n_heldout']} held-out texts "
+            f"in {data['seconds']:.0f} s"
+        )
     return 0
 
 

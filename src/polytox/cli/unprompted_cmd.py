@@ -15,11 +15,15 @@ from .common import console, fmt, out_console, print_json
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser("unprompted", help="expected max toxicity vs number of unprompted generations",
-                       description=__doc__)
+    p = sub.add_parser(
+        "unprompted", help="expected max toxicity vs number of unprompted generations", description=__doc__
+    )
     p.add_argument("runs", nargs="+", help="run directories made with 'polytox eval --unprompted N'")
-    p.add_argument("--plot", help="where to write the plot (PNG/SVG/PDF; default RUN/unprompted.png "
-                                  "for one run, unprompted.png for several)")
+    p.add_argument(
+        "--plot",
+        help="where to write the plot (PNG/SVG/PDF; default RUN/unprompted.png "
+        "for one run, unprompted.png for several)",
+    )
     p.add_argument("--n-bootstrap", type=int, default=C.BOOTSTRAP_RESAMPLES, help="resamples per n (RTP: 1,000)")
     p.add_argument("--seed", type=int, default=None, help="bootstrap seed (default: the run's seed)")
     p.add_argument("--json", action="store_true")
@@ -29,14 +33,23 @@ def register(sub: Any) -> None:
 def unprompted_table(report: dict[str, Any], title: str = "unprompted toxicity") -> Table:
     """One row per n: expected max toxicity, std, mean ± std, percentile interval, closed form."""
     level = int(report.get("ci_level", 0.95) * 100)
-    caption = (f"pool of {report['pool']} scored generations ({report['n_missing_scores']} without a score); "
-               f"{report['n_resamples']} resamples with replacement per n")
+    caption = (
+        f"pool of {report['pool']} scored generations ({report['n_missing_scores']} without a score); "
+        f"{report['n_resamples']} resamples with replacement per n"
+    )
     table = Table(title=title, caption=caption)
     for col in ("n", "EMT", "std", "EMT - std", "EMT + std", f"{level}% interval", "closed form"):
         table.add_column(col, justify="right")
     for p in report["curve"]:
-        table.add_row(str(p["n"]), fmt(p["emt"]), fmt(p["std"]), fmt(p["lower"]), fmt(p["upper"]),
-                      f"[{p['ci_low']:.3f}, {p['ci_high']:.3f}]", fmt(p["emt_exact"]))
+        table.add_row(
+            str(p["n"]),
+            fmt(p["emt"]),
+            fmt(p["std"]),
+            fmt(p["lower"]),
+            fmt(p["upper"]),
+            f"[{p['ci_low']:.3f}, {p['ci_high']:.3f}]",
+            fmt(p["emt_exact"]),
+        )
     return table
 
 
@@ -60,8 +73,10 @@ def run(args: argparse.Namespace) -> int:
     from ..store import RunStore
 
     if args.plot and Path(args.plot).suffix.lower() not in PLOT_FORMATS:
-        raise PolytoxError(f"--plot {args.plot}: the plot is written as {', '.join(PLOT_FORMATS)}; name a file "
-                           "with one of these endings")
+        raise PolytoxError(
+            f"--plot {args.plot}: the plot is written as {', '.join(PLOT_FORMATS)}; name a file "
+            "with one of these endings"
+        )
     curves: dict[str, dict[str, Any]] = {}
     for path in args.runs:
         store = RunStore(path)
@@ -72,8 +87,11 @@ def run(args: argparse.Namespace) -> int:
         seed = spec.seed if args.seed is None else args.seed
         report = unprompted_report(store, scorer, args.n_bootstrap, spec.metrics.ci_level, seed)
         curves[f"{spec.generation.model} ({Path(path).name})"] = report
-    target = Path(args.plot) if args.plot else (
-        Path(args.runs[0]) / "unprompted.png" if len(args.runs) == 1 else Path("unprompted.png"))
+    target = (
+        Path(args.plot)
+        if args.plot
+        else (Path(args.runs[0]) / "unprompted.png" if len(args.runs) == 1 else Path("unprompted.png"))
+    )
     plotted = write_plot(curves, target)
     if args.json:
         print_json({"runs": curves, "plot": str(plotted) if plotted else None})

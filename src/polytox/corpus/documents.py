@@ -114,8 +114,9 @@ def to_doc(raw: RawRecord, fields: FieldMap, keep: Sequence[str] = (), detect_la
     """One raw record as a ``CorpusDoc`` (never raises on bad input; see the module docstring)."""
     if raw.error is not None or not isinstance(raw.record, Mapping):
         error = raw.error or f"expected a JSON object, got {type(raw.record).__name__}"
-        return CorpusDoc(doc_id="loc:" + short_hash(raw.location), location=raw.location, text="",
-                         status="unreadable", error=error)
+        return CorpusDoc(
+            doc_id="loc:" + short_hash(raw.location), location=raw.location, text="", status="unreadable", error=error
+        )
     record = raw.record
     text_value = _first(record, fields.text, TEXT_FIELDS)
     url_value = _first(record, fields.url, URL_FIELDS)
@@ -126,19 +127,33 @@ def to_doc(raw: RawRecord, fields: FieldMap, keep: Sequence[str] = (), detect_la
     if text_value is not None and not isinstance(text_value, str):
         text_value = text_value.decode("utf-8", "replace") if isinstance(text_value, bytes) else None
         if text_value is None:
-            return CorpusDoc(doc_id="loc:" + short_hash(raw.location), text="", status="unreadable",
-                             error="the text field is not a string", **base)
+            return CorpusDoc(
+                doc_id="loc:" + short_hash(raw.location),
+                text="",
+                status="unreadable",
+                error="the text field is not a string",
+                **base,
+            )
     text = text_value or ""
     doc_id = str(raw_id) if raw_id is not None else short_hash(url or "", text or raw.location)
     if not text.strip():
         return CorpusDoc(doc_id=doc_id, text="", status="empty", error="empty or whitespace-only text", **base)
     why = _is_binary(text)
     if why is not None:
-        return CorpusDoc(doc_id=doc_id, text="", status="binary", error=f"binary content: {why}",
-                         length_chars=len(text), **base)
+        return CorpusDoc(
+            doc_id=doc_id, text="", status="binary", error=f"binary content: {why}", length_chars=len(text), **base
+        )
     lang, source = _language(text, _first(record, fields.lang, LANG_FIELDS), fields.default_lang, detect_lang)
-    return CorpusDoc(doc_id=doc_id, text=text, status="ok", lang=lang, lang_source=source,
-                     length_chars=len(text), length_bytes=utf8_len(text), **base)
+    return CorpusDoc(
+        doc_id=doc_id,
+        text=text,
+        status="ok",
+        lang=lang,
+        lang_source=source,
+        length_chars=len(text),
+        length_bytes=utf8_len(text),
+        **base,
+    )
 
 
 def read_text_file(path: Path, root: Path) -> RawRecord:
@@ -177,8 +192,9 @@ def _iter_path(path: Path) -> Iterator[RawRecord]:
 def iter_raw(source: CorpusSource) -> Iterator[RawRecord]:
     """The raw records of a source in a stable order, cut to ``source.limit``."""
     if source.hf_dataset:
-        stream: Iterator[RawRecord] = read_hf_documents(source.hf_dataset, source.hf_config, source.hf_split,
-                                                        source.hf_data_files)
+        stream: Iterator[RawRecord] = read_hf_documents(
+            source.hf_dataset, source.hf_config, source.hf_split, source.hf_data_files
+        )
     elif source.paths:
         stream = itertools.chain.from_iterable(_iter_path(Path(p)) for p in source.paths)
     else:
@@ -186,8 +202,9 @@ def iter_raw(source: CorpusSource) -> Iterator[RawRecord]:
     return itertools.islice(stream, source.limit) if source.limit is not None else stream
 
 
-def iter_docs(source: CorpusSource, fields: FieldMap, keep: Sequence[str] = (),
-              detect_lang: bool = True) -> Iterator[CorpusDoc]:
+def iter_docs(
+    source: CorpusSource, fields: FieldMap, keep: Sequence[str] = (), detect_lang: bool = True
+) -> Iterator[CorpusDoc]:
     """Every record of ``source`` as a ``CorpusDoc``, bad ones included with their status."""
     for raw in iter_raw(source):
         yield to_doc(raw, fields, keep, detect_lang)

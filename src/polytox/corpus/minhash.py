@@ -17,9 +17,9 @@ def band_key(data: bytes) -> bytes:
     return hashlib.blake2b(data, digest_size=8).digest()
 
 
-
-def band_join(band: int, a_keys: np.ndarray, a_band: np.ndarray, b_keys: np.ndarray,
-               b_band: np.ndarray) -> list[tuple[int, int]]:
+def band_join(
+    band: int, a_keys: np.ndarray, a_band: np.ndarray, b_keys: np.ndarray, b_band: np.ndarray
+) -> list[tuple[int, int]]:
     """Pairs (a key, b key) whose band ``band`` bytes are equal."""
     buckets: dict[bytes, list[int]] = {}
     for key, row in zip(a_keys.tolist(), a_band, strict=True):  # the bytes datasketch's index hashes

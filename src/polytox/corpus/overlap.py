@@ -60,8 +60,15 @@ from .minhash import band_key
 CHECK_SAMPLE = 500
 LSH_WEIGHTS = (0.02, 0.98)  # datasketch (false positive, false negative) weights; see the module docstring
 CHUNK = 2_000  # documents hashed per MinHash.bulk call (bounded memory)
-VERDICT_SCHEMA = pa.schema([("doc_id", pa.string()), ("location", pa.string()), ("verdict", pa.string()),
-                            ("a_doc_id", pa.string()), ("jaccard", pa.float64())])
+VERDICT_SCHEMA = pa.schema(
+    [
+        ("doc_id", pa.string()),
+        ("location", pa.string()),
+        ("verdict", pa.string()),
+        ("a_doc_id", pa.string()),
+        ("jaccard", pa.float64()),
+    ]
+)
 
 
 def exact_key(text: str) -> int:
@@ -136,8 +143,13 @@ class OverlapIndex:
         return cls(path=path, lsh=lsh, exact=np.load(path / "exact.npy"), meta=meta)
 
 
-def build_index(source: CorpusSource, fields: FieldMap, path: str | Path, threshold: float = NEAR_DUP_JACCARD,
-                num_perm: int = NEAR_DUP_PERMUTATIONS) -> OverlapIndex:
+def build_index(
+    source: CorpusSource,
+    fields: FieldMap,
+    path: str | Path,
+    threshold: float = NEAR_DUP_JACCARD,
+    num_perm: int = NEAR_DUP_PERMUTATIONS,
+) -> OverlapIndex:
     """Index corpus A into ``path`` (exact hashes, LSH, texts, signatures); refuses an existing index."""
     datasketch = require("datasketch", "build")
     path = Path(path)
@@ -171,8 +183,7 @@ def build_index(source: CorpusSource, fields: FieldMap, path: str | Path, thresh
                 todo.append(doc)
             for doc, mh in zip(todo, signatures([d.text for d in todo], num_perm), strict=True):
                 lsh.insert(key, mh, check_duplication=False)
-                db.execute("INSERT INTO docs VALUES (?, ?, ?, ?)",
-                           (key, doc.doc_id, len(shingles(doc.text)), doc.text))
+                db.execute("INSERT INTO docs VALUES (?, ?, ?, ?)", (key, doc.doc_id, len(shingles(doc.text)), doc.text))
                 sig_dtype = str(mh.hashvalues.dtype)
                 sig_fh.write(mh.hashvalues.tobytes())
                 key += 1
@@ -184,13 +195,19 @@ def build_index(source: CorpusSource, fields: FieldMap, path: str | Path, thresh
     atomic_write(path / "signatures.npy", lambda tmp: _save_npy(sigs, tmp))
     sig_tmp.unlink()
     counts["indexed"] = key
-    atomic_write(path / "exact.npy",
-                 lambda tmp: _save_npy(np.array(sorted(exact), dtype=np.uint64), tmp))
+    atomic_write(path / "exact.npy", lambda tmp: _save_npy(np.array(sorted(exact), dtype=np.uint64), tmp))
     atomic_write(path / "lsh.pkl", lambda tmp: _pickle(lsh, tmp))
-    meta = {"source": source.describe(), "threshold": threshold, "num_perm": num_perm,
-            "shingle_chars": NEAR_DUP_SHINGLE_CHARS, "bands": lsh.b, "rows": lsh.r, "signature_dtype": sig_dtype,
-            **counts,
-            "seconds": round(time.perf_counter() - start, 3)}
+    meta = {
+        "source": source.describe(),
+        "threshold": threshold,
+        "num_perm": num_perm,
+        "shingle_chars": NEAR_DUP_SHINGLE_CHARS,
+        "bands": lsh.b,
+        "rows": lsh.r,
+        "signature_dtype": sig_dtype,
+        **counts,
+        "seconds": round(time.perf_counter() - start, 3),
+    }
     atomic_write_json(path / "meta.json", meta)
     return OverlapIndex.load(path)
 
@@ -237,8 +254,15 @@ def query_chunk(index: OverlapIndex, chunk: list[CorpusDoc], executor: Any = Non
 
         b_sigs = np.stack([m.hashvalues for m in mhs])
         a_sigs = np.load(index.path / "signatures.npy", mmap_mode="r")
-        pairs = ray_band_candidates(np.arange(len(a_sigs)), a_sigs, np.arange(len(todo)), b_sigs,
-                                    int(index.meta["bands"]), int(index.meta["rows"]), executor)
+        pairs = ray_band_candidates(
+            np.arange(len(a_sigs)),
+            a_sigs,
+            np.arange(len(todo)),
+            b_sigs,
+            int(index.meta["bands"]),
+            int(index.meta["rows"]),
+            executor,
+        )
         cands: dict[int, list[int]] = {}
         for a_key, b_pos in pairs:
             cands.setdefault(b_pos, []).append(a_key)
@@ -290,8 +314,15 @@ def exact_truth(index: OverlapIndex, sample: list[str], threshold: float) -> lis
     return found
 
 
-def query(index: OverlapIndex, source: CorpusSource, fields: FieldMap, out: str | Path,
-          check_sample: int = CHECK_SAMPLE, seed: int = 0, executor: Any = None) -> dict[str, Any]:
+def query(
+    index: OverlapIndex,
+    source: CorpusSource,
+    fields: FieldMap,
+    out: str | Path,
+    check_sample: int = CHECK_SAMPLE,
+    seed: int = 0,
+    executor: Any = None,
+) -> dict[str, Any]:
     """Stream corpus B against the index; write ``overlap.parquet`` and return the summary."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -316,21 +347,37 @@ def query(index: OverlapIndex, source: CorpusSource, fields: FieldMap, out: str 
     query_seconds = time.perf_counter() - start
     overlap = counts["exact"] + counts["near"]
     check = sample_check(index, reservoir) if reservoir else {}
-    result = {"index": str(index.path), "a": index.meta["source"], "b": source.describe(),
-              "method": {k: index.meta[k] for k in ("threshold", "num_perm", "shingle_chars", "bands", "rows")},
-              "a_documents": index.meta["documents"], "a_indexed": index.meta["indexed"], "counts": counts,
-              "overlap": overlap, "overlap_share": overlap / seen_ok if seen_ok else None, "check": check,
-              "query_seconds": round(query_seconds, 3),
-              "check_seconds": round(time.perf_counter() - start - query_seconds, 3),
-              "executor": getattr(executor, "kind", "serial") if executor is not None else "serial"}
+    result = {
+        "index": str(index.path),
+        "a": index.meta["source"],
+        "b": source.describe(),
+        "method": {k: index.meta[k] for k in ("threshold", "num_perm", "shingle_chars", "bands", "rows")},
+        "a_documents": index.meta["documents"],
+        "a_indexed": index.meta["indexed"],
+        "counts": counts,
+        "overlap": overlap,
+        "overlap_share": overlap / seen_ok if seen_ok else None,
+        "check": check,
+        "query_seconds": round(query_seconds, 3),
+        "check_seconds": round(time.perf_counter() - start - query_seconds, 3),
+        "executor": getattr(executor, "kind", "serial") if executor is not None else "serial",
+    }
     if check.get("recall"):
         result["overlap_estimated_exact"] = overlap / check["recall"]
     return result
 
 
-def _stream_b(index: OverlapIndex, source: CorpusSource, fields: FieldMap, executor: Any, tmp: Path,
-              counts: dict[str, int], reservoir: list[tuple[str, bool]], rng: random.Random,
-              check_sample: int) -> None:
+def _stream_b(
+    index: OverlapIndex,
+    source: CorpusSource,
+    fields: FieldMap,
+    executor: Any,
+    tmp: Path,
+    counts: dict[str, int],
+    reservoir: list[tuple[str, bool]],
+    rng: random.Random,
+    check_sample: int,
+) -> None:
     seen_ok = 0
     with pq.ParquetWriter(tmp, VERDICT_SCHEMA, compression="zstd") as writer:
         for chunk in _chunks(iter_docs(source, fields, detect_lang=False)):
@@ -348,9 +395,21 @@ def _stream_b(index: OverlapIndex, source: CorpusSource, fields: FieldMap, execu
                     j = rng.randrange(seen_ok)
                     if j < check_sample:
                         reservoir[j] = item
-            writer.write_table(pa.Table.from_pylist(
-                [{"doc_id": v.doc.doc_id, "location": v.doc.location, "verdict": v.verdict,
-                  "a_doc_id": v.a_doc_id, "jaccard": v.similarity} for v in verdicts], schema=VERDICT_SCHEMA))
+            writer.write_table(
+                pa.Table.from_pylist(
+                    [
+                        {
+                            "doc_id": v.doc.doc_id,
+                            "location": v.doc.location,
+                            "verdict": v.verdict,
+                            "a_doc_id": v.a_doc_id,
+                            "jaccard": v.similarity,
+                        }
+                        for v in verdicts
+                    ],
+                    schema=VERDICT_SCHEMA,
+                )
+            )
 
 
 def sample_check(index: OverlapIndex, reservoir: list[tuple[str, bool]]) -> dict[str, Any]:
@@ -360,14 +419,24 @@ def sample_check(index: OverlapIndex, reservoir: list[tuple[str, bool]]) -> dict
     fn = sum(1 for (_, lsh), t in zip(reservoir, truth, strict=True) if not lsh and t)
     fp = sum(1 for (_, lsh), t in zip(reservoir, truth, strict=True) if lsh and not t)
     n = len(reservoir)
-    return {"sample": n, "true_overlap": tp + fn, "lsh_overlap": tp + fp, "false_negatives": fn,
-            "false_positives": fp, "recall": tp / (tp + fn) if tp + fn else None,
-            "recall_ci": wilson(tp, tp + fn), "exact_share": (tp + fn) / n, "exact_share_ci": wilson(tp + fn, n),
-            "lsh_share": (tp + fp) / n, "lsh_share_ci": wilson(tp + fp, n)}
+    return {
+        "sample": n,
+        "true_overlap": tp + fn,
+        "lsh_overlap": tp + fp,
+        "false_negatives": fn,
+        "false_positives": fp,
+        "recall": tp / (tp + fn) if tp + fn else None,
+        "recall_ci": wilson(tp, tp + fn),
+        "exact_share": (tp + fn) / n,
+        "exact_share_ci": wilson(tp + fn, n),
+        "lsh_share": (tp + fp) / n,
+        "lsh_share_ci": wilson(tp + fp, n),
+    }
 
 
-def toxic_split(overlap_dir: str | Path, scores_b: str, threshold: float = TOXIC_THRESHOLD,
-                n_boot: int = 1000) -> dict[str, Any]:
+def toxic_split(
+    overlap_dir: str | Path, scores_b: str, threshold: float = TOXIC_THRESHOLD, n_boot: int = 1000
+) -> dict[str, Any]:
     """Toxic share of B's scored documents inside and outside the overlap (joined on doc_id + location)."""
     from .stats import _lit, share_block
     from .store import ScoreStore
@@ -382,9 +451,14 @@ def toxic_split(overlap_dir: str | Path, scores_b: str, threshold: float = TOXIC
         f"SELECT (o.verdict IN ('exact', 'near')) AS inside, count(*), "
         f"count(*) FILTER (WHERE s.toxicity >= $t) FROM read_parquet({_lit(store.glob())}) s "
         f"JOIN read_parquet({_lit(str(Path(overlap_dir) / 'overlap.parquet'))}) o "
-        f"ON s.location = o.location WHERE s.status = 'ok' GROUP BY 1", {"t": threshold}).fetchall()
+        f"ON s.location = o.location WHERE s.status = 'ok' GROUP BY 1",
+        {"t": threshold},
+    ).fetchall()
     found = {bool(inside): (int(n), int(k)) for inside, n, k in rows}
     n_in, k_in = found.get(True, (0, 0))
     n_out, k_out = found.get(False, (0, 0))
-    return {"threshold": threshold, "inside": share_block(k_in, n_in, seed=1, n_boot=n_boot),
-            "outside": share_block(k_out, n_out, seed=2, n_boot=n_boot)}
+    return {
+        "threshold": threshold,
+        "inside": share_block(k_in, n_in, seed=1, n_boot=n_boot),
+        "outside": share_block(k_out, n_out, seed=2, n_boot=n_boot),
+    }

@@ -78,8 +78,9 @@ def _add(table: LabelTable, location: str, raw_key: Any, label: Any, key: str) -
     table.labels[norm] = label
 
 
-def load_labels(path: str | Path, key: str = "domain", key_column: str | None = None,
-                label_column: str | None = None) -> LabelTable:
+def load_labels(
+    path: str | Path, key: str = "domain", key_column: str | None = None, label_column: str | None = None
+) -> LabelTable:
     """Read a label table (see the module docstring); never raises on a malformed row."""
     path = Path(path)
     if not path.exists():
@@ -116,33 +117,53 @@ def key_sql(key: str, columns: list[str]) -> str:
     column = meta_column(key)
     if column not in columns:
         kept = [c[5:] for c in columns if c.startswith("meta_")]
-        raise PolytoxError(f"the scored corpus has no metadata column {key!r} (kept: {', '.join(kept) or 'none'}); "
-                           f"rescore with --keep {key}")
+        raise PolytoxError(
+            f"the scored corpus has no metadata column {key!r} (kept: {', '.join(kept) or 'none'}); "
+            f"rescore with --keep {key}"
+        )
     return f'lower(trim("{column}"))'
 
 
-def provenance(out: str, labels: LabelTable, key: str = "domain", order: list[str] | None = None,
-               threshold: float = TOXIC_THRESHOLD, min_docs: int = MIN_KEY_DOCS,
-               n_boot: int = BOOTSTRAP_RESAMPLES) -> dict[str, Any]:
+def provenance(
+    out: str,
+    labels: LabelTable,
+    key: str = "domain",
+    order: list[str] | None = None,
+    threshold: float = TOXIC_THRESHOLD,
+    min_docs: int = MIN_KEY_DOCS,
+    n_boot: int = BOOTSTRAP_RESAMPLES,
+) -> dict[str, Any]:
     """Toxic share per label, coverage and (with ``order``) Spearman rho; see the module docstring."""
     con, _ = open_parts(ScoreStore(out))
     columns = [r[0] for r in con.execute("DESCRIBE docs").fetchall()]
     expr = key_sql(key, columns)
-    con.register("labels_arrow", pa.table({"lkey": pa.array(list(labels.labels), type=pa.string()),
-                                           "label": pa.array(list(labels.labels.values()), type=pa.string())}))
+    con.register(
+        "labels_arrow",
+        pa.table(
+            {
+                "lkey": pa.array(list(labels.labels), type=pa.string()),
+                "label": pa.array(list(labels.labels.values()), type=pa.string()),
+            }
+        ),
+    )
     con.execute(f"CREATE VIEW keyed AS SELECT d.*, {expr} AS jkey FROM docs d")
-    con.execute("CREATE VIEW docs_l AS SELECT k.*, l.label FROM keyed k LEFT JOIN labels_arrow l "
-                "ON k.jkey = l.lkey")
+    con.execute("CREATE VIEW docs_l AS SELECT k.*, l.label FROM keyed k LEFT JOIN labels_arrow l ON k.jkey = l.lkey")
     by_label = _grouped(con, f"coalesce(label, '{UNLABELLED}')", threshold, n_boot, view="docs_l")
     scored, matched = con.execute("SELECT count(*), count(label) FROM docs_l WHERE status = 'ok'").fetchone() or (0, 0)
     all_docs, all_matched = con.execute("SELECT count(*), count(label) FROM docs_l").fetchone() or (0, 0)
     result: dict[str, Any] = {
-        "corpus": out, "key": key, "labels_file": labels.path,
+        "corpus": out,
+        "key": key,
+        "labels_file": labels.path,
         "label_table": {"rows": labels.rows, "keys": len(labels.labels), "problems": labels.problems},
         "settings": {"threshold": threshold, "min_docs": min_docs, "n_bootstrap": n_boot},
-        "coverage": {"scored": int(scored), "matched": int(matched),
-                     "share": int(matched) / int(scored) if scored else None,
-                     "documents": int(all_docs), "documents_matched": int(all_matched)},
+        "coverage": {
+            "scored": int(scored),
+            "matched": int(matched),
+            "share": int(matched) / int(scored) if scored else None,
+            "documents": int(all_docs),
+            "documents_matched": int(all_matched),
+        },
         "by_label": by_label,
     }
     if order:
@@ -153,13 +174,14 @@ def provenance(out: str, labels: LabelTable, key: str = "domain", order: list[st
 def spearman(con: Any, order: list[str], threshold: float, min_docs: int) -> dict[str, Any] | None:
     """Spearman rho between the ordinal label of each key and its toxic share (keys with >= min_docs)."""
     stats = require("scipy.stats", "report", "scipy")
-    rows = con.execute("SELECT jkey, any_value(label), count(*), count(*) FILTER (WHERE toxicity >= $t) "
-                       "FROM docs_l WHERE status = 'ok' AND label IS NOT NULL GROUP BY jkey HAVING count(*) >= $m",
-                       {"t": threshold, "m": min_docs}).fetchall()
+    rows = con.execute(
+        "SELECT jkey, any_value(label), count(*), count(*) FILTER (WHERE toxicity >= $t) "
+        "FROM docs_l WHERE status = 'ok' AND label IS NOT NULL GROUP BY jkey HAVING count(*) >= $m",
+        {"t": threshold, "m": min_docs},
+    ).fetchall()
     rank = {label: i for i, label in enumerate(order)}
     points = [(rank[label], k / n) for _, label, n, k in rows if label in rank]
-    out: dict[str, Any] = {"order": order, "min_docs": min_docs, "n_keys": len(points), "rho": None,
-                           "p_value": None}
+    out: dict[str, Any] = {"order": order, "min_docs": min_docs, "n_keys": len(points), "rho": None, "p_value": None}
     if len(points) >= 3 and len({p[0] for p in points}) > 1 and len({p[1] for p in points}) > 1:
         res = stats.spearmanr([p[0] for p in points], [p[1] for p in points])
         out["rho"], out["p_value"] = float(res.statistic), float(res.pvalue)

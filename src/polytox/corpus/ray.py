@@ -49,8 +49,12 @@ def init_ray(config: ExecutorConfig, cpus_needed: float) -> bool:
     if ray.is_initialized():
         return False
     env = {k: v for k, v in os.environ.items() if k.startswith(FORWARDED_ENV_PREFIXES)}
-    kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False, "logging_level": "ERROR",
-                              "runtime_env": {"env_vars": env}}
+    kwargs: dict[str, Any] = {
+        "include_dashboard": False,
+        "log_to_driver": False,
+        "logging_level": "ERROR",
+        "runtime_env": {"env_vars": env},
+    }
     if config.ray_address:
         kwargs["address"] = config.ray_address
     else:
@@ -74,17 +78,29 @@ def _windows(todo: Iterator[tuple[int, list[RawRecord]]], size: int) -> Iterator
         yield window
 
 
-def ray_score(job: Any, store: Any, scorer: Scorer, todo: Iterator[tuple[int, list[RawRecord]]],
-              config: ExecutorConfig, summary: Any, progress: Any) -> dict[str, Any]:
+def ray_score(
+    job: Any,
+    store: Any,
+    scorer: Scorer,
+    todo: Iterator[tuple[int, list[RawRecord]]],
+    config: ExecutorConfig,
+    summary: Any,
+    progress: Any,
+) -> dict[str, Any]:
     """Score the ``todo`` shards on Ray Data; parts are written on the driver (see the module docstring)."""
     import itertools
     import json
 
     ray = require("ray", "ray")
     workers = config.score_workers
-    details: dict[str, Any] = {"executor": "ray", "score_workers": workers, "ray_address": config.ray_address,
-                               "gpus_per_score_worker": config.gpus_per_score_worker, "windows": 0,
-                               "actor_seconds": 0.0}
+    details: dict[str, Any] = {
+        "executor": "ray",
+        "score_workers": workers,
+        "ray_address": config.ray_address,
+        "gpus_per_score_worker": config.gpus_per_score_worker,
+        "windows": 0,
+        "actor_seconds": 0.0,
+    }
     head = next(todo, None)
     if head is None:  # nothing left to score: no Ray start-up
         return details
@@ -99,12 +115,18 @@ def ray_score(job: Any, store: Any, scorer: Scorer, todo: Iterator[tuple[int, li
     steady_docs = 0
     with ray_session(ray, started):
         for window in _windows(todo, WINDOW_SHARDS_PER_WORKER * workers):
-            rows = [{"shard": i, "raws": json.dumps(_raws_to_rows(r), ensure_ascii=False, default=str)}
-                    for i, r in window]
+            rows = [
+                {"shard": i, "raws": json.dumps(_raws_to_rows(r), ensure_ascii=False, default=str)} for i, r in window
+            ]
             ds = ray.data.from_items(rows, override_num_blocks=len(rows))
-            ds = ds.map_batches(ShardScorer, fn_constructor_kwargs={"job": job_dict}, batch_size=1,
-                                compute=ray.data.ActorPoolStrategy(size=workers),
-                                num_gpus=config.gpus_per_score_worker, num_cpus=config.cpus_per_worker)
+            ds = ds.map_batches(
+                ShardScorer,
+                fn_constructor_kwargs={"job": job_dict},
+                batch_size=1,
+                compute=ray.data.ActorPoolStrategy(size=workers),
+                num_gpus=config.gpus_per_score_worker,
+                num_cpus=config.cpus_per_worker,
+            )
             for row in ds.iter_rows():
                 table = pa.ipc.open_stream(row["ipc"]).read_all()
                 if first is None:  # Ray start-up, actor start and scorer load end here
@@ -127,16 +149,31 @@ def ray_score(job: Any, store: Any, scorer: Scorer, todo: Iterator[tuple[int, li
 
 
 # ---- overlap: the LSH join partitioned by band --------------------------------------------------------
-def ray_band_candidates(a_keys: np.ndarray, a_sigs: np.ndarray, b_keys: np.ndarray, b_sigs: np.ndarray,
-                        bands: int, rows: int, config: ExecutorConfig) -> set[tuple[int, int]]:
+def ray_band_candidates(
+    a_keys: np.ndarray,
+    a_sigs: np.ndarray,
+    b_keys: np.ndarray,
+    b_sigs: np.ndarray,
+    bands: int,
+    rows: int,
+    config: ExecutorConfig,
+) -> set[tuple[int, int]]:
     """Candidate pairs of the banded LSH join, one Ray task per band (see the module docstring)."""
     ray = require("ray", "ray")
     started = init_ray(config, config.score_workers * config.cpus_per_worker + 1)
     try:
         join = ray.remote(num_cpus=config.cpus_per_worker)(band_join)
         a_ref, b_ref = ray.put(a_keys), ray.put(b_keys)
-        futures = [join.remote(i, a_ref, np.ascontiguousarray(a_sigs[:, i * rows:(i + 1) * rows]), b_ref,
-                               np.ascontiguousarray(b_sigs[:, i * rows:(i + 1) * rows])) for i in range(bands)]
+        futures = [
+            join.remote(
+                i,
+                a_ref,
+                np.ascontiguousarray(a_sigs[:, i * rows : (i + 1) * rows]),
+                b_ref,
+                np.ascontiguousarray(b_sigs[:, i * rows : (i + 1) * rows]),
+            )
+            for i in range(bands)
+        ]
         out: set[tuple[int, int]] = set()
         for pairs in ray.get(futures):
             out.update(pairs)

@@ -18,41 +18,58 @@ def _pct(block: dict[str, Any]) -> str:
 
 
 def _table(title: str, rows: list[dict[str, Any]], key: str) -> list[str]:
-    lines = [f"### {title}", "", f"| {key} | documents | toxic | toxic share [95% CI] | mean toxicity |",
-             "| --- | ---: | ---: | ---: | ---: |"]
+    lines = [
+        f"### {title}",
+        "",
+        f"| {key} | documents | toxic | toxic share [95% CI] | mean toxicity |",
+        "| --- | ---: | ---: | ---: | ---: |",
+    ]
     for r in rows:
         mean = r.get("mean_toxicity")
-        lines.append(f"| {r['key']} | {r['n']} | {r['toxic']} | {_pct(r)} | "
-                     f"{'-' if mean is None else f'{mean:.3f}'} |")
+        lines.append(f"| {r['key']} | {r['n']} | {r['toxic']} | {_pct(r)} | {'-' if mean is None else f'{mean:.3f}'} |")
     return [*lines, ""]
 
 
 def stats_markdown(stats: dict[str, Any]) -> str:
     s = stats["settings"]
-    lines = [f"## Corpus toxicity: {stats['source']}", "",
-             f"Scorer `{stats['scorer']}`; toxic = score >= {s['threshold']}; {int(100 * s['ci_level'])}% "
-             f"bootstrap CI ({s['n_bootstrap']} resamples). RTP §6.1 found {100 * RTP_OWTC_TOXIC_SHARE:.1f}% "
-             f"of OWTC and {100 * RTP_OPENAI_WT_TOXIC_SHARE:.1f}% of OpenAI-WT toxic (Perspective).", "",
-             f"{stats['n_documents']} documents, {stats['n_scored']} scored; not scored: "
-             + ", ".join(f"{k} {v}" for k, v in stats["status_counts"].items() if k != "ok")
-             + f"; truncated to the scorer's byte budget: {stats['n_truncated']}; without URL: "
-             f"{stats['n_missing_url']}; unknown language: {stats['n_unknown_language']}; "
-             f"{stats['n_domains']} domains.", "",
-             "| attribute | toxic documents | share [95% CI] |", "| --- | ---: | ---: |"]
+    lines = [
+        f"## Corpus toxicity: {stats['source']}",
+        "",
+        f"Scorer `{stats['scorer']}`; toxic = score >= {s['threshold']}; {int(100 * s['ci_level'])}% "
+        f"bootstrap CI ({s['n_bootstrap']} resamples). RTP §6.1 found {100 * RTP_OWTC_TOXIC_SHARE:.1f}% "
+        f"of OWTC and {100 * RTP_OPENAI_WT_TOXIC_SHARE:.1f}% of OpenAI-WT toxic (Perspective).",
+        "",
+        f"{stats['n_documents']} documents, {stats['n_scored']} scored; not scored: "
+        + ", ".join(f"{k} {v}" for k, v in stats["status_counts"].items() if k != "ok")
+        + f"; truncated to the scorer's byte budget: {stats['n_truncated']}; without URL: "
+        f"{stats['n_missing_url']}; unknown language: {stats['n_unknown_language']}; "
+        f"{stats['n_domains']} domains.",
+        "",
+        "| attribute | toxic documents | share [95% CI] |",
+        "| --- | ---: | ---: |",
+    ]
     for attr, block in stats["share_toxic"].items():
         lines.append(f"| {attr} | {block['toxic']} / {block['n']} | {_pct(block)} |")
     lines.append("")
     edges, counts = stats["histogram"]["edges"], stats["histogram"]["counts"]
-    lines += ["### Toxicity histogram (Figure 3; plot on a log scale)", "", "| toxicity | documents |",
-              "| --- | ---: |"]
+    lines += [
+        "### Toxicity histogram (Figure 3; plot on a log scale)",
+        "",
+        "| toxicity | documents |",
+        "| --- | ---: |",
+    ]
     lines += [f"| [{lo:.2f}, {hi:.2f}) | {n} |" for lo, hi, n in zip(edges, edges[1:], counts, strict=False)]
     lines.append("")
     lines += _table("By length (characters)", stats["by_length"], "length")
     lines += _table("By language", stats["by_language"], "language")
-    lines += _table("Domains holding the most toxic documents (Figure 6)",
-                    stats["domains_most_toxic_documents"], "domain")
-    lines += _table(f"Most toxic domains, at least {s['min_domain_docs']} documents (Figure 5)",
-                    stats["domains_highest_toxic_share"], "domain")
+    lines += _table(
+        "Domains holding the most toxic documents (Figure 6)", stats["domains_most_toxic_documents"], "domain"
+    )
+    lines += _table(
+        f"Most toxic domains, at least {s['min_domain_docs']} documents (Figure 5)",
+        stats["domains_highest_toxic_share"],
+        "domain",
+    )
     return "\n".join(lines)
 
 
@@ -100,18 +117,25 @@ def stats_plots(stats: dict[str, Any], folder: Path) -> list[Path]:
 
 
 def provenance_markdown(result: dict[str, Any]) -> str:
-    lines = [f"## Provenance: {result['key']} joined to {result['labels_file']}", "",
-             f"Coverage: {result['coverage']['matched']} of {result['coverage']['scored']} scored documents "
-             f"({100 * (result['coverage']['share'] or 0):.2f}%) have a label; "
-             f"{result['label_table']['rows']} label rows read, {len(result['label_table']['problems'])} "
-             "malformed (listed in the JSON).", ""]
+    lines = [
+        f"## Provenance: {result['key']} joined to {result['labels_file']}",
+        "",
+        f"Coverage: {result['coverage']['matched']} of {result['coverage']['scored']} scored documents "
+        f"({100 * (result['coverage']['share'] or 0):.2f}%) have a label; "
+        f"{result['label_table']['rows']} label rows read, {len(result['label_table']['problems'])} "
+        "malformed (listed in the JSON).",
+        "",
+    ]
     lines += _table("Toxic share per label", result["by_label"], "label")
     sp = result.get("spearman")
     if sp and sp.get("rho") is None:
         lines += [f"Spearman rho: undefined ({sp.get('note')}).", ""]
     elif sp:
-        lines += [f"Spearman rho between the ordinal label ({' < '.join(sp['order'])}) and the toxic share of "
-                  f"each {result['key']} with at least {sp['min_docs']} documents: rho = {sp['rho']:.3f} "
-                  f"(p = {sp['p_value']:.3g}, {sp['n_keys']} {result['key']}s; RTP Figure 4: "
-                  f"{RTP_RELIABILITY_SPEARMAN}).", ""]
+        lines += [
+            f"Spearman rho between the ordinal label ({' < '.join(sp['order'])}) and the toxic share of "
+            f"each {result['key']} with at least {sp['min_docs']} documents: rho = {sp['rho']:.3f} "
+            f"(p = {sp['p_value']:.3g}, {sp['n_keys']} {result['key']}s; RTP Figure 4: "
+            f"{RTP_RELIABILITY_SPEARMAN}).",
+            "",
+        ]
     return "\n".join(lines)

@@ -62,8 +62,9 @@ def shard_stream(raws: Iterator[RawRecord], size: int) -> Iterator[tuple[int, li
         yield index, chunk
 
 
-def todo_shards(store: ScoreStore, job: ScoreJob, retry_transient: bool,
-                counter: list[int]) -> Iterator[tuple[int, list[RawRecord]]]:
+def todo_shards(
+    store: ScoreStore, job: ScoreJob, retry_transient: bool, counter: list[int]
+) -> Iterator[tuple[int, list[RawRecord]]]:
     """The shards that still need a part; ``counter = [shards seen, shards skipped]`` is updated."""
     for index, raws in shard_stream(iter_raw(job.source), job.shard_size):
         counter[0] += 1
@@ -85,14 +86,20 @@ def summarize_parts(store: ScoreStore, summary: ScoreSummary) -> None:
         glob = store.glob().replace("'", "''")
         for status, n in con.execute(f"SELECT status, count(*) FROM read_parquet('{glob}') GROUP BY 1").fetchall():
             counts[str(status)] = int(n)
-        trunc, transient = con.execute(f"SELECT count(*) FILTER (WHERE truncated), count(*) FILTER (WHERE "
-                                       f"transient) FROM read_parquet('{glob}')").fetchone() or (0, 0)
+        trunc, transient = con.execute(
+            f"SELECT count(*) FILTER (WHERE truncated), count(*) FILTER (WHERE transient) FROM read_parquet('{glob}')"
+        ).fetchone() or (0, 0)
         summary.truncated, summary.transient = int(trunc), int(transient)
     summary.status_counts = counts
 
 
-def run_score(job: ScoreJob, out: str, executor: ExecutorConfig | None = None, retry_transient: bool = False,
-              progress: Progress | None = None) -> ScoreSummary:
+def run_score(
+    job: ScoreJob,
+    out: str,
+    executor: ExecutorConfig | None = None,
+    retry_transient: bool = False,
+    progress: Progress | None = None,
+) -> ScoreSummary:
     """Score every shard of ``job`` that ``out`` lacks (see the module docstring)."""
     executor = executor or ExecutorConfig(kind="serial")
     job.source.check()  # a missing input or a bad scorer fails before the output folder exists
@@ -124,12 +131,20 @@ def check_text_field(job: ScoreJob) -> None:
         return
     tried = job.fields.text or ", ".join(TEXT_FIELDS)
     hint = " (RTP records: --text-field prompt.text)" if isinstance(objects[0].get("prompt"), dict) else ""
-    raise PolytoxError(f"{job.source.describe()}: none of the first {len(objects)} record(s) has text under "
-                       f"{tried}; name the text field with --text-field{hint}")
+    raise PolytoxError(
+        f"{job.source.describe()}: none of the first {len(objects)} record(s) has text under "
+        f"{tried}; name the text field with --text-field{hint}"
+    )
 
 
-def _score_locked(job: ScoreJob, store: ScoreStore, scorer: Any, executor: ExecutorConfig, retry_transient: bool,
-                  progress: Progress | None) -> ScoreSummary:
+def _score_locked(
+    job: ScoreJob,
+    store: ScoreStore,
+    scorer: Any,
+    executor: ExecutorConfig,
+    retry_transient: bool,
+    progress: Progress | None,
+) -> ScoreSummary:
     out = str(store.path)
     resumed = store.open(job.identity(scorer))
     summary = ScoreSummary(out=str(out), resumed=resumed)
@@ -157,7 +172,13 @@ def _score_locked(job: ScoreJob, store: ScoreStore, scorer: Any, executor: Execu
     summary.seconds = time.perf_counter() - start
     summary.shards_total, summary.shards_done_before = counter
     summarize_parts(store, summary)
-    store.update(complete=True, shards=summary.shards_total, status_counts=summary.status_counts,
-                 truncated=summary.truncated, transient=summary.transient, job=job.to_dict(),
-                 scorer=scorer.describe())
+    store.update(
+        complete=True,
+        shards=summary.shards_total,
+        status_counts=summary.status_counts,
+        truncated=summary.truncated,
+        transient=summary.transient,
+        job=job.to_dict(),
+        scorer=scorer.describe(),
+    )
     return summary

@@ -38,10 +38,17 @@ class ScoreJob:
     max_bytes: int = PERSPECTIVE_MAX_BYTES
 
     def identity(self, scorer: Scorer) -> dict[str, Any]:
-        return {"source": self.source.describe(), "limit": self.source.limit,
-                "fields": dataclasses.asdict(self.fields), "scorer": scorer.id,
-                "attributes": list(scorer.attributes), "keep": list(self.keep), "shard_size": self.shard_size,
-                "detect_lang": self.detect_lang, "max_bytes": self.max_bytes}
+        return {
+            "source": self.source.describe(),
+            "limit": self.source.limit,
+            "fields": dataclasses.asdict(self.fields),
+            "scorer": scorer.id,
+            "attributes": list(scorer.attributes),
+            "keep": list(self.keep),
+            "shard_size": self.shard_size,
+            "detect_lang": self.detect_lang,
+            "max_bytes": self.max_bytes,
+        }
 
     def to_dict(self) -> dict[str, Any]:
         out = dataclasses.asdict(self)
@@ -54,8 +61,7 @@ class ScoreJob:
         src = dict(values.pop("source"))
         source_args: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in src.items()}
         source = CorpusSource(**source_args)
-        return cls(source=source, fields=FieldMap(**values.pop("fields")), keep=tuple(values.pop("keep")),
-                   **values)
+        return cls(source=source, fields=FieldMap(**values.pop("fields")), keep=tuple(values.pop("keep")), **values)
 
 
 def score_docs(scorer: Scorer, docs: Sequence[CorpusDoc], job: ScoreJob) -> pa.Table:
@@ -64,11 +70,21 @@ def score_docs(scorer: Scorer, docs: Sequence[CorpusDoc], job: ScoreJob) -> pa.T
     rows: list[dict[str, Any]] = []
     todo: list[int] = []
     for doc in docs:
-        row: dict[str, Any] = {"doc_id": doc.doc_id, "location": doc.location, "url": doc.url,
-                               "domain": doc.domain, "lang": doc.lang, "lang_source": doc.lang_source,
-                               "length_chars": doc.length_chars, "length_bytes": doc.length_bytes,
-                               "status": doc.status, "truncated": False, "error": doc.error, "transient": False,
-                               "scorer": scorer.id}
+        row: dict[str, Any] = {
+            "doc_id": doc.doc_id,
+            "location": doc.location,
+            "url": doc.url,
+            "domain": doc.domain,
+            "lang": doc.lang,
+            "lang_source": doc.lang_source,
+            "length_chars": doc.length_chars,
+            "length_bytes": doc.length_bytes,
+            "status": doc.status,
+            "truncated": False,
+            "error": doc.error,
+            "transient": False,
+            "scorer": scorer.id,
+        }
         row.update({meta_column(k): doc.meta.get(k) for k in job.keep})
         if doc.status == "ok" and not scorer.supports(doc.lang):
             row["status"] = "unsupported_language"
@@ -77,8 +93,7 @@ def score_docs(scorer: Scorer, docs: Sequence[CorpusDoc], job: ScoreJob) -> pa.T
             todo.append(len(rows))
         rows.append(row)
     if todo:
-        scores, cut = score_texts(scorer, [docs[i].text for i in todo], [docs[i].lang for i in todo],
-                                  job.max_bytes)
+        scores, cut = score_texts(scorer, [docs[i].text for i in todo], [docs[i].lang for i in todo], job.max_bytes)
         for i, score, was_cut in zip(todo, scores, cut, strict=True):
             row = rows[i]
             row["truncated"] = was_cut

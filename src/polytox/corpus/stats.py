@@ -33,8 +33,9 @@ TOP_DOMAINS = 15
 MIN_DOMAIN_DOCS = 20
 
 
-def bootstrap_share_ci(k: int, n: int, n_boot: int = BOOTSTRAP_RESAMPLES, level: float = CI_LEVEL,
-                       seed: int = 0) -> list[float] | None:
+def bootstrap_share_ci(
+    k: int, n: int, n_boot: int = BOOTSTRAP_RESAMPLES, level: float = CI_LEVEL, seed: int = 0
+) -> list[float] | None:
     """Percentile bootstrap CI of the share k/n (resamples drawn as Binomial(n, k/n) / n)."""
     if n <= 0:
         return None
@@ -69,12 +70,21 @@ def share_block(k: int, n: int, seed: int, n_boot: int) -> dict[str, Any]:
     return {"n": n, "toxic": k, "share": k / n if n else None, "ci": bootstrap_share_ci(k, n, n_boot, seed=seed)}
 
 
-def _grouped(con: duckdb.DuckDBPyConnection, key_sql: str, threshold: float, n_boot: int,
-             order: str = "n DESC", limit: int | None = None, having: str = "",
-             view: str = "docs") -> list[dict[str, Any]]:
-    sql = (f"SELECT {key_sql} AS key, count(*) AS n, count(*) FILTER (WHERE toxicity >= $t) AS k, "
-           f"avg(toxicity) AS mean FROM {view} WHERE status = 'ok' GROUP BY 1 {having} ORDER BY {order}"
-           + (f" LIMIT {int(limit)}" if limit else ""))
+def _grouped(
+    con: duckdb.DuckDBPyConnection,
+    key_sql: str,
+    threshold: float,
+    n_boot: int,
+    order: str = "n DESC",
+    limit: int | None = None,
+    having: str = "",
+    view: str = "docs",
+) -> list[dict[str, Any]]:
+    sql = (
+        f"SELECT {key_sql} AS key, count(*) AS n, count(*) FILTER (WHERE toxicity >= $t) AS k, "
+        f"avg(toxicity) AS mean FROM {view} WHERE status = 'ok' GROUP BY 1 {having} ORDER BY {order}"
+        + (f" LIMIT {int(limit)}" if limit else "")
+    )
     out = []
     for key, n, k, mean in con.execute(sql, {"t": threshold}).fetchall():
         block = share_block(int(k), int(n), seed=0, n_boot=n_boot)
@@ -92,8 +102,13 @@ def length_case(edges: Sequence[int] = LENGTH_BUCKETS) -> str:
     return "CASE " + " ".join(parts) + f" ELSE '>={edges[-1]}' END"
 
 
-def compute_corpus_stats(out: str, threshold: float = TOXIC_THRESHOLD, n_boot: int = BOOTSTRAP_RESAMPLES,
-                         top: int = TOP_DOMAINS, min_domain_docs: int = MIN_DOMAIN_DOCS) -> dict[str, Any]:
+def compute_corpus_stats(
+    out: str,
+    threshold: float = TOXIC_THRESHOLD,
+    n_boot: int = BOOTSTRAP_RESAMPLES,
+    top: int = TOP_DOMAINS,
+    min_domain_docs: int = MIN_DOMAIN_DOCS,
+) -> dict[str, Any]:
     """All the statistics of the scored corpus in ``out`` as one JSON-able dict."""
     store = ScoreStore(out)
     con, attributes = open_parts(store)
@@ -105,30 +120,48 @@ def compute_corpus_stats(out: str, threshold: float = TOXIC_THRESHOLD, n_boot: i
     n_ok = status_counts["ok"]
     shares = {}
     for i, attr in enumerate(attributes):
-        k = con.execute(f"SELECT count(*) FROM docs WHERE status = 'ok' AND {_ident(attr)} >= $t",
-                        {"t": threshold}).fetchone()
+        k = con.execute(
+            f"SELECT count(*) FROM docs WHERE status = 'ok' AND {_ident(attr)} >= $t", {"t": threshold}
+        ).fetchone()
         shares[attr] = share_block(int(k[0]) if k else 0, n_ok, seed=i, n_boot=n_boot)
     edges = np.linspace(0, 1, HIST_BINS + 1)
     hist = [0] * HIST_BINS
-    for b, n in con.execute(f"SELECT least({HIST_BINS - 1}, greatest(0, floor(toxicity * {HIST_BINS})))::INT, "
-                            "count(*) FROM docs WHERE status = 'ok' GROUP BY 1").fetchall():
+    for b, n in con.execute(
+        f"SELECT least({HIST_BINS - 1}, greatest(0, floor(toxicity * {HIST_BINS})))::INT, "
+        "count(*) FROM docs WHERE status = 'ok' GROUP BY 1"
+    ).fetchall():
         hist[int(b)] = int(n)
-    truncated = con.execute("SELECT count(*) FILTER (WHERE truncated), count(*) FILTER (WHERE url IS NULL), "
-                            "count(*) FILTER (WHERE lang = 'und') FROM docs").fetchone() or (0, 0, 0)
+    truncated = con.execute(
+        "SELECT count(*) FILTER (WHERE truncated), count(*) FILTER (WHERE url IS NULL), "
+        "count(*) FILTER (WHERE lang = 'und') FROM docs"
+    ).fetchone() or (0, 0, 0)
     by_length = _grouped(con, length_case(), threshold, n_boot, order="min(length_chars)")
     by_lang = _grouped(con, "lang", threshold, n_boot)
     dom = "coalesce(domain, '(no url)')"
     most_toxic_docs = _grouped(con, dom, threshold, n_boot, order="k DESC, n DESC, key", limit=top)
-    most_toxic_share = _grouped(con, dom, threshold, n_boot, order="k * 1.0 / n DESC, n DESC, key", limit=top,
-                                having=f"HAVING count(*) >= {int(min_domain_docs)}")
+    most_toxic_share = _grouped(
+        con,
+        dom,
+        threshold,
+        n_boot,
+        order="k * 1.0 / n DESC, n DESC, key",
+        limit=top,
+        having=f"HAVING count(*) >= {int(min_domain_docs)}",
+    )
     n_domains = con.execute("SELECT count(DISTINCT domain) FROM docs WHERE status = 'ok'").fetchone()
     manifest = store.manifest()
     return {
         "corpus": str(out),
         "scorer": manifest.get("identity", {}).get("scorer"),
         "source": manifest.get("identity", {}).get("source"),
-        "settings": {"threshold": threshold, "comparison": ">=", "n_bootstrap": n_boot, "ci_level": CI_LEVEL,
-                     "min_domain_docs": min_domain_docs, "length_buckets": list(LENGTH_BUCKETS)},
+        "settings": {
+            "threshold": threshold,
+            "comparison": ">=",
+            "n_bootstrap": n_boot,
+            "ci_level": CI_LEVEL,
+            "min_domain_docs": min_domain_docs,
+            "length_buckets": list(LENGTH_BUCKETS),
+        },
         "n_documents": sum(status_counts.values()),
         "n_scored": n_ok,
         "status_counts": status_counts,

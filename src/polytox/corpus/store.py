@@ -28,10 +28,19 @@ MANIFEST = "manifest.json"
 PARTS = "parts"
 
 BASE_FIELDS: list[tuple[str, pa.DataType]] = [
-    ("doc_id", pa.string()), ("location", pa.string()), ("url", pa.string()), ("domain", pa.string()),
-    ("lang", pa.string()), ("lang_source", pa.string()), ("length_chars", pa.int64()),
-    ("length_bytes", pa.int64()), ("status", pa.string()), ("truncated", pa.bool_()), ("error", pa.string()),
-    ("transient", pa.bool_()), ("scorer", pa.string()),
+    ("doc_id", pa.string()),
+    ("location", pa.string()),
+    ("url", pa.string()),
+    ("domain", pa.string()),
+    ("lang", pa.string()),
+    ("lang_source", pa.string()),
+    ("length_chars", pa.int64()),
+    ("length_bytes", pa.int64()),
+    ("status", pa.string()),
+    ("truncated", pa.bool_()),
+    ("error", pa.string()),
+    ("transient", pa.bool_()),
+    ("scorer", pa.string()),
 ]
 
 
@@ -41,8 +50,9 @@ def meta_column(name: str) -> str:
 
 
 def part_schema(attributes: Sequence[str], keep: Sequence[str]) -> pa.Schema:
-    return pa.schema(BASE_FIELDS + [(a, pa.float64()) for a in attributes]
-                     + [(meta_column(k), pa.string()) for k in keep])
+    return pa.schema(
+        BASE_FIELDS + [(a, pa.float64()) for a in attributes] + [(meta_column(k), pa.string()) for k in keep]
+    )
 
 
 class ScoreStore:
@@ -85,8 +95,10 @@ class ScoreStore:
         if self.manifest_path.exists():
             old = self.manifest().get("identity")
             if old != json.loads(json.dumps(identity, default=str)):
-                raise PolytoxError(f"{self.path} holds a scoring with other settings ({old}); use another --out "
-                                   "or the same settings to resume")
+                raise PolytoxError(
+                    f"{self.path} holds a scoring with other settings ({old}); use another --out "
+                    "or the same settings to resume"
+                )
             return True
         atomic_write_json(self.manifest_path, {"identity": identity, "complete": False})
         self.created = True

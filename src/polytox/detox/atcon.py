@@ -25,14 +25,17 @@ class AttributeToken(LogitsAdjuster):
         ids = generator.tokenizer.convert_tokens_to_ids([self.token])
         unk = generator.tokenizer.unk_token_id
         if not ids or ids[0] is None or (unk is not None and ids[0] == unk):
-            raise PolytoxError(f"--detox atcon: the model's vocabulary has no {self.token!r} token; "
-                               f"train one with: polytox detox train atcon")
+            raise PolytoxError(
+                f"--detox atcon: the model's vocabulary has no {self.token!r} token; "
+                f"train one with: polytox detox train atcon"
+            )
         self.token_id = int(ids[0])
         # Both attribute tokens are read, never written: training masks them from the labels, and generation
         # bans them, so a continuation cannot switch its own attribute.
         others = [C.ATCON_NONTOXIC_TOKEN, C.ATCON_TOXIC_TOKEN, self.token]
-        self.banned = sorted({int(i) for i in generator.tokenizer.convert_tokens_to_ids(others)
-                              if i is not None and i != unk})
+        self.banned = sorted(
+            {int(i) for i in generator.tokenizer.convert_tokens_to_ids(others) if i is not None and i != unk}
+        )
 
     def adjust(self, logits: Any, histories: Sequence[Sequence[int]], last: bool = False) -> Any:
         banned = [i for i in self.banned if i < logits.shape[-1]]

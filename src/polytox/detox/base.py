@@ -30,8 +30,9 @@ class LogitsAdjuster:
         """Next-token logits ``[rows, V]`` given each row's token history."""
         return logits
 
-    def generate_batch(self, generator: Any, encoded: list[tuple[list[int], bool]],
-                       groups: list[list[Any]]) -> list[Any]:
+    def generate_batch(
+        self, generator: Any, encoded: list[tuple[list[int], bool]], groups: list[list[Any]]
+    ) -> list[Any]:
         """Own decoding loop (only when ``owns_decoding``)."""
         raise PolytoxError(f"detox method {self.name!r} does not run its own decoding loop")
 

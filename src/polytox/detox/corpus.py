@@ -46,8 +46,12 @@ class Corpus:
         """``train.jsonl``, ``heldout.jsonl`` and ``corpus.json`` (the statistics) in ``folder``."""
         folder.mkdir(parents=True, exist_ok=True)
         for name, docs in (("train", self.train), ("heldout", self.heldout)):
-            atomic_write_text(folder / f"{name}.jsonl", "".join(
-                json.dumps({"text": t, "label": "toxic" if y == TOXIC else "nontoxic"}) + "\n" for t, y in docs))
+            atomic_write_text(
+                folder / f"{name}.jsonl",
+                "".join(
+                    json.dumps({"text": t, "label": "toxic" if y == TOXIC else "nontoxic"}) + "\n" for t, y in docs
+                ),
+            )
         atomic_write_text(folder / "corpus.json", json.dumps(self.stats, indent=2) + "\n")
 
 
@@ -56,8 +60,10 @@ def prompt_keys(paths: Iterable[str | Path]) -> set[str]:
     keys: set[str] = set()
     for path in paths:
         if not Path(path).is_file():
-            raise PolytoxError(f"prompt file to exclude not found: {path} (pass --exclude FILE for the prompts "
-                               "that must not be trained on)")
+            raise PolytoxError(
+                f"prompt file to exclude not found: {path} (pass --exclude FILE for the prompts "
+                "that must not be trained on)"
+            )
         with open(path, encoding="utf-8") as fh:
             for line in fh:
                 if not line.strip():
@@ -91,8 +97,9 @@ def jsonl_records(path: str | Path, lang: str | None, problems: list[str]) -> It
             yield lineno, record
 
 
-def read_scored(path: str | Path, text_field: str, score_field: str, lang: str | None
-                ) -> tuple[list[tuple[str, float]], list[str]]:
+def read_scored(
+    path: str | Path, text_field: str, score_field: str, lang: str | None
+) -> tuple[list[tuple[str, float]], list[str]]:
     """(text, score) pairs of a JSONL file, and one ``file:line: reason`` per record that was skipped."""
     docs: list[tuple[str, float]] = []
     problems: list[str] = []
@@ -107,10 +114,17 @@ def read_scored(path: str | Path, text_field: str, score_field: str, lang: str |
     return docs, problems
 
 
-def select_corpus(paths: Sequence[str | Path], exclude: Sequence[str | Path] = (), text_field: str = "text",
-                  score_field: str = "perspective", percentile: float = C.DETOX_CORPUS_PERCENTILE,
-                  lang: str | None = "en", heldout_share: float = 0.1, min_chars: int = 1,
-                  seed: int = 0) -> Corpus:
+def select_corpus(
+    paths: Sequence[str | Path],
+    exclude: Sequence[str | Path] = (),
+    text_field: str = "text",
+    score_field: str = "perspective",
+    percentile: float = C.DETOX_CORPUS_PERCENTILE,
+    lang: str | None = "en",
+    heldout_share: float = 0.1,
+    min_chars: int = 1,
+    seed: int = 0,
+) -> Corpus:
     """Bottom / top ``percentile`` % by ``score_field``, overlap with ``exclude`` removed, balanced."""
     if not 0 < percentile <= 50:
         raise PolytoxError(f"percentile must be in (0, 50], got {percentile}")
@@ -148,12 +162,23 @@ def select_corpus(paths: Sequence[str | Path], exclude: Sequence[str | Path] = (
     train = [(t, y) for y, side in enumerate(sides) for t in side[n_held:]]
     heldout = [(t, y) for y, side in enumerate(sides) for t in side[:n_held]]
     rng.shuffle(train)
-    stats = {"sources": [str(p) for p in paths], "score_field": score_field, "lang": lang,
-             "percentile": percentile, "n_documents": len(docs), "n_skipped_records": len(problems),
-             "skipped_records": problems[:100], "n_overlapping_prompts_removed": overlapping,
-             "excluded_prompt_files": [str(p) for p in exclude], "n_per_side": n,
-             "nontoxic_max_score": nontoxic[-1][1], "toxic_min_score": toxic[0][1],
-             "n_train": len(train), "n_heldout": len(heldout), "seed": seed}
+    stats = {
+        "sources": [str(p) for p in paths],
+        "score_field": score_field,
+        "lang": lang,
+        "percentile": percentile,
+        "n_documents": len(docs),
+        "n_skipped_records": len(problems),
+        "skipped_records": problems[:100],
+        "n_overlapping_prompts_removed": overlapping,
+        "excluded_prompt_files": [str(p) for p in exclude],
+        "n_per_side": n,
+        "nontoxic_max_score": nontoxic[-1][1],
+        "toxic_min_score": toxic[0][1],
+        "n_train": len(train),
+        "n_heldout": len(heldout),
+        "seed": seed,
+    }
     return Corpus(train=train, heldout=heldout, stats=stats)
 
 
@@ -175,5 +200,6 @@ def read_corpus(folder: str | Path) -> Corpus:
     if not (root / "train.jsonl").is_file():
         raise PolytoxError(f"{root}: no train.jsonl (build one with: polytox detox corpus)")
     stats = json.loads((root / "corpus.json").read_text()) if (root / "corpus.json").is_file() else {}
-    return Corpus(train=load("train"), heldout=load("heldout") if (root / "heldout.jsonl").is_file() else [],
-                  stats=stats)
+    return Corpus(
+        train=load("train"), heldout=load("heldout") if (root / "heldout.jsonl").is_file() else [], stats=stats
+    )

@@ -83,9 +83,14 @@ class IncrementalLogits:
         inverse = torch.tensor([unique.setdefault(k, len(unique)) for k in keys], device=self.device)
         ids, mask, positions = left_padded(list(unique), self.pad_id)
         with torch.inference_mode():
-            out = self.model(input_ids=ids.to(self.device), attention_mask=mask.to(self.device),
-                             position_ids=positions.to(self.device), **cache_kw(DynamicCache()),
-                             use_cache=True, logits_to_keep=1)
+            out = self.model(
+                input_ids=ids.to(self.device),
+                attention_mask=mask.to(self.device),
+                position_ids=positions.to(self.device),
+                **cache_kw(DynamicCache()),
+                use_cache=True,
+                logits_to_keep=1,
+            )
         self.cache = cache_of(out)
         select_rows(self.cache, inverse)  # the K samples of one prompt share its prefill
         self.mask = mask.to(self.device)[inverse]
@@ -108,12 +113,18 @@ class IncrementalLogits:
             self.mask, self.next_pos, self.logits = self.mask[index], self.next_pos[index], self.logits[index]
         width = self.mask.shape[1]
         self.mask = torch.cat([self.mask, grew.view(-1, 1).to(self.mask.dtype)], dim=1)
-        last = torch.tensor([k[-1] if g else self.pad_id for k, (_, g) in zip(keys, parents, strict=True)],
-                            device=self.device).view(-1, 1)
+        last = torch.tensor(
+            [k[-1] if g else self.pad_id for k, (_, g) in zip(keys, parents, strict=True)], device=self.device
+        ).view(-1, 1)
         with torch.inference_mode():
-            out = self.model(input_ids=last, attention_mask=self.mask, position_ids=self.next_pos.view(-1, 1),
-                             **cache_kw(self.cache), use_cache=True,
-                             cache_position=torch.tensor([width], device=self.device))
+            out = self.model(
+                input_ids=last,
+                attention_mask=self.mask,
+                position_ids=self.next_pos.view(-1, 1),
+                **cache_kw(self.cache),
+                use_cache=True,
+                cache_position=torch.tensor([width], device=self.device),
+            )
         self.cache = cache_of(out)
         self.next_pos = self.next_pos + grew.long()
         self.histories = keys

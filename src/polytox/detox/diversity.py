@@ -21,7 +21,7 @@ def distinct_n(texts: Sequence[str], ns: Iterable[int] = C.DISTINCT_N) -> dict[i
         return None
     out = {}
     for n in ns:
-        grams = {tuple(w[i:i + n]) for w in words for i in range(len(w) - n + 1)}
+        grams = {tuple(w[i : i + n]) for w in words for i in range(len(w) - n + 1)}
         out[n] = len(grams) / total
     return out
 

@@ -27,8 +27,16 @@ import pyarrow.parquet as pq
 from ..errors import require
 from ..store import RunStore, slug, write_parquet
 
-SCHEMA = pa.schema([("prompt_id", pa.string()), ("sample_index", pa.int32()), ("nll_sum", pa.float64()),
-                    ("n_tokens", pa.int32()), ("ppl", pa.float64()), ("error", pa.string())])
+SCHEMA = pa.schema(
+    [
+        ("prompt_id", pa.string()),
+        ("sample_index", pa.int32()),
+        ("nll_sum", pa.float64()),
+        ("n_tokens", pa.int32()),
+        ("ppl", pa.float64()),
+        ("error", pa.string()),
+    ]
+)
 
 
 class PerplexityScorer:
@@ -51,8 +59,9 @@ class PerplexityScorer:
         pad = self.tok.pad_token_id
         self.pad_id = pad if pad is not None else (self.tok.eos_token_id or 0)
 
-    def nll(self, contexts: Sequence[str], continuations: Sequence[str], prefix: Sequence[int] = ()
-            ) -> list[tuple[float, int]]:
+    def nll(
+        self, contexts: Sequence[str], continuations: Sequence[str], prefix: Sequence[int] = ()
+    ) -> list[tuple[float, int]]:
         """(sum of NLL in nats, number of scored tokens) per continuation; 0 tokens for an empty one."""
         torch = self.torch
         pairs = []
@@ -61,11 +70,11 @@ class PerplexityScorer:
             if not c_ids and self.tok.bos_token_id is not None:
                 c_ids = [self.tok.bos_token_id]
             x_ids = self.tok(cont, add_special_tokens=False)["input_ids"][: self.context - 1]
-            c_ids = c_ids[-(self.context - len(x_ids)):] if c_ids else c_ids
+            c_ids = c_ids[-(self.context - len(x_ids)) :] if c_ids else c_ids
             pairs.append((c_ids, x_ids))
         out: list[tuple[float, int]] = []
         for start in range(0, len(pairs), self.batch_size):
-            batch = pairs[start:start + self.batch_size]
+            batch = pairs[start : start + self.batch_size]
             width = max(len(c) + len(x) for c, x in batch)
             ids = torch.full((len(batch), width), self.pad_id, dtype=torch.long)
             mask = torch.zeros((len(batch), width), dtype=torch.long)
@@ -75,13 +84,14 @@ class PerplexityScorer:
                 ids[i, : len(seq)] = torch.tensor(seq)
                 mask[i, : len(seq)] = 1
                 if x:
-                    target[i, len(c): len(seq)] = torch.tensor(x, dtype=torch.long)
+                    target[i, len(c) : len(seq)] = torch.tensor(x, dtype=torch.long)
             # logits only from the first position that predicts a continuation token onwards
             first = max(0, min(len(c) for c, _ in batch) - 1)
             with torch.inference_mode():
-                logits = self.model(input_ids=ids.to(self.device), attention_mask=mask.to(self.device),
-                                    logits_to_keep=width - first).logits
-                tgt = target[:, 1 + first:].to(self.device)
+                logits = self.model(
+                    input_ids=ids.to(self.device), attention_mask=mask.to(self.device), logits_to_keep=width - first
+                ).logits
+                tgt = target[:, 1 + first :].to(self.device)
                 keep = tgt >= 0  # score only continuation positions (a big vocabulary makes the rest costly)
                 nll = torch.nn.functional.cross_entropy(logits[:, :-1][keep].float(), tgt[keep], reduction="none")
             row_of = keep.nonzero()[:, 0]
@@ -103,13 +113,11 @@ def fluency_dir(store: RunStore, model: str, samples: int = 0) -> Path:
     return root / f"first{samples}" if samples else root
 
 
-def score_fluency(store: RunStore, n_shards: int, model: str, prompt_texts: dict[str, str],
-                  samples: int = 0) -> None:
+def score_fluency(store: RunStore, n_shards: int, model: str, prompt_texts: dict[str, str], samples: int = 0) -> None:
     """Write the perplexity part of every shard that has generations and no fluency part yet; with
     ``samples`` > 0 only the continuations with ``sample_index < samples`` are scored (and stored)."""
     out = fluency_dir(store, model, samples)
-    todo = [i for i in range(n_shards)
-            if store.has_generations(i) and not (out / f"part-{i:05d}.parquet").exists()]
+    todo = [i for i in range(n_shards) if store.has_generations(i) and not (out / f"part-{i:05d}.parquet").exists()]
     if not todo:
         return
     scorer = PerplexityScorer(model)
@@ -133,8 +141,7 @@ def score_fluency(store: RunStore, n_shards: int, model: str, prompt_texts: dict
                 rows["n_tokens"].append(value[1] if value and not error else None)
                 rows["ppl"].append(math.exp(value[0] / value[1]) if value and not error else None)
                 rows["error"].append(error)
-            write_parquet(out / f"part-{shard:05d}.parquet",
-                          pa.Table.from_pydict(rows, schema=SCHEMA))
+            write_parquet(out / f"part-{shard:05d}.parquet", pa.Table.from_pydict(rows, schema=SCHEMA))
     finally:
         scorer.close()
 
@@ -147,20 +154,26 @@ def fluency_summary(store: RunStore, model: str, samples: int = 0) -> dict[str, 
     parts = sorted(fluency_dir(store, model, samples).glob("part-*.parquet"))
     per_prompt = samples or None
     if not parts:
-        return {"model": model, "samples_per_prompt": per_prompt, "mean_ppl": None, "n_scored": 0,
-                "n_missing": 0}
+        return {"model": model, "samples_per_prompt": per_prompt, "mean_ppl": None, "n_scored": 0, "n_missing": 0}
     table = pa.concat_tables([pq.read_table(p) for p in parts])
     ppl = np.array([v for v in table.column("ppl").to_pylist() if v is not None], dtype=np.float64)
     nll = sum(v for v in table.column("nll_sum").to_pylist() if v is not None)
     ntok = sum(v for v in table.column("n_tokens").to_pylist() if v is not None)
-    return {"model": model, "samples_per_prompt": per_prompt, "mean_ppl": float(ppl.mean()) if len(ppl) else None,
-            "median_ppl": float(np.median(ppl)) if len(ppl) else None,
-            "corpus_ppl": math.exp(nll / ntok) if ntok else None, "n_scored": len(ppl),
-            "n_missing": int(table.num_rows - len(ppl)), "n_tokens": int(ntok)}
+    return {
+        "model": model,
+        "samples_per_prompt": per_prompt,
+        "mean_ppl": float(ppl.mean()) if len(ppl) else None,
+        "median_ppl": float(np.median(ppl)) if len(ppl) else None,
+        "corpus_ppl": math.exp(nll / ntok) if ntok else None,
+        "n_scored": len(ppl),
+        "n_missing": int(table.num_rows - len(ppl)),
+        "n_tokens": int(ntok),
+    }
 
 
-def heldout_perplexity(model: str, texts: Sequence[str], prefix_token: str | None = None,
-                       batch_size: int = 8) -> dict[str, Any]:
+def heldout_perplexity(
+    model: str, texts: Sequence[str], prefix_token: str | None = None, batch_size: int = 8
+) -> dict[str, Any]:
     """RTP Table 10: corpus perplexity of ``model`` on ``texts`` (with ATCON's token prepended if given)."""
     scorer = PerplexityScorer(model, batch_size=batch_size)
     prefix: list[int] = []
@@ -174,5 +187,10 @@ def heldout_perplexity(model: str, texts: Sequence[str], prefix_token: str | Non
         scorer.close()
     total = sum(v for v, _ in nll)
     ntok = sum(n for _, n in nll)
-    return {"model": model, "ppl": math.exp(total / ntok) if ntok else None, "n_texts": len(texts),
-            "n_tokens": ntok, "attribute_token": prefix_token}
+    return {
+        "model": model,
+        "ppl": math.exp(total / ntok) if ntok else None,
+        "n_texts": len(texts),
+        "n_tokens": ntok,
+        "attribute_token": prefix_token,
+    }

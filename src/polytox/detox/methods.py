@@ -13,8 +13,7 @@ METHODS: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "vocab-shift": ("vocab_shift", "VocabShift", ("path", "beta")),
     "dexperts": ("dexperts", "DExperts", ("expert", "anti", "alpha")),
     "atcon": ("atcon", "AttributeToken", ("token",)),
-    "pplm": ("pplm", "PPLM", ("head", "step_size", "iterations", "gamma", "gm_scale", "kl_scale", "top_k",
-                      "horizon")),
+    "pplm": ("pplm", "PPLM", ("head", "step_size", "iterations", "gamma", "gm_scale", "kl_scale", "top_k", "horizon")),
 }
 
 

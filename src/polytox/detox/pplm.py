@@ -68,8 +68,9 @@ class PPLM(LogitsAdjuster):
         self.head = load_head(self.head_path).to(generator.device)
         hidden = int(getattr(generator.model.config, "hidden_size", 0) or self.head.in_features)
         if self.head.in_features != hidden:
-            raise PolytoxError(f"pplm: head {self.head_path} expects hidden size {self.head.in_features}, "
-                               f"the model has {hidden}")
+            raise PolytoxError(
+                f"pplm: head {self.head_path} expects hidden size {self.head.in_features}, the model has {hidden}"
+            )
         self.step_size = option(options, "step_size", C.PPLM_STEP_SIZE, float)
         self.iterations = option(options, "iterations", C.PPLM_NUM_ITERATIONS, int)
         self.gamma = option(options, "gamma", C.PPLM_GAMMA, float)
@@ -83,21 +84,37 @@ class PPLM(LogitsAdjuster):
         self.trained_on = json.loads(meta.read_text()).get("base_model") if meta.is_file() else None
 
     def describe(self) -> dict[str, Any]:
-        return {"method": self.name, "head": self.head_path, "step_size": self.step_size,
-                "iterations": self.iterations, "gamma": self.gamma, "gm_scale": self.gm_scale,
-                "kl_scale": self.kl_scale, "top_k": self.top_k, "horizon": self.horizon, "trained_on": self.trained_on}
+        return {
+            "method": self.name,
+            "head": self.head_path,
+            "step_size": self.step_size,
+            "iterations": self.iterations,
+            "gamma": self.gamma,
+            "gm_scale": self.gm_scale,
+            "kl_scale": self.kl_scale,
+            "top_k": self.top_k,
+            "horizon": self.horizon,
+            "trained_on": self.trained_on,
+        }
 
-    def generate_batch(self, generator: Any, encoded: list[tuple[list[int], bool]],
-                       groups: list[list[Any]]) -> list[Generation]:
+    def generate_batch(
+        self, generator: Any, encoded: list[tuple[list[int], bool]], groups: list[list[Any]]
+    ) -> list[Generation]:
         """K rows of one prompt at a time (rows never interact: the loss is a sum of per-row terms)."""
         out: list[Generation] = []
         for (ids, truncated), group in zip(encoded, groups, strict=True):
             texts = self._decode_prompt(generator, ids, group)
             for request, (tokens, stopped) in zip(group, texts, strict=True):
-                out.append(Generation(prompt_id=request.prompt.id, sample_index=request.sample_index,
-                                      text=generator.tokenizer.decode(tokens, skip_special_tokens=True),
-                                      finish_reason="stop" if stopped else "length", n_tokens=len(tokens),
-                                      prompt_truncated=truncated))
+                out.append(
+                    Generation(
+                        prompt_id=request.prompt.id,
+                        sample_index=request.sample_index,
+                        text=generator.tokenizer.decode(tokens, skip_special_tokens=True),
+                        finish_reason="stop" if stopped else "length",
+                        n_tokens=len(tokens),
+                        prompt_truncated=truncated,
+                    )
+                )
         return out
 
     def _decode_prompt(self, generator: Any, ids: list[int], group: list[Any]) -> list[tuple[list[int], bool]]:
@@ -148,8 +165,9 @@ class PPLM(LogitsAdjuster):
         dv = [torch.zeros_like(v, requires_grad=True) for v in values]
         target = torch.full((history.shape[0],), NONTOXIC, dtype=torch.long, device=history.device)
         for _ in range(self.iterations):
-            cache = _cache([k + d for k, d in zip(keys, dk, strict=True)],
-                           [v + d for v, d in zip(values, dv, strict=True)])
+            cache = _cache(
+                [k + d for k, d in zip(keys, dk, strict=True)], [v + d for v, d in zip(values, dv, strict=True)]
+            )
             out = model(input_ids=history[:, -1:], **cache_kw(cache), use_cache=True, output_hidden_states=True)
             p = torch.softmax(out.logits[:, -1, :].float(), dim=-1)
             hidden_sum = ctx_sum + out.hidden_states[-1][:, -1, :]
@@ -166,10 +184,10 @@ class PPLM(LogitsAdjuster):
                     norm = g.flatten(1).norm(dim=1).clamp_min(1e-10).view(-1, *([1] * (g.dim() - 1)))
                     d -= self.step_size * g / norm**self.gamma
         with torch.no_grad():
-            cache = _cache([k + d for k, d in zip(keys, dk, strict=True)],
-                           [v + d for v, d in zip(values, dv, strict=True)])
-            p_pert = torch.softmax(model(input_ids=history[:, -1:], **cache_kw(cache)).logits[:, -1, :].float(),
-                                   dim=-1)
+            cache = _cache(
+                [k + d for k, d in zip(keys, dk, strict=True)], [v + d for v, d in zip(values, dv, strict=True)]
+            )
+            p_pert = torch.softmax(model(input_ids=history[:, -1:], **cache_kw(cache)).logits[:, -1, :].float(), dim=-1)
             fused = p_pert.pow(self.gm_scale) * p_base.pow(1 - self.gm_scale)
             return (fused + 1e-30).log()
 
@@ -184,10 +202,12 @@ class PPLM(LogitsAdjuster):
         cache = _cache(keys, values)
         total = 0
         for _ in range(self.horizon):
-            expected = (p.to(weight.dtype) @ weight) * (scale.to(weight.dtype) if torch.is_tensor(scale) else
-                                                         (scale or 1.0))
-            out = model(inputs_embeds=expected.unsqueeze(1), **cache_kw(cache), use_cache=True,
-                        output_hidden_states=True)
+            expected = (p.to(weight.dtype) @ weight) * (
+                scale.to(weight.dtype) if torch.is_tensor(scale) else (scale or 1.0)
+            )
+            out = model(
+                inputs_embeds=expected.unsqueeze(1), **cache_kw(cache), use_cache=True, output_hidden_states=True
+            )
             total = total + out.hidden_states[-1][:, -1, :]
             p = torch.softmax(out.logits[:, -1, :].float(), dim=-1)
         return total

@@ -24,8 +24,9 @@ def detox_metrics(store: RunStore, spec: Any, prompts: Sequence[Prompt], n_shard
     if spec.fluency_model:
         from .fluency import score_fluency
 
-        score_fluency(store, n_shards, spec.fluency_model, {p.id: p.text for p in prompts},
-                      samples=fluency_samples(spec))
+        score_fluency(
+            store, n_shards, spec.fluency_model, {p.id: p.text for p in prompts}, samples=fluency_samples(spec)
+        )
     return stored_detox_metrics(store, spec, [p.id for p in prompts])
 
 

@@ -80,10 +80,18 @@ def parse_source(spec: str, default_lang: str | None = "en") -> Source:
         except ValueError:
             raise PolytoxError(f"--source {spec!r}: {key}={opts[key]!r} is not a number") from None
 
-    src = Source(path=path, name=opts.get("name") or Path(path).stem, text=opts.get("text") or "text",
-                 score=opts.get("score"), toxic_min=number("toxic"), nontoxic_max=number("nontoxic"),
-                 percentile=number("percentile"), label=opts.get("label"),
-                 lang=opts["lang"] or None if "lang" in opts else default_lang, by=opts.get("by") or "source")
+    src = Source(
+        path=path,
+        name=opts.get("name") or Path(path).stem,
+        text=opts.get("text") or "text",
+        score=opts.get("score"),
+        toxic_min=number("toxic"),
+        nontoxic_max=number("nontoxic"),
+        percentile=number("percentile"),
+        label=opts.get("label"),
+        lang=opts["lang"] or None if "lang" in opts else default_lang,
+        by=opts.get("by") or "source",
+    )
     if bool(src.label) == bool(src.score):
         raise PolytoxError(f"--source {spec!r}: give exactly one rule, label=FIELD or score=FIELD")
     if src.score:
@@ -160,8 +168,13 @@ def _heldout(group: str, share: float) -> bool:
     return int.from_bytes(digest, "big") / 2**64 < share
 
 
-def build_corpus(sources: Sequence[Source], exclude: Sequence[str | Path] = (), balance: str = "per-source",
-                 heldout_share: float = 0.1, seed: int = 0) -> Corpus:
+def build_corpus(
+    sources: Sequence[Source],
+    exclude: Sequence[str | Path] = (),
+    balance: str = "per-source",
+    heldout_share: float = 0.1,
+    seed: int = 0,
+) -> Corpus:
     """The balanced toxic / non-toxic corpus of ``sources``, disjoint from ``exclude``'s prompts."""
     if balance not in ("per-source", "total"):
         raise PolytoxError(f"balance must be per-source or total, got {balance!r}")
@@ -182,9 +195,14 @@ def build_corpus(sources: Sequence[Source], exclude: Sequence[str | Path] = (), 
             else:
                 seen.add(norm)
                 pools[d.dataset][d.label].append(d)
-        per_source[src.name] = {"path": src.path, "rule": src.rule(), "labelled": len(docs),
-                                "left_out_by_rule": left_out, "overlapping_prompts_removed": overlap,
-                                "duplicates_removed": dupes}
+        per_source[src.name] = {
+            "path": src.path,
+            "rule": src.rule(),
+            "labelled": len(docs),
+            "left_out_by_rule": left_out,
+            "overlapping_prompts_removed": overlap,
+            "duplicates_removed": dupes,
+        }
     rng = random.Random(seed)
     chosen: list[_Doc] = []
     if balance == "per-source":
@@ -205,17 +223,26 @@ def build_corpus(sources: Sequence[Source], exclude: Sequence[str | Path] = (), 
     rng.shuffle(train)
     counts: dict[str, dict[str, int]] = {}
     for d in chosen:
-        row = counts.setdefault(d.dataset, {"nontoxic": 0, "toxic": 0, "available_nontoxic": 0,
-                                            "available_toxic": 0})
+        row = counts.setdefault(d.dataset, {"nontoxic": 0, "toxic": 0, "available_nontoxic": 0, "available_toxic": 0})
         row["toxic" if d.label == TOXIC else "nontoxic"] += 1
     for dataset, sides in pools.items():
         row = counts.setdefault(dataset, {"nontoxic": 0, "toxic": 0})
         row["available_nontoxic"], row["available_toxic"] = len(sides[NONTOXIC]), len(sides[TOXIC])
     side = Counter(d.label for d in chosen)
-    stats = {"sources": per_source, "datasets": dict(sorted(counts.items())), "balance": balance,
-             "n_per_side": side[NONTOXIC], "n_nontoxic": side[NONTOXIC], "n_toxic": side[TOXIC],
-             "n_train": len(train), "n_heldout": len(held), "heldout_share": heldout_share,
-             "n_overlapping_prompts_removed": sum(s["overlapping_prompts_removed"] for s in per_source.values()),
-             "excluded_prompt_files": [str(p) for p in exclude], "n_skipped_records": len(problems),
-             "skipped_records": problems[:100], "seed": seed}
+    stats = {
+        "sources": per_source,
+        "datasets": dict(sorted(counts.items())),
+        "balance": balance,
+        "n_per_side": side[NONTOXIC],
+        "n_nontoxic": side[NONTOXIC],
+        "n_toxic": side[TOXIC],
+        "n_train": len(train),
+        "n_heldout": len(held),
+        "heldout_share": heldout_share,
+        "n_overlapping_prompts_removed": sum(s["overlapping_prompts_removed"] for s in per_source.values()),
+        "excluded_prompt_files": [str(p) for p in exclude],
+        "n_skipped_records": len(problems),
+        "skipped_records": problems[:100],
+        "seed": seed,
+    }
     return Corpus(train=[(d.text, d.label) for d in train], heldout=[(d.text, d.label) for d in held], stats=stats)

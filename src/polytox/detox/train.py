@@ -87,13 +87,17 @@ def pack_blocks(docs: Sequence[list[int]], block_size: int, label: int = 0) -> l
     if block_size < 2:
         raise PolytoxError(f"block size must be at least 2 tokens, got {block_size}")
     stream = [i for ids in docs for i in ids]
-    return [{"input_ids": stream[i:i + block_size], "label": label} for i in range(0, len(stream), block_size)
-            if len(stream[i:i + block_size]) > 1]
+    return [
+        {"input_ids": stream[i : i + block_size], "label": label}
+        for i in range(0, len(stream), block_size)
+        if len(stream[i : i + block_size]) > 1
+    ]
 
 
 def _collate(pad_id: int, no_loss: frozenset[int] = frozenset()) -> Any:
     """Pad rows; ``labels`` = ids with padding and the ``no_loss`` ids (ATCON's attribute tokens, which
     the model reads but is never asked to predict) set to -100."""
+
     def collate(rows: list[dict[str, Any]]) -> dict[str, Any]:
         import torch
 
@@ -106,8 +110,13 @@ def _collate(pad_id: int, no_loss: frozenset[int] = frozenset()) -> Any:
         labels = ids.masked_fill(mask == 0, -100)
         for token in no_loss:
             labels = labels.masked_fill(ids == token, -100)
-        return {"input_ids": ids, "attention_mask": mask, "labels": labels,
-                "attribute": torch.tensor([r["label"] for r in rows], dtype=torch.long)}
+        return {
+            "input_ids": ids,
+            "attention_mask": mask,
+            "labels": labels,
+            "attribute": torch.tensor([r["label"] for r in rows], dtype=torch.long),
+        }
+
     return collate
 
 
@@ -123,8 +132,9 @@ class _LMOnly:
         return batch
 
 
-def _fit(model: Any, rows: list[dict[str, Any]], collate: Any, cfg: TrainConfig, lr: float, batch_size: int
-         ) -> dict[str, Any]:
+def _fit(
+    model: Any, rows: list[dict[str, Any]], collate: Any, cfg: TrainConfig, lr: float, batch_size: int
+) -> dict[str, Any]:
     """Train with ``transformers.Trainer``, resuming from ``OUT/checkpoints`` when a checkpoint exists."""
     transformers = require("transformers", "hf")
     from transformers.trainer_utils import get_last_checkpoint
@@ -132,19 +142,36 @@ def _fit(model: Any, rows: list[dict[str, Any]], collate: Any, cfg: TrainConfig,
     ckpt = Path(cfg.out) / "checkpoints"
     ckpt.mkdir(parents=True, exist_ok=True)
     args = transformers.TrainingArguments(
-        output_dir=str(ckpt), per_device_train_batch_size=batch_size,
-        gradient_accumulation_steps=cfg.grad_accum, num_train_epochs=cfg.epochs, max_steps=cfg.max_steps,
-        learning_rate=lr, save_steps=cfg.save_steps, save_total_limit=1, logging_steps=10, report_to=[],
-        seed=cfg.seed, remove_unused_columns=False, dataloader_num_workers=0, disable_tqdm=True,
-        save_only_model=False, dataloader_pin_memory=False)
+        output_dir=str(ckpt),
+        per_device_train_batch_size=batch_size,
+        gradient_accumulation_steps=cfg.grad_accum,
+        num_train_epochs=cfg.epochs,
+        max_steps=cfg.max_steps,
+        learning_rate=lr,
+        save_steps=cfg.save_steps,
+        save_total_limit=1,
+        logging_steps=10,
+        report_to=[],
+        seed=cfg.seed,
+        remove_unused_columns=False,
+        dataloader_num_workers=0,
+        disable_tqdm=True,
+        save_only_model=False,
+        dataloader_pin_memory=False,
+    )
     trainer = transformers.Trainer(model=model, args=args, train_dataset=rows, data_collator=collate)
     last = get_last_checkpoint(str(ckpt))
     started = time.perf_counter()
     result = trainer.train(resume_from_checkpoint=last)
     losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
-    return {"steps": int(result.global_step), "train_loss": float(result.training_loss),
-            "first_logged_loss": losses[0] if losses else None, "last_logged_loss": losses[-1] if losses else None,
-            "resumed_from": last, "seconds": round(time.perf_counter() - started, 1)}
+    return {
+        "steps": int(result.global_step),
+        "train_loss": float(result.training_loss),
+        "first_logged_loss": losses[0] if losses else None,
+        "last_logged_loss": losses[-1] if losses else None,
+        "resumed_from": last,
+        "seconds": round(time.perf_counter() - started, 1),
+    }
 
 
 def _write_meta(cfg: TrainConfig, method: str, corpus: Corpus, extra: dict[str, Any]) -> None:
@@ -156,8 +183,13 @@ def _maybe_lora(model: Any, cfg: TrainConfig, extra_modules: Sequence[str] = ())
     if not cfg.lora:
         return model
     peft = require("peft", "detox", "peft")
-    config = peft.LoraConfig(task_type="CAUSAL_LM", r=8, lora_alpha=16, target_modules="all-linear",
-                             modules_to_save=list(extra_modules) or None)
+    config = peft.LoraConfig(
+        task_type="CAUSAL_LM",
+        r=8,
+        lora_alpha=16,
+        target_modules="all-linear",
+        modules_to_save=list(extra_modules) or None,
+    )
     return peft.get_peft_model(model, config)
 
 
@@ -180,8 +212,10 @@ def add_attribute_tokens(model: Any, tok: Any, seed: int = 0) -> dict[int, int]:
     tied = out_before is not None and out_before.weight is model.get_input_embeddings().weight
     tok.add_special_tokens({"additional_special_tokens": [C.ATCON_NONTOXIC_TOKEN, C.ATCON_TOXIC_TOKEN]})
     model.resize_token_embeddings(len(tok), mean_resizing=False)
-    ids = {NONTOXIC: int(tok.convert_tokens_to_ids(C.ATCON_NONTOXIC_TOKEN)),
-           TOXIC: int(tok.convert_tokens_to_ids(C.ATCON_TOXIC_TOKEN))}
+    ids = {
+        NONTOXIC: int(tok.convert_tokens_to_ids(C.ATCON_NONTOXIC_TOKEN)),
+        TOXIC: int(tok.convert_tokens_to_ids(C.ATCON_TOXIC_TOKEN)),
+    }
     gen = torch.Generator().manual_seed(seed)
     mean, std = old.float().mean(0), old.float().std(0)
     with torch.no_grad():
@@ -225,15 +259,31 @@ def train_lm(corpus: Corpus, cfg: TrainConfig, method: str = "dapt", subset: str
     rows = pack_blocks(ids, cfg.max_length)
     model = _maybe_lora(model, cfg, ("embed_tokens", "lm_head") if method == "atcon" else ())
     no_loss = frozenset(attribute.values()) if attribute else frozenset()
-    stats = _fit(model, rows, _LMOnly(_collate(tok.pad_token_id, no_loss)), cfg, cfg.lr or C.DAPT_LR,
-                 cfg.batch_size or C.DAPT_BATCH_SIZE)
+    stats = _fit(
+        model,
+        rows,
+        _LMOnly(_collate(tok.pad_token_id, no_loss)),
+        cfg,
+        cfg.lr or C.DAPT_LR,
+        cfg.batch_size or C.DAPT_BATCH_SIZE,
+    )
     if cfg.lora:
         model = model.merge_and_unload()
     model.save_pretrained(cfg.out)
     tok.save_pretrained(cfg.out)
-    _write_meta(cfg, method, corpus, {"subset": subset if method == "dapt" else "both", "n_documents": len(docs),
-                                      "n_tokens": sum(len(x) for x in ids), "n_blocks": len(rows),
-                                      "block_size": cfg.max_length, "training": stats})
+    _write_meta(
+        cfg,
+        method,
+        corpus,
+        {
+            "subset": subset if method == "dapt" else "both",
+            "n_documents": len(docs),
+            "n_tokens": sum(len(x) for x in ids),
+            "n_blocks": len(rows),
+            "block_size": cfg.max_length,
+            "training": stats,
+        },
+    )
     return Path(cfg.out)
 
 
@@ -270,8 +320,9 @@ class VocabShiftModel:
                     logits = self._lm[0](input_ids=input_ids, attention_mask=attention_mask).logits
                 sign = (1 - 2 * attribute).to(logits.dtype).unsqueeze(1)  # non-toxic (0) -> +1, toxic -> -1
                 shifted = logits + (self.shared.unsqueeze(0) + sign * self.shift.unsqueeze(0)).unsqueeze(1)
-                loss = torch.nn.functional.cross_entropy(shifted[:, :-1].reshape(-1, shifted.shape[-1]),
-                                                         labels[:, 1:].reshape(-1), ignore_index=-100)
+                loss = torch.nn.functional.cross_entropy(
+                    shifted[:, :-1].reshape(-1, shifted.shape[-1]), labels[:, 1:].reshape(-1), ignore_index=-100
+                )
                 return {"loss": loss}
 
         return Module()
@@ -296,8 +347,9 @@ class HeadModel:
         return Module()
 
 
-def pooled_states(lm: Any, tok: Any, docs: Sequence[tuple[str, int]], length: int, batch_size: int = 16
-                  ) -> list[dict[str, Any]]:
+def pooled_states(
+    lm: Any, tok: Any, docs: Sequence[tuple[str, int]], length: int, batch_size: int = 16
+) -> list[dict[str, Any]]:
     """Each document's last-layer hidden states averaged over its tokens, read once with the LM frozen
     (Dathathri et al.'s ``--cached`` mode: the head's epochs then cost nothing more)."""
     import torch
@@ -306,10 +358,11 @@ def pooled_states(lm: Any, tok: Any, docs: Sequence[tuple[str, int]], length: in
     rows: list[dict[str, Any]] = []
     with torch.no_grad():
         for i in range(0, len(docs), batch_size):
-            batch = collate(_encode(tok, docs[i:i + batch_size], length))
+            batch = collate(_encode(tok, docs[i : i + batch_size], length))
             mask = batch["attention_mask"].to(lm.device)
-            hidden = lm(input_ids=batch["input_ids"].to(lm.device), attention_mask=mask,
-                        output_hidden_states=True).hidden_states[-1]
+            hidden = lm(
+                input_ids=batch["input_ids"].to(lm.device), attention_mask=mask, output_hidden_states=True
+            ).hidden_states[-1]
             m = mask.unsqueeze(-1).to(hidden.dtype)
             pooled = ((hidden * m).sum(1) / m.sum(1).clamp_min(1)).cpu()
             rows += [{"features": f, "label": int(y)} for f, y in zip(pooled, batch["attribute"], strict=True)]
@@ -319,8 +372,10 @@ def pooled_states(lm: Any, tok: Any, docs: Sequence[tuple[str, int]], length: in
 def _collate_features(rows: list[dict[str, Any]]) -> dict[str, Any]:
     import torch
 
-    return {"features": torch.stack([r["features"] for r in rows]),
-            "attribute": torch.tensor([r["label"] for r in rows], dtype=torch.long)}
+    return {
+        "features": torch.stack([r["features"] for r in rows]),
+        "attribute": torch.tensor([r["label"] for r in rows], dtype=torch.long),
+    }
 
 
 def _frozen(cfg: TrainConfig) -> tuple[Any, Any]:
@@ -347,16 +402,35 @@ def train_vocab_shift(corpus: Corpus, cfg: TrainConfig) -> Path:
     for label in (NONTOXIC, TOXIC):
         side = [t for t, y in _shuffled(corpus.train, cfg.seed) if y == label]
         rows += pack_blocks([_doc_ids(tok, t) for t in side], cfg.max_length, label)
-    stats = _fit(module, _shuffled(rows, cfg.seed), _collate(tok.pad_token_id), cfg, cfg.lr or C.VOCAB_SHIFT_LR,
-                 cfg.batch_size or C.DAPT_BATCH_SIZE)
-    save_file({"W": module.W.detach().cpu().contiguous(), "shared": module.shared.detach().cpu().contiguous()},
-              str(Path(cfg.out) / WEIGHTS))
+    stats = _fit(
+        module,
+        _shuffled(rows, cfg.seed),
+        _collate(tok.pad_token_id),
+        cfg,
+        cfg.lr or C.VOCAB_SHIFT_LR,
+        cfg.batch_size or C.DAPT_BATCH_SIZE,
+    )
+    save_file(
+        {"W": module.W.detach().cpu().contiguous(), "shared": module.shared.detach().cpu().contiguous()},
+        str(Path(cfg.out) / WEIGHTS),
+    )
     order = module.shift.detach().argsort().tolist()
-    column = {"lowest": tok.convert_ids_to_tokens(order[:COLUMN_PROBE]),  # what beta * W[:, nontoxic] avoids
-              "highest": tok.convert_ids_to_tokens(order[::-1][:COLUMN_PROBE])}
-    _write_meta(cfg, "vocab-shift", corpus, {"training": stats, "vocab": int(module.shift.shape[0]),
-                                             "n_blocks": len(rows), "block_size": cfg.max_length,
-                                             "nontoxic_column": column})
+    column = {
+        "lowest": tok.convert_ids_to_tokens(order[:COLUMN_PROBE]),  # what beta * W[:, nontoxic] avoids
+        "highest": tok.convert_ids_to_tokens(order[::-1][:COLUMN_PROBE]),
+    }
+    _write_meta(
+        cfg,
+        "vocab-shift",
+        corpus,
+        {
+            "training": stats,
+            "vocab": int(module.shift.shape[0]),
+            "n_blocks": len(rows),
+            "block_size": cfg.max_length,
+            "nontoxic_column": column,
+        },
+    )
     return Path(cfg.out)
 
 
@@ -372,17 +446,25 @@ def train_pplm_head(corpus: Corpus, cfg: TrainConfig) -> Path:
     lm, tok = _frozen(cfg)
     length = min(cfg.max_length, C.PPLM_HEAD_MAX_TOKENS)
     module = HeadModel.build(lm.config.hidden_size)
-    stats = _fit(module, pooled_states(lm, tok, corpus.train, length), _collate_features, cfg,
-                 cfg.lr or C.PPLM_HEAD_LR, cfg.batch_size or C.PPLM_HEAD_BATCH_SIZE)
+    stats = _fit(
+        module,
+        pooled_states(lm, tok, corpus.train, length),
+        _collate_features,
+        cfg,
+        cfg.lr or C.PPLM_HEAD_LR,
+        cfg.batch_size or C.PPLM_HEAD_BATCH_SIZE,
+    )
     held = pooled_states(lm, tok, corpus.heldout, length)
     device = next(module.parameters()).device  # where Trainer left it
     correct = 0
     with torch.no_grad():
         for i in range(0, len(held), 64):
-            batch = {k: v.to(device) for k, v in _collate_features(held[i:i + 64]).items()}
+            batch = {k: v.to(device) for k, v in _collate_features(held[i : i + 64]).items()}
             correct += int((module(**batch)["logits"].argmax(-1) == batch["attribute"]).sum())
     stats["heldout_accuracy"] = correct / len(held) if held else None
-    save_file({k: v.detach().cpu().contiguous() for k, v in module.head.state_dict().items()},
-              str(Path(cfg.out) / HEAD_WEIGHTS))
+    save_file(
+        {k: v.detach().cpu().contiguous() for k, v in module.head.state_dict().items()},
+        str(Path(cfg.out) / HEAD_WEIGHTS),
+    )
     _write_meta(cfg, "pplm-head", corpus, {"training": stats, "max_tokens": length})
     return Path(cfg.out)

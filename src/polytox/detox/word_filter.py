@@ -180,8 +180,13 @@ class WordFilter(LogitsAdjuster):
 
     def describe(self) -> dict[str, Any]:
         digest = hashlib.sha256("\n".join(self.blocklist.terms).encode()).hexdigest()[:16]
-        return {"method": self.name, "list": self.source, "end": self.end, "terms": len(self.blocklist.terms),
-                "terms_sha256": digest}
+        return {
+            "method": self.name,
+            "list": self.source,
+            "end": self.end,
+            "terms": len(self.blocklist.terms),
+            "terms_sha256": digest,
+        }
 
 
 def token_texts(tokenizer: Any) -> list[str]:

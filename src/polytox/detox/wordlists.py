@@ -19,9 +19,24 @@ from ..errors import MissingDependencyError, PolytoxError
 
 GLIN = "glin-profanity"
 # PTP language code -> the file name glin-profanity uses for it.
-GLIN_LANGS = {"ar": "arabic", "cs": "czech", "de": "german", "en": "english", "es": "spanish", "fr": "french",
-              "hi": "hindi", "it": "italian", "ja": "japanese", "ko": "korean", "nl": "dutch", "pl": "polish",
-              "pt": "portuguese", "ru": "russian", "sv": "swedish", "zh": "chinese"}
+GLIN_LANGS = {
+    "ar": "arabic",
+    "cs": "czech",
+    "de": "german",
+    "en": "english",
+    "es": "spanish",
+    "fr": "french",
+    "hi": "hindi",
+    "it": "italian",
+    "ja": "japanese",
+    "ko": "korean",
+    "nl": "dutch",
+    "pl": "polish",
+    "pt": "portuguese",
+    "ru": "russian",
+    "sv": "swedish",
+    "zh": "chinese",
+}
 
 
 def default_list() -> str:
@@ -35,8 +50,10 @@ def default_list() -> str:
 def glin_terms(lang: str) -> list[str]:
     """The raw terms of glin-profanity's list for ``lang`` (a PTP code or glin's own language name)."""
     if importlib.util.find_spec("glin_profanity") is None:
-        raise MissingDependencyError(f"--detox word-filter: the embedded word lists come from the {GLIN} wheel: "
-                                     "pip install 'polytox[detox]' (or give list=PATH, one term per line)")
+        raise MissingDependencyError(
+            f"--detox word-filter: the embedded word lists come from the {GLIN} wheel: "
+            "pip install 'polytox[detox]' (or give list=PATH, one term per line)"
+        )
     name = GLIN_LANGS.get(lang, lang)
     if name not in GLIN_LANGS.values():
         raise PolytoxError(f"{GLIN} has no list for {lang!r}; it has: {', '.join(sorted(GLIN_LANGS))}")

@@ -59,7 +59,8 @@ def open_source(path: str | Path, spec: EvalSpec) -> RunStore:
     if diffs:
         raise SpecMismatchError(
             f"--generations-from {path}: its generations were made with another spec; only the scorer and "
-            "the prompt source may differ.\n  " + "\n  ".join(d.replace(": stored ", ": source ") for d in diffs)
+            "the prompt source may differ.\n  "
+            + "\n  ".join(d.replace(": stored ", ": source ") for d in diffs)
             + "\nWithout spec flags, eval takes the source's spec (give only --scorer / --scorer-opt)."
         )
     return source
@@ -75,14 +76,21 @@ def check_prompts(source: RunStore, prompts: Sequence[Prompt]) -> None:
     if here != ids:
         known = set(ids)
         new = [i for i in here if i not in known]
-        what = (f"{len(new)} of {len(here)} prompt(s) here are not in that run, e.g. {new[0]!r}" if new else
-                f"{len(here)} prompt(s) here, {len(ids)} in that run, in another order or number")
-        raise SpecMismatchError(f"--generations-from {source.path}: the prompt source yields other prompts "
-                                f"here than it did for that run ({what})")
+        what = (
+            f"{len(new)} of {len(here)} prompt(s) here are not in that run, e.g. {new[0]!r}"
+            if new
+            else f"{len(here)} prompt(s) here, {len(ids)} in that run, in another order or number"
+        )
+        raise SpecMismatchError(
+            f"--generations-from {source.path}: the prompt source yields other prompts "
+            f"here than it did for that run ({what})"
+        )
     changed = [p.id for p, text in zip(prompts, texts, strict=True) if p.text != text]
     if changed:
-        raise SpecMismatchError(f"--generations-from {source.path}: {len(changed)} prompt(s) have other text "
-                                f"here than in that run, e.g. {changed[0]!r}")
+        raise SpecMismatchError(
+            f"--generations-from {source.path}: {len(changed)} prompt(s) have other text "
+            f"here than in that run, e.g. {changed[0]!r}"
+        )
 
 
 def available(source: RunStore, target: RunStore, n_shards: int) -> int:
@@ -109,10 +117,15 @@ def record(source: RunStore, target: RunStore, copied: int) -> None:
     """Note in the target's manifest where its generations came from (kept across resumes)."""
     theirs = source.manifest()
     before = target.manifest().get("generations_from") or {}
-    target.update_manifest(generations_from={
-        "path": str(source.path.resolve()), "spec_hash": theirs.get("spec_hash"),
-        "model": theirs.get("spec", {}).get("generation", {}).get("model"),
-        "platform": theirs.get("platform"), "versions": theirs.get("versions"),
-        "git_commit": theirs.get("git_commit"),
-        "shards_copied": int(before.get("shards_copied", 0)) + copied, "at": now(),
-    })
+    target.update_manifest(
+        generations_from={
+            "path": str(source.path.resolve()),
+            "spec_hash": theirs.get("spec_hash"),
+            "model": theirs.get("spec", {}).get("generation", {}).get("model"),
+            "platform": theirs.get("platform"),
+            "versions": theirs.get("versions"),
+            "git_commit": theirs.get("git_commit"),
+            "shards_copied": int(before.get("shards_copied", 0)) + copied,
+            "at": now(),
+        }
+    )

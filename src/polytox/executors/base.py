@@ -40,11 +40,12 @@ class ExecutorConfig:
     cpus_per_worker: float = 1.0
 
     def __post_init__(self) -> None:
-        checks = [(self.queue_depth >= 1, "queue_depth must be >= 1"),
-                  (self.gen_workers >= 1 and self.score_workers >= 1, "workers must be >= 1"),
-                  (min(self.gpus_per_gen_worker, self.gpus_per_score_worker) >= 0,
-                   "GPUs per worker must be >= 0"),
-                  (self.cpus_per_worker > 0, "cpus_per_worker must be > 0")]
+        checks = [
+            (self.queue_depth >= 1, "queue_depth must be >= 1"),
+            (self.gen_workers >= 1 and self.score_workers >= 1, "workers must be >= 1"),
+            (min(self.gpus_per_gen_worker, self.gpus_per_score_worker) >= 0, "GPUs per worker must be >= 0"),
+            (self.cpus_per_worker > 0, "cpus_per_worker must be > 0"),
+        ]
         for ok, message in checks:
             if not ok:
                 raise PolytoxError(f"invalid executor settings: {message}")

@@ -44,8 +44,10 @@ class _Shards:
             self.generator = open_generator(w.spec.generation)
             plan_run = getattr(self.generator, "plan_run", None)
             if plan_run is not None:  # the samples still to generate (compile=auto weighs them)
-                plan_run(sum(len(w.plan[i]) for i in range(index, len(w.plan)) if not w.store.has_generations(i))
-                         * w.spec.generation.samples)
+                plan_run(
+                    sum(len(w.plan[i]) for i in range(index, len(w.plan)) if not w.store.has_generations(i))
+                    * w.spec.generation.samples
+                )
             self.described = self.generator.describe()
             w.store.update_manifest(model=self.described)
         start = time.perf_counter()
@@ -113,8 +115,7 @@ class PipelinedExecutor(Executor):
     name = "pipelined"
 
     def run(self, work: Work) -> ExecutorStats:
-        stats = ExecutorStats(self.name, shards_total=len(work.plan),
-                              details={"queue_depth": self.config.queue_depth})
+        stats = ExecutorStats(self.name, shards_total=len(work.plan), details={"queue_depth": self.config.queue_depth})
         shards = _Shards(work, stats)
         pending: deque[Future[None]] = deque()
         pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="polytox-score")

@@ -38,24 +38,62 @@ FORWARDED_ENV_PREFIXES = ("POLYTOX_", "HF_", "TRANSFORMERS_", "TOKENIZERS_")
 
 # ---- rows: a shard's prompts, generations and scores as JSON strings --------------------------------
 def prompts_to_json(prompts: list[Prompt]) -> str:
-    return json.dumps([{"id": p.id, "text": p.text, "lang": p.lang, "toxicity": p.toxicity,
-                        "bucket": p.bucket, "source": p.source, "meta": dict(p.meta)} for p in prompts],
-                      ensure_ascii=False, default=str)
+    return json.dumps(
+        [
+            {
+                "id": p.id,
+                "text": p.text,
+                "lang": p.lang,
+                "toxicity": p.toxicity,
+                "bucket": p.bucket,
+                "source": p.source,
+                "meta": dict(p.meta),
+            }
+            for p in prompts
+        ],
+        ensure_ascii=False,
+        default=str,
+    )
 
 
 def prompts_from_json(blob: str) -> list[Prompt]:
-    return [Prompt(id=d["id"], text=d["text"], lang=d["lang"], toxicity=d["toxicity"], bucket=d["bucket"],
-                   source=d["source"], meta=d["meta"]) for d in json.loads(blob)]
+    return [
+        Prompt(
+            id=d["id"],
+            text=d["text"],
+            lang=d["lang"],
+            toxicity=d["toxicity"],
+            bucket=d["bucket"],
+            source=d["source"],
+            meta=d["meta"],
+        )
+        for d in json.loads(blob)
+    ]
 
 
 def generations_to_json(generations: list[Generation]) -> str:
-    return json.dumps([[g.prompt_id, g.sample_index, g.text, g.finish_reason, g.n_tokens, g.prompt_truncated,
-                        g.error] for g in generations], ensure_ascii=False)
+    return json.dumps(
+        [
+            [g.prompt_id, g.sample_index, g.text, g.finish_reason, g.n_tokens, g.prompt_truncated, g.error]
+            for g in generations
+        ],
+        ensure_ascii=False,
+    )
 
 
 def generations_from_json(blob: str) -> list[Generation]:
-    return [Generation(prompt_id=r[0], sample_index=r[1], text=r[2], finish_reason=r[3], n_tokens=r[4],
-                       prompt_truncated=r[5], error=r[6]) for r in json.loads(blob)]
+    return [
+        Generation(
+            prompt_id=r[0],
+            sample_index=r[1],
+            text=r[2],
+            finish_reason=r[3],
+            n_tokens=r[4],
+            prompt_truncated=r[5],
+            error=r[6],
+        )
+        for r in json.loads(blob)
+    ]
 
 
 def scores_to_json(scores: list[Score]) -> str:
@@ -107,8 +145,15 @@ class GenerateActor:
         return generations_to_json(generate_shard(self.generator, prompts_from_json(prompts), self.spec)), model
 
     def __call__(self, batch: dict[str, Any]) -> dict[str, list[Any]]:
-        out: dict[str, list[Any]] = {"shard": [], "prompts": [], "generations": [], "generated": [],
-                                     "gen_seconds": [], "model": [], "fatal": []}
+        out: dict[str, list[Any]] = {
+            "shard": [],
+            "prompts": [],
+            "generations": [],
+            "generated": [],
+            "gen_seconds": [],
+            "model": [],
+            "fatal": [],
+        }
         for shard, prompts, done in zip(batch["shard"], batch["prompts"], batch["generations"], strict=True):
             start = time.perf_counter()
             model = ""
@@ -146,8 +191,10 @@ class ScoreActor:
     def __call__(self, batch: dict[str, Any]) -> dict[str, list[Any]]:
         from .shards import score_generations
 
-        out: dict[str, list[Any]] = {k: [] for k in ("shard", "generations", "generated", "gen_seconds",
-                                                       "model", "scores", "score_seconds", "fatal")}
+        out: dict[str, list[Any]] = {
+            k: []
+            for k in ("shard", "generations", "generated", "gen_seconds", "model", "scores", "score_seconds", "fatal")
+        }
         for i, shard in enumerate(batch["shard"]):
             start = time.perf_counter()
             fatal = str(batch["fatal"][i])
@@ -180,8 +227,12 @@ class RayExecutor(Executor):
         key_env = dict(work.spec.generation.options).get("api_key_env", "OPENAI_API_KEY")
         if key_env in os.environ:
             env[key_env] = os.environ[key_env]  # in memory for the workers; never written by polytox
-        kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False,
-                                  "logging_level": "ERROR", "runtime_env": {"env_vars": env}}
+        kwargs: dict[str, Any] = {
+            "include_dashboard": False,
+            "log_to_driver": False,
+            "logging_level": "ERROR",
+            "runtime_env": {"env_vars": env},
+        }
         if c.ray_address:
             kwargs["address"] = c.ray_address
         else:  # a local Ray: enough logical CPUs for both pools, whatever this machine has
@@ -196,27 +247,51 @@ class RayExecutor(Executor):
         ctx.enable_progress_bars = False
         if hasattr(ctx, "print_on_execution_start"):
             ctx.print_on_execution_start = False
-        rows = [{"shard": i, "prompts": prompts_to_json(work.plan[i]),
-                 "generations": generations_to_json(work.store.read_generations(i))
-                 if work.store.has_generations(i) else ""} for i in todo]
+        rows = [
+            {
+                "shard": i,
+                "prompts": prompts_to_json(work.plan[i]),
+                "generations": generations_to_json(work.store.read_generations(i))
+                if work.store.has_generations(i)
+                else "",
+            }
+            for i in todo
+        ]
         spec = work.spec.to_dict()
         cache = getattr(getattr(work.scorer, "cache", None), "path", None)
         ds = ray.data.from_items(rows, override_num_blocks=len(rows))
-        ds = ds.map_batches(GenerateActor, fn_constructor_kwargs={"spec": spec}, batch_size=1,
-                            compute=ray.data.ActorPoolStrategy(size=c.gen_workers),
-                            num_gpus=c.gpus_per_gen_worker, num_cpus=c.cpus_per_worker)
-        return ds.map_batches(ScoreActor, fn_constructor_kwargs={"spec": spec,
-                                                                 "cache_path": str(cache) if cache else None},
-                              batch_size=1, compute=ray.data.ActorPoolStrategy(size=c.score_workers),
-                              num_gpus=c.gpus_per_score_worker, num_cpus=c.cpus_per_worker)
+        ds = ds.map_batches(
+            GenerateActor,
+            fn_constructor_kwargs={"spec": spec},
+            batch_size=1,
+            compute=ray.data.ActorPoolStrategy(size=c.gen_workers),
+            num_gpus=c.gpus_per_gen_worker,
+            num_cpus=c.cpus_per_worker,
+        )
+        return ds.map_batches(
+            ScoreActor,
+            fn_constructor_kwargs={"spec": spec, "cache_path": str(cache) if cache else None},
+            batch_size=1,
+            compute=ray.data.ActorPoolStrategy(size=c.score_workers),
+            num_gpus=c.gpus_per_score_worker,
+            num_cpus=c.cpus_per_worker,
+        )
 
     def run(self, work: Work) -> ExecutorStats:
         ray = require("ray", "ray")
         require("ray.data", "ray")
         c = self.config
-        stats = ExecutorStats(self.name, shards_total=len(work.plan), details={
-            "ray_address": c.ray_address, "gen_workers": c.gen_workers, "score_workers": c.score_workers,
-            "gpus_per_gen_worker": c.gpus_per_gen_worker, "gpus_per_score_worker": c.gpus_per_score_worker})
+        stats = ExecutorStats(
+            self.name,
+            shards_total=len(work.plan),
+            details={
+                "ray_address": c.ray_address,
+                "gen_workers": c.gen_workers,
+                "score_workers": c.score_workers,
+                "gpus_per_gen_worker": c.gpus_per_gen_worker,
+                "gpus_per_score_worker": c.gpus_per_score_worker,
+            },
+        )
         samples = work.spec.generation.samples
         todo = [i for i in range(len(work.plan)) if not work.store.has_scores(work.scorer.id, i)]
         pending = set(todo)
@@ -245,8 +320,9 @@ class RayExecutor(Executor):
                 if row["generated"] or not work.store.has_generations(index):
                     work.store.write_generations(index, generations)
                     stats.shards_generated += int(bool(row["generated"]))
-                work.store.write_scores(work.scorer.id, index, generations, scores_from_json(row["scores"]),
-                                        work.scorer.attributes)
+                work.store.write_scores(
+                    work.scorer.id, index, generations, scores_from_json(row["scores"]), work.scorer.attributes
+                )
                 stats.shards_scored += 1
                 stats.generate_seconds += float(row["gen_seconds"])
                 stats.score_seconds += float(row["score_seconds"])

@@ -54,8 +54,11 @@ def _failed_score_keys(work: Work, index: int, generations: list[Generation]) ->
     if not work.store.has_scores(work.scorer.id, index):
         return set()
     has_text = {(g.prompt_id, g.sample_index) for g in generations if g.error is None}
-    return {key for key, error in work.store.read_score_errors(work.scorer.id, index).items()
-            if error is not None and key in has_text and error_kind(error) not in OUTCOMES}
+    return {
+        key
+        for key, error in work.store.read_score_errors(work.scorer.id, index).items()
+        if error is not None and key in has_text and error_kind(error) not in OUTCOMES
+    }
 
 
 def retry_failed(work: Work) -> RetryReport:
@@ -76,8 +79,9 @@ def retry_failed(work: Work) -> RetryReport:
             if failed_keys:
                 if generator is None:
                     generator = open_generator(work.spec.generation)
-                generations = _regenerate(generator, work, shard_requests(shard, work.spec), generations,
-                                          failed_keys, report)
+                generations = _regenerate(
+                    generator, work, shard_requests(shard, work.spec), generations, failed_keys, report
+                )
                 work.store.write_generations(index, generations)
             scores = score_generations(work.scorer, generations, work.langs)
             work.store.write_scores(work.scorer.id, index, generations, scores, work.scorer.attributes)
@@ -91,8 +95,14 @@ def retry_failed(work: Work) -> RetryReport:
     return report
 
 
-def _regenerate(generator: Generator, work: Work, requests: list[GenerationRequest], generations: list[Generation],
-                failed_keys: set[tuple[str, int]], report: RetryReport) -> list[Generation]:
+def _regenerate(
+    generator: Generator,
+    work: Work,
+    requests: list[GenerationRequest],
+    generations: list[Generation],
+    failed_keys: set[tuple[str, int]],
+    report: RetryReport,
+) -> list[Generation]:
     """``generations`` with each failed sample replaced by its regenerated output."""
     failed = [r for r in requests if (r.prompt.id, r.sample_index) in failed_keys]
     send = generator.retry_requests(failed, requests)

@@ -23,8 +23,9 @@ def shards(prompts: Sequence[Prompt], size: int) -> list[list[Prompt]]:
 
 def shard_requests(shard: Sequence[Prompt], spec: EvalSpec) -> list[GenerationRequest]:
     """The requests of a shard: K per prompt, each with the seed derived from (run seed, prompt, sample)."""
-    return [GenerationRequest(p, k, derive_seed(spec.seed, p.id, k))
-            for p in shard for k in range(spec.generation.samples)]
+    return [
+        GenerationRequest(p, k, derive_seed(spec.seed, p.id, k)) for p in shard for k in range(spec.generation.samples)
+    ]
 
 
 def generate_shard(generator: Generator, shard: Sequence[Prompt], spec: EvalSpec) -> list[Generation]:
@@ -39,9 +40,16 @@ def generate_shard(generator: Generator, shard: Sequence[Prompt], spec: EvalSpec
     except FatalGenerationError:
         raise
     except Exception as exc:  # a backend that crashes loses this shard as recorded errors, not the run
-        generations = [Generation(prompt_id=r.prompt.id, sample_index=r.sample_index, text=None,
-                                  finish_reason="error", error=f"GENERATION_CRASHED: {type(exc).__name__}: {exc}")
-                       for r in requests]
+        generations = [
+            Generation(
+                prompt_id=r.prompt.id,
+                sample_index=r.sample_index,
+                text=None,
+                finish_reason="error",
+                error=f"GENERATION_CRASHED: {type(exc).__name__}: {exc}",
+            )
+            for r in requests
+        ]
     order = {p.id: i for i, p in enumerate(shard)}
     return sorted(generations, key=lambda g: (order[g.prompt_id], g.sample_index))
 
@@ -49,8 +57,7 @@ def generate_shard(generator: Generator, shard: Sequence[Prompt], spec: EvalSpec
 def score_generations(scorer: Scorer, generations: Sequence[Generation], langs: dict[str, str]) -> list[Score]:
     """One score per generation; failed generations get an error score, never a value."""
     todo = [i for i, g in enumerate(generations) if g.text is not None]
-    scored = scorer.score([generations[i].text or "" for i in todo],
-                          [langs[generations[i].prompt_id] for i in todo])
+    scored = scorer.score([generations[i].text or "" for i in todo], [langs[generations[i].prompt_id] for i in todo])
     out = [Score.failed(GENERATION_FAILED)] * len(generations)
     for i, s in zip(todo, scored, strict=True):
         out[i] = s
@@ -65,5 +72,6 @@ def open_generator(spec: GenerationSpec) -> Generator:
     except PolytoxError:
         raise
     except Exception as exc:
-        raise FatalGenerationError(f"the model failed to load ({spec.backend} backend, "
-                                   f"{spec.model}): {type(exc).__name__}: {exc}") from exc
+        raise FatalGenerationError(
+            f"the model failed to load ({spec.backend} backend, {spec.model}): {type(exc).__name__}: {exc}"
+        ) from exc

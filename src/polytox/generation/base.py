@@ -45,8 +45,9 @@ class Generator(ABC):
         if cls.OPTIONS is not None:
             check_options(f"backend {cls.name!r}", cls.OPTIONS, dict(spec.options), flag="--model-opt")
 
-    def retry_requests(self, failed: Sequence[GenerationRequest], shard: Sequence[GenerationRequest]
-                       ) -> list[GenerationRequest]:
+    def retry_requests(
+        self, failed: Sequence[GenerationRequest], shard: Sequence[GenerationRequest]
+    ) -> list[GenerationRequest]:
         """What to send so that the ``failed`` requests of a shard come out exactly as in an uninterrupted
         run (``polytox eval --retry-failed``); only the failed samples' outputs are kept.
 
@@ -67,5 +68,6 @@ class Generator(ABC):
 
 def failed(request: GenerationRequest, error: str) -> Generation:
     """The record of a request that could not be generated."""
-    return Generation(prompt_id=request.prompt.id, sample_index=request.sample_index, text=None,
-                      finish_reason="error", error=error)
+    return Generation(
+        prompt_id=request.prompt.id, sample_index=request.sample_index, text=None, finish_reason="error", error=error
+    )

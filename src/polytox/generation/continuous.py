@@ -73,8 +73,13 @@ def _prefill(model: Any, prompts: Sequence[Sequence[int]], pad_id: int, device: 
     """Left-padded prefill of ``prompts``: last-position logits ``[P, V]`` and per-layer (keys, values)."""
     ids, mask, positions = left_padded(prompts, pad_id)
     width = ids.shape[1]
-    out = model(input_ids=ids.to(device), attention_mask=mask.to(device), position_ids=positions.to(device),
-                use_cache=True, logits_to_keep=1)
+    out = model(
+        input_ids=ids.to(device),
+        attention_mask=mask.to(device),
+        position_ids=positions.to(device),
+        use_cache=True,
+        logits_to_keep=1,
+    )
     cache = cache_of(out)
     layer_kv = [(layer.keys, layer.values) for layer in cache.layers]
     return out.logits[:, -1, :], layer_kv, width
@@ -94,10 +99,19 @@ class SlotDecoder:
     uniforms ``uni``. Host mirror: the request (-1 idle), tokens written and write column per slot.
     """
 
-    def __init__(self, model: Any, prompts: Sequence[Sequence[int]], rows: Sequence[int], seeds: Sequence[int],
-                 settings: DecodeSettings, eos_ids: Sequence[int], pad_id: int, device: str,
-                 forward: Callable[..., Any] | None = None,
-                 get_cache: Callable[[int, int, int], SlotCache] | None = None) -> None:
+    def __init__(
+        self,
+        model: Any,
+        prompts: Sequence[Sequence[int]],
+        rows: Sequence[int],
+        seeds: Sequence[int],
+        settings: DecodeSettings,
+        eos_ids: Sequence[int],
+        pad_id: int,
+        device: str,
+        forward: Callable[..., Any] | None = None,
+        get_cache: Callable[[int, int, int], SlotCache] | None = None,
+    ) -> None:
         import torch
 
         self.model, self.prompts, self.rows, self.seeds = model, prompts, rows, seeds
@@ -136,8 +150,16 @@ class SlotDecoder:
         s = self.settings
         return sample_next(logits, u, s.temperature, s.top_p, s.top_k, method=s.sampler)
 
-    def place(self, take: list[int], slots_all: list[int], uniforms_all: Any, chunk: list[int], logits: Any,
-              layer_kv: list[tuple[Any, Any]], width: int) -> None:
+    def place(
+        self,
+        take: list[int],
+        slots_all: list[int],
+        uniforms_all: Any,
+        chunk: list[int],
+        logits: Any,
+        layer_kv: list[tuple[Any, Any]],
+        width: int,
+    ) -> None:
         """Copy the prefill of prompts ``chunk`` into the slots of the requests in ``take`` that use them."""
         import torch
 
@@ -181,16 +203,20 @@ class SlotDecoder:
         fresh = [p for p in distinct if p not in reused]
         batch = max(1, self.settings.prefill_batch)
         for start in range(0, len(fresh), batch):
-            chunk = fresh[start: start + batch]
+            chunk = fresh[start : start + batch]
             logits, layer_kv, width = _prefill(self.model, [prompts[p] for p in chunk], self.pad_id, self.device)
             self.prefilled += len(chunk)
             self.place(take, slots_all, uniforms_all, chunk, logits, layer_kv, width)
             for i, p in enumerate(chunk):
                 if self.waiting_of[p]:  # more of its samples wait: keep its prefill (its real columns only)
                     n = len(prompts[p])
-                    self.kept[p] = (logits[i: i + 1].clone(),
-                                    [(k[i: i + 1, :, width - n:].clone(), v[i: i + 1, :, width - n:].clone())
-                                     for k, v in layer_kv])
+                    self.kept[p] = (
+                        logits[i : i + 1].clone(),
+                        [
+                            (k[i : i + 1, :, width - n :].clone(), v[i : i + 1, :, width - n :].clone())
+                            for k, v in layer_kv
+                        ],
+                    )
         self.admissions += 1
 
     def release(self, slots: list[int]) -> None:
@@ -232,8 +258,13 @@ class SlotDecoder:
         need = int(self.col_h[live].max()) + 1
         cache.hi = min(self.capacity, bucket_length(need, self.floor) if self.floor else need)
         self.shapes.add((cache.rows, cache.hi))
-        logits = self.step_fn(input_ids=self.cur.view(-1, 1), position_ids=cache.col.view(-1, 1),
-                              attention_mask=cache.decode_mask(), **cache_kw(cache), use_cache=True).logits[:, -1, :]
+        logits = self.step_fn(
+            input_ids=self.cur.view(-1, 1),
+            position_ids=cache.col.view(-1, 1),
+            attention_mask=cache.decode_mask(),
+            **cache_kw(cache),
+            use_cache=True,
+        ).logits[:, -1, :]
         index = self.step_d.clamp(max=self.settings.max_new_tokens - 1)
         nxt = self.sample(logits, self.uni.gather(1, index.view(-1, 1)).squeeze(1))
         self.out[self.req_d, index] = nxt
@@ -250,8 +281,7 @@ class SlotDecoder:
         settings, checked_at = self.settings, -1
         while True:
             self.release_finished()
-            if (checked_at != self.steps and self.steps % max(1, settings.check_every) == 0
-                    and (self.req_h >= 0).any()):
+            if checked_at != self.steps and self.steps % max(1, settings.check_every) == 0 and (self.req_h >= 0).any():
                 checked_at = self.steps
                 self.release_stopped()
             free = [int(s) for s in np.nonzero(self.req_h < 0)[0]]
@@ -262,8 +292,7 @@ class SlotDecoder:
             live = self.req_h >= 0
             if not live.any():
                 break
-            if self.head >= self.n_req and not settings.fixed_rows and worth_compacting(int((~live).sum()),
-                                                                                        len(live)):
+            if self.head >= self.n_req and not settings.fixed_rows and worth_compacting(int((~live).sum()), len(live)):
                 self.compact()
             self.step()
         return self.result()
@@ -277,16 +306,32 @@ class SlotDecoder:
             cut = next((i for i, t in enumerate(row) if t in eos_set), None)
             tokens.append(row if cut is None else row[:cut])
             stopped.append(cut is not None)
-        return DecodeResult(tokens=tokens, stopped=stopped, steps=self.steps, admissions=self.admissions,
-                            stats={"slots": self.n_slots,
-                                   "capacity": self.capacity, "prefilled_prompts": self.prefilled,
-                                   "step_shapes": sorted(self.shapes)})
+        return DecodeResult(
+            tokens=tokens,
+            stopped=stopped,
+            steps=self.steps,
+            admissions=self.admissions,
+            stats={
+                "slots": self.n_slots,
+                "capacity": self.capacity,
+                "prefilled_prompts": self.prefilled,
+                "step_shapes": sorted(self.shapes),
+            },
+        )
 
 
-def decode(model: Any, prompts: Sequence[Sequence[int]], rows: Sequence[int], seeds: Sequence[int],
-           settings: DecodeSettings, eos_ids: Sequence[int], pad_id: int, device: str,
-           forward: Callable[..., Any] | None = None,
-           get_cache: Callable[[int, int, int], SlotCache] | None = None) -> DecodeResult:
+def decode(
+    model: Any,
+    prompts: Sequence[Sequence[int]],
+    rows: Sequence[int],
+    seeds: Sequence[int],
+    settings: DecodeSettings,
+    eos_ids: Sequence[int],
+    pad_id: int,
+    device: str,
+    forward: Callable[..., Any] | None = None,
+    get_cache: Callable[[int, int, int], SlotCache] | None = None,
+) -> DecodeResult:
     """Generate for every request ``r`` (prompt ``prompts[rows[r]]``, seed ``seeds[r]``), in queue order.
 
     ``forward`` (default: ``model``) runs one decode step; a compiled or graph-captured version may be

@@ -53,15 +53,26 @@ def initial_choice(requested: str, device: str) -> DecodeChoice:
     if requested != "auto":
         raise ValueError(f"compile={requested}: expected auto, false, graphs, true or inductor")
     if on_cuda:
-        return DecodeChoice("graphs", "auto on CUDA: CUDA graphs of the eager step (capture costs about one "
-                            "step per shape); torch.compile only once the run is known to pay it back", requested)
-    return DecodeChoice("eager", f"auto on {device}: CUDA graphs need CUDA, and torch.compile's cost is not "
-                        "known to pay back here", requested)
+        return DecodeChoice(
+            "graphs",
+            "auto on CUDA: CUDA graphs of the eager step (capture costs about one "
+            "step per shape); torch.compile only once the run is known to pay it back",
+            requested,
+        )
+    return DecodeChoice(
+        "eager",
+        f"auto on {device}: CUDA graphs need CUDA, and torch.compile's cost is not known to pay back here",
+        requested,
+    )
 
 
-def should_compile(remaining_tokens: int, tokens_per_s: float, shapes: int,
-                   seconds_per_shape: float = INDUCTOR_SECONDS_PER_SHAPE,
-                   speedup: float = INDUCTOR_SPEEDUP_OVER_GRAPHS) -> tuple[bool, str]:
+def should_compile(
+    remaining_tokens: int,
+    tokens_per_s: float,
+    shapes: int,
+    seconds_per_shape: float = INDUCTOR_SECONDS_PER_SHAPE,
+    speedup: float = INDUCTOR_SPEEDUP_OVER_GRAPHS,
+) -> tuple[bool, str]:
     """Whether compiling ``shapes`` decode shapes pays back on ``remaining_tokens`` at the current rate.
 
     Saving: ``remaining / rate * (1 - 1 / speedup)`` seconds; cost: ``shapes * seconds_per_shape``.
@@ -71,6 +82,8 @@ def should_compile(remaining_tokens: int, tokens_per_s: float, shapes: int,
     saving = remaining_tokens / tokens_per_s * (1 - 1 / speedup)
     cost = max(1, shapes) * seconds_per_shape
     verdict = "compiling" if saving > cost else "not compiling"
-    return saving > cost, (f"{verdict}: {remaining_tokens} tokens left at {tokens_per_s:.0f} tokens/s would save "
-                           f"{saving:.1f} s at {speedup:.2f}x, against about {cost:.0f} s to compile "
-                           f"{max(1, shapes)} shape(s)")
+    return saving > cost, (
+        f"{verdict}: {remaining_tokens} tokens left at {tokens_per_s:.0f} tokens/s would save "
+        f"{saving:.1f} s at {speedup:.2f}x, against about {cost:.0f} s to compile "
+        f"{max(1, shapes)} shape(s)"
+    )

@@ -33,8 +33,7 @@ from .base import Generator, failed
 
 NEUTRAL = tuple(
     "the day was long and quiet the people walked to the market with bread and tea while the ch"
-    "ildren played near a small river under a bright sky friends talked about work music and books"
-    .split()
+    "ildren played near a small river under a bright sky friends talked about work music and books".split()
 )
 RUDE = ("idiot", "stupid", "moron", "dumb", "crap", "loser", "jerk", "damn")
 _RUDE_RE = re.compile(r"\b(" + "|".join(RUDE) + r")\b", re.IGNORECASE)
@@ -59,7 +58,8 @@ def injected_faults() -> dict[str, float]:
 class FakeGenerator(Generator):
     name = "fake"
     OPTIONS: ClassVar[Mapping[str, Option]] = {
-        key: Option("float") for key in ("toxicity", "echo", "fail_rate", "eos_rate", "delay")}
+        key: Option("float") for key in ("toxicity", "echo", "fail_rate", "eos_rate", "delay")
+    }
 
     def __init__(self, spec: GenerationSpec) -> None:
         opts = dict(spec.options)
@@ -80,8 +80,13 @@ class FakeGenerator(Generator):
         injected_faults()
 
     def describe(self) -> dict[str, Any]:
-        return {"backend": self.name, "model": self.model, "toxicity": self.toxicity, "echo": self.echo,
-                "fail_rate": self.fail_rate}
+        return {
+            "backend": self.name,
+            "model": self.model,
+            "toxicity": self.toxicity,
+            "echo": self.echo,
+            "fail_rate": self.fail_rate,
+        }
 
     def generate(self, requests: Sequence[GenerationRequest]) -> list[Generation]:
         self.calls += 1
@@ -108,5 +113,10 @@ class FakeGenerator(Generator):
             pool = RUDE if rng.random() < p_rude else NEUTRAL
             words.append(pool[int(rng.integers(len(pool)))])
         text = (" " + " ".join(words)) if words else ""
-        return Generation(prompt_id=request.prompt.id, sample_index=request.sample_index, text=text,
-                          finish_reason=finish, n_tokens=len(words))  # type: ignore[arg-type]
+        return Generation(
+            prompt_id=request.prompt.id,
+            sample_index=request.sample_index,
+            text=text,
+            finish_reason=finish,
+            n_tokens=len(words),
+        )  # type: ignore[arg-type]

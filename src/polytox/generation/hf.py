@@ -58,6 +58,7 @@ from .slots import SlotCache, register_attention
 
 log = logging.getLogger("polytox")
 
+
 def pick_dtype(requested: str, device: str) -> Any:
     """``auto`` -> bfloat16 on GPUs that support it, float16 on other GPUs, float32 on CPU.
 
@@ -93,9 +94,14 @@ class TransformersGenerator(Generator):
 
     name = "transformers"
     OPTIONS: ClassVar[Mapping[str, Option]] = {
-        "continuous": Option("bool"), "check_every": Option("int"), "min_admit": Option("int"),
-        "compile": Option(choices=("auto", "true", "false")), "static_cache": Option("bool"),
-        "slots": Option("int", words=("auto",)), "sampler": Option(choices=METHODS)}
+        "continuous": Option("bool"),
+        "check_every": Option("int"),
+        "min_admit": Option("int"),
+        "compile": Option(choices=("auto", "true", "false")),
+        "static_cache": Option("bool"),
+        "slots": Option("int", words=("auto",)),
+        "sampler": Option(choices=METHODS),
+    }
 
     @classmethod
     def check(cls, spec: GenerationSpec) -> None:
@@ -120,11 +126,16 @@ class TransformersGenerator(Generator):
         self.model.to(self.device).eval()
         self.load_seconds = time.perf_counter() - started
         config = self.model.config
-        self.context = int(getattr(config, "max_position_embeddings", None) or getattr(config, "n_positions", 0)
-                           or self.tokenizer.model_max_length)
+        self.context = int(
+            getattr(config, "max_position_embeddings", None)
+            or getattr(config, "n_positions", 0)
+            or self.tokenizer.model_max_length
+        )
         if spec.max_new_tokens >= self.context:
-            raise PolytoxError(f"max_new_tokens={spec.max_new_tokens} leaves no room for a prompt in the "
-                               f"model's context of {self.context} tokens")
+            raise PolytoxError(
+                f"max_new_tokens={spec.max_new_tokens} leaves no room for a prompt in the "
+                f"model's context of {self.context} tokens"
+            )
         self.use_chat = wants_chat_template(spec.chat_template, self.tokenizer)
         self.eos_ids = self._eos_ids()
         self.pad_id = self.tokenizer.pad_token_id
@@ -133,13 +144,13 @@ class TransformersGenerator(Generator):
         self.instruct = instruct
         # --- detox hook (polytox.detox): decoding-time detoxification, None without --detox ---
         from ..detox.methods import build_adjuster
+
         self.detox = build_adjuster(spec, self)
         # --- end detox hook ---
         options = dict(spec.options)
         self.static_cache = as_bool(options.get("static_cache", "true"))
         on_gpu = self.device.startswith("cuda")
-        self.continuous = (as_bool(options.get("continuous", "true")) and self.detox is None
-                           and self._plain_cache())
+        self.continuous = as_bool(options.get("continuous", "true")) and self.detox is None and self._plain_cache()
         self.check_every = int(options.get("check_every", "8" if on_gpu else "1"))
         self.min_admit = int(options.get("min_admit", "0"))
         self.choice = initial_choice(options.get("compile", "auto"), self.device)
@@ -159,8 +170,11 @@ class TransformersGenerator(Generator):
         self.decoded = {"tokens": 0, "seconds": 0.0, "requests": 0}
         self.shapes: set[tuple[int, int]] = set()
         if not self.continuous:
-            self.choice = DecodeChoice("eager", "lock-step loop (continuous=false or a cache the slots do not "
-                                       "support): no compiled step", self.choice.requested)
+            self.choice = DecodeChoice(
+                "eager",
+                "lock-step loop (continuous=false or a cache the slots do not support): no compiled step",
+                self.choice.requested,
+            )
         self._set_mode(self.choice.mode)
 
     def _set_mode(self, mode: str) -> None:
@@ -172,8 +186,12 @@ class TransformersGenerator(Generator):
             dynamo = self.torch._dynamo.config  # one graph per (rows, read-length bucket); a few at most
             dynamo.cache_size_limit = max(int(dynamo.cache_size_limit), 64)
             on_gpu = self.device.startswith("cuda")
-            self._step = self.torch.compile(self.model, backend=self.compile_backend, dynamic=False,
-                                            **({"mode": "reduce-overhead"} if on_gpu else {}))
+            self._step = self.torch.compile(
+                self.model,
+                backend=self.compile_backend,
+                dynamic=False,
+                **({"mode": "reduce-overhead"} if on_gpu else {}),
+            )
         else:
             self._step = None
 
@@ -218,9 +236,14 @@ class TransformersGenerator(Generator):
         free = free_device_bytes(self.device)
         dtype_bytes = self.torch.empty((), dtype=self.dtype).element_size()
         vocab = int(self.model.config.vocab_size)
-        plan = plan_slots(requests, base, kv_bytes_per_row(self.model.config, capacity, dtype_bytes),
-                          vocab * STEP_BYTES_PER_VOCAB, None if free is None else free + held,
-                          previous=self._slot_cache.rows if fixed and self._slot_cache else 0)
+        plan = plan_slots(
+            requests,
+            base,
+            kv_bytes_per_row(self.model.config, capacity, dtype_bytes),
+            vocab * STEP_BYTES_PER_VOCAB,
+            None if free is None else free + held,
+            previous=self._slot_cache.rows if fixed and self._slot_cache else 0,
+        )
         if self._slot_cache is not None and self._slot_cache.rows == plan.rows:  # reused: it keeps its capacity
             wider = max(capacity, self._slot_cache.capacity)
             plan.kv_bytes_per_row = kv_bytes_per_row(self.model.config, wider, dtype_bytes)
@@ -249,18 +272,33 @@ class TransformersGenerator(Generator):
         return sorted(ids)
 
     def describe(self) -> dict[str, Any]:
-        return {"backend": self.name, "model": self.spec.model, "device": self.device, "dtype": str(self.dtype),
-                "chat_template": self.use_chat, "context": self.context, "eos_ids": self.eos_ids,
-                "model_class": type(self.model).__name__, "load_seconds": round(self.load_seconds, 3),
-                "continuous_batching": self.continuous, "compiled_decode": self._step is not None,
-                "decode_mode": self.choice.mode, "decode_mode_reason": self.choice.reason,
-                "compile_option": self.choice.requested, "read_bucket_floor": self.read_floor,
-                "decode_shapes": len(self.shapes), "planned_requests": self.planned_requests,
-                "sampler": resolve_method(self.sampler, self.device.split(":")[0]),
-                **({"slot_plan": self.slot_plan.manifest()} if self.slot_plan else {}),
-                **({"graph_captures": self._step.captures, "graph_capture_seconds": round(
-                    self._step.capture_seconds, 3)} if isinstance(self._step, GraphedStep) else {}),
-                **({"compile_error": self.compile_error} if self.compile_error else {})}
+        return {
+            "backend": self.name,
+            "model": self.spec.model,
+            "device": self.device,
+            "dtype": str(self.dtype),
+            "chat_template": self.use_chat,
+            "context": self.context,
+            "eos_ids": self.eos_ids,
+            "model_class": type(self.model).__name__,
+            "load_seconds": round(self.load_seconds, 3),
+            "continuous_batching": self.continuous,
+            "compiled_decode": self._step is not None,
+            "decode_mode": self.choice.mode,
+            "decode_mode_reason": self.choice.reason,
+            "compile_option": self.choice.requested,
+            "read_bucket_floor": self.read_floor,
+            "decode_shapes": len(self.shapes),
+            "planned_requests": self.planned_requests,
+            "sampler": resolve_method(self.sampler, self.device.split(":")[0]),
+            **({"slot_plan": self.slot_plan.manifest()} if self.slot_plan else {}),
+            **(
+                {"graph_captures": self._step.captures, "graph_capture_seconds": round(self._step.capture_seconds, 3)}
+                if isinstance(self._step, GraphedStep)
+                else {}
+            ),
+            **({"compile_error": self.compile_error} if self.compile_error else {}),
+        }
 
     # ---- prompt encoding ------------------------------------------------------------------------
     def encode(self, prompt: Prompt) -> tuple[list[int], bool]:
@@ -269,8 +307,9 @@ class TransformersGenerator(Generator):
         The rules are shared with the vLLM backend (``prompting.py``): BOS alone for an empty prompt,
         the chat template for instruct models, left truncation that keeps the template's own tokens.
         """
-        encoded = encode_prompt(self.tokenizer, prompt.text, chat=self.use_chat,
-                                max_prompt_tokens=self.context - self.spec.max_new_tokens)
+        encoded = encode_prompt(
+            self.tokenizer, prompt.text, chat=self.use_chat, max_prompt_tokens=self.context - self.spec.max_new_tokens
+        )
         if self.detox is not None:  # detox hook: e.g. ATCON prepends its <|nontoxic|> token
             return self.detox.prefix(encoded.ids), encoded.truncated
         return encoded.ids, encoded.truncated
@@ -306,14 +345,16 @@ class TransformersGenerator(Generator):
                 run = self._generate_continuous if self.continuous else self._generate_batch
                 outs = run([encoded[pid] for pid in batch], [groups[pid] for pid in batch])
             except Exception as exc:  # e.g. out of memory: this batch becomes recorded errors
-                outs = [failed(r, f"GENERATION_FAILED: {type(exc).__name__}: {exc}")
-                        for pid in batch for r in groups[pid]]
+                outs = [
+                    failed(r, f"GENERATION_FAILED: {type(exc).__name__}: {exc}") for pid in batch for r in groups[pid]
+                ]
             for g in outs:
                 results[(g.prompt_id, g.sample_index)] = g
         return [results[(r.prompt.id, r.sample_index)] for r in requests]
 
-    def _generate_continuous(self, encoded: list[tuple[list[int], bool]],
-                             groups: list[list[GenerationRequest]]) -> list[Generation]:
+    def _generate_continuous(
+        self, encoded: list[tuple[list[int], bool]], groups: list[list[GenerationRequest]]
+    ) -> list[Generation]:
         spec = self.spec
         size = max(1, spec.batch_size or self.default_batch_size(spec.samples))
         fixed = self.choice.mode != "eager"
@@ -322,16 +363,34 @@ class TransformersGenerator(Generator):
         prompts = [ids for ids, _ in encoded]
         slots = self._plan_slots(prompts, len(requests), size * max(1, spec.samples), fixed)
         settings = DecodeSettings(
-            max_new_tokens=spec.max_new_tokens, temperature=spec.temperature, top_p=spec.top_p, top_k=spec.top_k,
-            slots=slots, prefill_batch=size, check_every=self.check_every,
+            max_new_tokens=spec.max_new_tokens,
+            temperature=spec.temperature,
+            top_p=spec.top_p,
+            top_k=spec.top_k,
+            slots=slots,
+            prefill_batch=size,
+            check_every=self.check_every,
             min_admit=self.min_admit or max(1, min(spec.samples, slots // 4)),
-            read_floor=self.read_floor, fixed_rows=fixed, sampler=self.sampler)
+            read_floor=self.read_floor,
+            fixed_rows=fixed,
+            sampler=self.sampler,
+        )
         seeds = [r.seed for r in requests]
         started = time.perf_counter()
         with self.torch.inference_mode():
             try:
-                result = decode(self.model, prompts, rows, seeds, settings, self.eos_ids, self.pad_id, self.device,
-                                forward=self._step, get_cache=self._get_cache)
+                result = decode(
+                    self.model,
+                    prompts,
+                    rows,
+                    seeds,
+                    settings,
+                    self.eos_ids,
+                    self.pad_id,
+                    self.device,
+                    forward=self._step,
+                    get_cache=self._get_cache,
+                )
             except Exception as exc:
                 if self._step is None:
                     raise
@@ -342,23 +401,38 @@ class TransformersGenerator(Generator):
                 self._slot_cache = None
                 log.warning("the decode step failed (%s); decoding eagerly", self.compile_error)
                 settings = dataclasses.replace(settings, fixed_rows=False)
-                result = decode(self.model, prompts, rows, seeds, settings, self.eos_ids, self.pad_id, self.device,
-                                get_cache=self._get_cache)
+                result = decode(
+                    self.model,
+                    prompts,
+                    rows,
+                    seeds,
+                    settings,
+                    self.eos_ids,
+                    self.pad_id,
+                    self.device,
+                    get_cache=self._get_cache,
+                )
         if self.device.startswith("cuda"):
             self.torch.cuda.synchronize()
         self.shapes.update(result.stats["step_shapes"])
         self._after_call(sum(len(t) for t in result.tokens), time.perf_counter() - started, len(requests))
         outs = []
         for request, row, tokens, stopped in zip(requests, rows, result.tokens, result.stopped, strict=True):
-            outs.append(Generation(
-                prompt_id=request.prompt.id, sample_index=request.sample_index,
-                text=self.tokenizer.decode(tokens, skip_special_tokens=True),
-                finish_reason="stop" if stopped else "length", n_tokens=len(tokens),
-                prompt_truncated=encoded[row][1]))
+            outs.append(
+                Generation(
+                    prompt_id=request.prompt.id,
+                    sample_index=request.sample_index,
+                    text=self.tokenizer.decode(tokens, skip_special_tokens=True),
+                    finish_reason="stop" if stopped else "length",
+                    n_tokens=len(tokens),
+                    prompt_truncated=encoded[row][1],
+                )
+            )
         return outs
 
-    def _generate_batch(self, encoded: list[tuple[list[int], bool]],
-                        groups: list[list[GenerationRequest]]) -> list[Generation]:
+    def _generate_batch(
+        self, encoded: list[tuple[list[int], bool]], groups: list[list[GenerationRequest]]
+    ) -> list[Generation]:
         if self.detox is not None and self.detox.owns_decoding:  # detox hook: PPLM runs its own loop
             return self.detox.generate_batch(self, encoded, groups)
         torch = self.torch
@@ -369,8 +443,8 @@ class TransformersGenerator(Generator):
         input_ids = torch.full((len(encoded), width), self.pad_id, dtype=torch.long)
         mask = torch.zeros((len(encoded), width), dtype=torch.long)
         for i, (ids, _) in enumerate(encoded):
-            input_ids[i, width - len(ids):] = torch.tensor(ids, dtype=torch.long)
-            mask[i, width - len(ids):] = 1
+            input_ids[i, width - len(ids) :] = torch.tensor(ids, dtype=torch.long)
+            mask[i, width - len(ids) :] = 1
         positions = (mask.cumsum(-1) - 1).clamp_(min=0)
         counts = torch.tensor([len(g) for g in groups])
         rows = torch.repeat_interleave(torch.arange(len(encoded)), counts)
@@ -379,9 +453,15 @@ class TransformersGenerator(Generator):
 
         with torch.inference_mode():
             cache = self._new_cache(width + spec.max_new_tokens)
-            out = self.model(input_ids=input_ids.to(device), attention_mask=mask.to(device),
-                             position_ids=positions.to(device), **cache_kw(cache), use_cache=True,
-                             logits_to_keep=1, cache_position=torch.arange(width, device=device))
+            out = self.model(
+                input_ids=input_ids.to(device),
+                attention_mask=mask.to(device),
+                position_ids=positions.to(device),
+                **cache_kw(cache),
+                use_cache=True,
+                logits_to_keep=1,
+                cache_position=torch.arange(width, device=device),
+            )
             cache = cache_of(out)
             select_rows(cache, rows.to(device))  # each sample shares its prompt's prefill
             logits = out.logits[:, -1, :][rows.to(device)]
@@ -395,12 +475,16 @@ class TransformersGenerator(Generator):
             alive = torch.ones(n_rows, dtype=torch.bool)  # per live row: still decoding
             for step in range(spec.max_new_tokens):
                 if self.detox is not None:  # --- detox hook: adjust next-token logits (polytox.detox) ---
-                    logits = self.detox.adjust(logits, [encoded[int(rows[r])][0] + tokens[r] for r in active.tolist()],
-                                               last=step == spec.max_new_tokens - 1)
+                    logits = self.detox.adjust(
+                        logits,
+                        [encoded[int(rows[r])][0] + tokens[r] for r in active.tolist()],
+                        last=step == spec.max_new_tokens - 1,
+                    )
                 nxt = sample_next(logits, uniforms[active, step], spec.temperature, spec.top_p, spec.top_k)
                 is_eos = torch.isin(nxt, eos).cpu()
-                for row, tok, stop, live in zip(active.tolist(), nxt.tolist(), is_eos.tolist(), alive.tolist(),
-                                                strict=True):
+                for row, tok, stop, live in zip(
+                    active.tolist(), nxt.tolist(), is_eos.tolist(), alive.tolist(), strict=True
+                ):
                     if not live:
                         continue
                     if stop:
@@ -418,9 +502,14 @@ class TransformersGenerator(Generator):
                     mask, next_pos = mask[keep_dev], next_pos[keep_dev]
                     active, nxt, alive = active[keep_dev], nxt[keep_dev], alive[keep]
                 mask = torch.cat([mask, torch.ones((mask.shape[0], 1), dtype=mask.dtype, device=device)], dim=1)
-                out = self.model(input_ids=nxt.view(-1, 1), attention_mask=mask,
-                                 position_ids=next_pos.view(-1, 1), **cache_kw(cache), use_cache=True,
-                                 cache_position=torch.tensor([width + step], device=device))
+                out = self.model(
+                    input_ids=nxt.view(-1, 1),
+                    attention_mask=mask,
+                    position_ids=next_pos.view(-1, 1),
+                    **cache_kw(cache),
+                    use_cache=True,
+                    cache_position=torch.tensor([width + step], device=device),
+                )
                 cache = cache_of(out)
                 logits = out.logits[:, -1, :]
                 next_pos = next_pos + 1
@@ -429,10 +518,16 @@ class TransformersGenerator(Generator):
         for row, request in enumerate(requests):
             prompt_index = int(rows[row])
             text = self.tokenizer.decode(tokens[row], skip_special_tokens=True)
-            results.append(Generation(
-                prompt_id=request.prompt.id, sample_index=request.sample_index, text=text,
-                finish_reason="stop" if finished[row] else "length", n_tokens=len(tokens[row]),
-                prompt_truncated=encoded[prompt_index][1]))
+            results.append(
+                Generation(
+                    prompt_id=request.prompt.id,
+                    sample_index=request.sample_index,
+                    text=text,
+                    finish_reason="stop" if finished[row] else "length",
+                    n_tokens=len(tokens[row]),
+                    prompt_truncated=encoded[prompt_index][1],
+                )
+            )
         return results
 
     def _new_cache(self, max_len: int) -> Any:

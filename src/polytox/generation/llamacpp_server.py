@@ -51,11 +51,20 @@ def gguf_path(model: str) -> Path:
 class LlamaCppServer:
     """``with LlamaCppServer(gguf) as server: server.base_url`` -- a bounded start, a certain stop."""
 
-    def __init__(self, model: str | Path, *, parallel: int = 4, ctx_per_slot: int = 1024, threads: int = 1,
-                 startup_timeout: float = 120.0, port: int = 0) -> None:
+    def __init__(
+        self,
+        model: str | Path,
+        *,
+        parallel: int = 4,
+        ctx_per_slot: int = 1024,
+        threads: int = 1,
+        startup_timeout: float = 120.0,
+        port: int = 0,
+    ) -> None:
         if importlib.util.find_spec("xllamacpp") is None:  # checked here, loaded only in the child
-            raise MissingDependencyError("'xllamacpp' is not installed; install it with: "
-                                         "pip install 'polytox[llamacpp]'")
+            raise MissingDependencyError(
+                "'xllamacpp' is not installed; install it with: pip install 'polytox[llamacpp]'"
+            )
         self.gguf = gguf_path(str(model))
         self.parallel = parallel
         self.ctx_per_slot = ctx_per_slot
@@ -76,20 +85,35 @@ class LlamaCppServer:
     def start(self) -> str:
         """Start the child and wait (at most ``startup_timeout`` s) until it listens; returns the base URL."""
         self._log = tempfile.NamedTemporaryFile(  # noqa: SIM115 - lives as long as the server; closed in stop()
-            "w+", prefix="polytox-llamacpp-", suffix=".log", delete=False)
-        cmd = [sys.executable, "-m", "polytox.generation.llamacpp_server", "--model", str(self.gguf),
-               "--port", str(self.port), "--parallel", str(self.parallel), "--ctx-per-slot", str(self.ctx_per_slot),
-               "--threads", str(self.threads), "--child"]
+            "w+", prefix="polytox-llamacpp-", suffix=".log", delete=False
+        )
+        cmd = [
+            sys.executable,
+            "-m",
+            "polytox.generation.llamacpp_server",
+            "--model",
+            str(self.gguf),
+            "--port",
+            str(self.port),
+            "--parallel",
+            str(self.parallel),
+            "--ctx-per-slot",
+            str(self.ctx_per_slot),
+            "--threads",
+            str(self.threads),
+            "--child",
+        ]
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
-        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log,
-                                     text=True, env=env)
+        self.proc = subprocess.Popen(
+            cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log, text=True, env=env
+        )
         found: list[str] = []
 
         def read() -> None:
             assert self.proc is not None and self.proc.stdout is not None
             for line in self.proc.stdout:
                 if line.startswith(READY):
-                    found.append(line[len(READY):].strip())
+                    found.append(line[len(READY) :].strip())
                     return
 
         reader = threading.Thread(target=read, daemon=True)
@@ -98,8 +122,10 @@ class LlamaCppServer:
         if not found:
             tail = self.log_tail()
             self.stop()
-            raise PolytoxError(f"the llama.cpp server did not start within {self.startup_timeout:.0f} s "
-                               f"(exit code {self.proc.returncode}); its log ends:\n{tail}")
+            raise PolytoxError(
+                f"the llama.cpp server did not start within {self.startup_timeout:.0f} s "
+                f"(exit code {self.proc.returncode}); its log ends:\n{tail}"
+            )
         self.base_url = found[0].rstrip("/") + "/v1"
         self.port = int(found[0].rstrip("/").rsplit(":", 1)[1])
         return self.base_url
@@ -151,8 +177,9 @@ def _serve(args: argparse.Namespace) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m polytox.generation.llamacpp_server",
-                                     description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m polytox.generation.llamacpp_server", description=__doc__.split("\n")[0]
+    )
     parser.add_argument("--model", default="smollm2-135m-instruct", help="GGUF path or embedded model name")
     parser.add_argument("--port", type=int, default=0, help="0: a free port (printed)")
     parser.add_argument("--parallel", type=int, default=4, help="slots; also the largest n a request may ask")

@@ -69,23 +69,41 @@ TRANSIENT_STATUS = frozenset({408, 409, 425, 429})
 # A 400 about the parameter n: 'n' / "n" / `n` quoted (llama.cpp, OpenAI, TGI), or "n must/should/>/<=...".
 N_REJECTED = re.compile(r"""(['"`]n['"`]|\bn\s*(?:must|should|is|>|<|=))""", re.IGNORECASE)
 # The maximum such a message states: "<= 4", "1 <= value <= 4", "at most 4", "maximum of 4", "up to 4".
-N_MAXIMUM = re.compile(r"(?:<=\s*(?:value\s*<=\s*)?|at most\s+|maximum(?:\s+(?:of|is))?\s+|up to\s+)(\d+)",
-                       re.IGNORECASE)
+N_MAXIMUM = re.compile(
+    r"(?:<=\s*(?:value\s*<=\s*)?|at most\s+|maximum(?:\s+(?:of|is))?\s+|up to\s+)(\d+)", re.IGNORECASE
+)
 
 log = logging.getLogger("polytox")
 
 
 # The ``--model-opt`` options (``polytox._util.options``: one checking and typing for every backend and scorer).
 OPTIONS: dict[str, Option] = {
-    "base_url": Option("str"), "endpoint": Option(choices=("auto", "completions", "chat")),
-    "api_key_env": Option("str"), "n_mode": Option(choices=("n", "repeat")), "send_seed": Option("bool"),
-    "concurrency": Option("int"), "rate": Option("float"), "max_retries": Option("int"), "timeout": Option("float"),
-    "backoff": Option("float"), "max_backoff": Option("float"), "empty_prompt": Option("str"),
+    "base_url": Option("str"),
+    "endpoint": Option(choices=("auto", "completions", "chat")),
+    "api_key_env": Option("str"),
+    "n_mode": Option(choices=("n", "repeat")),
+    "send_seed": Option("bool"),
+    "concurrency": Option("int"),
+    "rate": Option("float"),
+    "max_retries": Option("int"),
+    "timeout": Option("float"),
+    "backoff": Option("float"),
+    "max_backoff": Option("float"),
+    "empty_prompt": Option("str"),
     "token_counts": Option(choices=("logprobs", "usage")),
 }
 DEFAULTS: dict[str, Any] = {
-    "endpoint": "auto", "api_key_env": "OPENAI_API_KEY", "n_mode": "n", "send_seed": True, "concurrency": 8,
-    "rate": 0.0, "max_retries": 6, "timeout": 60.0, "backoff": 0.5, "max_backoff": 30.0, "empty_prompt": "",
+    "endpoint": "auto",
+    "api_key_env": "OPENAI_API_KEY",
+    "n_mode": "n",
+    "send_seed": True,
+    "concurrency": 8,
+    "rate": 0.0,
+    "max_retries": 6,
+    "timeout": 60.0,
+    "backoff": 0.5,
+    "max_backoff": 30.0,
+    "empty_prompt": "",
     "token_counts": "logprobs",
 }
 
@@ -127,13 +145,14 @@ def parse_options(spec: GenerationSpec) -> dict[str, Any]:
     opts = dict(DEFAULTS)
     for key, _ in spec.options:
         if key in ("api_key", "key", "token"):
-            raise PolytoxError(f"refusing --model-opt {key}=...: an API key would be stored in the run "
-                               "manifest. Put it in an environment variable and pass "
-                               "--model-opt api_key_env=NAME")
+            raise PolytoxError(
+                f"refusing --model-opt {key}=...: an API key would be stored in the run "
+                "manifest. Put it in an environment variable and pass "
+                "--model-opt api_key_env=NAME"
+            )
     opts.update(typed_options("backend 'openai'", OPTIONS, dict(spec.options), flag="--model-opt"))
     if not opts.get("base_url"):
-        raise PolytoxError("the openai backend needs --model-opt base_url=URL "
-                           "(e.g. http://127.0.0.1:8000/v1)")
+        raise PolytoxError("the openai backend needs --model-opt base_url=URL (e.g. http://127.0.0.1:8000/v1)")
     if opts["endpoint"] == "auto":
         opts["endpoint"] = "chat" if spec.chat_template == "always" else "completions"
     if opts["concurrency"] < 1:
@@ -169,7 +188,7 @@ def split_call(call: Call, max_n: int | None) -> list[Call]:
     """``call`` as calls of at most ``max_n`` consecutive samples, each with its first sample's seed."""
     if max_n is None or len(call.requests) <= max_n:
         return [call]
-    parts = [call.requests[i:i + max_n] for i in range(0, len(call.requests), max_n)]
+    parts = [call.requests[i : i + max_n] for i in range(0, len(call.requests), max_n)]
     return [Call(part, call.seed if i == 0 else part[0].seed) for i, part in enumerate(parts)]
 
 
@@ -239,8 +258,7 @@ def check_reachable(base_url: str, timeout: float = 5.0) -> None:
 
     parsed = urllib.parse.urlsplit(base_url)
     if parsed.scheme not in ("http", "https") or not parsed.hostname:
-        raise PolytoxError(f"openai option base_url={base_url!r} is not an http(s) URL "
-                           "(e.g. http://127.0.0.1:8000/v1)")
+        raise PolytoxError(f"openai option base_url={base_url!r} is not an http(s) URL (e.g. http://127.0.0.1:8000/v1)")
     if urllib.request.getproxies() and not urllib.request.proxy_bypass(parsed.hostname):
         return
     try:
@@ -251,8 +269,10 @@ def check_reachable(base_url: str, timeout: float = 5.0) -> None:
         socket.create_connection((parsed.hostname, port), timeout=timeout).close()
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
-        raise PolytoxError(f"the openai backend cannot reach base_url {base_url} ({reason}): start the server "
-                           "(e.g. vllm serve MODEL, llama-server) or fix --model-opt base_url") from None
+        raise PolytoxError(
+            f"the openai backend cannot reach base_url {base_url} ({reason}): start the server "
+            "(e.g. vllm serve MODEL, llama-server) or fix --model-opt base_url"
+        ) from None
 
 
 class OpenAIGenerator(Generator):
@@ -279,7 +299,8 @@ class OpenAIGenerator(Generator):
         if self.__key is None and any(k == "api_key_env" for k, _ in spec.options):
             raise PolytoxError(f"the environment variable {env} (named by api_key_env) is not set")
         self.url = self.options["base_url"].rstrip("/") + (
-            "/chat/completions" if self.options["endpoint"] == "chat" else "/completions")
+            "/chat/completions" if self.options["endpoint"] == "chat" else "/completions"
+        )
         self.limiter = TokenBucket(self.options["rate"], 1)
         self.stats = CallStats()
         self.max_n: int | None = None  # learned from a server that rejected a larger n
@@ -291,9 +312,14 @@ class OpenAIGenerator(Generator):
 
     def describe(self) -> dict[str, Any]:
         shown = {k: v for k, v in self.options.items() if k != "api_key_env"}
-        return {"backend": self.name, "model": self.spec.model, **shown,
-                "api_key_env": self.options["api_key_env"], "api_key_set": self.__key is not None,
-                "n_fallback": None if self.n_fallback is None else dict(self.n_fallback)}
+        return {
+            "backend": self.name,
+            "model": self.spec.model,
+            **shown,
+            "api_key_env": self.options["api_key_env"],
+            "api_key_set": self.__key is not None,
+            "n_fallback": None if self.n_fallback is None else dict(self.n_fallback),
+        }
 
     # ---- HTTP -----------------------------------------------------------------------------------
     def _session(self) -> Any:
@@ -315,8 +341,13 @@ class OpenAIGenerator(Generator):
     def payload(self, call: Call) -> dict[str, Any]:
         """The JSON body of one call."""
         spec, text = self.spec, call.requests[0].prompt.text
-        body: dict[str, Any] = {"model": spec.model, "max_tokens": spec.max_new_tokens,
-                                "temperature": spec.temperature, "top_p": spec.top_p, "n": len(call.requests)}
+        body: dict[str, Any] = {
+            "model": spec.model,
+            "max_tokens": spec.max_new_tokens,
+            "temperature": spec.temperature,
+            "top_p": spec.top_p,
+            "n": len(call.requests),
+        }
         if spec.top_k > 0:
             body["top_k"] = spec.top_k  # an extension (vLLM, TGI); OpenAI itself rejects it
         if self.options["token_counts"] == "logprobs":
@@ -336,14 +367,17 @@ class OpenAIGenerator(Generator):
         self.stats.add(http_requests=1)
         exc_mod = self._requests.exceptions
         try:
-            resp = self._session().post(self.url, data=json.dumps(body), headers=self._headers(),
-                                        timeout=self.options["timeout"])
+            resp = self._session().post(
+                self.url, data=json.dumps(body), headers=self._headers(), timeout=self.options["timeout"]
+            )
         except exc_mod.ConnectionError as exc:  # refused, reset, aborted (and connect timeouts)
-            raise ServerUnreachableError(f"HTTP_TIMEOUT_OR_CONNECTION: {type(exc).__name__}: "
-                                         f"{self._scrub(str(exc))[:300]}") from exc
+            raise ServerUnreachableError(
+                f"HTTP_TIMEOUT_OR_CONNECTION: {type(exc).__name__}: {self._scrub(str(exc))[:300]}"
+            ) from exc
         except exc_mod.Timeout as exc:  # connected, but no answer in time: this request, not the server
-            raise TransientHTTPError(f"HTTP_TIMEOUT_OR_CONNECTION: {type(exc).__name__}: "
-                                     f"{self._scrub(str(exc))[:300]}") from exc
+            raise TransientHTTPError(
+                f"HTTP_TIMEOUT_OR_CONNECTION: {type(exc).__name__}: {self._scrub(str(exc))[:300]}"
+            ) from exc
         if resp.status_code == 200:
             try:
                 data: dict[str, Any] = resp.json()
@@ -361,8 +395,9 @@ class OpenAIGenerator(Generator):
         raise PermanentHTTPError(f"HTTP_{resp.status_code}: {message}", resp.status_code)
 
     def _wait(self, state: Any) -> float:
-        jitter = self._tenacity.wait_random_exponential(multiplier=self.options["backoff"],
-                                                        max=self.options["max_backoff"])(state)
+        jitter = self._tenacity.wait_random_exponential(
+            multiplier=self.options["backoff"], max=self.options["max_backoff"]
+        )(state)
         exc = state.outcome.exception() if state.outcome else None
         hint = getattr(exc, "retry_after", None)
         return float(max(jitter, min(hint, self.options["max_backoff"]))) if hint else float(jitter)
@@ -373,9 +408,13 @@ class OpenAIGenerator(Generator):
         def before_sleep(state: Any) -> None:
             self.stats.add(retries=1)
 
-        retrying = t.Retrying(stop=t.stop_after_attempt(self.options["max_retries"] + 1), wait=self._wait,
-                              retry=t.retry_if_exception_type(TransientHTTPError), reraise=True,
-                              before_sleep=before_sleep)
+        retrying = t.Retrying(
+            stop=t.stop_after_attempt(self.options["max_retries"] + 1),
+            wait=self._wait,
+            retry=t.retry_if_exception_type(TransientHTTPError),
+            reraise=True,
+            before_sleep=before_sleep,
+        )
         result: dict[str, Any] = retrying(self._post, body)
         return result
 
@@ -385,8 +424,14 @@ class OpenAIGenerator(Generator):
             raise FatalGenerationError(self.dead)
         text = call.requests[0].prompt.text
         if text == "" and self.options["endpoint"] == "chat":
-            return [failed(r, "UNPROMPTED_NOT_SUPPORTED: the chat endpoint cannot start from the start "
-                               "token alone; use --model-opt endpoint=completions") for r in call.requests]
+            return [
+                failed(
+                    r,
+                    "UNPROMPTED_NOT_SUPPORTED: the chat endpoint cannot start from the start "
+                    "token alone; use --model-opt endpoint=completions",
+                )
+                for r in call.requests
+            ]
         return [g for part in split_call(call, self.max_n) for g in self._send(part)]
 
     def _send(self, call: Call) -> list[Generation]:
@@ -395,9 +440,11 @@ class OpenAIGenerator(Generator):
             data = self._post_with_retries(self.payload(call))
         except ServerUnreachableError as exc:
             if self.dead is None:
-                self.dead = (f"HTTP_SERVER_GONE: no connection to {self.url} in "
-                             f"{self.options['max_retries'] + 1} attempts over {time.monotonic() - start:.0f} s "
-                             f"(the retry budget, max_retries={self.options['max_retries']}): {exc}")
+                self.dead = (
+                    f"HTTP_SERVER_GONE: no connection to {self.url} in "
+                    f"{self.options['max_retries'] + 1} attempts over {time.monotonic() - start:.0f} s "
+                    f"(the retry budget, max_retries={self.options['max_retries']}): {exc}"
+                )
             raise FatalGenerationError(self.dead) from exc
         except PermanentHTTPError as exc:
             limit = allowed_n(str(exc), len(call.requests)) if exc.status == 400 else None
@@ -419,11 +466,20 @@ class OpenAIGenerator(Generator):
                 self.n_fallback = {**(self.n_fallback or {}), "rejected_calls": self.stats.n_rejected}
                 return
             self.max_n = limit
-            self.n_fallback = {"max_n": limit, "rejected_n": asked, "rejected_calls": self.stats.n_rejected,
-                               "mode": "repeat" if limit == 1 else "smaller_n", "server_error": message[:200]}
-        log.warning("the server rejected n=%d (%s); sending at most n=%d per request from now on (%s), "
-                    "no sample is lost", asked, message[:120], limit,
-                    "one call per sample" if limit == 1 else "calls split by sample")
+            self.n_fallback = {
+                "max_n": limit,
+                "rejected_n": asked,
+                "rejected_calls": self.stats.n_rejected,
+                "mode": "repeat" if limit == 1 else "smaller_n",
+                "server_error": message[:200],
+            }
+        log.warning(
+            "the server rejected n=%d (%s); sending at most n=%d per request from now on (%s), no sample is lost",
+            asked,
+            message[:120],
+            limit,
+            "one call per sample" if limit == 1 else "calls split by sample",
+        )
 
     def _content(self, choice: dict[str, Any]) -> Any:
         if self.options["endpoint"] == "chat":
@@ -457,8 +513,15 @@ class OpenAIGenerator(Generator):
                 tokens = self.spec.max_new_tokens
             else:
                 tokens = fallback[j] if counted is None else counted
-            out.append(Generation(prompt_id=r.prompt.id, sample_index=r.sample_index, text=str(content),
-                                  finish_reason=finishes[j], n_tokens=tokens))  # type: ignore[arg-type]
+            out.append(
+                Generation(
+                    prompt_id=r.prompt.id,
+                    sample_index=r.sample_index,
+                    text=str(content),
+                    finish_reason=finishes[j],
+                    n_tokens=tokens,
+                )
+            )  # type: ignore[arg-type]
         return out
 
     def generate(self, requests: Sequence[GenerationRequest]) -> list[Generation]:
@@ -468,8 +531,9 @@ class OpenAIGenerator(Generator):
         order = {(r.prompt.id, r.sample_index): i for i, r in enumerate(requests)}
         return sorted(out, key=lambda g: order[(g.prompt_id, g.sample_index)])
 
-    def retry_requests(self, failed: Sequence[GenerationRequest], shard: Sequence[GenerationRequest]
-                       ) -> list[GenerationRequest]:
+    def retry_requests(
+        self, failed: Sequence[GenerationRequest], shard: Sequence[GenerationRequest]
+    ) -> list[GenerationRequest]:
         """``n`` mode: a prompt's samples come from calls seeded with their first sample's seed, so a failed
         sample is regenerated by sending its whole prompt again; ``repeat`` mode: the failed samples."""
         if self.options["n_mode"] == "repeat":

@@ -39,8 +39,10 @@ def start_token_ids(tokenizer: Any) -> list[int]:
     if token is None:
         token = getattr(tokenizer, "eos_token_id", None)
     if token is None:
-        raise PolytoxError("unprompted generation needs a start token, but the tokenizer has neither a BOS "
-                           "nor an EOS token; pass a prompt instead")
+        raise PolytoxError(
+            "unprompted generation needs a start token, but the tokenizer has neither a BOS "
+            "nor an EOS token; pass a prompt instead"
+        )
     return [int(token)]
 
 
@@ -65,8 +67,9 @@ def _special_prefix(tokenizer: Any) -> list[int]:
 
 
 def _render_chat(tokenizer: Any, text: str) -> list[int]:
-    rendered = tokenizer.apply_chat_template([{"role": "user", "content": text}], tokenize=False,
-                                             add_generation_prompt=True)
+    rendered = tokenizer.apply_chat_template(
+        [{"role": "user", "content": text}], tokenize=False, add_generation_prompt=True
+    )
     return _ids(tokenizer(rendered, add_special_tokens=False))
 
 
@@ -86,7 +89,7 @@ def encode_prompt(tokenizer: Any, text: str, *, chat: bool, max_prompt_tokens: i
         head = _special_prefix(tokenizer)
         head = head if ids[: len(head)] == head and len(head) < max_prompt_tokens else []
         keep = max_prompt_tokens - len(head)
-        return PromptIds(head + ids[len(head):][-keep:], truncated=True)
+        return PromptIds(head + ids[len(head) :][-keep:], truncated=True)
 
     ids = _render_chat(tokenizer, text)
     if max_prompt_tokens is None or len(ids) <= max_prompt_tokens:
@@ -114,6 +117,6 @@ def left_padded(seqs: Sequence[Sequence[int]], pad_id: int) -> tuple[Any, Any, A
     ids = torch.full((len(seqs), width), pad_id, dtype=torch.long)
     mask = torch.zeros((len(seqs), width), dtype=torch.long)
     for i, s in enumerate(seqs):
-        ids[i, width - len(s):] = torch.tensor(list(s), dtype=torch.long)
-        mask[i, width - len(s):] = 1
+        ids[i, width - len(s) :] = torch.tensor(list(s), dtype=torch.long)
+        mask[i, width - len(s) :] = 1
     return ids, mask, (mask.cumsum(-1) - 1).clamp_(min=0)

@@ -127,8 +127,15 @@ def candidate_pick(probs: Any, u: Any, top_p: float, candidates: int | None = No
     return picks
 
 
-def sample_next(logits: Any, u: Any, temperature: float, top_p: float, top_k: int, method: str = "auto",
-                candidates: int | None = None) -> Any:
+def sample_next(
+    logits: Any,
+    u: Any,
+    temperature: float,
+    top_p: float,
+    top_k: int,
+    method: str = "auto",
+    candidates: int | None = None,
+) -> Any:
     """Next token per row from ``logits [R, V]`` and uniforms ``u [R]`` (float32 tensors, same device).
 
     Greedy when ``temperature == 0``. Otherwise softmax(logits / T), restricted to the ``top_k`` most

@@ -49,8 +49,11 @@ class SlotPlan:
 
     def manifest(self) -> dict[str, Any]:
         """The plan as the run manifest records it, with the planned bytes in GiB for reading."""
-        return {**asdict(self), "planned_bytes": self.planned_bytes,
-                "planned_gib": round(self.planned_bytes / 2**30, 3)}
+        return {
+            **asdict(self),
+            "planned_bytes": self.planned_bytes,
+            "planned_gib": round(self.planned_bytes / 2**30, 3),
+        }
 
 
 def kv_bytes_per_row(config: Any, capacity: int, dtype_bytes: int) -> int:
@@ -70,8 +73,15 @@ def ladder(base: int, maximum: int = MAX_SLOTS) -> list[int]:
     return sorted(set(down + up))
 
 
-def plan_slots(requests: int, base: int, kv_per_row: int, step_per_row: int, free_bytes: int | None,
-               previous: int = 0, maximum: int = MAX_SLOTS) -> SlotPlan:
+def plan_slots(
+    requests: int,
+    base: int,
+    kv_per_row: int,
+    step_per_row: int,
+    free_bytes: int | None,
+    previous: int = 0,
+    maximum: int = MAX_SLOTS,
+) -> SlotPlan:
     """The slot count for a call of ``requests`` requests (see the module's rules).
 
     ``free_bytes``: free device memory plus what the current slots hold (None: no figure); ``previous``:
@@ -87,8 +97,10 @@ def plan_slots(requests: int, base: int, kv_per_row: int, step_per_row: int, fre
         fit = [r for r in steps if r * per_row <= budget] or [1]
         wanted = next((r for r in steps if r >= requests), steps[-1])
         rows = min(wanted, fit[-1])
-        why = (f"{requests} requests want {wanted} rows; {fit[-1]} fit in {SLOT_MEMORY_SHARE:.0%} of "
-               f"{free_bytes / 2**30:.1f} GiB free at {per_row / 2**20:.2f} MiB a row")
+        why = (
+            f"{requests} requests want {wanted} rows; {fit[-1]} fit in {SLOT_MEMORY_SHARE:.0%} of "
+            f"{free_bytes / 2**30:.1f} GiB free at {per_row / 2**20:.2f} MiB a row"
+        )
     if previous > rows:  # its memory is held already (counted in free_bytes by the caller)
         rows, why = previous, why + f"; keeping the {previous} rows already allocated (grow only)"
     return SlotPlan(rows, base, requests, kv_per_row, step_per_row, budget, why)

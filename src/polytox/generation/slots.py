@@ -33,8 +33,16 @@ def bucket_length(n: int, floor: int) -> int:
     return -(-n // step) * step
 
 
-def decode_attention(module: Any, query: Any, key: Any, value: Any, attention_mask: Any,
-                     dropout: float = 0.0, scaling: float | None = None, **kwargs: Any) -> tuple[Any, None]:
+def decode_attention(
+    module: Any,
+    query: Any,
+    key: Any,
+    value: Any,
+    attention_mask: Any,
+    dropout: float = 0.0,
+    scaling: float | None = None,
+    **kwargs: Any,
+) -> tuple[Any, None]:
     """SDPA for one query token per row over ``[R, Hkv, S, D]`` keys without repeating them per query head.
 
     Prefill (several query tokens) is delegated to transformers' ``sdpa_attention_forward`` unchanged.
@@ -46,15 +54,22 @@ def decode_attention(module: Any, query: Any, key: Any, value: Any, attention_ma
     rows, heads, q_len, dim = query.shape
     kv_heads = key.shape[1]
     if q_len != 1 or kwargs.get("position_bias") is not None or kwargs.get("softcap") is not None:
-        return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout,  # type: ignore[no-any-return]
-                                      scaling=scaling, **kwargs)
+        return sdpa_attention_forward(
+            module,
+            query,
+            key,
+            value,
+            attention_mask,
+            dropout=dropout,  # type: ignore[no-any-return]
+            scaling=scaling,
+            **kwargs,
+        )
     group = heads // kv_heads
     q = query.reshape(rows, kv_heads, group, dim)  # the group's query heads become query positions
     mask = attention_mask
     if mask is not None and mask.dim() == 4 and mask.shape[1] != 1:
         raise ValueError("decode_attention expects a mask shared by all heads ([R, 1, 1, S])")
-    out = torch.nn.functional.scaled_dot_product_attention(q, key, value, attn_mask=mask, dropout_p=0.0,
-                                                           scale=scaling)
+    out = torch.nn.functional.scaled_dot_product_attention(q, key, value, attn_mask=mask, dropout_p=0.0, scale=scaling)
     return out.reshape(rows, heads, 1, dim).transpose(1, 2).contiguous(), None
 
 

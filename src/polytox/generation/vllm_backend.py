@@ -57,17 +57,38 @@ SEED_BITS = 31  # seeds sent to vLLM / HTTP servers: non-negative int32, accepte
 CPU_KV_CACHE_BYTES = 1 << 30  # vLLM-CPU's KV cache when no memory option is given (see the module doc)
 # The ``--model-opt`` options (``polytox._util.options``: one checking and typing for every backend and scorer).
 OPTIONS: dict[str, Option] = {
-    "tensor_parallel_size": Option("int"), "max_model_len": Option("int"), "gpu_memory_utilization": Option("float"),
-    "seed_mode": Option(choices=("prompt", "sample")), "enforce_eager": Option("bool"),
-    "trust_remote_code": Option("bool"), "revision": Option("str"), "download_dir": Option("str"),
-    "distributed_executor_backend": Option("str"), "quantization": Option("str"),
-    "kv_cache_memory_bytes": Option("int"), "max_num_batched_tokens": Option("int"), "max_num_seqs": Option("int"),
-    "enable_chunked_prefill": Option("bool"), "enable_prefix_caching": Option("bool"),
+    "tensor_parallel_size": Option("int"),
+    "max_model_len": Option("int"),
+    "gpu_memory_utilization": Option("float"),
+    "seed_mode": Option(choices=("prompt", "sample")),
+    "enforce_eager": Option("bool"),
+    "trust_remote_code": Option("bool"),
+    "revision": Option("str"),
+    "download_dir": Option("str"),
+    "distributed_executor_backend": Option("str"),
+    "quantization": Option("str"),
+    "kv_cache_memory_bytes": Option("int"),
+    "max_num_batched_tokens": Option("int"),
+    "max_num_seqs": Option("int"),
+    "enable_chunked_prefill": Option("bool"),
+    "enable_prefix_caching": Option("bool"),
 }
-LLM_OPTIONS = ("tensor_parallel_size", "max_model_len", "gpu_memory_utilization", "enforce_eager",
-               "trust_remote_code", "revision", "download_dir", "distributed_executor_backend",
-               "quantization", "kv_cache_memory_bytes", "max_num_batched_tokens", "max_num_seqs",
-               "enable_chunked_prefill", "enable_prefix_caching")
+LLM_OPTIONS = (
+    "tensor_parallel_size",
+    "max_model_len",
+    "gpu_memory_utilization",
+    "enforce_eager",
+    "trust_remote_code",
+    "revision",
+    "download_dir",
+    "distributed_executor_backend",
+    "quantization",
+    "kv_cache_memory_bytes",
+    "max_num_batched_tokens",
+    "max_num_seqs",
+    "enable_chunked_prefill",
+    "enable_prefix_caching",
+)
 
 
 def api_seed(seed: int) -> int:
@@ -80,11 +101,16 @@ def parse_options(spec: GenerationSpec) -> dict[str, Any]:
     return typed_options("backend 'vllm'", OPTIONS, dict(spec.options), flag="--model-opt")
 
 
-def llm_kwargs(spec: GenerationSpec, options: dict[str, Any], *, model: str | None = None,
-               cpu: bool = False) -> dict[str, Any]:
+def llm_kwargs(
+    spec: GenerationSpec, options: dict[str, Any], *, model: str | None = None, cpu: bool = False
+) -> dict[str, Any]:
     """Keyword arguments of ``vllm.LLM(...)`` for this spec (``model``: the resolved path, if any)."""
-    kwargs: dict[str, Any] = {"model": model or spec.model, "tensor_parallel_size": 1,
-                              "trust_remote_code": False, "seed": 0}
+    kwargs: dict[str, Any] = {
+        "model": model or spec.model,
+        "tensor_parallel_size": 1,
+        "trust_remote_code": False,
+        "seed": 0,
+    }
     kwargs.update({k: options[k] for k in LLM_OPTIONS if k in options})
     if cpu and "kv_cache_memory_bytes" not in options and "gpu_memory_utilization" not in options:
         kwargs["kv_cache_memory_bytes"] = CPU_KV_CACHE_BYTES
@@ -100,8 +126,14 @@ def llm_kwargs(spec: GenerationSpec, options: dict[str, Any], *, model: str | No
 def sampling_kwargs(spec: GenerationSpec, n: int, seed: int, bad_words: bool = True) -> dict[str, Any]:
     """Keyword arguments of ``vllm.SamplingParams`` for one request of ``n`` samples (``bad_words=False``:
     the caller bans the word filter's token sequences itself)."""
-    kwargs: dict[str, Any] = {"n": n, "seed": api_seed(seed), "temperature": spec.temperature, "top_p": spec.top_p,
-                              "top_k": spec.top_k if spec.top_k > 0 else -1, "max_tokens": spec.max_new_tokens}
+    kwargs: dict[str, Any] = {
+        "n": n,
+        "seed": api_seed(seed),
+        "temperature": spec.temperature,
+        "top_p": spec.top_p,
+        "top_k": spec.top_k if spec.top_k > 0 else -1,
+        "max_tokens": spec.max_new_tokens,
+    }
     if spec.detox and bad_words:  # polytox.detox: only the word filter has a vLLM equivalent (``bad_words``)
         from ..detox.vllm_map import vllm_sampling_extras
 
@@ -118,8 +150,9 @@ class PlannedRequest:
     requests: list[GenerationRequest] = field(default_factory=list)
 
 
-def plan_requests(requests: Sequence[GenerationRequest], encode: Callable[[str], PromptIds], seed_mode: str
-                  ) -> tuple[list[PlannedRequest], list[Generation]]:
+def plan_requests(
+    requests: Sequence[GenerationRequest], encode: Callable[[str], PromptIds], seed_mode: str
+) -> tuple[list[PlannedRequest], list[Generation]]:
     """Group polytox requests into vLLM requests; prompts that cannot be encoded fail as data.
 
     In ``prompt`` mode a prompt's requests form one request with n = K when their sample indices are
@@ -198,8 +231,13 @@ class VLLMGenerator(Generator):
 
         check_model(spec.model)
 
-    def __init__(self, spec: GenerationSpec, *, llm_cls: Callable[..., Any] | None = None,
-                 sampling_params_cls: Callable[..., Any] | None = None) -> None:
+    def __init__(
+        self,
+        spec: GenerationSpec,
+        *,
+        llm_cls: Callable[..., Any] | None = None,
+        sampling_params_cls: Callable[..., Any] | None = None,
+    ) -> None:
         self.spec = spec
         if spec.detox:  # polytox.detox: refuse methods vLLM cannot run before loading anything
             from ..detox.vllm_map import vllm_sampling_extras
@@ -238,12 +276,18 @@ class VLLMGenerator(Generator):
 
     def describe(self) -> dict[str, Any]:
         kwargs = llm_kwargs(self.spec, self.options, model=self.model_path, cpu=self.cpu)
-        return {"backend": self.name, "model": self.spec.model, "model_path": self.model_path,
-                "vllm": vllm_version(), "device": "cpu" if self.cpu else "gpu",
-                "llm": {k: v for k, v in kwargs.items() if k != "model"},
-                "max_model_len": self.max_model_len, "chat_template": self.chat,
-                "seed_mode": self.options.get("seed_mode", "prompt"),
-                **({"bad_word_sequences": len(self.bad_word_ids)} if self.bad_word_ids else {})}
+        return {
+            "backend": self.name,
+            "model": self.spec.model,
+            "model_path": self.model_path,
+            "vllm": vllm_version(),
+            "device": "cpu" if self.cpu else "gpu",
+            "llm": {k: v for k, v in kwargs.items() if k != "model"},
+            "max_model_len": self.max_model_len,
+            "chat_template": self.chat,
+            "seed_mode": self.options.get("seed_mode", "prompt"),
+            **({"bad_word_sequences": len(self.bad_word_ids)} if self.bad_word_ids else {}),
+        }
 
     def encode(self, text: str) -> PromptIds:
         return encode_prompt(self.tokenizer, text, chat=self.chat, max_prompt_tokens=self.max_prompt_tokens)
@@ -273,8 +317,9 @@ class VLLMGenerator(Generator):
             self.dead = f"VLLM_ENGINE_DEAD: the vLLM engine died: {type(exc).__name__}: {exc}{detail}"
             raise FatalGenerationError(self.dead) from exc
 
-    def retry_requests(self, failed: Sequence[GenerationRequest], shard: Sequence[GenerationRequest]
-                       ) -> list[GenerationRequest]:
+    def retry_requests(
+        self, failed: Sequence[GenerationRequest], shard: Sequence[GenerationRequest]
+    ) -> list[GenerationRequest]:
         """``prompt`` seed mode: a prompt's K samples are the outputs of one ``n=K`` request seeded with
         sample 0's seed, so a failed sample is regenerated by sending its whole prompt again."""
         if self.options.get("seed_mode", "prompt") != "prompt":
@@ -310,9 +355,16 @@ class VLLMGenerator(Generator):
                 if finish is None:
                     out.append(failed(r, f"VLLM_ERROR: finish_reason={o.finish_reason!r}"))
                     continue
-                out.append(Generation(prompt_id=r.prompt.id, sample_index=r.sample_index, text=o.text,
-                                      finish_reason=finish, n_tokens=continuation_tokens(o, finish),
-                                      prompt_truncated=item.prompt.truncated))
+                out.append(
+                    Generation(
+                        prompt_id=r.prompt.id,
+                        sample_index=r.sample_index,
+                        text=o.text,
+                        finish_reason=finish,
+                        n_tokens=continuation_tokens(o, finish),
+                        prompt_truncated=item.prompt.truncated,
+                    )
+                )
         return out
 
     @classmethod

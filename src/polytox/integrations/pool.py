@@ -28,8 +28,9 @@ class PooledScore:
 class ScorePool:
     """Micro-batches ``score`` calls made on one event loop."""
 
-    def __init__(self, choice: ScorerChoice, max_batch: int = DEFAULT_MAX_BATCH,
-                 max_wait: float = DEFAULT_MAX_WAIT_S) -> None:
+    def __init__(
+        self, choice: ScorerChoice, max_batch: int = DEFAULT_MAX_BATCH, max_wait: float = DEFAULT_MAX_WAIT_S
+    ) -> None:
         if max_batch < 1:
             raise ValueError("max_batch must be >= 1")
         self.choice = choice
@@ -63,8 +64,7 @@ class ScorePool:
     async def _run(self, batch: list[tuple[str, str, asyncio.Future[PooledScore]]]) -> None:
         self.batches.append(len(batch))
         try:
-            results = await asyncio.to_thread(score_texts, self.choice, [b[0] for b in batch],
-                                              [b[1] for b in batch])
+            results = await asyncio.to_thread(score_texts, self.choice, [b[0] for b in batch], [b[1] for b in batch])
         except Exception as exc:  # the whole batch failed (POLYTOX_ON_SCORE_ERROR=raise, a broken scorer)
             for *_, future in batch:
                 if not future.done():

@@ -37,6 +37,7 @@ ENV_THRESHOLD = "POLYTOX_THRESHOLD"
 ENV_ON_ERROR = "POLYTOX_ON_SCORE_ERROR"
 ON_ERROR_CHOICES = ("count", "raise")
 
+
 def _split_options(value: str) -> dict[str, str]:
     return {k: str(v) for k, v in parse_options([x for x in value.split(";") if x.strip()]).items()}
 
@@ -52,9 +53,14 @@ class ScorerChoice:
     on_error: str = "count"
 
     @classmethod
-    def resolve(cls, scorer: str | None = None, options: Mapping[str, Any] | str | None = None,
-                threshold: float | str | None = None, attribute: str | None = None,
-                on_error: str | None = None) -> ScorerChoice:
+    def resolve(
+        cls,
+        scorer: str | None = None,
+        options: Mapping[str, Any] | str | None = None,
+        threshold: float | str | None = None,
+        attribute: str | None = None,
+        on_error: str | None = None,
+    ) -> ScorerChoice:
         """Arguments first, then the ``POLYTOX_*`` environment variables, then polytox's defaults."""
         name = scorer or os.environ.get(ENV_SCORER) or DEFAULT_SCORER
         if options is None:
@@ -73,8 +79,13 @@ class ScorerChoice:
         mode = on_error or os.environ.get(ENV_ON_ERROR) or "count"
         if mode not in ON_ERROR_CHOICES:
             raise PolytoxError(f"{ENV_ON_ERROR}={mode!r}: choose one of {', '.join(ON_ERROR_CHOICES)}")
-        return cls(name=str(name), options=tuple(sorted(opts.items())), attribute=attribute or "toxicity",
-                   threshold=cut, on_error=mode)
+        return cls(
+            name=str(name),
+            options=tuple(sorted(opts.items())),
+            attribute=attribute or "toxicity",
+            threshold=cut,
+            on_error=mode,
+        )
 
     def is_toxic(self, value: float) -> bool:
         """The toxic cut as polytox applies it (``>=`` by default, constants.DEFAULT_COMPARISON)."""
@@ -92,15 +103,21 @@ def get_scorer(choice: ScorerChoice) -> Scorer:
         if scorer is None:
             scorer = build_scorer(choice.name, dict(choice.options))
             if choice.attribute not in scorer.attributes:
-                raise PolytoxError(f"scorer {scorer.id!r} has no attribute {choice.attribute!r} "
-                                   f"(it has: {', '.join(scorer.attributes)})")
+                raise PolytoxError(
+                    f"scorer {scorer.id!r} has no attribute {choice.attribute!r} "
+                    f"(it has: {', '.join(scorer.attributes)})"
+                )
             _BUILT[choice] = scorer
         return scorer
 
 
-def load_scorer(scorer: str | None = None, options: Mapping[str, Any] | str | None = None,
-                threshold: float | str | None = None, on_error: str | None = None,
-                where: str = "polytox") -> tuple[ScorerChoice, Scorer]:
+def load_scorer(
+    scorer: str | None = None,
+    options: Mapping[str, Any] | str | None = None,
+    threshold: float | str | None = None,
+    on_error: str | None = None,
+    where: str = "polytox",
+) -> tuple[ScorerChoice, Scorer]:
     """The choice (``ScorerChoice.resolve``) and its built scorer, at load time, before any generation.
 
     Building the scorer checks its name, options and keys (a Perspective key, a head file, a scale) and
@@ -151,6 +168,8 @@ def score_texts(choice: ScorerChoice, texts: Sequence[str], langs: Sequence[str]
         failed = [(i, s.error) for i, s in enumerate(out) if s.error is not None]
         if failed:
             i, error = failed[0]
-            raise PolytoxError(f"{len(failed)} of {len(out)} text(s) could not be scored by {scorer.id} "
-                               f"(first: text {i}: {error}); {ENV_ON_ERROR}=count leaves them out and counts them")
+            raise PolytoxError(
+                f"{len(failed)} of {len(out)} text(s) could not be scored by {scorer.id} "
+                f"(first: text {i}: {error}); {ENV_ON_ERROR}=count leaves them out and counts them"
+            )
     return out

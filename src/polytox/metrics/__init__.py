@@ -53,8 +53,9 @@ def per_prompt_table(con: duckdb.DuckDBPyConnection, spec: MetricsSpec) -> pa.Ta
     ``prompts(prompt_id, lang, toxicity, bucket)``.
     """
     cmp = ">=" if spec.comparison == ">=" else ">"
-    con.execute(f"CREATE OR REPLACE TEMP TABLE per_prompt AS {PER_PROMPT_SQL.format(cmp=cmp)}",
-                {"threshold": spec.threshold})
+    con.execute(
+        f"CREATE OR REPLACE TEMP TABLE per_prompt AS {PER_PROMPT_SQL.format(cmp=cmp)}", {"threshold": spec.threshold}
+    )
     return con.sql(JOIN_PROMPTS_SQL).to_arrow_table()
 
 
@@ -161,8 +162,13 @@ def _groups(table: pa.Table, spec: MetricsSpec) -> dict[str, np.ndarray]:
     }
 
 
-def compute(table: pa.Table, spec: MetricsSpec, seed: int = 0, extra: Mapping[str, Any] | None = None,
-            workers: int | None = None) -> dict[str, Any]:
+def compute(
+    table: pa.Table,
+    spec: MetricsSpec,
+    seed: int = 0,
+    extra: Mapping[str, Any] | None = None,
+    workers: int | None = None,
+) -> dict[str, Any]:
     """Overall metrics and every split, from a per-prompt table.
 
     Each block (overall, and every group of every split) is independent, with its own seeded bootstrap,
@@ -180,9 +186,14 @@ def compute(table: pa.Table, spec: MetricsSpec, seed: int = 0, extra: Mapping[st
     else:
         blocks = [summarize(job[2], spec, seed) for job in jobs]
     result: dict[str, Any] = {
-        "settings": {"threshold": spec.threshold, "comparison": spec.comparison,
-                     "n_bootstrap": spec.n_bootstrap, "ci_level": spec.ci_level, "bootstrap_seed": seed,
-                     "std_ddof": 1},
+        "settings": {
+            "threshold": spec.threshold,
+            "comparison": spec.comparison,
+            "n_bootstrap": spec.n_bootstrap,
+            "ci_level": spec.ci_level,
+            "bootstrap_seed": seed,
+            "std_ddof": 1,
+        },
         **(dict(extra) if extra else {}),
         "overall": blocks[0],
         "by": {},
@@ -197,8 +208,9 @@ def compute(table: pa.Table, spec: MetricsSpec, seed: int = 0, extra: Mapping[st
 Rescale = Callable[[np.ndarray, str], np.ndarray]
 
 
-def run_metrics(store_path: str, scorer_id: str, spec: MetricsSpec, seed: int = 0,
-                rescale: tuple[str, Rescale] | None = None) -> dict[str, Any]:
+def run_metrics(
+    store_path: str, scorer_id: str, spec: MetricsSpec, seed: int = 0, rescale: tuple[str, Rescale] | None = None
+) -> dict[str, Any]:
     """Metrics of a run directory for one of its scorers.
 
     ``rescale`` (a scale's name and its map) recomputes them on another scale from the stored raw values
@@ -209,14 +221,19 @@ def run_metrics(store_path: str, scorer_id: str, spec: MetricsSpec, seed: int = 
 
     store = RunStore(store_path)
     con = duckdb.connect()
-    con.execute(f"CREATE VIEW generations AS SELECT prompt_id, sample_index, error "
-                f"FROM read_parquet('{store.glob('generations')}')")
-    con.execute(f"CREATE VIEW prompts AS SELECT prompt_id, lang, toxicity, bucket "
-                f"FROM read_parquet('{store.prompts_path}')")
+    con.execute(
+        f"CREATE VIEW generations AS SELECT prompt_id, sample_index, error "
+        f"FROM read_parquet('{store.glob('generations')}')"
+    )
+    con.execute(
+        f"CREATE VIEW prompts AS SELECT prompt_id, lang, toxicity, bucket FROM read_parquet('{store.prompts_path}')"
+    )
     extra: dict[str, Any] = {"scorer": scorer_id}
     if rescale is None:
-        con.execute(f"CREATE VIEW scores AS SELECT prompt_id, sample_index, toxicity "
-                    f"FROM read_parquet('{store.glob('scores', scorer_id)}')")
+        con.execute(
+            f"CREATE VIEW scores AS SELECT prompt_id, sample_index, toxicity "
+            f"FROM read_parquet('{store.glob('scores', scorer_id)}')"
+        )
     else:
         name, fn = rescale
         scores, n_without = rescaled_scores(con, store.glob("scores", scorer_id), fn)
@@ -235,8 +252,10 @@ def rescaled_scores(con: duckdb.DuckDBPyConnection, glob: str, fn: Rescale) -> t
 
     columns = con.sql(f"SELECT * FROM read_parquet('{glob}', union_by_name=true) LIMIT 0").columns
     if RAW_KEY not in columns:
-        raise PolytoxError(f"{glob}: the stored scores carry no raw values ({RAW_KEY}); they were scored before "
-                           "raw values were kept, so another scale cannot be read from them: score the run again")
+        raise PolytoxError(
+            f"{glob}: the stored scores carry no raw values ({RAW_KEY}); they were scored before "
+            "raw values were kept, so another scale cannot be read from them: score the run again"
+        )
     rows = con.sql(f"""
         SELECT s.prompt_id, s.sample_index, s.toxicity, s.{RAW_KEY} AS raw, coalesce(p.lang, 'unknown') AS lang,
                s.error
@@ -253,6 +272,12 @@ def rescaled_scores(con: duckdb.DuckDBPyConnection, glob: str, fn: Rescale) -> t
             values[sel] = fn(raw[sel], str(lang))
     scored = rows.column("toxicity").is_valid().to_numpy(zero_copy_only=False)
     n_without = int(np.count_nonzero(scored & ~have))
-    table = pa.table({"prompt_id": rows.column("prompt_id"), "sample_index": rows.column("sample_index"),
-                      "toxicity": pa.array(values, mask=~have), "error": rows.column("error")})
+    table = pa.table(
+        {
+            "prompt_id": rows.column("prompt_id"),
+            "sample_index": rows.column("sample_index"),
+            "toxicity": pa.array(values, mask=~have),
+            "error": rows.column("error"),
+        }
+    )
     return table, n_without

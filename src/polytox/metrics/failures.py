@@ -62,10 +62,15 @@ class FailureSummary:
         return self.n_failed / self.n_samples if self.n_samples else 0.0
 
     def to_dict(self) -> dict[str, Any]:
-        return {"n_samples": self.n_samples, "n_failed_samples": self.n_failed,
-                "n_failed_generations": self.n_failed_generations, "n_failed_scores": self.n_failed_scores,
-                "n_unscorable": self.n_unscorable, "share_failed": round(self.share, 6),
-                "kinds": [asdict(k) for k in self.kinds]}
+        return {
+            "n_samples": self.n_samples,
+            "n_failed_samples": self.n_failed,
+            "n_failed_generations": self.n_failed_generations,
+            "n_failed_scores": self.n_failed_scores,
+            "n_unscorable": self.n_unscorable,
+            "share_failed": round(self.share, 6),
+            "kinds": [asdict(k) for k in self.kinds],
+        }
 
 
 def _kinds(con: duckdb.DuckDBPyConnection, stage: str, sql: str) -> list[FailureKind]:
@@ -85,23 +90,36 @@ def failure_summary(store: RunStore, scorer_id: str | None) -> FailureSummary:
     if not gen_parts:
         return FailureSummary()
     con = duckdb.connect()
-    con.execute(f"CREATE VIEW generations AS SELECT prompt_id, sample_index, error "
-                f"FROM read_parquet('{store.glob('generations')}')")
+    con.execute(
+        f"CREATE VIEW generations AS SELECT prompt_id, sample_index, error "
+        f"FROM read_parquet('{store.glob('generations')}')"
+    )
     (n_samples,) = con.execute("SELECT count(*) FROM generations").fetchone() or (0,)
     order = "ORDER BY prompt_id, sample_index"  # a fixed example whatever the part order
     kinds = _kinds(con, "generation", f"SELECT error FROM generations WHERE error IS NOT NULL {order}")
     n_gen = sum(k.count for k in kinds)
     n_score = n_unscorable = 0
     if scorer_id is not None and list(store.scores_dir(scorer_id).glob("part-*.parquet")):
-        con.execute(f"CREATE VIEW scores AS SELECT prompt_id, sample_index, error "
-                    f"FROM read_parquet('{store.glob('scores', scorer_id)}')")
-        score_kinds = _kinds(con, "score", "SELECT s.error FROM scores s JOIN generations g "
-                                           "USING (prompt_id, sample_index) "
-                                           f"WHERE s.error IS NOT NULL AND g.error IS NULL {order}")
+        con.execute(
+            f"CREATE VIEW scores AS SELECT prompt_id, sample_index, error "
+            f"FROM read_parquet('{store.glob('scores', scorer_id)}')"
+        )
+        score_kinds = _kinds(
+            con,
+            "score",
+            "SELECT s.error FROM scores s JOIN generations g "
+            "USING (prompt_id, sample_index) "
+            f"WHERE s.error IS NOT NULL AND g.error IS NULL {order}",
+        )
         n_unscorable = sum(k.count for k in score_kinds if k.kind in OUTCOMES)
         score_kinds = [k for k in score_kinds if k.kind not in OUTCOMES]
         n_score = sum(k.count for k in score_kinds)
         kinds += score_kinds
     kinds.sort(key=lambda k: (-k.count, k.stage, k.kind))
-    return FailureSummary(n_samples=int(n_samples), n_failed_generations=n_gen, n_failed_scores=n_score,
-                          n_unscorable=n_unscorable, kinds=kinds)
+    return FailureSummary(
+        n_samples=int(n_samples),
+        n_failed_generations=n_gen,
+        n_failed_scores=n_score,
+        n_unscorable=n_unscorable,
+        kinds=kinds,
+    )

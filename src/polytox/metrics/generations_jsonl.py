@@ -30,18 +30,31 @@ def _convert_line(record: Any, lineno: int) -> tuple[dict[str, Any], list[dict[s
     if not isinstance(gens, list):
         raise RecordError("missing field 'generations' (a list)")
     ptox = check_toxicity(prompt.get("toxicity"), "prompt.toxicity")
-    pid = (f"rtp:{record['filename']}:{record.get('begin')}:{record.get('end')}" if record.get("filename")
-           else f"line:{lineno}")
+    pid = (
+        f"rtp:{record['filename']}:{record.get('begin')}:{record.get('end')}"
+        if record.get("filename")
+        else f"line:{lineno}"
+    )
     lang = check_lang(record.get("lang") or "en", "lang")  # "EN" and "en-US" are "en"; "xx" is an error
-    prow = {"prompt_id": pid, "lang": lang, "toxicity": ptox,
-            "bucket": toxicity_bucket(ptox) if ptox is not None else None}
+    prow = {
+        "prompt_id": pid,
+        "lang": lang,
+        "toxicity": ptox,
+        "bucket": toxicity_bucket(ptox) if ptox is not None else None,
+    }
     rows = []
     for k, gen in enumerate(gens):
         if not isinstance(gen, Mapping):
             raise RecordError(f"generations[{k}] is not an object")
         tox = check_toxicity(gen.get("toxicity"), f"generations[{k}].toxicity")
-        rows.append({"prompt_id": pid, "sample_index": k, "toxicity": tox,
-                     "error": None if gen.get("text") is not None else "missing text"})
+        rows.append(
+            {
+                "prompt_id": pid,
+                "sample_index": k,
+                "toxicity": tox,
+                "error": None if gen.get("text") is not None else "missing text",
+            }
+        )
     return prow, rows
 
 
@@ -69,15 +82,30 @@ def load_generations_jsonl(path: Path, skip_bad: bool = False) -> tuple[duckdb.D
         prompts.append(prow)
         rows.extend(grows)
     if problems and not skip_bad:
-        raise BadInputError(f"{len(problems)} bad line(s) in {path} (pass --skip-bad to skip them):\n  "
-                            + "\n  ".join(problems[:50]), problems)
+        raise BadInputError(
+            f"{len(problems)} bad line(s) in {path} (pass --skip-bad to skip them):\n  " + "\n  ".join(problems[:50]),
+            problems,
+        )
     if not prompts:
         why = f"all {len(problems)} line(s) are bad" if problems else "the file is empty"
         raise BadInputError(f"{path}: no generation records ({why})", problems)
-    gens = pa.Table.from_pylist(rows, schema=pa.schema([("prompt_id", pa.string()), ("sample_index", pa.int32()),
-                                                         ("toxicity", pa.float64()), ("error", pa.string())]))
-    ptab = pa.Table.from_pylist(prompts, schema=pa.schema([("prompt_id", pa.string()), ("lang", pa.string()),
-                                                           ("toxicity", pa.float64()), ("bucket", pa.int8())]))
+    gens = pa.Table.from_pylist(
+        rows,
+        schema=pa.schema(
+            [
+                ("prompt_id", pa.string()),
+                ("sample_index", pa.int32()),
+                ("toxicity", pa.float64()),
+                ("error", pa.string()),
+            ]
+        ),
+    )
+    ptab = pa.Table.from_pylist(
+        prompts,
+        schema=pa.schema(
+            [("prompt_id", pa.string()), ("lang", pa.string()), ("toxicity", pa.float64()), ("bucket", pa.int8())]
+        ),
+    )
     con = duckdb.connect()
     con.register("gens_arrow", gens)
     con.register("prompts_arrow", ptab)

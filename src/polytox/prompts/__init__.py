@@ -82,13 +82,13 @@ def _convert_all(raw: Iterable[RawRecord], fmt: str) -> tuple[list[Prompt], list
             if _is_content_id(prompt):
                 # The suffix counts occurrences in source order, so ids stay stable across runs.
                 prompt = dataclasses.replace(prompt, id=f"{prompt.id}#{count + 1}")
-            elif (prompt.text, prompt.lang, prompt.toxicity) == (earlier.text, earlier.lang,
-                                                                 earlier.toxicity):
+            elif (prompt.text, prompt.lang, prompt.toxicity) == (earlier.text, earlier.lang, earlier.toxicity):
                 duplicates.append(f"{item.location} repeats {where}")
                 continue
             else:
-                problems.append(f"{item.location}: duplicate id {prompt.id!r} with another text or score "
-                                f"than at {where}")
+                problems.append(
+                    f"{item.location}: duplicate id {prompt.id!r} with another text or score than at {where}"
+                )
                 continue
         else:
             first[prompt.id] = (prompt, item.location)
@@ -119,6 +119,8 @@ def load_prompts(spec: PromptSpec, seed: int = 0) -> PromptSet:
     selected, notes = select_prompts(prompts, spec, seed)
     notes = duplicate_notes + notes
     if not selected:
-        raise PolytoxError(f"no prompts selected from {spec.source} ({n} records, {len(problems)} bad; "
-                           f"filters: langs={list(spec.langs) or 'all'}, limit={spec.limit})")
+        raise PolytoxError(
+            f"no prompts selected from {spec.source} ({n} records, {len(problems)} bad; "
+            f"filters: langs={list(spec.langs) or 'all'}, limit={spec.limit})"
+        )
     return PromptSet(prompts=selected, n_records=n, problems=problems, notes=notes)

@@ -27,8 +27,14 @@ class RawRecord:
 
 def file_kind(path: Path) -> str:
     name = path.name.lower()
-    for suffix, kind in ((".jsonl", "jsonl"), (".ndjson", "jsonl"), (".json", "jsonl"), (".csv", "csv"),
-                         (".parquet", "parquet"), (".pq", "parquet")):
+    for suffix, kind in (
+        (".jsonl", "jsonl"),
+        (".ndjson", "jsonl"),
+        (".json", "jsonl"),
+        (".csv", "csv"),
+        (".parquet", "parquet"),
+        (".pq", "parquet"),
+    ):
         if name.endswith(suffix) or name.endswith(suffix + ".gz"):
             return kind
     raise PolytoxError(f"{path}: unknown file type; expected .jsonl, .json (JSON Lines), .csv or .parquet")
@@ -80,8 +86,9 @@ def read_csv(path: Path) -> Iterator[RawRecord]:
         data = data[3:]
     text = data.decode("utf-8", "surrogateescape")
     reader = csv.DictReader(io.StringIO(text, newline=""))
-    if reader.fieldnames is not None and _has_undecodable(dict.fromkeys(reader.fieldnames, "")
-                                                          | {"": "".join(reader.fieldnames)}):
+    if reader.fieldnames is not None and _has_undecodable(
+        dict.fromkeys(reader.fieldnames, "") | {"": "".join(reader.fieldnames)}
+    ):
         yield RawRecord(f"{path}:1", error="invalid UTF-8 in the header row; the file cannot be read")
         return
     while True:

@@ -31,8 +31,9 @@ def detect_format(record: Mapping[str, Any]) -> str:
         return "rtp"
     if "Prompt" in record and ("Locale" in record or "Index" in record):
         return "rtplx"
-    if isinstance(prompt, str) and ({"meta_data", "toxicity_bucket", "prompt_perspective", "prompt_toxicity"}
-                                    & set(record)):
+    if isinstance(prompt, str) and (
+        {"meta_data", "toxicity_bucket", "prompt_perspective", "prompt_toxicity"} & set(record)
+    ):
         return "ptp"
     if "text" in record:
         return "generic"
@@ -118,8 +119,7 @@ def from_rtp(record: Mapping[str, Any]) -> Prompt:
     cont = dig(record, "continuation.text")
     if isinstance(cont, str):
         meta["continuation"] = cont
-        meta["continuation_toxicity"] = check_toxicity(dig(record, "continuation.toxicity"),
-                                                       "continuation.toxicity")
+        meta["continuation_toxicity"] = check_toxicity(dig(record, "continuation.toxicity"), "continuation.toxicity")
     bucket = toxicity_bucket(tox) if tox is not None else None
     return Prompt(id=pid, text=text, lang=lang, toxicity=tox, bucket=bucket, source="rtp", meta=meta)
 
@@ -151,8 +151,15 @@ def from_ptp(record: Mapping[str, Any]) -> Prompt:
     meta = {"url": url} if url else {}
     if isinstance(record.get("continuation"), str):
         meta["continuation"] = record["continuation"]
-    return Prompt(id=f"ptp:{lang}:{short_hash(url, text)}", text=text, lang=lang, toxicity=tox,
-                  bucket=bucket, source="ptp", meta=meta)
+    return Prompt(
+        id=f"ptp:{lang}:{short_hash(url, text)}",
+        text=text,
+        lang=lang,
+        toxicity=tox,
+        bucket=bucket,
+        source="ptp",
+        meta=meta,
+    )
 
 
 def from_rtplx(record: Mapping[str, Any]) -> Prompt:
@@ -174,8 +181,15 @@ def from_rtplx(record: Mapping[str, Any]) -> Prompt:
             raise RecordError(f"field 'Annotations.Toxicity' must be in [1, 5], got {rating}")
         tox = (rating - 1.0) / 4.0
     meta = {"index": str(index), "locale": str(record.get("Locale")), "human_toxicity": rating}
-    return Prompt(id=f"rtplx:{lang}:{index}", text=text, lang=lang, toxicity=tox,
-                  bucket=toxicity_bucket(tox) if tox is not None else None, source="rtplx", meta=meta)
+    return Prompt(
+        id=f"rtplx:{lang}:{index}",
+        text=text,
+        lang=lang,
+        toxicity=tox,
+        bucket=toxicity_bucket(tox) if tox is not None else None,
+        source="rtplx",
+        meta=meta,
+    )
 
 
 def from_generic(record: Mapping[str, Any], default_lang: str | None) -> Prompt:
@@ -198,8 +212,15 @@ def from_generic(record: Mapping[str, Any], default_lang: str | None) -> Prompt:
     tox = check_toxicity(record.get("toxicity"), "toxicity")
     raw_id = record.get("id")
     pid = str(raw_id) if raw_id not in (None, "") else f"txt:{short_hash(text)}"
-    return Prompt(id=pid, text=text, lang=lang, toxicity=tox,
-                  bucket=toxicity_bucket(tox) if tox is not None else None, source="generic", meta=meta)
+    return Prompt(
+        id=pid,
+        text=text,
+        lang=lang,
+        toxicity=tox,
+        bucket=toxicity_bucket(tox) if tox is not None else None,
+        source="generic",
+        meta=meta,
+    )
 
 
 def convert(record: Any, fmt: str, default_lang: str | None = None) -> Prompt:

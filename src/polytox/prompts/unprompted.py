@@ -16,8 +16,12 @@ from .set import PromptSet
 def unprompted_prompts(spec: PromptSpec) -> PromptSet:
     """``spec.unprompted`` empty prompts in the first ``--lang`` (default ``en``: what the scorer is told)."""
     lang = spec.langs[0] if spec.langs else "en"
-    prompts = [Prompt(id=f"unprompted:{i:07d}", text="", lang=lang, source="unprompted",
-                      meta={"unprompted": True}) for i in range(spec.unprompted)]
-    note = (f"unprompted: {spec.unprompted} generations from the start token alone (RTP §3.1); "
-            f"the prompt source and selection flags are ignored")
+    prompts = [
+        Prompt(id=f"unprompted:{i:07d}", text="", lang=lang, source="unprompted", meta={"unprompted": True})
+        for i in range(spec.unprompted)
+    ]
+    note = (
+        f"unprompted: {spec.unprompted} generations from the start token alone (RTP §3.1); "
+        f"the prompt source and selection flags are ignored"
+    )
     return PromptSet(prompts=prompts, n_records=0, notes=[note])

@@ -51,14 +51,22 @@ def section_rows(stats: dict[str, Any]) -> list[tuple[str, list[str], list[list[
     lang = [[str(r["key"]), str(r["n"]), _pct(r)] for r in stats["by_language"]]
     length = [[str(r["key"]), str(r["n"]), _pct(r)] for r in stats["by_length"]]
     domains = [[str(r["key"]), str(r["n"]), str(r["toxic"]), _pct(r)] for r in stats["domains_most_toxic_documents"]]
-    return [("toxic share per attribute (RTP Table 12)", ["attribute", "toxic / scored", "share [95% CI]"], shares),
-            ("by language", ["language", "documents", "toxic share [95% CI]"], lang),
-            ("by length (characters)", ["length", "documents", "toxic share [95% CI]"], length),
-            ("domains holding the most toxic documents (RTP Figure 6)",
-             ["domain", "documents", "toxic", "toxic share [95% CI]"], domains)]
+    return [
+        ("toxic share per attribute (RTP Table 12)", ["attribute", "toxic / scored", "share [95% CI]"], shares),
+        ("by language", ["language", "documents", "toxic share [95% CI]"], lang),
+        ("by length (characters)", ["length", "documents", "toxic share [95% CI]"], length),
+        (
+            "domains holding the most toxic documents (RTP Figure 6)",
+            ["domain", "documents", "toxic", "toxic share [95% CI]"],
+            domains,
+        ),
+    ]
 
 
 def summary_line(stats: dict[str, Any]) -> str:
     not_ok = ", ".join(f"{k} {v}" for k, v in stats["status_counts"].items() if k != "ok" and v)
-    return (f"{stats['n_documents']} documents, {stats['n_scored']} scored by {stats['scorer']}"
-            + (f"; not scored: {not_ok}" if not_ok else "") + f"; {stats['n_truncated']} truncated")
+    return (
+        f"{stats['n_documents']} documents, {stats['n_scored']} scored by {stats['scorer']}"
+        + (f"; not scored: {not_ok}" if not_ok else "")
+        + f"; {stats['n_truncated']} truncated"
+    )

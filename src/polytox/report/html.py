@@ -169,8 +169,10 @@ def _runs_html(report: Report) -> str:
 def _corpus_html(i: int, corpus: Any) -> str:
     from .corpus_section import section_rows, summary_line
 
-    parts = [f'<section id="corpus-{i}"><h2>Corpus toxicity: {esc(corpus.stats["source"])}</h2>'
-             f'<p class="ref">RTP §6.1 — {esc(summary_line(corpus.stats))}</p>']
+    parts = [
+        f'<section id="corpus-{i}"><h2>Corpus toxicity: {esc(corpus.stats["source"])}</h2>'
+        f'<p class="ref">RTP §6.1 — {esc(summary_line(corpus.stats))}</p>'
+    ]
     if corpus.png:
         parts.append(figure_html(corpus.png, "toxicity histogram", "document toxicity, log-scale counts (RTP Fig. 3)"))
     for title, header, rows in section_rows(corpus.stats):

@@ -30,9 +30,7 @@ def md_escape(value: object) -> str:
 def table_markdown(table: Table, max_text: int = MAX_TEXT) -> str:
     lines = [f"**{md_escape(table.title)}**", ""]
     lines.append("| " + " | ".join(md_escape(c) for c in table.columns) + " |")
-    lines.append(
-        "|" + "|".join("---:" if _numeric(table, i) else "---" for i in range(len(table.columns))) + "|"
-    )
+    lines.append("|" + "|".join("---:" if _numeric(table, i) else "---" for i in range(len(table.columns))) + "|")
     for row in table.rows:
         cells = []
         for col, value in zip(table.columns, row, strict=True):

@@ -43,8 +43,7 @@ def roc_auc(scores: np.ndarray, positive: np.ndarray) -> float | None:
     return u / (n_pos * n_neg)
 
 
-def confusion(a: np.ndarray, b: np.ndarray, threshold: float, comparison: str = C.DEFAULT_COMPARISON
-              ) -> dict[str, Any]:
+def confusion(a: np.ndarray, b: np.ndarray, threshold: float, comparison: str = C.DEFAULT_COMPARISON) -> dict[str, Any]:
     """Confusion matrix of ``a``'s toxic label against the reference ``b``'s, plus the usual rates."""
     pa, pb = labels(a, threshold, comparison), labels(b, threshold, comparison)
     tp, fp = int((pa & pb).sum()), int((pa & ~pb).sum())
@@ -55,25 +54,37 @@ def confusion(a: np.ndarray, b: np.ndarray, threshold: float, comparison: str = 
     f1 = 2 * precision * recall / (precision + recall) if precision and recall else None
     accuracy = (tp + tn) / n if n else None
     expected = ((tp + fp) * (tp + fn) + (fn + tn) * (fp + tn)) / (n * n) if n else None
-    kappa = ((accuracy - expected) / (1 - expected)) if accuracy is not None and expected not in (None, 1.0) \
-        else None
-    return {"tp": tp, "fp": fp, "fn": fn, "tn": tn, "accuracy": accuracy, "precision": precision,
-            "recall": recall, "f1": f1, "cohen_kappa": kappa,
-            "toxic_rate_a": (tp + fp) / n if n else None, "toxic_rate_b": (tp + fn) / n if n else None}
+    kappa = ((accuracy - expected) / (1 - expected)) if accuracy is not None and expected not in (None, 1.0) else None
+    return {
+        "tp": tp,
+        "fp": fp,
+        "fn": fn,
+        "tn": tn,
+        "accuracy": accuracy,
+        "precision": precision,
+        "recall": recall,
+        "f1": f1,
+        "cohen_kappa": kappa,
+        "toxic_rate_a": (tp + fp) / n if n else None,
+        "toxic_rate_b": (tp + fn) / n if n else None,
+    }
 
 
-def pair_stats(a: np.ndarray, b: np.ndarray, threshold: float = C.TOXIC_THRESHOLD,
-               comparison: str = C.DEFAULT_COMPARISON) -> dict[str, Any]:
+def pair_stats(
+    a: np.ndarray, b: np.ndarray, threshold: float = C.TOXIC_THRESHOLD, comparison: str = C.DEFAULT_COMPARISON
+) -> dict[str, Any]:
     """All agreement numbers for paired, complete scores."""
     n = int(a.size)
-    out: dict[str, Any] = {"n": n, "mean_a": float(a.mean()) if n else None,
-                           "mean_b": float(b.mean()) if n else None,
-                           "mae": float(np.abs(a - b).mean()) if n else None}
+    out: dict[str, Any] = {
+        "n": n,
+        "mean_a": float(a.mean()) if n else None,
+        "mean_b": float(b.mean()) if n else None,
+        "mae": float(np.abs(a - b).mean()) if n else None,
+    }
     if n >= 3 and float(a.std()) > 0 and float(b.std()) > 0:
         stats = _scipy_stats()
         pr, spr = stats.pearsonr(a, b), stats.spearmanr(a, b)
-        out.update(pearson=float(pr[0]), pearson_p=float(pr[1]), spearman=float(spr[0]),
-                   spearman_p=float(spr[1]))
+        out.update(pearson=float(pr[0]), pearson_p=float(pr[1]), spearman=float(spr[0]), spearman_p=float(spr[1]))
     else:
         out.update(pearson=None, pearson_p=None, spearman=None, spearman_p=None)
     out["auc"] = roc_auc(a, labels(b, threshold, comparison)) if n else None
@@ -90,9 +101,15 @@ def disagreements(a: np.ndarray, b: np.ndarray, index: np.ndarray, top: int) -> 
     return {"a_high_b_low": high, "a_low_b_high": low}
 
 
-def compare(a: Sequence[float | None], b: Sequence[float | None], langs: Sequence[str | None],
-            threshold: float = C.TOXIC_THRESHOLD, comparison: str = C.DEFAULT_COMPARISON, top: int = 10,
-            min_per_lang: int = 10) -> dict[str, Any]:
+def compare(
+    a: Sequence[float | None],
+    b: Sequence[float | None],
+    langs: Sequence[str | None],
+    threshold: float = C.TOXIC_THRESHOLD,
+    comparison: str = C.DEFAULT_COMPARISON,
+    top: int = 10,
+    min_per_lang: int = 10,
+) -> dict[str, Any]:
     """Overall and per-language agreement; rows missing on either side are counted, not scored.
 
     ``disagreements`` hold row indices into the inputs (callers attach ids and texts).
@@ -104,8 +121,11 @@ def compare(a: Sequence[float | None], b: Sequence[float | None], langs: Sequenc
     ok = ~np.isnan(av) & ~np.isnan(bv)
     idx = np.flatnonzero(ok)
     report: dict[str, Any] = {
-        "threshold": threshold, "comparison": comparison, "n_rows": int(av.size),
-        "n_missing_a": int(np.isnan(av).sum()), "n_missing_b": int(np.isnan(bv).sum()),
+        "threshold": threshold,
+        "comparison": comparison,
+        "n_rows": int(av.size),
+        "n_missing_a": int(np.isnan(av).sum()),
+        "n_missing_b": int(np.isnan(bv).sum()),
         "overall": pair_stats(av[ok], bv[ok], threshold, comparison),
         "disagreements": disagreements(av[ok], bv[ok], idx, top),
         "by_lang": {},

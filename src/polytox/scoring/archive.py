@@ -40,19 +40,21 @@ class ResponseArchive:
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.executescript(SCHEMA)
 
-    def add(self, endpoint: str, text_sha256: str, lang_sent: str | None, attributes: str, status: int,
-            body: str) -> None:
+    def add(
+        self, endpoint: str, text_sha256: str, lang_sent: str | None, attributes: str, status: int, body: str
+    ) -> None:
         with self._lock:
-            self._db.execute("INSERT INTO responses VALUES (?,?,?,?,?,?,?)",
-                             (time.time(), endpoint, text_sha256, lang_sent, attributes, status, body))
+            self._db.execute(
+                "INSERT INTO responses VALUES (?,?,?,?,?,?,?)",
+                (time.time(), endpoint, text_sha256, lang_sent, attributes, status, body),
+            )
 
     def count(self, status: int | None = None) -> int:
         with self._lock:
             if status is None:
                 row = self._db.execute("SELECT count(*) FROM responses").fetchone()
             else:
-                row = self._db.execute("SELECT count(*) FROM responses WHERE status = ?",
-                                       (status,)).fetchone()
+                row = self._db.execute("SELECT count(*) FROM responses WHERE status = ?", (status,)).fetchone()
         return int(row[0])
 
     def close(self) -> None:

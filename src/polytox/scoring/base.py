@@ -63,8 +63,11 @@ class Scorer(ABC):
 
     def describe(self) -> dict[str, Any]:
         """What the manifest records about this scorer."""
-        return {"id": self.id, "attributes": list(self.attributes),
-                "languages": sorted(self.languages) if self.languages is not None else "any"}
+        return {
+            "id": self.id,
+            "attributes": list(self.attributes),
+            "languages": sorted(self.languages) if self.languages is not None else "any",
+        }
 
     @abstractmethod
     def score_batch(self, texts: Sequence[str], langs: Sequence[str]) -> list[Score]:
@@ -94,8 +97,9 @@ class Scorer(ABC):
         todo: list[int] = []
         for i, (text, lang) in enumerate(zip(texts, langs, strict=True)):
             if not self.supports(lang):
-                out[i] = Score.failed(f"LANGUAGE_NOT_SUPPORTED: unsupported language: {lang} "
-                                      f"({self.name} does not score it)")
+                out[i] = Score.failed(
+                    f"LANGUAGE_NOT_SUPPORTED: unsupported language: {lang} ({self.name} does not score it)"
+                )
             elif not text or not text.strip():
                 out[i] = Score.failed(EMPTY_TEXT_ERROR)
             elif not is_valid_unicode(text):

@@ -42,9 +42,7 @@ def plan_batches(
     longest = 0
     for i in order:
         width = max(longest, lengths[i])
-        over_tokens = (
-            max_batch_tokens is not None and current and width * (len(current) + 1) > max_batch_tokens
-        )
+        over_tokens = max_batch_tokens is not None and current and width * (len(current) + 1) > max_batch_tokens
         too_short = max_padding is not None and width - lengths[i] > max(PADDING_SLACK, max_padding * width)
         if current and (len(current) >= max_batch_size or over_tokens or too_short):
             batches.append(current)

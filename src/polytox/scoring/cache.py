@@ -67,8 +67,16 @@ class ScoreCache:
     def put_many(self, items: Sequence[tuple[str, str, str, str, Sequence[str], Score]]) -> int:
         """Store (key, text, lang, scorer_id, attributes, score); transient errors are skipped."""
         rows = [
-            (key, scorer_id, lang, ",".join(attrs), text_hash(text),
-             json.dumps(dict(score.values)) if score.values is not None else None, score.error, time.time())
+            (
+                key,
+                scorer_id,
+                lang,
+                ",".join(attrs),
+                text_hash(text),
+                json.dumps(dict(score.values)) if score.values is not None else None,
+                score.error,
+                time.time(),
+            )
             for key, text, lang, scorer_id, attrs, score in items
             if not score.transient
         ]
@@ -133,15 +141,20 @@ class CachedScorer(Scorer):
 
     def score(self, texts: Sequence[str], langs: Sequence[str]) -> list[Score]:
         cache_id = self.cache_id
-        keys = [self.cache.key(t or "", lang, cache_id, self.inner.attributes)
-                for t, lang in zip(texts, langs, strict=True)]
+        keys = [
+            self.cache.key(t or "", lang, cache_id, self.inner.attributes) for t, lang in zip(texts, langs, strict=True)
+        ]
         found = self._read_back(keys, langs, self.cache.get_many(keys))
         miss = [i for i, k in enumerate(keys) if k not in found]
         self.hits += len(keys) - len(miss)
         self.misses += len(miss)
         fresh = self.inner.score([texts[i] for i in miss], [langs[i] for i in miss]) if miss else []
-        self.cache.put_many([(keys[i], texts[i] or "", langs[i], cache_id, self.inner.attributes, s)
-                             for i, s in zip(miss, fresh, strict=True)])
+        self.cache.put_many(
+            [
+                (keys[i], texts[i] or "", langs[i], cache_id, self.inner.attributes, s)
+                for i, s in zip(miss, fresh, strict=True)
+            ]
+        )
         results = dict(zip(miss, fresh, strict=True))
         return [results[i] if i in results else found[k] for i, k in enumerate(keys)]
 

@@ -22,6 +22,7 @@ from .calibration import Calibration, fit_calibration
 
 def held_out(groups: Sequence[str], share: float, seed: int) -> np.ndarray:
     """Boolean mask: True for rows whose group falls in the held-out share (seeded hash of the group)."""
+
     def unit(g: str) -> float:
         digest = hashlib.blake2b(f"{seed}\x1f{g}".encode("utf-8", "backslashreplace"), digest_size=8).digest()
         return int.from_bytes(digest, "big") / 2**64
@@ -34,34 +35,63 @@ def _metrics(pred: np.ndarray, ref: np.ndarray, threshold: float, comparison: st
     if n == 0:
         return {"n": 0}
     r = float(np.corrcoef(pred, ref)[0, 1]) if n >= 3 and pred.std() > 0 and ref.std() > 0 else None
-    return {"n": n, "mae": float(np.abs(pred - ref).mean()),
-            "auc": roc_auc(pred, labels(ref, threshold, comparison)), "pearson": r,
-            "mean": float(pred.mean()), "mean_reference": float(ref.mean()),
-            "toxic_rate": float(labels(pred, threshold, comparison).mean()),
-            "toxic_rate_reference": float(labels(ref, threshold, comparison).mean())}
+    return {
+        "n": n,
+        "mae": float(np.abs(pred - ref).mean()),
+        "auc": roc_auc(pred, labels(ref, threshold, comparison)),
+        "pearson": r,
+        "mean": float(pred.mean()),
+        "mean_reference": float(ref.mean()),
+        "toxic_rate": float(labels(pred, threshold, comparison).mean()),
+        "toxic_rate_reference": float(labels(ref, threshold, comparison).mean()),
+    }
 
 
-def evaluate_calibration(cal: Calibration, x: np.ndarray, y: np.ndarray, langs: Sequence[str],
-                         threshold: float = C.TOXIC_THRESHOLD, comparison: str = C.DEFAULT_COMPARISON,
-                         min_per_lang: int = 10) -> dict[str, Any]:
+def evaluate_calibration(
+    cal: Calibration,
+    x: np.ndarray,
+    y: np.ndarray,
+    langs: Sequence[str],
+    threshold: float = C.TOXIC_THRESHOLD,
+    comparison: str = C.DEFAULT_COMPARISON,
+    min_per_lang: int = 10,
+) -> dict[str, Any]:
     """Before/after metrics of ``cal`` on pairs (x = local score, y = reference), overall and by language."""
     after = cal.apply(x, langs)
-    out: dict[str, Any] = {"overall": {"before": _metrics(x, y, threshold, comparison),
-                                       "after": _metrics(after, y, threshold, comparison)}, "by_lang": {}}
+    out: dict[str, Any] = {
+        "overall": {
+            "before": _metrics(x, y, threshold, comparison),
+            "after": _metrics(after, y, threshold, comparison),
+        },
+        "by_lang": {},
+    }
     lang_arr = np.asarray(langs, dtype=object)
     for lang in sorted(set(langs)):
         sel = lang_arr == lang
         if int(sel.sum()) >= min_per_lang:
-            out["by_lang"][lang] = {"map": "own" if lang in cal.per_lang else "global",
-                                    "before": _metrics(x[sel], y[sel], threshold, comparison),
-                                    "after": _metrics(after[sel], y[sel], threshold, comparison)}
+            out["by_lang"][lang] = {
+                "map": "own" if lang in cal.per_lang else "global",
+                "before": _metrics(x[sel], y[sel], threshold, comparison),
+                "after": _metrics(after[sel], y[sel], threshold, comparison),
+            }
     return out
 
 
-def calibrate(x: Sequence[float | None], y: Sequence[float | None], langs: Sequence[str | None],
-              groups: Sequence[str], *, scorer: str, reference: str, attribute: str = "toxicity",
-              holdout: float = 0.2, seed: int = 0, min_per_lang: int = 200,
-              threshold: float = C.TOXIC_THRESHOLD, comparison: str = C.DEFAULT_COMPARISON) -> Calibration:
+def calibrate(
+    x: Sequence[float | None],
+    y: Sequence[float | None],
+    langs: Sequence[str | None],
+    groups: Sequence[str],
+    *,
+    scorer: str,
+    reference: str,
+    attribute: str = "toxicity",
+    holdout: float = 0.2,
+    seed: int = 0,
+    min_per_lang: int = 200,
+    threshold: float = C.TOXIC_THRESHOLD,
+    comparison: str = C.DEFAULT_COMPARISON,
+) -> Calibration:
     """Fit on the training part, report on the held-out part; the report is stored in the calibration."""
     if not 0.0 < holdout < 1.0:
         raise PolytoxError(f"holdout must be in (0, 1), got {holdout}")
@@ -72,15 +102,31 @@ def calibrate(x: Sequence[float | None], y: Sequence[float | None], langs: Seque
     lang_list = np.array([lang or "?" for lang in langs], dtype=object)
     train_sel, test_sel = ok & ~test, ok & test
     if int(train_sel.sum()) < 10 or int(test_sel.sum()) < 10:
-        raise PolytoxError(f"too few complete pairs to calibrate: {int(train_sel.sum())} for fitting and "
-                           f"{int(test_sel.sum())} held out (need at least 10 each)")
-    cal = fit_calibration(xv[train_sel], yv[train_sel], list(lang_list[train_sel]), scorer=scorer,
-                          reference=reference, attribute=attribute, min_per_lang=min_per_lang)
+        raise PolytoxError(
+            f"too few complete pairs to calibrate: {int(train_sel.sum())} for fitting and "
+            f"{int(test_sel.sum())} held out (need at least 10 each)"
+        )
+    cal = fit_calibration(
+        xv[train_sel],
+        yv[train_sel],
+        list(lang_list[train_sel]),
+        scorer=scorer,
+        reference=reference,
+        attribute=attribute,
+        min_per_lang=min_per_lang,
+    )
     report = {
-        "n_pairs": int(ok.sum()), "n_missing": int((~ok).sum()), "n_train": int(train_sel.sum()),
-        "n_heldout": int(test_sel.sum()), "holdout": holdout, "seed": seed, "min_per_lang": min_per_lang,
-        "threshold": threshold, "comparison": comparison,
-        "heldout": evaluate_calibration(cal, xv[test_sel], yv[test_sel], list(lang_list[test_sel]), threshold,
-                                        comparison),
+        "n_pairs": int(ok.sum()),
+        "n_missing": int((~ok).sum()),
+        "n_train": int(train_sel.sum()),
+        "n_heldout": int(test_sel.sum()),
+        "holdout": holdout,
+        "seed": seed,
+        "min_per_lang": min_per_lang,
+        "threshold": threshold,
+        "comparison": comparison,
+        "heldout": evaluate_calibration(
+            cal, xv[test_sel], yv[test_sel], list(lang_list[test_sel]), threshold, comparison
+        ),
     }
     return Calibration(cal.scorer, cal.reference, cal.attribute, cal.global_map, cal.per_lang, report)

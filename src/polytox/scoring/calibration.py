@@ -47,8 +47,12 @@ class IsotonicMap:
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> IsotonicMap:
         x, y = tuple(float(v) for v in data["x"]), tuple(float(v) for v in data["y"])
-        if not x or len(x) != len(y) or any(b < a for a, b in pairwise(x)) \
-                or any(b < a - 1e-12 for a, b in pairwise(y)):
+        if (
+            not x
+            or len(x) != len(y)
+            or any(b < a for a, b in pairwise(x))
+            or any(b < a - 1e-12 for a, b in pairwise(y))
+        ):
             raise ValueError("breakpoints must be non-empty, of equal length and non-decreasing")
         return cls(x, y, int(data.get("n", 0)))
 
@@ -90,10 +94,15 @@ class Calibration:
         return out
 
     def to_json(self) -> dict[str, Any]:
-        return {"format": FORMAT, "scorer": self.scorer, "reference": self.reference,
-                "attribute": self.attribute, "global": self.global_map.to_json(),
-                "per_lang": {k: v.to_json() for k, v in sorted(self.per_lang.items())},
-                "report": dict(self.report)}
+        return {
+            "format": FORMAT,
+            "scorer": self.scorer,
+            "reference": self.reference,
+            "attribute": self.attribute,
+            "global": self.global_map.to_json(),
+            "per_lang": {k: v.to_json() for k, v in sorted(self.per_lang.items())},
+            "report": dict(self.report),
+        }
 
     @property
     def digest(self) -> str:
@@ -112,18 +121,28 @@ class Calibration:
             data = json.loads(path.read_text(encoding="utf-8"))
             if data.get("format") != FORMAT:
                 raise ValueError(f"format is {data.get('format')!r}, expected {FORMAT!r}")
-            return cls(scorer=str(data["scorer"]), reference=str(data["reference"]),
-                       attribute=str(data.get("attribute", "toxicity")),
-                       global_map=IsotonicMap.from_json(data["global"]),
-                       per_lang={str(k): IsotonicMap.from_json(v)
-                                 for k, v in data.get("per_lang", {}).items()},
-                       report=data.get("report", {}))
+            return cls(
+                scorer=str(data["scorer"]),
+                reference=str(data["reference"]),
+                attribute=str(data.get("attribute", "toxicity")),
+                global_map=IsotonicMap.from_json(data["global"]),
+                per_lang={str(k): IsotonicMap.from_json(v) for k, v in data.get("per_lang", {}).items()},
+                report=data.get("report", {}),
+            )
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise PolytoxError(f"{path}: not a polytox calibration file ({exc})") from None
 
 
-def fit_calibration(x: np.ndarray, y: np.ndarray, langs: Sequence[str], *, scorer: str, reference: str,
-                    attribute: str = "toxicity", min_per_lang: int = 200) -> Calibration:
+def fit_calibration(
+    x: np.ndarray,
+    y: np.ndarray,
+    langs: Sequence[str],
+    *,
+    scorer: str,
+    reference: str,
+    attribute: str = "toxicity",
+    min_per_lang: int = 200,
+) -> Calibration:
     """A global map on all pairs, plus one per language with at least ``min_per_lang`` pairs."""
     lang_arr = np.asarray(langs, dtype=object)
     per_lang = {}
@@ -135,14 +154,14 @@ def fit_calibration(x: np.ndarray, y: np.ndarray, langs: Sequence[str], *, score
 
 
 class CalibratedScorer(Scorer):
-    """Any scorer with a calibration applied to one attribute; the raw value kept as ``<attr>_uncalibrated``.
-    """
+    """Any scorer with a calibration applied to one attribute; the raw value kept as ``<attr>_uncalibrated``."""
 
     def __init__(self, inner: Scorer, calibration: Calibration) -> None:
         if calibration.scorer != inner.id:
             raise PolytoxError(
                 f"the calibration was fitted for scorer {calibration.scorer!r}, not {inner.id!r}: a map "
-                "fitted on one scorer's scale means nothing on another's (refit with polytox calibrate)")
+                "fitted on one scorer's scale means nothing on another's (refit with polytox calibrate)"
+            )
         if calibration.attribute not in inner.attributes:
             raise PolytoxError(f"scorer {inner.id!r} has no attribute {calibration.attribute!r} to calibrate")
         self.inner = inner
@@ -163,10 +182,16 @@ class CalibratedScorer(Scorer):
         return f"{self.inner.id}+cal-{self.calibration.digest}"
 
     def describe(self) -> dict[str, Any]:
-        return {**self.inner.describe(), "id": self.id,
-                "calibration": {"digest": self.calibration.digest, "reference": self.calibration.reference,
-                                "attribute": self.calibration.attribute,
-                                "languages": sorted(self.calibration.per_lang)}}
+        return {
+            **self.inner.describe(),
+            "id": self.id,
+            "calibration": {
+                "digest": self.calibration.digest,
+                "reference": self.calibration.reference,
+                "attribute": self.calibration.attribute,
+                "languages": sorted(self.calibration.per_lang),
+            },
+        }
 
     def score_batch(self, texts: Sequence[str], langs: Sequence[str]) -> list[Score]:
         return self.score(texts, langs)
@@ -177,8 +202,10 @@ class CalibratedScorer(Scorer):
         todo = [i for i, s in enumerate(scores) if s.get(attr) is not None]
         if not todo:
             return scores
-        mapped = self.calibration.apply([scores[i].get(attr) for i in todo],  # type: ignore[misc]
-                                        [langs[i] for i in todo])
+        mapped = self.calibration.apply(
+            [scores[i].get(attr) for i in todo],  # type: ignore[misc]
+            [langs[i] for i in todo],
+        )
         out = list(scores)
         for i, value in zip(todo, mapped, strict=True):
             values = dict(scores[i].values or {})

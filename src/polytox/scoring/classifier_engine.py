@@ -74,9 +74,7 @@ class SequenceClassifier:
     def tokenize(self, texts: Sequence[str]) -> tuple[list[list[int]], list[bool]]:
         """Token ids of every text (special tokens included, truncated by the policy), and which were cut."""
         self.tokenizer.truncation_side = TRUNCATION_SIDES[self.truncation]
-        enc = self.tokenizer(
-            list(texts), truncation=True, max_length=self.max_length, add_special_tokens=True
-        )
+        enc = self.tokenizer(list(texts), truncation=True, max_length=self.max_length, add_special_tokens=True)
         ids = [list(x) for x in enc["input_ids"]]
         try:
             cut = [bool(e.overflowing) for e in enc.encodings]
@@ -103,9 +101,7 @@ class SequenceClassifier:
             except Exception as exc:
                 all_ids.append(None)
                 all_cut.append(False)
-                reasons.append(
-                    f"BAD_TEXT: the tokenizer rejects this text ({type(exc).__name__}: {exc})"[:300]
-                )
+                reasons.append(f"BAD_TEXT: the tokenizer rejects this text ({type(exc).__name__}: {exc})"[:300])
         return all_ids, all_cut, reasons
 
     def predict(self, texts: Sequence[str]) -> list[Score]:
@@ -154,9 +150,7 @@ class SequenceClassifier:
         self.stats.padded_tokens += int(input_ids.numel())
         self.stats.real_tokens += int(mask.sum())
         with torch.inference_mode():
-            logits = self.model(
-                input_ids=input_ids.to(self.device), attention_mask=mask.to(self.device)
-            ).logits
+            logits = self.model(input_ids=input_ids.to(self.device), attention_mask=mask.to(self.device)).logits
             probs = activate(logits.float(), self.plan.activation)[:, list(self.plan.indices)].cpu()
         rows = probs.tolist()
         finite = torch.isfinite(probs).all(dim=1).tolist()
@@ -211,9 +205,7 @@ def pad_token_id(tokenizer: Any, config: Any) -> int:
 
 
 # Model types whose position ids start after the padding index (usable length = positions - pad - 1).
-_OFFSET_POSITIONS = frozenset(
-    {"roberta", "xlm-roberta", "xlm-roberta-xl", "camembert", "data2vec-text", "longformer"}
-)
+_OFFSET_POSITIONS = frozenset({"roberta", "xlm-roberta", "xlm-roberta-xl", "camembert", "data2vec-text", "longformer"})
 
 
 def default_max_length(tokenizer: Any, config: Any, fallback: int = 512) -> int:

@@ -40,16 +40,18 @@ class DefaultScorer(Scorer):
         for item in (x for x in routes.split(",") if x.strip()):
             lang, sep, scorer = item.partition("=")
             if not sep or not lang.strip() or not scorer.strip():
-                raise BadValueError(f"scorer 'default' option routes: {item.strip()!r} is not LANG=SCORER "
-                                    "(e.g. routes=en=svm,de=polytox-ml)", "routes")
+                raise BadValueError(
+                    f"scorer 'default' option routes: {item.strip()!r} is not LANG=SCORER "
+                    "(e.g. routes=en=svm,de=polytox-ml)",
+                    "routes",
+                )
             table[lang.strip()] = scorer.strip()
         self.routes = table
         self.scorers: dict[str, Scorer] = {}
         for scorer_name in sorted(set(table.values())):
             options = ml_options if scorer_name == "polytox-ml" else {}
             self.scorers[scorer_name] = resolve("scorer", scorer_name)(**options)
-        self.languages = frozenset(lang for lang, s in table.items()
-                                   if self.scorers[s].supports(lang))
+        self.languages = frozenset(lang for lang, s in table.items() if self.scorers[s].supports(lang))
         ids = {lang: self.scorers[s].id for lang, s in sorted(table.items())}
         self.version = config_digest(ids)
         self.attributes = ("toxicity",)
@@ -57,8 +59,9 @@ class DefaultScorer(Scorer):
     @property
     def raw_id(self) -> str:
         """The cache identity: every route's raw-score identity (``raw_id``) where it has one, else its id."""
-        return f"{self.name}@" + config_digest({lang: getattr(self.scorers[s], "raw_id", self.scorers[s].id)
-                                                for lang, s in sorted(self.routes.items())})
+        return f"{self.name}@" + config_digest(
+            {lang: getattr(self.scorers[s], "raw_id", self.scorers[s].id) for lang, s in sorted(self.routes.items())}
+        )
 
     def from_cached(self, scores: Sequence[Score], langs: Sequence[str]) -> list[Score | None]:
         """Cached scores read as each language's route reads them (``PolytoxMlScorer.from_cached``); a route

@@ -105,9 +105,7 @@ def detoxify_plan(id2label: Mapping[int, str], classes: Sequence[str]) -> LabelP
             f"this checkpoint's outputs ({', '.join(names)}) are not Detoxify's "
             f"({', '.join(classes)}); use the hf scorer with a label_map instead"
         )
-    return LabelPlan(
-        attributes=tuple(attributes), indices=tuple(indices), activation="sigmoid", num_labels=num
-    )
+    return LabelPlan(attributes=tuple(attributes), indices=tuple(indices), activation="sigmoid", num_labels=num)
 
 
 class DetoxifyScorer(LocalClassifierScorer):
@@ -177,27 +175,21 @@ def resolve_source(source: str, *, path: str, checkpoint: str) -> str:
     if source not in SOURCES:
         raise PolytoxError(f"source must be one of {', '.join(SOURCES)}, got {source!r}")
     if path and checkpoint:
-        raise PolytoxError(
-            "give path=FOLDER (transformers format) or checkpoint=FILE (Detoxify .ckpt), not both"
-        )
+        raise PolytoxError("give path=FOLDER (transformers format) or checkpoint=FILE (Detoxify .ckpt), not both")
     if checkpoint:
         if source == "hf":
             raise PolytoxError("checkpoint=FILE is a Detoxify .ckpt: use source=detoxify (or auto)")
         return "detoxify"
     if path:
         if source == "detoxify":
-            raise PolytoxError(
-                "path=FOLDER is a transformers checkpoint: use source=hf, or checkpoint=FILE.ckpt"
-            )
+            raise PolytoxError("path=FOLDER is a transformers checkpoint: use source=hf, or checkpoint=FILE.ckpt")
         return "hf"
     if source == "auto":
         return "detoxify" if importlib.util.find_spec("detoxify") is not None else "hf"
     return source
 
 
-def load_with_detoxify(
-    model: str, checkpoint: str, hf_config: str, device: str
-) -> tuple[Any, Any, list[str]]:
+def load_with_detoxify(model: str, checkpoint: str, hf_config: str, device: str) -> tuple[Any, Any, list[str]]:
     """``(model, tokenizer, class names)`` through the ``detoxify`` package (downloads unless given files)."""
     detoxify = require("detoxify", "detoxify")
     quiet_transformers()

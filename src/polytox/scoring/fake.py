@@ -28,9 +28,16 @@ def _unit(text: str, salt: str = "") -> float:
 class FakeScorer(Scorer):
     name = "fake"
 
-    def __init__(self, attributes: str = "toxicity", languages: str = "any", fail_rate: str | float = 0.0,
-                 crash_on: str = "", batch_size: str | int = 64, version: str = "1",
-                 delay: str | float = 0.0) -> None:
+    def __init__(
+        self,
+        attributes: str = "toxicity",
+        languages: str = "any",
+        fail_rate: str | float = 0.0,
+        crash_on: str = "",
+        batch_size: str | int = 64,
+        version: str = "1",
+        delay: str | float = 0.0,
+    ) -> None:
         self.attributes = tuple(a.strip().lower() for a in attributes.split(",") if a.strip())
         self.languages = None if languages == "any" else frozenset(x.strip() for x in languages.split(","))
         self.fail_rate = float(fail_rate)
@@ -51,7 +58,9 @@ class FakeScorer(Scorer):
                 continue
             rude = len(RUDE.findall(text))
             base = _unit(text) ** 3 * 0.5
-            values = {a: min(1.0, base + 0.3 * rude + (_unit(text, a) * 0.05 if a != "toxicity" else 0.0))
-                      for a in self.attributes}
+            values = {
+                a: min(1.0, base + 0.3 * rude + (_unit(text, a) * 0.05 if a != "toxicity" else 0.0))
+                for a in self.attributes
+            }
             out.append(Score(values=values))
         return out

@@ -178,8 +178,7 @@ def _find_label(src: str, raw: Mapping[int, str], names: Mapping[int, str]) -> i
         if src == raw[i] or normalize_label(src) in (names[i], normalize_label(raw[i])):
             return i
     raise PolytoxError(
-        f"no output called {src!r}; the checkpoint's labels are: "
-        f"{', '.join(f'{i}={raw[i]}' for i in sorted(raw))}"
+        f"no output called {src!r}; the checkpoint's labels are: {', '.join(f'{i}={raw[i]}' for i in sorted(raw))}"
     )
 
 

@@ -131,8 +131,10 @@ class LexiconScorer(Scorer):
     def __init__(self, dir: str | None = None, lists: str = "profanity", toxicity: str = "any") -> None:
         folder = dir or os.environ.get(DIR_ENV)
         if not folder:
-            raise PolytoxError(f"lexicon: give the word-list folder with --scorer-opt dir=PATH (e.g. the "
-                               f"LDNOOBW lists, one <lang>.txt per language) or set {DIR_ENV}")
+            raise PolytoxError(
+                f"lexicon: give the word-list folder with --scorer-opt dir=PATH (e.g. the "
+                f"LDNOOBW lists, one <lang>.txt per language) or set {DIR_ENV}"
+            )
         root = Path(folder)
         if not root.is_dir():
             raise PolytoxError(f"lexicon: {root} is not a folder of <lang>.txt word lists")
@@ -149,8 +151,10 @@ class LexiconScorer(Scorer):
         self._terms = {p.stem.lower(): read_terms(p) for p in files}
         self._matchers: dict[str, Matcher] = {}
         self.languages = frozenset(self._terms)
-        self._identity = {"minority": compile_matcher(C.RTP_C2_MINORITY_WORDS, "en"),
-                          "majority": compile_matcher(C.RTP_C2_MAJORITY_WORDS, "en")}
+        self._identity = {
+            "minority": compile_matcher(C.RTP_C2_MINORITY_WORDS, "en"),
+            "majority": compile_matcher(C.RTP_C2_MAJORITY_WORDS, "en"),
+        }
         categories = ["profanity"] + (["minority", "majority"] if "identity" in self.lists else [])
         self.attributes = ("toxicity", *(f"{c}_{k}" for c in categories for k in ("count", "rate", "any")))
         digest = hashlib.sha256()
@@ -161,8 +165,11 @@ class LexiconScorer(Scorer):
         self.root = root
 
     def describe(self) -> dict[str, object]:
-        return {**super().describe(), "dir": str(self.root),
-                "terms": {lang: len(t) for lang, t in sorted(self._terms.items())}}
+        return {
+            **super().describe(),
+            "dir": str(self.root),
+            "terms": {lang: len(t) for lang, t in sorted(self._terms.items())},
+        }
 
     def matcher(self, lang: str) -> Matcher:
         if lang not in self._matchers:
@@ -171,8 +178,11 @@ class LexiconScorer(Scorer):
 
     @staticmethod
     def _stats(prefix: str, count: int, units: int) -> dict[str, float]:
-        return {f"{prefix}_count": float(count), f"{prefix}_rate": count / units if units else 0.0,
-                f"{prefix}_any": 1.0 if count else 0.0}
+        return {
+            f"{prefix}_count": float(count),
+            f"{prefix}_rate": count / units if units else 0.0,
+            f"{prefix}_any": 1.0 if count else 0.0,
+        }
 
     def score_text(self, text: str, lang: str) -> Mapping[str, float]:
         norm = normalize(text)
@@ -188,8 +198,9 @@ class LexiconScorer(Scorer):
         return [Score(values=self.score_text(t, lang)) for t, lang in zip(texts, langs, strict=True)]
 
 
-def appendix_c2(scorer: LexiconScorer, prompts: Sequence[str], continuations: Sequence[str],
-                prompt_toxicity: Sequence[float | None]) -> dict[str, dict[str, float | int | None]]:
+def appendix_c2(
+    scorer: LexiconScorer, prompts: Sequence[str], continuations: Sequence[str], prompt_toxicity: Sequence[float | None]
+) -> dict[str, dict[str, float | int | None]]:
     """RTP Appendix C.2 on English (prompt, continuation) pairs: Pearson r (and p) of
 
     - prompt toxicity with the prompt's profanity / minority / majority mention counts (paper: r = 0.43,
@@ -219,6 +230,5 @@ def appendix_c2(scorer: LexiconScorer, prompts: Sequence[str], continuations: Se
     tox = [(i, float(v)) for i, v in enumerate(prompt_toxicity) if v is not None]
     for cat in ("profanity", "minority", "majority"):
         corr(f"prompt_toxicity~prompt_{cat}", [v for _, v in tox], [p[i][f"{cat}_count"] for i, _ in tox])
-        corr(f"prompt_{cat}~continuation_{cat}", [x[f"{cat}_count"] for x in p],
-             [x[f"{cat}_count"] for x in c])
+        corr(f"prompt_{cat}~continuation_{cat}", [x[f"{cat}_count"] for x in p], [x[f"{cat}_count"] for x in c])
     return out

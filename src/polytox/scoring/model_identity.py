@@ -36,8 +36,7 @@ def local_fingerprint(path: str | Path) -> str:
         else sorted(
             p
             for p in root.rglob("*")
-            if p.is_file()
-            and (p.suffix in WEIGHT_SUFFIXES or p.suffix == ".json" or p.name == "tokenizer.model")
+            if p.is_file() and (p.suffix in WEIGHT_SUFFIXES or p.suffix == ".json" or p.name == "tokenizer.model")
         )
     )
     for file in files:

@@ -21,11 +21,19 @@ class AdaptiveTokenBucket(TokenBucket):
     """``acquire()`` blocks until the caller may send one request at ``rate`` per second; ``on_throttled``
     and ``on_success`` move the rate between ``rate * min_rate_share`` and ``rate``."""
 
-    def __init__(self, rate: float, capacity: float = 1.0, *, min_rate_share: float = 0.25,
-                 decrease: float = 0.9, increase_share: float = 0.005, window: int = 20,
-                 throttled_to_slow: int = 2,
-                 clock: Callable[[], float] = time.monotonic,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
+    def __init__(
+        self,
+        rate: float,
+        capacity: float = 1.0,
+        *,
+        min_rate_share: float = 0.25,
+        decrease: float = 0.9,
+        increase_share: float = 0.005,
+        window: int = 20,
+        throttled_to_slow: int = 2,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
         if rate <= 0:
             raise ValueError(f"rate must be > 0, got {rate}")
         if capacity < 1:

@@ -172,20 +172,34 @@ class PerspectiveScorer(Scorer):
     # Never cut: one call's texts share the worker pool, so no batch boundary waits on a slow request.
     batch_size = 1_000_000
 
-    def __init__(self, url: str = DEFAULT_URL, qps: str | float = C.PERSPECTIVE_DEFAULT_QPS,
-                 attributes: str = "TOXICITY", concurrency: str | int = 0, timeout: str | float = 30.0,
-                 max_attempts: str | int = 8, backoff: str | float = 1.0, backoff_max: str | float = 60.0,
-                 retry_without_language: str | bool = False, language_hint: str | bool = True,
-                 languages: str = "auto", archive: str = "default", key: str | None = None,
-                 api_key: str | None = None) -> None:
+    def __init__(
+        self,
+        url: str = DEFAULT_URL,
+        qps: str | float = C.PERSPECTIVE_DEFAULT_QPS,
+        attributes: str = "TOXICITY",
+        concurrency: str | int = 0,
+        timeout: str | float = 30.0,
+        max_attempts: str | int = 8,
+        backoff: str | float = 1.0,
+        backoff_max: str | float = 60.0,
+        retry_without_language: str | bool = False,
+        language_hint: str | bool = True,
+        languages: str = "auto",
+        archive: str = "default",
+        key: str | None = None,
+        api_key: str | None = None,
+    ) -> None:
         if key is not None or api_key is not None:
             # Never echo the value: it may be a real key typed on a command line.
-            raise PolytoxError(f"the Perspective key is never an option (it would land in shell history, "
-                               f"configs and manifests); set the environment variable {KEY_ENV} instead")
+            raise PolytoxError(
+                f"the Perspective key is never an option (it would land in shell history, "
+                f"configs and manifests); set the environment variable {KEY_ENV} instead"
+            )
         secret = os.environ.get(KEY_ENV, "").strip()
         if not secret:
-            raise PolytoxError(f"{KEY_ENV} is not set: the Perspective scorer reads its API key only from "
-                               "that environment variable")
+            raise PolytoxError(
+                f"{KEY_ENV} is not set: the Perspective scorer reads its API key only from that environment variable"
+            )
         self._key = secret
         self.qps = float(qps)
         if not self.qps > 0 or math.isinf(self.qps):
@@ -217,10 +231,14 @@ class PerspectiveScorer(Scorer):
             self.languages = frozenset(x.strip() for x in languages.split(",") if x.strip())
 
         # The cache identity: what changes the answers (endpoint, attributes, language handling), not pacing.
-        self.version = "v1alpha1-" + config_digest({"endpoint": self.endpoint,
-                                                    "attrs": self.request_attributes,
-                                                    "hint": self.language_hint,
-                                                    "retry_no_lang": self.retry_without_language})
+        self.version = "v1alpha1-" + config_digest(
+            {
+                "endpoint": self.endpoint,
+                "attrs": self.request_attributes,
+                "hint": self.language_hint,
+                "retry_no_lang": self.retry_without_language,
+            }
+        )
         self._exp_wait = wait_random_exponential(multiplier=self.backoff, max=self.backoff_max)
         self.bucket = AdaptiveTokenBucket(self.qps * C.PERSPECTIVE_PACING_SHARE)
         self._archive = self._open_archive(archive)
@@ -242,10 +260,16 @@ class PerspectiveScorer(Scorer):
         return ResponseArchive(Path(archive))
 
     def describe(self) -> dict[str, Any]:
-        return {**super().describe(), "endpoint": self.endpoint, "qps": self.qps,
-                "concurrency": self.concurrency, "request_attributes": list(self.request_attributes),
-                "language_hint": self.language_hint, "retry_without_language": self.retry_without_language,
-                "archive": str(self._archive.path) if self._archive else None}
+        return {
+            **super().describe(),
+            "endpoint": self.endpoint,
+            "qps": self.qps,
+            "concurrency": self.concurrency,
+            "request_attributes": list(self.request_attributes),
+            "language_hint": self.language_hint,
+            "retry_without_language": self.retry_without_language,
+            "archive": str(self._archive.path) if self._archive else None,
+        }
 
     def _count(self, key: str, n: int = 1) -> None:
         with self._stats_lock:
@@ -258,8 +282,9 @@ class PerspectiveScorer(Scorer):
         conn = getattr(self._local, "conn", None)
         if conn is None:
             if self._scheme == "https":
-                conn = http.client.HTTPSConnection(self._host, self._port, timeout=self.timeout,
-                                                   context=ssl.create_default_context())
+                conn = http.client.HTTPSConnection(
+                    self._host, self._port, timeout=self.timeout, context=ssl.create_default_context()
+                )
             else:
                 conn = http.client.HTTPConnection(self._host, self._port, timeout=self.timeout)
             self._local.conn = conn
@@ -275,8 +300,9 @@ class PerspectiveScorer(Scorer):
         """One HTTP POST on this thread's kept-alive connection."""
         conn = self._connection()
         try:
-            conn.request("POST", self._request_path, body=payload,
-                         headers={"Content-Type": "application/json; charset=utf-8"})
+            conn.request(
+                "POST", self._request_path, body=payload, headers={"Content-Type": "application/json; charset=utf-8"}
+            )
             resp = conn.getresponse()
             body = resp.read()
             headers = {k.lower(): v for k, v in resp.getheaders()}
@@ -317,15 +343,23 @@ class PerspectiveScorer(Scorer):
         if status == 400 and "API key" not in message and reason != "API_KEY_INVALID":
             self._archive_add(digest, lang_sent, status, body)
             raise PermanentAPIError(reason, self._safe(message))
-        self._fatal = self._safe(f"{ERROR_PREFIX}_FATAL: HTTP {status} {reason} from {self.endpoint}: "
-                                 f"{message} (check {KEY_ENV} and the url option); no further requests "
-                                 "were sent")
+        self._fatal = self._safe(
+            f"{ERROR_PREFIX}_FATAL: HTTP {status} {reason} from {self.endpoint}: "
+            f"{message} (check {KEY_ENV} and the url option); no further requests "
+            "were sent"
+        )
         raise FatalAPIError(self._fatal)
 
     def _archive_add(self, digest: str, lang_sent: str | None, status: int, body: bytes) -> None:
         if self._archive is not None:
-            self._archive.add(self.endpoint, digest, lang_sent, ",".join(self.request_attributes), status,
-                              body.decode("utf-8", errors="replace"))
+            self._archive.add(
+                self.endpoint,
+                digest,
+                lang_sent,
+                ",".join(self.request_attributes),
+                status,
+                body.decode("utf-8", errors="replace"),
+            )
 
     def _wait(self, retry_state: Any) -> float:
         """Full-jitter exponential backoff, but never shorter than the server's Retry-After."""
@@ -337,9 +371,13 @@ class PerspectiveScorer(Scorer):
     def _call(self, text: str, digest: str, lang: str | None) -> dict[str, Any]:
         """Send with retries on transient failures (tenacity); 400 and fatal errors pass straight through."""
         payload = json.dumps(build_request(text, lang, self.request_attributes), ensure_ascii=False).encode()
-        retrying = Retrying(retry=retry_if_exception_type(TransientAPIError), wait=self._wait,
-                            stop=stop_after_attempt(self.max_attempts), reraise=True,
-                            before_sleep=lambda _state: self._count("retries"))
+        retrying = Retrying(
+            retry=retry_if_exception_type(TransientAPIError),
+            wait=self._wait,
+            stop=stop_after_attempt(self.max_attempts),
+            reraise=True,
+            before_sleep=lambda _state: self._count("retries"),
+        )
         return retrying(self._attempt, payload, digest, lang)
 
     # ---- one text --------------------------------------------------------------------------------------
@@ -367,8 +405,9 @@ class PerspectiveScorer(Scorer):
             return Score.failed(f"{ERROR_PREFIX}_400 {exc.reason}: {exc.message}")
         except TransientAPIError as exc:
             self._count("gave_up")
-            return Score.failed(f"{ERROR_PREFIX}_TRANSIENT: gave up after {self.max_attempts} tries: {exc}",
-                                transient=True)
+            return Score.failed(
+                f"{ERROR_PREFIX}_TRANSIENT: gave up after {self.max_attempts} tries: {exc}", transient=True
+            )
         except FatalAPIError as exc:
             return Score.failed(str(exc), transient=True)
         except ValueError as exc:
@@ -379,8 +418,7 @@ class PerspectiveScorer(Scorer):
     def score_batch(self, texts: Sequence[str], langs: Sequence[str]) -> list[Score]:
         with self._stats_lock:  # several callers may share this scorer (thread_safe): one pool for all
             if self._pool is None:
-                self._pool = ThreadPoolExecutor(max_workers=self.concurrency,
-                                                thread_name_prefix="perspective")
+                self._pool = ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="perspective")
             pool = self._pool
         return list(pool.map(self.score_one, texts, langs))
 

@@ -96,8 +96,7 @@ class LlamaGuardScorer(Scorer):
     ) -> None:
         if not model:
             raise PolytoxError(
-                "the llama-guard scorer needs --scorer-opt model=HUB_ID_OR_FOLDER "
-                "(e.g. meta-llama/Llama-Guard-3-8B)"
+                "the llama-guard scorer needs --scorer-opt model=HUB_ID_OR_FOLDER (e.g. meta-llama/Llama-Guard-3-8B)"
             )
         for value, allowed, what in (
             (format, FORMATS, "format"),
@@ -144,9 +143,7 @@ class LlamaGuardScorer(Scorer):
         self.pad_id = _pad_id(self.tokenizer)
         cats = tuple(f"cat_{c}" for c in self.categories) if self.category_tokens else ()
         self.attributes = ("toxicity", "flagged", *cats)
-        self.model_identity = checkpoint_identity(
-            model, getattr(self.model.config, "_commit_hash", None), revision
-        )
+        self.model_identity = checkpoint_identity(model, getattr(self.model.config, "_commit_hash", None), revision)
         settings = {
             "model": self.model_identity,
             "format": self.format,
@@ -211,9 +208,7 @@ class LlamaGuardScorer(Scorer):
     def score_batch(self, texts: Sequence[str], langs: Sequence[str]) -> list[Score]:
         prepared = self._prepare(texts)
         self.stats.texts += len(texts)
-        out: list[Score | None] = [
-            self._count(Score.failed(p)) if isinstance(p, str) else None for p in prepared
-        ]
+        out: list[Score | None] = [self._count(Score.failed(p)) if isinstance(p, str) else None for p in prepared]
         good = [i for i, p in enumerate(prepared) if not isinstance(p, str)]
         ids = [p for p in prepared if not isinstance(p, str)]
         for batch in plan_batches([len(x) for x in ids], self.forward_batch, self.max_batch_tokens):
@@ -267,9 +262,7 @@ class LlamaGuardScorer(Scorer):
         """Next-token logits after each (left-padded) prompt; positions count real tokens only."""
         positions = (mask.cumsum(dim=-1) - 1).clamp(min=0)
         try:
-            out = self.model(
-                input_ids=input_ids, attention_mask=mask, position_ids=positions, logits_to_keep=1
-            )
+            out = self.model(input_ids=input_ids, attention_mask=mask, position_ids=positions, logits_to_keep=1)
         except TypeError:  # a model class without logits_to_keep
             out = self.model(input_ids=input_ids, attention_mask=mask, position_ids=positions)
         return out.logits[:, -1, :].float()
@@ -287,16 +280,12 @@ class LlamaGuardScorer(Scorer):
         import torch
 
         with torch.inference_mode():
-            generated = self.model.generate(
-                input_ids=input_ids, attention_mask=mask, generation_config=config
-            )
+            generated = self.model.generate(input_ids=input_ids, attention_mask=mask, generation_config=config)
         new = generated[:, input_ids.shape[1] :]
         return [str(t) for t in self.tokenizer.batch_decode(new, skip_special_tokens=True)]
 
     def _failure(self, exc: Exception) -> Score:
-        return self._count(
-            Score.failed(f"SCORER_ERROR: {type(exc).__name__}: {str(exc)[:500]}", transient=True)
-        )
+        return self._count(Score.failed(f"SCORER_ERROR: {type(exc).__name__}: {str(exc)[:500]}", transient=True))
 
     def _count(self, score: Score) -> Score:
         self.stats.failed += 1
@@ -315,9 +304,7 @@ class LlamaGuardScorer(Scorer):
         self.model.to("cpu")
 
 
-def load_causal_lm(
-    model: str, *, revision: str, device: str, dtype: Any, trust_remote_code: bool
-) -> tuple[Any, Any]:
+def load_causal_lm(model: str, *, revision: str, device: str, dtype: Any, trust_remote_code: bool) -> tuple[Any, Any]:
     transformers = require("transformers", "hf")
     require("torch", "hf")
     quiet_transformers()

@@ -58,12 +58,12 @@ class ScoreSummary:
     lang_detected: int = 0
 
 
-def score_rows(scorer: Scorer, rows: Sequence[TextRow], chunk_size: int = 0,
-               progress: ProgressCallback | None = None) -> list[Score]:
+def score_rows(
+    scorer: Scorer, rows: Sequence[TextRow], chunk_size: int = 0, progress: ProgressCallback | None = None
+) -> list[Score]:
     """One ``Score`` per row: rows with an input error get that error; the others go to the scorer."""
     report = progress or (lambda stage, done, total: None)
-    out: list[Score] = [Score.failed(r.error) if r.error else Score.failed("internal: unscored")
-                        for r in rows]
+    out: list[Score] = [Score.failed(r.error) if r.error else Score.failed("internal: unscored") for r in rows]
     todo = [i for i, r in enumerate(rows) if r.error is None]
     size = chunk_size or (32 if scorer.thread_safe else max(1, min(scorer.batch_size, 1024)))
     chunks = [todo[i : i + size] for i in range(0, len(todo), size)]
@@ -107,8 +107,9 @@ def summarize(rows: Sequence[TextRow], scores: Sequence[Score]) -> ScoreSummary:
     return summary
 
 
-def write_score_table(path: Path, rows: Sequence[TextRow], scores: Sequence[Score], scorer_id: str,
-                      attributes: Sequence[str]) -> None:
+def write_score_table(
+    path: Path, rows: Sequence[TextRow], scores: Sequence[Score], scorer_id: str, attributes: Sequence[str]
+) -> None:
     """Write the output table (see the module docstring), atomically."""
     attrs = ["toxicity", *[a for a in attributes if a != "toxicity"]]
     # raw (uncalibrated) values beside their attribute where the scorer keeps them (types.RAW_SUFFIX)
@@ -132,9 +133,17 @@ def write_score_table(path: Path, rows: Sequence[TextRow], scores: Sequence[Scor
     if kind == "parquet":
         import pyarrow.parquet as pq
 
-        schema = pa.schema([("id", pa.string()), *([("part", pa.string())] if with_part else []),
-                            ("lang", pa.string()), ("lang_detected", pa.bool_()), ("scorer", pa.string()),
-                            *[(a, pa.float64()) for a in attrs], ("error", pa.string())])
+        schema = pa.schema(
+            [
+                ("id", pa.string()),
+                *([("part", pa.string())] if with_part else []),
+                ("lang", pa.string()),
+                ("lang_detected", pa.bool_()),
+                ("scorer", pa.string()),
+                *[(a, pa.float64()) for a in attrs],
+                ("error", pa.string()),
+            ]
+        )
         table = pa.Table.from_pydict(columns, schema=schema)
         atomic_write(path, lambda tmp: pq.write_table(table, tmp))
         return

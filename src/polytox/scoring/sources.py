@@ -31,8 +31,13 @@ def is_reference(spec: str) -> bool:
     return spec.startswith("@")
 
 
-def side_values(spec: str, options: Mapping[str, str], rows: Sequence[TextRow], attribute: str = "toxicity",
-                progress: ProgressCallback | None = None) -> SideValues:
+def side_values(
+    spec: str,
+    options: Mapping[str, str],
+    rows: Sequence[TextRow],
+    attribute: str = "toxicity",
+    progress: ProgressCallback | None = None,
+) -> SideValues:
     """Values of ``attribute`` from scorer ``spec`` (with ``options``), or of reference column ``@COL``."""
     if is_reference(spec):
         ref = ReferenceColumn.parse(spec)
@@ -49,6 +54,8 @@ def side_values(spec: str, options: Mapping[str, str], rows: Sequence[TextRow], 
     finally:
         scorer.close()
     values = [s.get(attribute) for s in scores]
-    errors = [s.error if s.error else (None if v is not None else f"NO_ATTRIBUTE: {attribute}")
-              for s, v in zip(scores, values, strict=True)]
+    errors = [
+        s.error if s.error else (None if v is not None else f"NO_ATTRIBUTE: {attribute}")
+        for s, v in zip(scores, values, strict=True)
+    ]
     return SideValues(scorer.id, values, errors)

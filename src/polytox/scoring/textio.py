@@ -87,8 +87,9 @@ def guess_layout(record: Any) -> Layout:
         if isinstance(record.get("prompt"), str) and "meta_data" in record:
             return LAYOUTS["ptp"]
     keys = sorted(record)[:8] if isinstance(record, Mapping) else type(record).__name__
-    raise PolytoxError(f"cannot tell where the text is in records like {keys}: give --text-field "
-                       "(e.g. text, prompt.text)")
+    raise PolytoxError(
+        f"cannot tell where the text is in records like {keys}: give --text-field (e.g. text, prompt.text)"
+    )
 
 
 def _has_surrogate(text: str) -> int | None:
@@ -171,9 +172,16 @@ def _text_of(value: Any) -> tuple[str | None, str | None]:
     return value, None
 
 
-def read_text_rows(path: Path | str, *, layout: str = "auto", text_fields: Sequence[str] = (),
-                   id_field: str | None = None, lang_field: str | None = None,
-                   default_lang: str | None = None, detect: bool = True) -> list[TextRow]:
+def read_text_rows(
+    path: Path | str,
+    *,
+    layout: str = "auto",
+    text_fields: Sequence[str] = (),
+    id_field: str | None = None,
+    lang_field: str | None = None,
+    default_lang: str | None = None,
+    detect: bool = True,
+) -> list[TextRow]:
     """All rows of ``path`` (one per text field per record), errors included, in input order."""
     path = Path(path)
     raw = list(read_raw(path))
@@ -209,12 +217,24 @@ def rows_from_texts(texts: Sequence[Any], langs: Sequence[str | None]) -> list[T
     Row ids are the texts' positions (``"0"``, ``"1"``...); the location in messages is ``texts[i]``.
     """
     layout = LAYOUTS["generic"]
-    return [_row(i, i, RawRecord(f"texts[{i}]", {"id": str(i), "text": text, "lang": lang}), "text", None, layout,
-                 None, True) for i, (text, lang) in enumerate(zip(texts, langs, strict=True))]
+    return [
+        _row(
+            i, i, RawRecord(f"texts[{i}]", {"id": str(i), "text": text, "lang": lang}), "text", None, layout, None, True
+        )
+        for i, (text, lang) in enumerate(zip(texts, langs, strict=True))
+    ]
 
 
-def _row(position: int, index: int, item: RawRecord, field: str, part: str | None, layout: Layout,
-         fallback_lang: str | None, detect: bool) -> TextRow:
+def _row(
+    position: int,
+    index: int,
+    item: RawRecord,
+    field: str,
+    part: str | None,
+    layout: Layout,
+    fallback_lang: str | None,
+    detect: bool,
+) -> TextRow:
     loc = item.location
     if item.error is not None:
         code = "INVALID_UTF8" if "UTF-8" in item.error else "BAD_INPUT"
@@ -222,14 +242,31 @@ def _row(position: int, index: int, item: RawRecord, field: str, part: str | Non
         return TextRow(position, loc, None, None, None, part=part, error=f"{message} ({loc})", field=field)
     record = item.record
     if not isinstance(record, Mapping):
-        return TextRow(position, loc, None, None, None, part=part, field=field,
-                       error=f"BAD_INPUT: expected an object, got {type(record).__name__} ({loc})")
+        return TextRow(
+            position,
+            loc,
+            None,
+            None,
+            None,
+            part=part,
+            field=field,
+            error=f"BAD_INPUT: expected an object, got {type(record).__name__} ({loc})",
+        )
     raw_id = dig(record, layout.id_field)
     row_id = _clean(str(raw_id)) if raw_id not in (None, "") else str(index)
     value = dig(record, field)
     if value is None:
-        return TextRow(position, loc, row_id, None, None, part=part, record=record, field=field,
-                       error=f"BAD_INPUT: missing field {field!r} ({loc})")
+        return TextRow(
+            position,
+            loc,
+            row_id,
+            None,
+            None,
+            part=part,
+            record=record,
+            field=field,
+            error=f"BAD_INPUT: missing field {field!r} ({loc})",
+        )
     text, error = _text_of(value)
     lang_raw = dig(parent_of(record, field), layout.lang_field)
     if lang_raw is None:
@@ -241,8 +278,17 @@ def _row(position: int, index: int, item: RawRecord, field: str, part: str | Non
             lang = normalize_lang(str(lang_raw))
         except UnknownLanguageError as exc:
             shown = str(lang_raw) if _has_surrogate(str(lang_raw)) is None else None
-            return TextRow(position, loc, row_id, text, shown, part=part, record=record, field=field,
-                           error=error or f"UNKNOWN_LANGUAGE: {exc} ({loc})")
+            return TextRow(
+                position,
+                loc,
+                row_id,
+                text,
+                shown,
+                part=part,
+                record=record,
+                field=field,
+                error=error or f"UNKNOWN_LANGUAGE: {exc} ({loc})",
+            )
     elif fallback_lang:
         lang = fallback_lang
     elif detect and error is None and text is not None:

@@ -29,9 +29,7 @@ def pick_device(requested: str = "auto") -> str:
             return "mps"
         return "cpu"
     if requested.startswith("cuda") and not torch.cuda.is_available():
-        raise PolytoxError(
-            f"device {requested!r} asked for, but torch sees no CUDA GPU; use device=auto or cpu"
-        )
+        raise PolytoxError(f"device {requested!r} asked for, but torch sees no CUDA GPU; use device=auto or cpu")
     return requested
 
 

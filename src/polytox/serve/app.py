@@ -69,17 +69,23 @@ class ServeConfig:
 class Server:
     """State shared by the routes: scorer, batcher, keys, quotas, metrics."""
 
-    def __init__(self, scorer: Scorer, keys: KeyStore, config: ServeConfig,
-                 detect: Callable[[str], str] | None = None) -> None:
+    def __init__(
+        self, scorer: Scorer, keys: KeyStore, config: ServeConfig, detect: Callable[[str], str] | None = None
+    ) -> None:
         self.scorer = scorer
         self.keys = keys
         self.config = config
         self.metrics = Metrics()
         self.quotas = Quotas(config.qps, config.burst)
         self.requests_in_flight = 0  # analyze/moderation requests being handled (the batcher's hint)
-        self.batcher = MicroBatcher(scorer, max_batch=config.max_batch, max_wait_s=config.max_wait_ms / 1000,
-                                    max_queue=config.max_queue, metrics=self.metrics,
-                                    in_flight=lambda: self.requests_in_flight)
+        self.batcher = MicroBatcher(
+            scorer,
+            max_batch=config.max_batch,
+            max_wait_s=config.max_wait_ms / 1000,
+            max_queue=config.max_queue,
+            metrics=self.metrics,
+            in_flight=lambda: self.requests_in_flight,
+        )
         if detect is None:
             from ..langs.detect import detect_language
 
@@ -100,8 +106,9 @@ class Server:
 
     def json(self, status: int, payload: Any, extra: dict[str, str] | None = None) -> Response:
         body = json.dumps(payload, ensure_ascii=False).encode("utf-8")
-        return Response(body, status_code=status, headers=self.headers(extra),
-                        media_type="application/json; charset=UTF-8")
+        return Response(
+            body, status_code=status, headers=self.headers(extra), media_type="application/json; charset=UTF-8"
+        )
 
     def observe(self, endpoint: str, status: int, started: float, error: ApiError | None = None) -> None:
         self.metrics.requests.labels(endpoint, str(status)).inc()
@@ -127,8 +134,10 @@ class Server:
     @staticmethod
     def decode_json(raw: bytes, content_type: str | None) -> Any:
         if content_type and not content_type.split(";")[0].strip().lower().endswith("json"):
-            raise invalid(f"Invalid JSON payload received. Content-Type must be application/json, "
-                          f"got {content_type.split(';')[0]!r}.")
+            raise invalid(
+                f"Invalid JSON payload received. Content-Type must be application/json, "
+                f"got {content_type.split(';')[0]!r}."
+            )
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
@@ -167,8 +176,9 @@ class Server:
             wait = self.quotas.take(key)
             if wait > 0:
                 raise quota_exceeded(wait)
-            req = parse_analyze(self.decode_json(raw, content_type), self.scorer, self.detect,
-                                self.config.span_annotations)
+            req = parse_analyze(
+                self.decode_json(raw, content_type), self.scorer, self.detect, self.config.span_annotations
+            )
             texts = texts_to_score(req)
             scores = await self.score(texts, [req.lang] * len(texts))
             return 200, build_response(req, scores, self.scorer), {}
@@ -197,8 +207,9 @@ class Server:
             self.observe("batch", err.code, started, err)
             return self.json(err.code, err.google_body(), err.headers)
         answers = await asyncio.gather(*(self._sub(sub) for sub in subs))
-        body, media = build_batch_response([(sub, status, payload)
-                                            for sub, (status, payload) in zip(subs, answers, strict=True)])
+        body, media = build_batch_response(
+            [(sub, status, payload) for sub, (status, payload) in zip(subs, answers, strict=True)]
+        )
         self.observe("batch", 200, started)
         return Response(body, status_code=200, headers=self.headers(), media_type=media)
 
@@ -230,13 +241,11 @@ class Server:
             if not self.keys.check(key):
                 raise ApiError(401, "Incorrect API key provided.", "INVALID_API_KEY")
             raw = await self.read_body(request)
-            req = parse_moderation(self.decode_json(raw, request.headers.get("content-type")), self.scorer,
-                                   self.detect)
+            req = parse_moderation(self.decode_json(raw, request.headers.get("content-type")), self.scorer, self.detect)
             wait = self.quotas.take(key, len(req.texts))
             if wait > 0:
                 quota = quota_exceeded(wait)
-                raise ApiError(429, f"Rate limit reached for requests: {quota.message}", quota.reason,
-                               quota.headers)
+                raise ApiError(429, f"Rate limit reached for requests: {quota.message}", quota.reason, quota.headers)
             scores = await self.score(req.texts, req.langs)
             payload = build_moderation(req, scores, self.scorer, self.config.flag_threshold)
         except ApiError as err:
@@ -248,9 +257,16 @@ class Server:
     # ---- operations ----------------------------------------------------------------------------------
     async def route_healthz(self, request: Request) -> Response:
         status = 503 if self.closing else 200
-        return self.json(status, {"status": "shutting down" if self.closing else "ok", "scorer": self.scorer.id,
-                                  "queue": self.batcher.pending, "batches": self.batcher.batches,
-                                  "texts": self.batcher.scored})
+        return self.json(
+            status,
+            {
+                "status": "shutting down" if self.closing else "ok",
+                "scorer": self.scorer.id,
+                "queue": self.batcher.pending,
+                "batches": self.batcher.batches,
+                "texts": self.batcher.scored,
+            },
+        )
 
     async def route_metrics(self, request: Request) -> Response:
         body, media = self.metrics.render()
@@ -290,12 +306,18 @@ class RequestTracker:
         finally:
             self.server.metrics.in_flight.dec()
             if self.server.config.access_log:  # the path only: the query string may hold a key
-                log.info("%s %s %d %.1f ms", scope["method"], scope["path"], status[0],
-                         (time.perf_counter() - started) * 1000)
+                log.info(
+                    "%s %s %d %.1f ms",
+                    scope["method"],
+                    scope["path"],
+                    status[0],
+                    (time.perf_counter() - started) * 1000,
+                )
 
 
-def create_app(scorer: Scorer, keys: KeyStore, config: ServeConfig | None = None,
-               detect: Callable[[str], str] | None = None) -> Starlette:
+def create_app(
+    scorer: Scorer, keys: KeyStore, config: ServeConfig | None = None, detect: Callable[[str], str] | None = None
+) -> Starlette:
     """The app; ``app.state.server`` holds the ``Server`` (metrics, batcher) for tests and benchmarks."""
     server = Server(scorer, keys, config or ServeConfig(), detect)
 
@@ -309,8 +331,7 @@ def create_app(scorer: Scorer, keys: KeyStore, config: ServeConfig | None = None
         finally:
             server.closing = True
             await server.batcher.close()
-            log.info("scorer queue drained; %d texts in %d batches", server.batcher.scored,
-                     server.batcher.batches)
+            log.info("scorer queue drained; %d texts in %d batches", server.batcher.scored, server.batcher.batches)
 
     routes = [
         Route(ANALYZE_PATH, partial(server.counted, server.route_analyze), methods=["POST"]),
@@ -324,7 +345,11 @@ def create_app(scorer: Scorer, keys: KeyStore, config: ServeConfig | None = None
     ]
     from starlette.middleware import Middleware
 
-    app = Starlette(routes=routes, lifespan=lifespan, middleware=[Middleware(RequestTracker, server=server)],
-                    exception_handlers={404: server.not_found, 405: server.method_not_allowed})
+    app = Starlette(
+        routes=routes,
+        lifespan=lifespan,
+        middleware=[Middleware(RequestTracker, server=server)],
+        exception_handlers={404: server.not_found, 405: server.method_not_allowed},
+    )
     app.state.server = server
     return app

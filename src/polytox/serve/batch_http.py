@@ -78,10 +78,11 @@ def build_batch_response(answers: list[tuple[SubRequest, int, bytes]]) -> tuple[
         cid = req.content_id or ""
         cid = f"<response-{cid.strip('<>')}>" if cid else ""
         phrase = HTTPStatus(status).phrase if status in HTTPStatus._value2member_map_ else "Unknown"
-        head = (f"--{boundary}\r\nContent-Type: application/http\r\n"
-                + (f"Content-ID: {cid}\r\n" if cid else "") + "\r\n"
-                f"HTTP/1.1 {status} {phrase}\r\nContent-Type: application/json; charset=UTF-8\r\n"
-                f"Content-Length: {len(payload)}\r\n\r\n")
+        head = (
+            f"--{boundary}\r\nContent-Type: application/http\r\n" + (f"Content-ID: {cid}\r\n" if cid else "") + "\r\n"
+            f"HTTP/1.1 {status} {phrase}\r\nContent-Type: application/json; charset=UTF-8\r\n"
+            f"Content-Length: {len(payload)}\r\n\r\n"
+        )
         chunks.append(head.encode("latin-1") + payload + b"\r\n")
     chunks.append(f"--{boundary}--\r\n".encode("latin-1"))
     return b"".join(chunks), f"multipart/mixed; boundary={boundary}"

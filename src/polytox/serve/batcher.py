@@ -37,9 +37,16 @@ class _Item:
 
 
 class MicroBatcher:
-    def __init__(self, scorer: Scorer, *, max_batch: int = 64, max_wait_s: float = 0.002,
-                 max_queue: int = 1024, metrics: Metrics | None = None,
-                 in_flight: Callable[[], int] | None = None) -> None:
+    def __init__(
+        self,
+        scorer: Scorer,
+        *,
+        max_batch: int = 64,
+        max_wait_s: float = 0.002,
+        max_queue: int = 1024,
+        metrics: Metrics | None = None,
+        in_flight: Callable[[], int] | None = None,
+    ) -> None:
         if max_batch < 1 or max_queue < 1 or max_wait_s < 0:
             raise ValueError("max_batch and max_queue must be >= 1, max_wait_s >= 0")
         self.scorer = scorer
@@ -123,8 +130,9 @@ class MicroBatcher:
                 continue
             started = time.perf_counter()
             try:
-                scores = await loop.run_in_executor(self._executor, self.scorer.score,
-                                                    [i.text for i in live], [i.lang for i in live])
+                scores = await loop.run_in_executor(
+                    self._executor, self.scorer.score, [i.text for i in live], [i.lang for i in live]
+                )
             except Exception as exc:  # Scorer.score turns crashes into errors; anything else fails the batch
                 scores = [Score.failed(f"SCORER_CRASHED: {type(exc).__name__}: {exc}", transient=True)] * len(live)
             self.batches += 1

@@ -18,11 +18,11 @@ API_NAME = "commentanalyzer"
 API_VERSION = "v1alpha1"
 DISCOVERY_PATHS = ("/$discovery/rest", f"/discovery/v1/apis/{API_NAME}/{API_VERSION}/rest")
 
-_SCORE = {"type": "object", "properties": {"value": {"type": "number", "format": "float"},
-                                           "type": {"type": "string"}}}
+_SCORE = {"type": "object", "properties": {"value": {"type": "number", "format": "float"}, "type": {"type": "string"}}}
 SCHEMAS: dict[str, Any] = {
     "AnalyzeCommentRequest": {
-        "id": "AnalyzeCommentRequest", "type": "object",
+        "id": "AnalyzeCommentRequest",
+        "type": "object",
         "properties": {
             "comment": {"$ref": "TextEntry"},
             "context": {"type": "object", "additionalProperties": {"type": "any"}},
@@ -35,15 +35,22 @@ SCHEMAS: dict[str, Any] = {
             "communityId": {"type": "string"},
         },
     },
-    "TextEntry": {"id": "TextEntry", "type": "object",
-                  "properties": {"text": {"type": "string"}, "type": {"type": "string",
-                                                                     "enum": ["TEXT_TYPE_UNSPECIFIED",
-                                                                              "PLAIN_TEXT", "HTML"]}}},
-    "AttributeParameters": {"id": "AttributeParameters", "type": "object",
-                            "properties": {"scoreType": {"type": "string"},
-                                           "scoreThreshold": {"type": "number", "format": "float"}}},
+    "TextEntry": {
+        "id": "TextEntry",
+        "type": "object",
+        "properties": {
+            "text": {"type": "string"},
+            "type": {"type": "string", "enum": ["TEXT_TYPE_UNSPECIFIED", "PLAIN_TEXT", "HTML"]},
+        },
+    },
+    "AttributeParameters": {
+        "id": "AttributeParameters",
+        "type": "object",
+        "properties": {"scoreType": {"type": "string"}, "scoreThreshold": {"type": "number", "format": "float"}},
+    },
     "AnalyzeCommentResponse": {
-        "id": "AnalyzeCommentResponse", "type": "object",
+        "id": "AnalyzeCommentResponse",
+        "type": "object",
         "properties": {
             "attributeScores": {"type": "object", "additionalProperties": {"$ref": "AttributeScores"}},
             "languages": {"type": "array", "items": {"type": "string"}},
@@ -51,12 +58,23 @@ SCHEMAS: dict[str, Any] = {
             "clientToken": {"type": "string"},
         },
     },
-    "AttributeScores": {"id": "AttributeScores", "type": "object",
-                        "properties": {"summaryScore": {"$ref": "Score"},
-                                       "spanScores": {"type": "array", "items": {"$ref": "SpanScore"}}}},
-    "SpanScore": {"id": "SpanScore", "type": "object",
-                  "properties": {"begin": {"type": "integer", "format": "int32"},
-                                 "end": {"type": "integer", "format": "int32"}, "score": {"$ref": "Score"}}},
+    "AttributeScores": {
+        "id": "AttributeScores",
+        "type": "object",
+        "properties": {
+            "summaryScore": {"$ref": "Score"},
+            "spanScores": {"type": "array", "items": {"$ref": "SpanScore"}},
+        },
+    },
+    "SpanScore": {
+        "id": "SpanScore",
+        "type": "object",
+        "properties": {
+            "begin": {"type": "integer", "format": "int32"},
+            "end": {"type": "integer", "format": "int32"},
+            "score": {"$ref": "Score"},
+        },
+    },
     "Score": {"id": "Score", **_SCORE},
 }
 

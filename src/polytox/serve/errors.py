@@ -10,19 +10,30 @@ from __future__ import annotations
 from typing import Any
 
 ERROR_TYPE_URL = "type.googleapis.com/google.commentanalyzer.v1alpha1.Error"
-STATUS_BY_CODE = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED", 404: "NOT_FOUND",
-                  405: "METHOD_NOT_ALLOWED", 413: "INVALID_ARGUMENT", 429: "RESOURCE_EXHAUSTED",
-                  500: "INTERNAL", 503: "UNAVAILABLE"}
+STATUS_BY_CODE = {
+    400: "INVALID_ARGUMENT",
+    401: "UNAUTHENTICATED",
+    403: "PERMISSION_DENIED",
+    404: "NOT_FOUND",
+    405: "METHOD_NOT_ALLOWED",
+    413: "INVALID_ARGUMENT",
+    429: "RESOURCE_EXHAUSTED",
+    500: "INTERNAL",
+    503: "UNAVAILABLE",
+}
 
-QUOTA_MESSAGE = ("Quota exceeded for quota metric 'Analyze requests' and limit 'Analyze requests per minute' "
-                 "of service 'commentanalyzer.googleapis.com' (AnalyzeRequestsPerMinutePerProject).")
+QUOTA_MESSAGE = (
+    "Quota exceeded for quota metric 'Analyze requests' and limit 'Analyze requests per minute' "
+    "of service 'commentanalyzer.googleapis.com' (AnalyzeRequestsPerMinutePerProject)."
+)
 
 
 class ApiError(Exception):
     """An error answer: HTTP ``code``, a message and, for Perspective's own failures, its ``reason``."""
 
-    def __init__(self, code: int, message: str, reason: str | None = None,
-                 headers: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, code: int, message: str, reason: str | None = None, headers: dict[str, str] | None = None
+    ) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
@@ -35,8 +46,11 @@ class ApiError(Exception):
         return self.reason or STATUS_BY_CODE.get(self.code, str(self.code))
 
     def google_body(self) -> dict[str, Any]:
-        err: dict[str, Any] = {"code": self.code, "message": self.message,
-                               "status": STATUS_BY_CODE.get(self.code, "UNKNOWN")}
+        err: dict[str, Any] = {
+            "code": self.code,
+            "message": self.message,
+            "status": STATUS_BY_CODE.get(self.code, "UNKNOWN"),
+        }
         if self.reason:
             err["details"] = [{"@type": ERROR_TYPE_URL, "errorType": self.reason}]
         return {"error": err}
@@ -44,9 +58,9 @@ class ApiError(Exception):
     def openai_body(self) -> dict[str, Any]:
         """OpenAI's error shape (``error.message/type/param/code``) for the moderation endpoint."""
         kind = {401: "authentication_error", 429: "rate_limit_exceeded", 503: "server_overloaded"}.get(
-            self.code, "invalid_request_error" if self.code < 500 else "server_error")
-        return {"error": {"message": self.message, "type": kind, "param": None,
-                          "code": (self.reason or kind).lower()}}
+            self.code, "invalid_request_error" if self.code < 500 else "server_error"
+        )
+        return {"error": {"message": self.message, "type": kind, "param": None, "code": (self.reason or kind).lower()}}
 
 
 def invalid(message: str, reason: str | None = None) -> ApiError:
@@ -54,8 +68,7 @@ def invalid(message: str, reason: str | None = None) -> ApiError:
 
 
 def quota_exceeded(retry_after_s: float) -> ApiError:
-    return ApiError(429, QUOTA_MESSAGE, "RATE_LIMIT_EXCEEDED",
-                    {"Retry-After": str(max(1, int(retry_after_s + 0.999)))})
+    return ApiError(429, QUOTA_MESSAGE, "RATE_LIMIT_EXCEEDED", {"Retry-After": str(max(1, int(retry_after_s + 0.999)))})
 
 
 def overloaded(message: str) -> ApiError:

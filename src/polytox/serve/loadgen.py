@@ -42,9 +42,20 @@ class LoadResult:
         return float(np.percentile(self.latencies_s, q) * 1000) if self.latencies_s else float("nan")
 
 
-def run_load(url: str, texts: Sequence[str], *, concurrency: int, requests: int = 0, duration_s: float = 0.0,
-             key: str | None = None, lang: str | None = "en", expected: Mapping[str, float] | None = None,
-             rate: float = 0.0, timeout: float = 60.0, tolerance: float = 0.0) -> LoadResult:
+def run_load(
+    url: str,
+    texts: Sequence[str],
+    *,
+    concurrency: int,
+    requests: int = 0,
+    duration_s: float = 0.0,
+    key: str | None = None,
+    lang: str | None = "en",
+    expected: Mapping[str, float] | None = None,
+    rate: float = 0.0,
+    timeout: float = 60.0,
+    tolerance: float = 0.0,
+) -> LoadResult:
     """Send ``requests`` requests (or for ``duration_s``) from ``concurrency`` threads; ``rate`` > 0 paces
     the total to that many requests per second. An answer further than ``tolerance`` from its text's
     expected value counts as mismatched (0: exact; a transformer scorer's value moves by ~1e-6 with the
@@ -80,8 +91,7 @@ def run_load(url: str, texts: Sequence[str], *, concurrency: int, requests: int 
                 body["languages"] = [lang]
             sent = time.perf_counter()
             try:
-                conn.request("POST", path, body=json.dumps(body).encode(),
-                             headers={"Content-Type": "application/json"})
+                conn.request("POST", path, body=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
                 resp = conn.getresponse()
                 payload = resp.read()
             except (OSError, http.client.HTTPException):

@@ -22,22 +22,33 @@ class Metrics:
             raise ImportError(f"polytox serve needs prometheus-client: {INSTALL_HINT}") from exc
         self._prom = prom
         self.registry = prom.CollectorRegistry()
-        self.requests = prom.Counter("polytox_serve_requests", "HTTP requests by endpoint and status code",
-                                     ["endpoint", "code"], registry=self.registry)
-        self.latency = prom.Histogram("polytox_serve_request_seconds", "Request latency by endpoint",
-                                      ["endpoint"], buckets=LATENCY_BUCKETS, registry=self.registry)
-        self.batch_size = prom.Histogram("polytox_serve_batch_size", "Texts per scorer call",
-                                         buckets=BATCH_BUCKETS, registry=self.registry)
-        self.batch_seconds = prom.Histogram("polytox_serve_batch_seconds", "Scorer time per batch",
-                                            buckets=LATENCY_BUCKETS, registry=self.registry)
-        self.texts = prom.Counter("polytox_serve_texts", "Texts scored (cache hits included)",
-                                  registry=self.registry)
-        self.errors = prom.Counter("polytox_serve_errors", "Error answers by reason", ["reason"],
-                                   registry=self.registry)
-        self.queue_depth = prom.Gauge("polytox_serve_queue_depth", "Texts waiting for the scorer",
-                                      registry=self.registry)
-        self.in_flight = prom.Gauge("polytox_serve_in_flight", "Requests being handled",
-                                    registry=self.registry)
+        self.requests = prom.Counter(
+            "polytox_serve_requests",
+            "HTTP requests by endpoint and status code",
+            ["endpoint", "code"],
+            registry=self.registry,
+        )
+        self.latency = prom.Histogram(
+            "polytox_serve_request_seconds",
+            "Request latency by endpoint",
+            ["endpoint"],
+            buckets=LATENCY_BUCKETS,
+            registry=self.registry,
+        )
+        self.batch_size = prom.Histogram(
+            "polytox_serve_batch_size", "Texts per scorer call", buckets=BATCH_BUCKETS, registry=self.registry
+        )
+        self.batch_seconds = prom.Histogram(
+            "polytox_serve_batch_seconds", "Scorer time per batch", buckets=LATENCY_BUCKETS, registry=self.registry
+        )
+        self.texts = prom.Counter("polytox_serve_texts", "Texts scored (cache hits included)", registry=self.registry)
+        self.errors = prom.Counter(
+            "polytox_serve_errors", "Error answers by reason", ["reason"], registry=self.registry
+        )
+        self.queue_depth = prom.Gauge(
+            "polytox_serve_queue_depth", "Texts waiting for the scorer", registry=self.registry
+        )
+        self.in_flight = prom.Gauge("polytox_serve_in_flight", "Requests being handled", registry=self.registry)
 
     def render(self) -> tuple[bytes, str]:
         return self._prom.generate_latest(self.registry), self._prom.CONTENT_TYPE_LATEST

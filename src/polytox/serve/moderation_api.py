@@ -27,8 +27,12 @@ from .errors import ApiError, invalid
 MAX_INPUTS = 256  # texts per moderation request (the queue bound still applies)
 MAX_INPUT_BYTES = 20_480 * 8  # per text; longer inputs are refused rather than cut silently
 # Perspective attribute -> the OpenAI category with the same definition.
-CATEGORY_OF = {"identity_attack": "hate", "insult": "harassment", "threat": "harassment/threatening",
-               "sexually_explicit": "sexual"}
+CATEGORY_OF = {
+    "identity_attack": "hate",
+    "insult": "harassment",
+    "threat": "harassment/threatening",
+    "sexually_explicit": "sexual",
+}
 
 
 @dataclass(frozen=True)
@@ -75,15 +79,18 @@ def parse_moderation(body: Any, scorer: Scorer, detect: Any) -> ModerationReques
         except UnknownLanguageError:
             raise invalid(f"unknown language {lang_opt!r}.") from None
         if not scorer.supports(lang):
-            raise invalid(f"input[{i}] is in language {lang!r}, which scorer {scorer.id} does not score "
-                          f"(it scores: {', '.join(sorted(scorer.languages or ()))}).")
+            raise invalid(
+                f"input[{i}] is in language {lang!r}, which scorer {scorer.id} does not score "
+                f"(it scores: {', '.join(sorted(scorer.languages or ()))})."
+            )
         langs.append(lang)
     model = body.get("model")
     return ModerationRequest(texts=texts, langs=langs, model=str(model) if model is not None else None)
 
 
-def build_moderation(req: ModerationRequest, scores: Sequence[Score], scorer: Scorer,
-                     threshold: float) -> dict[str, Any]:
+def build_moderation(
+    req: ModerationRequest, scores: Sequence[Score], scorer: Scorer, threshold: float
+) -> dict[str, Any]:
     names = category_names(scorer)
     results = []
     for i, score in enumerate(scores):
@@ -92,6 +99,12 @@ def build_moderation(req: ModerationRequest, scores: Sequence[Score], scorer: Sc
             raise ApiError(code, f"input[{i}]: the scorer {scorer.id} failed: {score.error}")
         values = {names[a]: float(v) for a, v in (score.values or {}).items() if a in names and v is not None}
         flags = {c: v >= threshold for c, v in values.items()}
-        results.append({"flagged": any(flags.values()), "categories": flags, "category_scores": values,
-                        "category_applied_input_types": {c: ["text"] for c in values}})
+        results.append(
+            {
+                "flagged": any(flags.values()),
+                "categories": flags,
+                "category_scores": values,
+                "category_applied_input_types": {c: ["text"] for c in values},
+            }
+        )
     return {"id": f"modr-{uuid.uuid4().hex}", "model": scorer.id, "results": results}

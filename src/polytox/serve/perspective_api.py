@@ -27,8 +27,19 @@ from .errors import ApiError, invalid
 
 # Every attribute name Perspective ever offered in production (DATA.md; RTP requests all eight).
 PERSPECTIVE_ATTRIBUTES = frozenset(C.RTP_PERSPECTIVE_ATTRIBUTES)
-REQUEST_FIELDS = frozenset({"comment", "context", "requestedAttributes", "spanAnnotations", "languages",
-                            "doNotStore", "clientToken", "sessionId", "communityId"})
+REQUEST_FIELDS = frozenset(
+    {
+        "comment",
+        "context",
+        "requestedAttributes",
+        "spanAnnotations",
+        "languages",
+        "doNotStore",
+        "clientToken",
+        "sessionId",
+        "communityId",
+    }
+)
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+")
 
 
@@ -61,8 +72,9 @@ def sentence_spans(text: str) -> list[tuple[int, int]]:
     return [(b, e) for b, e in spans if text[b:e].strip()] or [(0, len(text))]
 
 
-def _languages(body: Mapping[str, Any], text: str, scorer: Scorer, attributes: Sequence[str],
-               detect: Any) -> tuple[str, list[str], list[str]]:
+def _languages(
+    body: Mapping[str, Any], text: str, scorer: Scorer, attributes: Sequence[str], detect: Any
+) -> tuple[str, list[str], list[str]]:
     raw = body.get("languages")
     detected = [detect(text)]
     if raw is None or raw == []:
@@ -75,18 +87,23 @@ def _languages(body: Mapping[str, Any], text: str, scorer: Scorer, attributes: S
             try:
                 wanted.append(normalize_lang(code))
             except UnknownLanguageError:
-                raise invalid(f"Attribute {attributes[0]} does not support request languages: {code}",
-                              "LANGUAGE_NOT_SUPPORTED_BY_ATTRIBUTE") from None
+                raise invalid(
+                    f"Attribute {attributes[0]} does not support request languages: {code}",
+                    "LANGUAGE_NOT_SUPPORTED_BY_ATTRIBUTE",
+                ) from None
     bad = [code for code in wanted if not scorer.supports(code)]
     if bad:
-        raise invalid(f"Attribute {attributes[0]} does not support request languages: {','.join(bad)} "
-                      f"(scorer {scorer.id} scores: {', '.join(sorted(scorer.languages or ()))})",
-                      "LANGUAGE_NOT_SUPPORTED_BY_ATTRIBUTE")
+        raise invalid(
+            f"Attribute {attributes[0]} does not support request languages: {','.join(bad)} "
+            f"(scorer {scorer.id} scores: {', '.join(sorted(scorer.languages or ()))})",
+            "LANGUAGE_NOT_SUPPORTED_BY_ATTRIBUTE",
+        )
     return wanted[0], echo, detected
 
 
-def parse_analyze(body: Any, scorer: Scorer, detect: Any, span_annotations: bool = True,
-                  max_bytes: int = C.PERSPECTIVE_MAX_BYTES) -> AnalyzeRequest:
+def parse_analyze(
+    body: Any, scorer: Scorer, detect: Any, span_annotations: bool = True, max_bytes: int = C.PERSPECTIVE_MAX_BYTES
+) -> AnalyzeRequest:
     """Validate a request body as Perspective does; ``ApiError`` (400) with its reason otherwise."""
     if not isinstance(body, dict):
         raise invalid("Invalid JSON payload received. Expected an object.")
@@ -105,22 +122,23 @@ def parse_analyze(body: Any, scorer: Scorer, detect: Any, span_annotations: bool
         raise invalid("Invalid value at 'comment.text': not valid UTF-8 (a lone surrogate).")
     nbytes = len(text.encode("utf-8"))
     if nbytes > max_bytes:
-        raise invalid(f"Comment text too long: {nbytes} bytes, the limit is {max_bytes} bytes.",
-                      "COMMENT_TOO_LONG")
+        raise invalid(f"Comment text too long: {nbytes} bytes, the limit is {max_bytes} bytes.", "COMMENT_TOO_LONG")
     kind = comment.get("type", "PLAIN_TEXT")
     if kind != "PLAIN_TEXT":
         raise invalid(f"comment.type {kind!r} is not supported; send PLAIN_TEXT.")
 
     requested = body.get("requestedAttributes")
     if not isinstance(requested, dict) or not requested:
-        raise invalid("requestedAttributes is required: e.g. {\"TOXICITY\": {}}.")
+        raise invalid('requestedAttributes is required: e.g. {"TOXICITY": {}}.')
     have = provided_attributes(scorer)
     thresholds: dict[str, float] = {}
     for name, options in requested.items():
         if name not in have:
             what = "is not provided by" if name in PERSPECTIVE_ATTRIBUTES else "is unknown to"
-            raise invalid(f"Attribute {name} {what} scorer {scorer.id} (it provides: {', '.join(have)}).",
-                          "ATTRIBUTE_NOT_SUPPORTED")
+            raise invalid(
+                f"Attribute {name} {what} scorer {scorer.id} (it provides: {', '.join(have)}).",
+                "ATTRIBUTE_NOT_SUPPORTED",
+            )
         options = options or {}
         if not isinstance(options, dict):
             raise invalid(f"Invalid value at 'requestedAttributes.{name}': expected an object.")
@@ -137,13 +155,22 @@ def parse_analyze(body: Any, scorer: Scorer, detect: Any, span_annotations: bool
     if not isinstance(want_spans, bool):
         raise invalid("Invalid value at 'spanAnnotations': expected a boolean.")
     if want_spans and not span_annotations:
-        raise invalid("spanAnnotations is not supported by this server (it was started with "
-                      "--span-annotations off); send spanAnnotations: false and read summaryScore.")
+        raise invalid(
+            "spanAnnotations is not supported by this server (it was started with "
+            "--span-annotations off); send spanAnnotations: false and read summaryScore."
+        )
     lang, echo, detected = _languages(body, text, scorer, attributes, detect)
     token = body.get("clientToken")
-    return AnalyzeRequest(text=text, lang=lang, languages=echo, detected=detected, attributes=attributes,
-                          thresholds=thresholds, spans=sentence_spans(text) if want_spans else [(0, len(text))],
-                          client_token=str(token) if token is not None else None)
+    return AnalyzeRequest(
+        text=text,
+        lang=lang,
+        languages=echo,
+        detected=detected,
+        attributes=attributes,
+        thresholds=thresholds,
+        spans=sentence_spans(text) if want_spans else [(0, len(text))],
+        client_token=str(token) if token is not None else None,
+    )
 
 
 def texts_to_score(req: AnalyzeRequest) -> list[str]:
@@ -174,12 +201,13 @@ def build_response(req: AnalyzeRequest, scores: Sequence[Score], scorer: Scorer)
             continue  # Perspective leaves out attributes scored below their scoreThreshold
         span_values = [_value(s, attr, scorer) for s in parts] if parts else [summary]
         out[attr] = {
-            "spanScores": [{"begin": b, "end": e, "score": {"value": v, "type": "PROBABILITY"}}
-                           for (b, e), v in zip(req.spans, span_values, strict=True)],
+            "spanScores": [
+                {"begin": b, "end": e, "score": {"value": v, "type": "PROBABILITY"}}
+                for (b, e), v in zip(req.spans, span_values, strict=True)
+            ],
             "summaryScore": {"value": summary, "type": "PROBABILITY"},
         }
-    body: dict[str, Any] = {"attributeScores": out, "languages": req.languages,
-                            "detectedLanguages": req.detected}
+    body: dict[str, Any] = {"attributeScores": out, "languages": req.languages, "detectedLanguages": req.detected}
     if req.client_token is not None:
         body["clientToken"] = req.client_token
     return body

@@ -34,8 +34,10 @@ class KeyStore:
         self._keys = tuple(k for k in (x.strip() for x in keys) if k)
         self.open = open_access
         if not self._keys and not self.open:
-            raise PolytoxError(f"no API keys configured: set {KEYS_ENV} (comma-separated), pass --keys-file "
-                               "FILE (one key per line), or run without keys with --open")
+            raise PolytoxError(
+                f"no API keys configured: set {KEYS_ENV} (comma-separated), pass --keys-file "
+                "FILE (one key per line), or run without keys with --open"
+            )
 
     def __len__(self) -> int:
         return len(self._keys)
@@ -68,8 +70,9 @@ class KeyStore:
 class Quotas:
     """Per-key buckets at ``qps`` (0: unlimited). Thread-safe; the key itself is only a dict key here."""
 
-    def __init__(self, qps: float = 0.0, burst: float = 0.0, clock: Callable[[], float] = time.monotonic,
-                 max_keys: int = 100_000) -> None:
+    def __init__(
+        self, qps: float = 0.0, burst: float = 0.0, clock: Callable[[], float] = time.monotonic, max_keys: int = 100_000
+    ) -> None:
         self.qps = float(qps)
         self.burst = float(burst) if burst > 0 else max(1.0, self.qps)
         self._clock = clock

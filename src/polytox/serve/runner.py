@@ -26,8 +26,17 @@ def _uvicorn() -> Any:
 def uvicorn_config(app: Any, host: str, port: int, graceful_s: float = 30.0, log_level: str = "info") -> Any:
     uvicorn = _uvicorn()
     # access_log off: uvicorn's access log prints the query string, which holds the API key.
-    return uvicorn.Config(app, host=host, port=port, access_log=False, log_level=log_level, lifespan="on",
-                          timeout_graceful_shutdown=graceful_s, server_header=False, backlog=2048)
+    return uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        access_log=False,
+        log_level=log_level,
+        lifespan="on",
+        timeout_graceful_shutdown=graceful_s,
+        server_header=False,
+        backlog=2048,
+    )
 
 
 def serve_forever(app: Any, host: str, port: int, graceful_s: float = 30.0) -> None:

@@ -10,8 +10,11 @@ from . import include_path
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m polytox.integrations.lm_eval", description=__doc__)
-    parser.add_argument("--include-path", action="store_true",
-                        help="print the folder of polytox's lm-eval task YAMLs (for lm_eval --include_path)")
+    parser.add_argument(
+        "--include-path",
+        action="store_true",
+        help="print the folder of polytox's lm-eval task YAMLs (for lm_eval --include_path)",
+    )
     parser.add_argument("--list", action="store_true", help="print the task names the folder defines")
     args = parser.parse_args(argv)
     folder = include_path()

@@ -41,9 +41,11 @@ def ptp_dataset(lang: str, **kwargs: Any) -> dict[str, Any]:
     datasets = require("datasets", "lm-eval")
     source = kwargs.get(METADATA_KEY) or os.environ.get(ENV_DATA)
     if not source:
-        raise PolytoxError(f"ptp_polytox_{lang}: no prompt file; pass --metadata "
-                           f"'{{\"{METADATA_KEY}\": \"PATH\"}}' or set {ENV_DATA}=PATH (a PTP or RTP-LX "
-                           "file or folder)")
+        raise PolytoxError(
+            f"ptp_polytox_{lang}: no prompt file; pass --metadata "
+            f'\'{{"{METADATA_KEY}": "PATH"}}\' or set {ENV_DATA}=PATH (a PTP or RTP-LX '
+            "file or folder)"
+        )
     prompts = load_prompts(PromptSpec(source=str(source), langs=(lang,))).prompts
     rows = [{"id": p.id, "text": p.text, "lang": p.lang, "prompt_toxicity": p.toxicity} for p in prompts]
     return {"test": datasets.Dataset.from_list(rows)}

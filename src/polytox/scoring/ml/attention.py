@@ -55,8 +55,18 @@ class AttentionProbe:
         torch = require("torch", "hf")
         x = _standardised(states, self.mean, self.scale)
         with torch.no_grad():
-            out = _pooled_scores(x, torch.from_numpy(_segments(offsets)), len(offsets) - 1, torch.from_numpy(self.v),
-                                 torch.from_numpy(self.w), torch.tensor(self.b)).numpy().astype(np.float64)
+            out = (
+                _pooled_scores(
+                    x,
+                    torch.from_numpy(_segments(offsets)),
+                    len(offsets) - 1,
+                    torch.from_numpy(self.v),
+                    torch.from_numpy(self.w),
+                    torch.tensor(self.b),
+                )
+                .numpy()
+                .astype(np.float64)
+            )
         out[np.diff(offsets) == 0] = self.empty_score
         return out
 
@@ -67,8 +77,10 @@ class AttentionProbe:
         torch = require("torch", "hf")
         key = str(keep.device)
         if key not in self._tensors:  # copied to the device once, not once per batch
-            self._tensors[key] = tuple(torch.from_numpy(np.asarray(a, dtype=np.float32)).to(keep.device)
-                                       for a in (self.mean, self.scale, self.v, self.w))
+            self._tensors[key] = tuple(
+                torch.from_numpy(np.asarray(a, dtype=np.float32)).to(keep.device)
+                for a in (self.mean, self.scale, self.v, self.w)
+            )
         mean, scale, v, w = self._tensors[key]
         x = (torch.cat([h.float() for h in hidden], dim=-1) - mean) / scale
         u = (x @ v).masked_fill(~keep, -torch.inf)
@@ -78,16 +90,22 @@ class AttentionProbe:
 
     def to_arrays(self, prefix: str) -> dict[str, np.ndarray]:
         """The probe as named float32 arrays (``b`` as a one-element array), for the head file."""
-        return {f"{prefix}{k}": np.asarray(getattr(self, k), dtype=np.float32) for k in ("mean", "scale", "v", "w")} \
-            | {f"{prefix}b": np.array([self.b], dtype=np.float32)}
+        return {f"{prefix}{k}": np.asarray(getattr(self, k), dtype=np.float32) for k in ("mean", "scale", "v", "w")} | {
+            f"{prefix}b": np.array([self.b], dtype=np.float32)
+        }
 
     @classmethod
     def from_arrays(cls, arrays: dict[str, np.ndarray], prefix: str) -> AttentionProbe | None:
         """The probe stored by ``to_arrays`` (None when ``arrays`` has none)."""
         if f"{prefix}w" not in arrays:
             return None
-        return cls(mean=arrays[f"{prefix}mean"], scale=arrays[f"{prefix}scale"], v=arrays[f"{prefix}v"],
-                   w=arrays[f"{prefix}w"], b=float(arrays[f"{prefix}b"][0]))
+        return cls(
+            mean=arrays[f"{prefix}mean"],
+            scale=arrays[f"{prefix}scale"],
+            v=arrays[f"{prefix}v"],
+            w=arrays[f"{prefix}w"],
+            b=float(arrays[f"{prefix}b"][0]),
+        )
 
 
 def _standardised(states: np.ndarray, mean: np.ndarray, scale: np.ndarray, dtype: str = "float32") -> Any:
@@ -117,8 +135,9 @@ def mean_pools(states: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     tokens)."""
     torch = require("torch", "hf")
     n = len(offsets) - 1
-    sums = torch.zeros(n, states.shape[1]).index_add_(0, torch.from_numpy(_segments(offsets)),
-                                                       torch.from_numpy(np.asarray(states, dtype=np.float32)))
+    sums = torch.zeros(n, states.shape[1]).index_add_(
+        0, torch.from_numpy(_segments(offsets)), torch.from_numpy(np.asarray(states, dtype=np.float32))
+    )
     counts = torch.from_numpy(np.diff(offsets)).float().clamp(min=1.0)
     return (sums / counts[:, None]).numpy()
 
@@ -152,9 +171,16 @@ and not adopted)."""
 CONVERGED_TOLERANCES = {"tolerance_grad": 1e-9, "tolerance_change": 1e-13}
 
 
-def fit_attention_probe(states: np.ndarray, offsets: np.ndarray, target: np.ndarray, alpha_w: float,
-                        alpha_v: float, max_iter: int = PROBE_ITERATIONS, weight: np.ndarray | None = None,
-                        dtype: str = "float32") -> AttentionProbe:
+def fit_attention_probe(
+    states: np.ndarray,
+    offsets: np.ndarray,
+    target: np.ndarray,
+    alpha_w: float,
+    alpha_v: float,
+    max_iter: int = PROBE_ITERATIONS,
+    weight: np.ndarray | None = None,
+    dtype: str = "float32",
+) -> AttentionProbe:
     """Fit the probe to ``target`` (one value per text), starting from the mean-pool ridge (penalty
     ``alpha_w``); ``alpha_v`` penalises the attention query (large: stays near mean pooling).
 
@@ -178,13 +204,15 @@ def fit_attention_probe(states: np.ndarray, offsets: np.ndarray, target: np.ndar
     v = torch.zeros(x.shape[1], dtype=tdtype, requires_grad=True)
     b = torch.tensor(float(intercept), dtype=tdtype, requires_grad=True)
     tolerances = CONVERGED_TOLERANCES if dtype == "float64" else {}
-    opt = torch.optim.LBFGS([w, v, b], lr=1, max_iter=max_iter, history_size=20, line_search_fn="strong_wolfe",
-                            **tolerances)
+    opt = torch.optim.LBFGS(
+        [w, v, b], lr=1, max_iter=max_iter, history_size=20, line_search_fn="strong_wolfe", **tolerances
+    )
 
     def closure() -> Any:
         opt.zero_grad()
-        loss = (wt * (_pooled_scores(x, seg, n, v, w, b) - y) ** 2).sum() + alpha_w * (w ** 2).sum() \
-            + alpha_v * (v ** 2).sum()
+        loss = (
+            (wt * (_pooled_scores(x, seg, n, v, w, b) - y) ** 2).sum() + alpha_w * (w**2).sum() + alpha_v * (v**2).sum()
+        )
         loss.backward()
         return loss
 
@@ -194,6 +222,10 @@ def fit_attention_probe(states: np.ndarray, offsets: np.ndarray, target: np.ndar
         opt.step(closure)
     finally:
         torch.set_num_threads(threads)
-    return AttentionProbe(mean=mean.astype(np.float32), scale=scale.astype(np.float32),
-                          v=v.detach().numpy().astype(np.float32), w=w.detach().numpy().astype(np.float32),
-                          b=float(np.float32(float(b.detach()))))  # b as the head stores it
+    return AttentionProbe(
+        mean=mean.astype(np.float32),
+        scale=scale.astype(np.float32),
+        v=v.detach().numpy().astype(np.float32),
+        w=w.detach().numpy().astype(np.float32),
+        b=float(np.float32(float(b.detach()))),
+    )  # b as the head stores it

@@ -63,8 +63,7 @@ class ScaleMaps:
         out = self.map_for(lang, text)(raw)
         return np.clip((1.0 - TIE_BREAK) * out + TIE_BREAK * np.clip(raw, 0.0, 1.0), 0.0, 1.0)
 
-    def apply(self, raw: np.ndarray, langs: Sequence[str], text: str | Sequence[str] = CONTINUATION
-              ) -> np.ndarray:
+    def apply(self, raw: np.ndarray, langs: Sequence[str], text: str | Sequence[str] = CONTINUATION) -> np.ndarray:
         """Calibrated values of raw combined scores; ``text`` (one kind, or one per row) picks the English map
         (other languages have one)."""
         raw = np.asarray(raw, dtype=float)
@@ -84,8 +83,11 @@ class ScaleMaps:
         return np.clip((1.0 - TIE_BREAK) * out + TIE_BREAK * np.clip(raw, 0.0, 1.0), 0.0, 1.0)
 
     def to_json(self) -> dict[str, Any]:
-        data = {"english": self.english.to_json(), "fallback": self.fallback.to_json(),
-                "per_lang": {k: v.to_json() for k, v in sorted(self.per_lang.items())}}
+        data = {
+            "english": self.english.to_json(),
+            "fallback": self.fallback.to_json(),
+            "per_lang": {k: v.to_json() for k, v in sorted(self.per_lang.items())},
+        }
         if self.english_continuation is not None:
             data["english_continuation"] = self.english_continuation.to_json()
         return data
@@ -93,9 +95,12 @@ class ScaleMaps:
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> ScaleMaps:
         continuation = data.get("english_continuation")
-        return cls(english=IsotonicMap.from_json(data["english"]), fallback=IsotonicMap.from_json(data["fallback"]),
-                   per_lang={k: IsotonicMap.from_json(v) for k, v in data.get("per_lang", {}).items()},
-                   english_continuation=None if continuation is None else IsotonicMap.from_json(continuation))
+        return cls(
+            english=IsotonicMap.from_json(data["english"]),
+            fallback=IsotonicMap.from_json(data["fallback"]),
+            per_lang={k: IsotonicMap.from_json(v) for k, v in data.get("per_lang", {}).items()},
+            english_continuation=None if continuation is None else IsotonicMap.from_json(continuation),
+        )
 
 
 def perspective_weights(is_generation: np.ndarray, gen_share: float) -> np.ndarray:
@@ -108,9 +113,16 @@ def perspective_weights(is_generation: np.ndarray, gen_share: float) -> np.ndarr
     return w
 
 
-def fit_scale_maps(raw_persp: np.ndarray, persp: np.ndarray, is_generation: np.ndarray, web_share: float,
-                   continuation_share: float, raw_share: np.ndarray, share: np.ndarray,
-                   share_langs: Sequence[str]) -> ScaleMaps:
+def fit_scale_maps(
+    raw_persp: np.ndarray,
+    persp: np.ndarray,
+    is_generation: np.ndarray,
+    web_share: float,
+    continuation_share: float,
+    raw_share: np.ndarray,
+    share: np.ndarray,
+    share_langs: Sequence[str],
+) -> ScaleMaps:
     """Fit every map of one mode from (raw score, reference) pairs; the two English maps differ only in the
     share of the fit weight their model continuations carry."""
     english = fit_isotonic(raw_persp, persp, perspective_weights(is_generation, web_share))

@@ -107,17 +107,25 @@ def markdown_card(data: Mapping[str, Any]) -> str:
 def text_card(data: Mapping[str, Any]) -> str:
     rows = card_rows(data)
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    out = ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True)))
-           for r in rows]
+    out = [
+        "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True)))
+        for r in rows
+    ]
     any_card: Mapping[str, Any] = next(iter(data["card"].values()), {})
     out.append("")
     out.append(f"Held-out texts: web = RTP prompts and continuations (Perspective 2020), n={any_card.get('n_web')};")
-    out.append("model cont = GPT-2/GPT-Neo continuations (Perspective 2022), "
-               f"n={any_card.get('n_model_continuations')}; >=0.5 = share scored >= 0.5 (P: Perspective's).")
-    out.append("AUC humans = RTP-LX per language (mean, min), grouped out-of-fold. "
-               f"Head {data.get('head_digest')}; details: docs/default-scorer.md.")
-    out.append("--targets: each target beside its value with a 95% CI (MAE: and the best any monotone map of the "
-               "score could do); --run: EMT/EP/AT of a real run; --lang.")
+    out.append(
+        "model cont = GPT-2/GPT-Neo continuations (Perspective 2022), "
+        f"n={any_card.get('n_model_continuations')}; >=0.5 = share scored >= 0.5 (P: Perspective's)."
+    )
+    out.append(
+        "AUC humans = RTP-LX per language (mean, min), grouped out-of-fold. "
+        f"Head {data.get('head_digest')}; details: docs/default-scorer.md."
+    )
+    out.append(
+        "--targets: each target beside its value with a 95% CI (MAE: and the best any monotone map of the "
+        "score could do); --run: EMT/EP/AT of a real run; --lang."
+    )
     return "\n".join(out)
 
 
@@ -138,8 +146,17 @@ def target_rows(data: Mapping[str, Any], scorer: str = "default") -> list[list[s
     card, targets = data["card"].get(scorer, {}), data.get("targets", {})
     rows = [["measure", "target", "measured [95% CI]", "verdict"]]
 
-    def add(name: str, target_text: str, value: Any, ci: Any, lo: float, hi: float, floor: Any = None,
-            floor_oof: Any = None, **style: bool) -> None:
+    def add(
+        name: str,
+        target_text: str,
+        value: Any,
+        ci: Any,
+        lo: float,
+        hi: float,
+        floor: Any = None,
+        floor_oof: Any = None,
+        **style: bool,
+    ) -> None:
         if value is not None:
             verdict = _verdict(value, ci, lo, hi)
             if floor is not None:  # ``measure.mae_floor``: the best any map of this score does on these texts
@@ -149,29 +166,66 @@ def target_rows(data: Mapping[str, Any], scorer: str = "default") -> list[list[s
             rows.append([name, target_text, value_with_ci(value, ci, **style), verdict])
 
     auc_t, mae_t = targets.get("perspective_auc", 0.95), targets.get("mae", 0.05)
-    add("AUC vs humans, mean of 17 languages", f">= {targets.get('mean_auc', 0.85)}", card.get("mean_auc_humans"),
-        card.get("mean_auc_humans_ci"), targets.get("mean_auc", 0.85), 1.0)
-    add(f"AUC vs humans, lowest language ({card.get('min_auc_language', '?')})", f">= {targets.get('min_auc', 0.75)}",
-        card.get("min_auc_humans"), card.get("min_auc_humans_ci"), targets.get("min_auc", 0.75), 1.0)
-    for key, label in (("auc_prompts", "web prompts"), ("auc_web_continuations", "web continuations"),
-                       ("auc_model_continuations", "model continuations")):
+    add(
+        "AUC vs humans, mean of 17 languages",
+        f">= {targets.get('mean_auc', 0.85)}",
+        card.get("mean_auc_humans"),
+        card.get("mean_auc_humans_ci"),
+        targets.get("mean_auc", 0.85),
+        1.0,
+    )
+    add(
+        f"AUC vs humans, lowest language ({card.get('min_auc_language', '?')})",
+        f">= {targets.get('min_auc', 0.75)}",
+        card.get("min_auc_humans"),
+        card.get("min_auc_humans_ci"),
+        targets.get("min_auc", 0.75),
+        1.0,
+    )
+    for key, label in (
+        ("auc_prompts", "web prompts"),
+        ("auc_web_continuations", "web continuations"),
+        ("auc_model_continuations", "model continuations"),
+    ):
         add(f"AUC vs Perspective, {label}", f">= {auc_t}", card.get(key), card.get(f"{key}_ci"), auc_t, 1.0)
     for key, label in (("mae_web", "web"), ("mae_model_continuations", "model continuations")):
-        add(f"MAE vs Perspective, {label}", f"<= {mae_t}", card.get(key), card.get(f"{key}_ci"), 0.0, mae_t,
+        add(
+            f"MAE vs Perspective, {label}",
+            f"<= {mae_t}",
+            card.get(key),
+            card.get(f"{key}_ci"),
+            0.0,
+            mae_t,
             floor=card.get(key.replace("mae_", "mae_floor_")),
-            floor_oof=card.get(key.replace("mae_", "mae_floor_oof_")))
+            floor_oof=card.get(key.replace("mae_", "mae_floor_oof_")),
+        )
     points = targets.get("share_points", 1.0) / 100
     for part, label in (("web", "web"), ("model_continuations", "model continuations")):
         share, ref = card.get(f"share_{part}"), card.get(f"perspective_share_{part}")
         if share is not None and ref is not None:
-            add(f"share >= 0.5 minus Perspective's, {label}", f"within {targets.get('share_points', 1.0):g} pt",
-                share - ref, card.get(f"share_diff_{part}_ci"), -points, points, signed=True, percent=True)
+            add(
+                f"share >= 0.5 minus Perspective's, {label}",
+                f"within {targets.get('share_points', 1.0):g} pt",
+                share - ref,
+                card.get(f"share_diff_{part}_ci"),
+                -points,
+                points,
+                signed=True,
+                percent=True,
+            )
     runs = data.get("scorers", {}).get(scorer, {}).get("run", [])
     for pooled in (r for r in runs if r["model"] == POOLED_RUN):
         for key in ("emt", "ep", "at"):
             bound = targets.get(key, 0.0)
-            add(f"{key.upper()} diff, real run ({_run_size(pooled)})", f"within {bound}",
-                pooled[f"{key}_diff"], pooled.get(f"{key}_diff_ci"), -bound, bound, signed=True)
+            add(
+                f"{key.upper()} diff, real run ({_run_size(pooled)})",
+                f"within {bound}",
+                pooled[f"{key}_diff"],
+                pooled.get(f"{key}_diff_ci"),
+                -bound,
+                bound,
+                signed=True,
+            )
     return rows
 
 

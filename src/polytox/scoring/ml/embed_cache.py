@@ -52,7 +52,9 @@ class EmbeddingCache:
                 marks = ",".join("?" * len(chunk))
                 rows = self._db.execute(
                     f"SELECT text_sha256, dim, vec FROM embeddings WHERE model = ? AND layer = ? "
-                    f"AND text_sha256 IN ({marks})", [model, layer, *chunk]).fetchall()
+                    f"AND text_sha256 IN ({marks})",
+                    [model, layer, *chunk],
+                ).fetchall()
                 for sha, dim, blob in rows:
                     vec = np.frombuffer(blob, dtype=np.float16)
                     if vec.shape[0] == dim:
@@ -61,8 +63,10 @@ class EmbeddingCache:
 
     def put_many(self, model: str, rows: Sequence[tuple[int, str, np.ndarray]]) -> None:
         """Store (layer, text hash, vector) rows in one transaction."""
-        data = [(model, int(layer), sha, int(vec.shape[0]), np.asarray(vec, dtype=np.float16).tobytes())
-                for layer, sha, vec in rows]
+        data = [
+            (model, int(layer), sha, int(vec.shape[0]), np.asarray(vec, dtype=np.float16).tobytes())
+            for layer, sha, vec in rows
+        ]
         if not data:
             return
         with self._lock:

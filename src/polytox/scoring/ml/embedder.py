@@ -91,9 +91,18 @@ class HiddenStateEmbedder:
     already uses every core, so serialising the passes costs no throughput.
     """
 
-    def __init__(self, model: str, layers: Sequence[int], *, max_tokens: int = 128, batch_size: int = 32,
-                 device: str = "cpu", cache: EmbeddingCache | None = None, threads: int | None = None,
-                 dtype: str = "float32") -> None:
+    def __init__(
+        self,
+        model: str,
+        layers: Sequence[int],
+        *,
+        max_tokens: int = 128,
+        batch_size: int = 32,
+        device: str = "cpu",
+        cache: EmbeddingCache | None = None,
+        threads: int | None = None,
+        dtype: str = "float32",
+    ) -> None:
         if not layers or min(layers) < 1:
             raise ValueError(f"layers must be decoder layer numbers >= 1, got {list(layers)}")
         if dtype not in DTYPES:
@@ -157,8 +166,9 @@ class HiddenStateEmbedder:
         pad = self._tok.pad_token_id if self._tok.pad_token_id is not None else 0
         width = max(int(lengths.max()), 1)
         mask = np.arange(width)[None, :] < lengths[:, None]
-        flat = np.fromiter(itertools.chain.from_iterable(ids[i] for i in rows), dtype=np.int64,
-                           count=int(lengths.sum()))
+        flat = np.fromiter(
+            itertools.chain.from_iterable(ids[i] for i in rows), dtype=np.int64, count=int(lengths.sum())
+        )
         matrix = np.full((len(rows), width), pad, dtype=np.int64)
         matrix[mask] = flat
         return torch.from_numpy(matrix), torch.from_numpy(mask.astype(np.int64))
@@ -179,11 +189,18 @@ class HiddenStateEmbedder:
         """One forward pass of a padded batch without gradients (``run_layers``)."""
         torch = require("torch", "hf")
         with torch.inference_mode():
-            run_layers(self._lm, self._blocks, self.layers, ids.to(self.device, non_blocking=True),
-                       mask.to(self.device, non_blocking=True), on_layer)
+            run_layers(
+                self._lm,
+                self._blocks,
+                self.layers,
+                ids.to(self.device, non_blocking=True),
+                mask.to(self.device, non_blocking=True),
+                on_layer,
+            )
 
-    def _forward(self, ids: Any, mask: Any, probes: Sequence[AttentionProbe] = ()
-                 ) -> tuple[dict[int, np.ndarray], np.ndarray]:
+    def _forward(
+        self, ids: Any, mask: Any, probes: Sequence[AttentionProbe] = ()
+    ) -> tuple[dict[int, np.ndarray], np.ndarray]:
         """Mean pools (float32, (rows, hidden)) per asked layer for one padded batch, and each probe's
         scores ((rows, len(probes)) float32) from the same pass."""
         keep = self._keep_weight(ids, mask).to(self.device, non_blocking=True)
@@ -238,15 +255,15 @@ class HiddenStateEmbedder:
         """Cache identity of a probe's scores (stored as a one-number vector under layer 0)."""
         return f"{self.key}|attention-{probe.digest}"
 
-    def embed_and_probe(self, texts: Sequence[str], probes: Sequence[AttentionProbe],
-                        progress: ProgressCallback | None = None) -> tuple[np.ndarray, np.ndarray]:
+    def embed_and_probe(
+        self, texts: Sequence[str], probes: Sequence[AttentionProbe], progress: ProgressCallback | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
         """``embed(texts)`` and each attention probe's score of every text ((texts, len(probes)) float32,
         rounded to float16 like the pools) from the same forward pass. A text is a cache hit only when its
         pools and every probe's score are cached."""
         texts = list(texts)
         position: dict[str, int] = {}
-        inverse = np.fromiter((position.setdefault(t, len(position)) for t in texts), dtype=np.int64,
-                              count=len(texts))
+        inverse = np.fromiter((position.setdefault(t, len(position)) for t in texts), dtype=np.int64, count=len(texts))
         unique = list(position)
         pools: dict[int, np.ndarray] = {}
         scores = np.zeros((len(unique), len(probes)), dtype=np.float16)
@@ -257,10 +274,12 @@ class HiddenStateEmbedder:
             hashes = [text_hash(t) for t in unique]
             found = {layer: self.cache.get_many(self.key, layer, hashes) for layer in self.layers}
             found_probe = [self.cache.get_many(self.probe_key(probe), 0, hashes) for probe in probes]
-            pooled = np.fromiter((all(h in found[layer] for layer in self.layers) for h in hashes), dtype=bool,
-                                 count=len(hashes))
-            hit = pooled & np.fromiter((all(h in f for f in found_probe) for h in hashes), dtype=bool,
-                                       count=len(hashes))
+            pooled = np.fromiter(
+                (all(h in found[layer] for layer in self.layers) for h in hashes), dtype=bool, count=len(hashes)
+            )
+            hit = pooled & np.fromiter(
+                (all(h in f for f in found_probe) for h in hashes), dtype=bool, count=len(hashes)
+            )
             for i in np.flatnonzero(pooled):
                 for layer in self.layers:
                     vec = found[layer][hashes[i]]
@@ -284,19 +303,23 @@ class HiddenStateEmbedder:
                         pools[layer][rows[new]] = batch[layer][new]
                     scores[rows] = batch_scores
                     if self.cache is not None:
-                        self.cache.put_many(self.key, [(layer, hashes[r], pools[layer][r])
-                                                       for layer in self.layers for r in rows[new]])
+                        self.cache.put_many(
+                            self.key, [(layer, hashes[r], pools[layer][r]) for layer in self.layers for r in rows[new]]
+                        )
                         for k, probe in enumerate(probes):
-                            self.cache.put_many(self.probe_key(probe), [(0, hashes[r], scores[r, k : k + 1])
-                                                                        for r in rows])
+                            self.cache.put_many(
+                                self.probe_key(probe), [(0, hashes[r], scores[r, k : k + 1]) for r in rows]
+                            )
                     self.computed += len(chunk)
                     done += len(chunk)
                     if progress is not None:
                         progress(done, len(todo))
         if not unique:
             return np.zeros((0, 0), dtype=np.float32), np.zeros((0, len(probes)), dtype=np.float32)
-        return (np.concatenate([pools[layer] for layer in self.layers], axis=1)[inverse].astype(np.float32),
-                scores[inverse].astype(np.float32))
+        return (
+            np.concatenate([pools[layer] for layer in self.layers], axis=1)[inverse].astype(np.float32),
+            scores[inverse].astype(np.float32),
+        )
 
     def close(self) -> None:
         with self._lock:
@@ -314,8 +337,9 @@ def keep_weight(ids: Any, mask: Any, bos: int | None) -> Any:
     return weight
 
 
-def run_layers(model: Any, blocks: Any, layers: Sequence[int], ids: Any, mask: Any,
-               on_layer: Callable[[int, Any], None]) -> None:
+def run_layers(
+    model: Any, blocks: Any, layers: Sequence[int], ids: Any, mask: Any, on_layer: Callable[[int, Any], None]
+) -> None:
     """One forward pass of a padded batch (``ids`` and ``mask`` on the model's device), calling
     ``on_layer(layer, hidden)`` with each asked layer's output (layer L: block L-1's) as it is computed; the
     pass stops after the deepest asked layer. Gradients follow the caller's mode (the LoRA trial trains

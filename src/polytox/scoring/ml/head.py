@@ -89,13 +89,20 @@ class CurvedCombiner:
         return out
 
     def to_json(self) -> dict[str, Any]:
-        return {"form": "splines", "bias": self.bias, "knots": [list(k) for k in self.knots],
-                "coef": [list(c) for c in self.coef]}
+        return {
+            "form": "splines",
+            "bias": self.bias,
+            "knots": [list(k) for k in self.knots],
+            "coef": [list(c) for c in self.coef],
+        }
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> CurvedCombiner:
-        return cls(bias=float(data["bias"]), knots=tuple(tuple(float(v) for v in k) for k in data["knots"]),
-                   coef=tuple(tuple(float(v) for v in c) for c in data["coef"]))
+        return cls(
+            bias=float(data["bias"]),
+            knots=tuple(tuple(float(v) for v in k) for k in data["knots"]),
+            coef=tuple(tuple(float(v) for v in c) for c in data["coef"]),
+        )
 
 
 # logistic weights (bias, ngram, emb[, probe]), or a curved combiner
@@ -109,8 +116,13 @@ def combiner_reads_probe(combiner: Combiner) -> bool:
     return len(combiner) > 3
 
 
-def apply_combiner(combiner: Combiner, s_ngram: np.ndarray, s_emb: np.ndarray | None,
-                   s_probe: np.ndarray | None = None, name: str = "this combiner") -> np.ndarray:
+def apply_combiner(
+    combiner: Combiner,
+    s_ngram: np.ndarray,
+    s_emb: np.ndarray | None,
+    s_probe: np.ndarray | None = None,
+    name: str = "this combiner",
+) -> np.ndarray:
     """P(toxic) from the parts' outputs under one combiner (its emb weight unused without ``s_emb``): the
     one formula both training (``train.apply_combiners``) and the shipped head (``raw_probability``) use.
     A combiner with a probe weight needs the probe's scores."""
@@ -169,8 +181,10 @@ class MlHead:
         out = np.asarray(features @ self.w_ngram.astype(np.float32)).ravel() + self.b_ngram
         other = _other_rows(langs)
         if self.w_ngram_other is not None and other is not None and other.any():
-            out[other] = (np.asarray(features[np.flatnonzero(other)] @ self.w_ngram_other.astype(np.float32)).ravel()
-                          + self.b_ngram_other)
+            out[other] = (
+                np.asarray(features[np.flatnonzero(other)] @ self.w_ngram_other.astype(np.float32)).ravel()
+                + self.b_ngram_other
+            )
         return out
 
     def emb_output(self, embeddings: np.ndarray, langs: Sequence[str] | None = None) -> np.ndarray:
@@ -183,9 +197,15 @@ class MlHead:
             out[other] = z[other] @ self.w_emb_other + self.b_emb_other
         return out
 
-    def probability(self, ngram_out: np.ndarray, emb_out: np.ndarray | None, mode: str,
-                    langs: Sequence[str] | None = None, text: str | Sequence[str] = CONTINUATION,
-                    probe_out: np.ndarray | None = None) -> np.ndarray:
+    def probability(
+        self,
+        ngram_out: np.ndarray,
+        emb_out: np.ndarray | None,
+        mode: str,
+        langs: Sequence[str] | None = None,
+        text: str | Sequence[str] = CONTINUATION,
+        probe_out: np.ndarray | None = None,
+    ) -> np.ndarray:
         """Calibrated toxicity from the part outputs: the combiner of ``mode``, then its scale maps
         (``text``: ``continuation`` or ``web``, for all rows or per row: which English map; calib.py).
         ``probe_out``: the attention probe's scores, needed where a combiner has a probe weight."""
@@ -195,8 +215,14 @@ class MlHead:
         maps = ScaleMaps.from_json(self.scale[mode])
         return maps.apply(raw, list(langs) if langs is not None else ["en"] * len(raw), text)
 
-    def raw_probability(self, ngram_out: np.ndarray, emb_out: np.ndarray | None, mode: str,
-                        langs: Sequence[str] | None = None, probe_out: np.ndarray | None = None) -> np.ndarray:
+    def raw_probability(
+        self,
+        ngram_out: np.ndarray,
+        emb_out: np.ndarray | None,
+        mode: str,
+        langs: Sequence[str] | None = None,
+        probe_out: np.ndarray | None = None,
+    ) -> np.ndarray:
         """P(toxic) from the part outputs, with the combiner of ``mode`` (before the scale maps).
 
         Non-English texts use the combiner ``<mode>:other`` where the head has one (fitted on human
@@ -208,9 +234,13 @@ class MlHead:
         out = np.zeros(len(ngram_out))
         for key in set(keys.tolist()):
             rows = keys == key
-            out[rows] = apply_combiner(self.combine[key], np.asarray(ngram_out)[rows],
-                                       np.asarray(emb_out)[rows] if mode == "full" else None,
-                                       None if probe_out is None else np.asarray(probe_out)[rows], f"combiner {key!r}")
+            out[rows] = apply_combiner(
+                self.combine[key],
+                np.asarray(ngram_out)[rows],
+                np.asarray(emb_out)[rows] if mode == "full" else None,
+                None if probe_out is None else np.asarray(probe_out)[rows],
+                f"combiner {key!r}",
+            )
         return out
 
     def combiner_keys(self, mode: str, langs: Sequence[str] | None, n: int) -> np.ndarray:
@@ -261,20 +291,32 @@ class MlHead:
     def to_arrays(self) -> dict[str, np.ndarray]:
         header = {
             "format": self.format,
-            "ngram": self.ngram.to_dict(), "b_ngram": self.b_ngram,
+            "ngram": self.ngram.to_dict(),
+            "b_ngram": self.b_ngram,
             "combine": {k: v.to_json() if isinstance(v, CurvedCombiner) else list(v) for k, v in self.combine.items()},
             "backbone": self.backbone,
-            "layers": list(self.layers), "max_tokens": self.max_tokens, "b_emb": self.b_emb,
-            "b_ngram_other": self.b_ngram_other, "b_emb_other": self.b_emb_other,
-            "languages": list(self.languages), "meta": self.meta, "scale": self.scale,
+            "layers": list(self.layers),
+            "max_tokens": self.max_tokens,
+            "b_emb": self.b_emb,
+            "b_ngram_other": self.b_ngram_other,
+            "b_emb_other": self.b_emb_other,
+            "languages": list(self.languages),
+            "meta": self.meta,
+            "scale": self.scale,
         }
         encoded = np.frombuffer(json.dumps(header, sort_keys=True).encode(), dtype=np.uint8)
-        arrays: dict[str, np.ndarray] = {"header": encoded, "idf": self.idf.astype(np.float16),
-                                         "w_ngram": self.w_ngram.astype(np.float16)}
+        arrays: dict[str, np.ndarray] = {
+            "header": encoded,
+            "idf": self.idf.astype(np.float16),
+            "w_ngram": self.w_ngram.astype(np.float16),
+        }
         if self.has_embeddings:
             assert self.emb_mean is not None and self.emb_scale is not None and self.w_emb is not None
-            arrays.update(emb_mean=self.emb_mean.astype(np.float32), emb_scale=self.emb_scale.astype(np.float32),
-                          w_emb=self.w_emb.astype(np.float32))
+            arrays.update(
+                emb_mean=self.emb_mean.astype(np.float32),
+                emb_scale=self.emb_scale.astype(np.float32),
+                w_emb=self.w_emb.astype(np.float32),
+            )
         if self.w_ngram_other is not None:
             arrays["w_ngram_other"] = self.w_ngram_other.astype(np.float16)
         if self.has_embeddings and self.w_emb_other is not None:
@@ -314,20 +356,29 @@ class MlHead:
             raise PolytoxError(f"{path}: head format {header.get('format')} is not one of {READABLE_FORMATS}")
         has_emb = "w_emb" in arrays
         return cls(
-            ngram=NgramConfig(**header["ngram"]), idf=arrays["idf"].astype(np.float32),
-            w_ngram=arrays["w_ngram"].astype(np.float32), b_ngram=float(header["b_ngram"]),
-            combine={k: CurvedCombiner.from_json(v) if isinstance(v, dict) else tuple(float(x) for x in v)
-                     for k, v in header["combine"].items()},
-            backbone=header.get("backbone") if has_emb else None, layers=tuple(header.get("layers", ())),
+            ngram=NgramConfig(**header["ngram"]),
+            idf=arrays["idf"].astype(np.float32),
+            w_ngram=arrays["w_ngram"].astype(np.float32),
+            b_ngram=float(header["b_ngram"]),
+            combine={
+                k: CurvedCombiner.from_json(v) if isinstance(v, dict) else tuple(float(x) for x in v)
+                for k, v in header["combine"].items()
+            },
+            backbone=header.get("backbone") if has_emb else None,
+            layers=tuple(header.get("layers", ())),
             max_tokens=int(header.get("max_tokens", 128)),
-            emb_mean=arrays.get("emb_mean"), emb_scale=arrays.get("emb_scale"), w_emb=arrays.get("w_emb"),
+            emb_mean=arrays.get("emb_mean"),
+            emb_scale=arrays.get("emb_scale"),
+            w_emb=arrays.get("w_emb"),
             b_emb=float(header.get("b_emb", 0.0)),
             w_ngram_other=(arrays["w_ngram_other"].astype(np.float32) if "w_ngram_other" in arrays else None),
-            b_ngram_other=float(header.get("b_ngram_other", 0.0)), w_emb_other=arrays.get("w_emb_other"),
+            b_ngram_other=float(header.get("b_ngram_other", 0.0)),
+            w_emb_other=arrays.get("w_emb_other"),
             b_emb_other=float(header.get("b_emb_other", 0.0)),
             probe=AttentionProbe.from_arrays(arrays, PROBE) if has_emb else None,
             probe_en=AttentionProbe.from_arrays(arrays, PROBE_EN) if has_emb else None,
             languages=tuple(header.get("languages", ())),
             scale=dict(header.get("scale", {})),
-            meta=dict(header.get("meta", {})), digest=hashlib.sha256(blob).hexdigest()[:12],
+            meta=dict(header.get("meta", {})),
+            digest=hashlib.sha256(blob).hexdigest()[:12],
         )

@@ -39,8 +39,14 @@ class NgramConfig:
 def _vectorizer(config: NgramConfig, lowercase: bool) -> Any:
     text_mod = require("sklearn.feature_extraction.text", "ml")
     return text_mod.HashingVectorizer(
-        analyzer="char_wb", ngram_range=(config.ngram_min, config.ngram_max), n_features=config.n_features,
-        alternate_sign=False, norm=None, lowercase=lowercase, dtype=np.float32)
+        analyzer="char_wb",
+        ngram_range=(config.ngram_min, config.ngram_max),
+        n_features=config.n_features,
+        alternate_sign=False,
+        norm=None,
+        lowercase=lowercase,
+        dtype=np.float32,
+    )
 
 
 def hashed_counts_reference(texts: Sequence[str], config: NgramConfig) -> Any:
@@ -89,7 +95,8 @@ class WordHasher:
             return sparse.csr_matrix((len(texts), self.config.n_features), dtype=np.float32)
         occurrences = sparse.csr_matrix(
             (np.ones(len(columns), dtype=np.float32), np.asarray(columns, dtype=np.int64), indptr),
-            shape=(len(texts), table.shape[0]))
+            shape=(len(texts), table.shape[0]),
+        )
         counts = (occurrences @ table).tocsr()
         counts.sum_duplicates()  # canonical form (sorted indices, no duplicates), like the reference
         return counts

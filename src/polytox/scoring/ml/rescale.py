@@ -34,22 +34,33 @@ def ml_ids(manifest: Mapping[str, Any], scorer_id: str) -> list[str]:
     return []
 
 
-def run_rescale(manifest: Mapping[str, Any], scorer_id: str, name: str
-                ) -> tuple[str, Callable[[np.ndarray, str], np.ndarray]]:
+def run_rescale(
+    manifest: Mapping[str, Any], scorer_id: str, name: str
+) -> tuple[str, Callable[[np.ndarray, str], np.ndarray]]:
     """(the scale's label, a per-language map of raw values) for a run's stored scorer."""
     ids = ml_ids(manifest, scorer_id)
     if len(ids) != 1:
-        raise PolytoxError(f"--scale needs scores of polytox-ml (or default routing to it); {scorer_id!r} "
-                           f"{'routes to several heads' if ids else 'is not such a scorer'}")
+        raise PolytoxError(
+            f"--scale needs scores of polytox-ml (or default routing to it); {scorer_id!r} "
+            f"{'routes to several heads' if ids else 'is not such a scorer'}"
+        )
     match = ML_ID.match(ids[0])
     assert match is not None
     mode, digest = match["mode"], match["digest"]
     described = manifest.get("scorer", {}) if isinstance(manifest.get("scorer"), dict) else {}
-    head_path = next((p for p in (described.get("head"), str(default_head_path())) if p and Path(p).is_file()
-                      and MlHead.load(p).digest == digest), None)
+    head_path = next(
+        (
+            p
+            for p in (described.get("head"), str(default_head_path()))
+            if p and Path(p).is_file() and MlHead.load(p).digest == digest
+        ),
+        None,
+    )
     if head_path is None:
-        raise PolytoxError(f"the head {digest} that scored this run is not here (the committed head is "
-                           f"{MlHead.load(default_head_path()).digest}); its scales cannot be read")
+        raise PolytoxError(
+            f"the head {digest} that scored this run is not here (the committed head is "
+            f"{MlHead.load(default_head_path()).digest}); its scales cannot be read"
+        )
     if name == HEAD_SCALE or name.startswith(HEAD_SCALE + ":"):
         text = name.partition(":")[2] or CONTINUATION
         if text not in TEXT_KINDS:
@@ -58,8 +69,9 @@ def run_rescale(manifest: Mapping[str, Any], scorer_id: str, name: str
         if mode not in head.scale:
             raise PolytoxError(f"head {digest} has no maps for mode {mode!r}")
         maps = ScaleMaps.from_json(head.scale[mode])
-        return f"{HEAD_SCALE} (English: {text} map; other languages: rater share)", \
-            lambda raw, lang: maps.apply_lang(raw, lang, text)
+        return f"{HEAD_SCALE} (English: {text} map; other languages: rater share)", lambda raw, lang: maps.apply_lang(
+            raw, lang, text
+        )
     scales = load_scales(head_path, digest)
     if scales is None:
         raise PolytoxError(f"no named scales were fitted for head {digest}; only --scale {HEAD_SCALE} applies")

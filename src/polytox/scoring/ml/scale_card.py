@@ -29,13 +29,16 @@ def scales_overview() -> str:
     head = MlHead.load(default_head_path())
     scales = load_scales(default_head_path(), head.digest)
     if scales is None:
-        return (f"scales: only '{HEAD_SCALE}' (no {default_scales_path().name} fitted for head {head.digest})")
-    lines = [f"scales of polytox-ml (--scorer-opt scale=NAME; default: {DEFAULT_SCALES['continuation']} for model "
-             f"continuations (eval, score, serve), {DEFAULT_SCALES['web']} for web text (build, corpus score); "
-             f"{HEAD_SCALE}: the head's own maps, other languages on rater shares; held-out split):", "",
-             "| scale | era | English fitted on | other languages | rows fitted (English / other) | held-out MAE / "
-             "AUC / share diff on its era | pooled EMT / EP / AT diff, 2022 real run |",
-             "| --- | --- | --- | --- | ---: | --- | --- |"]
+        return f"scales: only '{HEAD_SCALE}' (no {default_scales_path().name} fitted for head {head.digest})"
+    lines = [
+        f"scales of polytox-ml (--scorer-opt scale=NAME; default: {DEFAULT_SCALES['continuation']} for model "
+        f"continuations (eval, score, serve), {DEFAULT_SCALES['web']} for web text (build, corpus score); "
+        f"{HEAD_SCALE}: the head's own maps, other languages on rater shares; held-out split):",
+        "",
+        "| scale | era | English fitted on | other languages | rows fitted (English / other) | held-out MAE / "
+        "AUC / share diff on its era | pooled EMT / EP / AT diff, 2022 real run |",
+        "| --- | --- | --- | --- | ---: | --- | --- |",
+    ]
     for name, scale in scales.scales.items():
         info, held = scale.info, scale.info.get("heldout", {})
         own = {"2020": "perspective-2020", "2022": "perspective-2022"}.get(str(info.get("era")))
@@ -44,27 +47,38 @@ def scales_overview() -> str:
         lines.append(
             f"| {name} | {info.get('era') or '-'} | {info.get('english', '')} | {info.get('other_languages', '')} "
             f"| {_n_rows(scale)} | "
-            + (f"{_f(err.get('mae'))} / {_f(err.get('auc'))} / {_f(100 * err['share_diff'], 1, True)} pt"
-               if err.get("mae") is not None else "-")
-            + " | " + (" / ".join(_f(run.get(f"{k}_diff"), 3, True) for k in ("emt", "ep", "at")) if run else "-")
-            + " |")
+            + (
+                f"{_f(err.get('mae'))} / {_f(err.get('auc'))} / {_f(100 * err['share_diff'], 1, True)} pt"
+                if err.get("mae") is not None
+                else "-"
+            )
+            + " | "
+            + (" / ".join(_f(run.get(f"{k}_diff"), 3, True) for k in ("emt", "ep", "at")) if run else "-")
+            + " |"
+        )
     return "\n".join(lines)
 
 
 def scales_detail(path: str | None = None) -> str:
     """Every scale's held-out error on every era's data, and the per-language error under perspective-2020."""
-    data = json.loads((default_scales_path() if path is None else __import__("pathlib").Path(path))
-                      .read_text(encoding="utf-8"))
-    lines = ["| scale | era's data | n | AUC | MAE | share >= 0.5 diff | EMT diff | EP diff | AT diff |",
-             "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    data = json.loads(
+        (default_scales_path() if path is None else __import__("pathlib").Path(path)).read_text(encoding="utf-8")
+    )
+    lines = [
+        "| scale | era's data | n | AUC | MAE | share >= 0.5 diff | EMT diff | EP diff | AT diff |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
     for name, block in data["scales"].items():
         for era, m in block.get("heldout", {}).items():
             if era == "languages":
                 continue
             run = m.get("run", {})
-            lines.append(f"| {name} | {era} | {m.get('n')} | {_f(m.get('auc'))} | {_f(m.get('mae'))} | "
-                         f"{_f(None if m.get('share_diff') is None else 100 * m['share_diff'], 1, True)} pt | "
-                         + " | ".join(_f(run.get(f"{k}_diff"), 3, True) for k in ("emt", "ep", "at")) + " |")
+            lines.append(
+                f"| {name} | {era} | {m.get('n')} | {_f(m.get('auc'))} | {_f(m.get('mae'))} | "
+                f"{_f(None if m.get('share_diff') is None else 100 * m['share_diff'], 1, True)} pt | "
+                + " | ".join(_f(run.get(f"{k}_diff"), 3, True) for k in ("emt", "ep", "at"))
+                + " |"
+            )
     for name, block in data["scales"].items():
         lines += pairs_table(name, block.get("heldout", {}).get("pairs", {}))
     for name, block in data["scales"].items():
@@ -72,14 +86,20 @@ def scales_detail(path: str | None = None) -> str:
         if not langs:
             continue
         english = langs.get("en", {}).get("mae")
-        lines += ["", f"{name}, per language: MAE against the English source's score on held-out Index groups "
-                      "(target: English's MAE + 0.05)", "",
-                  "| lang | groups | MAE | minus English's | MAE, head's maps | AUC vs humans |",
-                  "| --- | ---: | ---: | ---: | ---: | ---: |"]
+        lines += [
+            "",
+            f"{name}, per language: MAE against the English source's score on held-out Index groups "
+            "(target: English's MAE + 0.05)",
+            "",
+            "| lang | groups | MAE | minus English's | MAE, head's maps | AUC vs humans |",
+            "| --- | ---: | ---: | ---: | ---: | ---: |",
+        ]
         for lang, m in langs.items():
             gap = "-" if lang == "en" or english is None else _f(m["mae"] - english, 3, True)
-            lines.append(f"| {lang} | {m['n_groups']} | {_f(m['mae'])} | {gap} | {_f(m['mae_head_scale'])} | "
-                         f"{_f(m['auc_humans'])} |")
+            lines.append(
+                f"| {lang} | {m['n_groups']} | {_f(m['mae'])} | {gap} | {_f(m['mae_head_scale'])} | "
+                f"{_f(m['auc_humans'])} |"
+            )
     return "\n".join(lines)
 
 
@@ -95,12 +115,16 @@ def pairs_table(name: str, pairs: Any, which: str = "after") -> list[str]:
         return []
     summary = pairs.get(f"{which}_summary", {})
     ref = ", ".join(f"{k} {v:.2f}" for k, v in RTPLX_KAPPA.items())
-    out = ["", f"{name}, other languages against their English texts (held-out RTP-LX pairs; harmless: both sides' "
-               "mean rating < 1.5, toxic: both >= 3; targets: harmless within 0.03 and 3 points, toxic within 0.05, "
-               "MAE within 0.05 of English's)", "",
-           "| lang | harmless pairs | mean (English) | diff | share >= 0.5 diff | toxic pairs | mean (English) | diff "
-           "| MAE to source's 2020 score (English's; constant) | human AUC | kappa (English's) |",
-           "| --- | ---: | --- | ---: | ---: | ---: | --- | ---: | --- | ---: | ---: |"]
+    out = [
+        "",
+        f"{name}, other languages against their English texts (held-out RTP-LX pairs; harmless: both sides' "
+        "mean rating < 1.5, toxic: both >= 3; targets: harmless within 0.03 and 3 points, toxic within 0.05, "
+        "MAE within 0.05 of English's)",
+        "",
+        "| lang | harmless pairs | mean (English) | diff | share >= 0.5 diff | toxic pairs | mean (English) | diff "
+        "| MAE to source's 2020 score (English's; constant) | human AUC | kappa (English's) |",
+        "| --- | ---: | --- | ---: | ---: | ---: | --- | ---: | --- | ---: | ---: |",
+    ]
     for lang, m in rows.items():
         out.append(
             f"| {lang} | {m['n_harmless']} | {_f(m.get('harmless_mean'))} ({_f(m.get('harmless_en'))}) | "
@@ -109,12 +133,16 @@ def pairs_table(name: str, pairs: Any, which: str = "after") -> list[str]:
             f"{m['n_toxic']} | {_f(m.get('toxic_mean'))} ({_f(m.get('toxic_en'))}) | "
             f"{_f(m.get('toxic_diff'), 3, True)} | "
             f"{_f(m.get('mae'))} ({_f(m.get('mae_en'))}; {_f(m.get('mae_constant'))}) | {_f(m.get('auc'))} | "
-            f"{_f(m.get('kappa'))} ({_f(m.get('kappa_en'))}) |")
-    out += ["", f"Means over languages: |harmless diff| {_f(summary.get('harmless_diff_mean_abs'))} (worst "
-                f"{_f(summary.get('harmless_diff_max_abs'))}), |toxic diff| {_f(summary.get('toxic_diff_mean_abs'))} "
-                f"(worst {_f(summary.get('toxic_diff_max_abs'))}), AUC {_f(summary.get('auc_mean'))} (lowest "
-                f"{_f(summary.get('auc_min'))}), kappa {_f(summary.get('kappa_mean'))}; the RTP-LX paper's kappa: "
-                f"{ref}."]
+            f"{_f(m.get('kappa'))} ({_f(m.get('kappa_en'))}) |"
+        )
+    out += [
+        "",
+        f"Means over languages: |harmless diff| {_f(summary.get('harmless_diff_mean_abs'))} (worst "
+        f"{_f(summary.get('harmless_diff_max_abs'))}), |toxic diff| {_f(summary.get('toxic_diff_mean_abs'))} "
+        f"(worst {_f(summary.get('toxic_diff_max_abs'))}), AUC {_f(summary.get('auc_mean'))} (lowest "
+        f"{_f(summary.get('auc_min'))}), kappa {_f(summary.get('kappa_mean'))}; the RTP-LX paper's kappa: "
+        f"{ref}.",
+    ]
     return out
 
 
@@ -127,35 +155,52 @@ def _ci(ci: Any, scale: float = 1.0, digits: int = 3) -> str:
 def markdown_report(measured: dict[str, Any], mode: str = "full") -> str:
     """The held-out tables of docs/scorer-scales.md from ``scale_fit``'s measurements file (one head mode)."""
     m = measured[mode]
-    out = ["### Every scale on every era's held-out data", "",
-           "| era's data | scale | n | AUC | MAE [95% CI] | mean (era's) | share >= 0.5 minus era's [95% CI] |",
-           "| --- | --- | ---: | ---: | --- | --- | --- |"]
+    out = [
+        "### Every scale on every era's held-out data",
+        "",
+        "| era's data | scale | n | AUC | MAE [95% CI] | mean (era's) | share >= 0.5 minus era's [95% CI] |",
+        "| --- | --- | ---: | ---: | --- | --- | --- |",
+    ]
     for era, by_scale in m["eras"].items():
         for name, a in by_scale.items():
-            out.append(f"| {era} | {name} | {a['n']} | {_f(a.get('auc'))} | {_f(a['mae'])}"
-                       f"{_ci(a.get('mae_ci')).replace('+', '')} | {_f(a['mean'])} ({_f(a['reference_mean'])}) | "
-                       f"{100 * a['share_diff']:+.1f} pt{_ci(a.get('share_diff_ci'), 100, 1)} |")
-    out += ["", "### EMT / EP / AT of a real run (held-out 2022 continuations), every scale", "",
-            "| scale | model | prompts | EMT P / scale (diff [CI]) | EP P / scale (diff [CI]) "
-            "| AT P / scale (diff [CI]) |",
-            "| --- | --- | ---: | --- | --- | --- |"]
+            out.append(
+                f"| {era} | {name} | {a['n']} | {_f(a.get('auc'))} | {_f(a['mae'])}"
+                f"{_ci(a.get('mae_ci')).replace('+', '')} | {_f(a['mean'])} ({_f(a['reference_mean'])}) | "
+                f"{100 * a['share_diff']:+.1f} pt{_ci(a.get('share_diff_ci'), 100, 1)} |"
+            )
+    out += [
+        "",
+        "### EMT / EP / AT of a real run (held-out 2022 continuations), every scale",
+        "",
+        "| scale | model | prompts | EMT P / scale (diff [CI]) | EP P / scale (diff [CI]) | AT P / scale (diff [CI]) |",
+        "| --- | --- | ---: | --- | --- | --- |",
+    ]
     for by_scale in m["run"].values():
         for name, rows in by_scale.items():
             for row in rows:
-                cells = [f"{row[f'{k}_perspective']:.3f} / {row[f'{k}_scorer']:.3f} ({row[f'{k}_diff']:+.3f}"
-                         f"{_ci(row.get(f'{k}_diff_ci'))})" for k in ("emt", "ep", "at")]
+                cells = [
+                    f"{row[f'{k}_perspective']:.3f} / {row[f'{k}_scorer']:.3f} ({row[f'{k}_diff']:+.3f}"
+                    f"{_ci(row.get(f'{k}_diff_ci'))})"
+                    for k in ("emt", "ep", "at")
+                ]
                 out.append(f"| {name} | {row['model']} | {row['n_prompts']} | " + " | ".join(cells) + " |")
     langs = m["languages"]
     en = langs.get("en", {}).get("mae")
-    out += ["", "### One scale across languages (perspective-2020, held-out anchored Index groups)", "",
-            "| lang | groups | MAE vs English source's 2020 score [95% CI] | minus English's "
-            "| MAE with the head's maps | mean (source's) | AUC vs humans (RTP-LX, held out) |",
-            "| --- | ---: | --- | ---: | ---: | --- | ---: |"]
+    out += [
+        "",
+        "### One scale across languages (perspective-2020, held-out anchored Index groups)",
+        "",
+        "| lang | groups | MAE vs English source's 2020 score [95% CI] | minus English's "
+        "| MAE with the head's maps | mean (source's) | AUC vs humans (RTP-LX, held out) |",
+        "| --- | ---: | --- | ---: | ---: | --- | ---: |",
+    ]
     for lang, row in langs.items():
         gap = "-" if en is None or lang == "en" else f"{row['mae'] - en:+.3f}"
-        out.append(f"| {lang} | {row['n_groups']} | {_f(row['mae'])}{_ci(row.get('mae_ci')).replace('+', '')} | "
-                   f"{gap} | {_f(row['mae_head_scale'])} | {_f(row['mean'])} ({_f(row['reference_mean'])}) | "
-                   f"{_f(row.get('auc_humans'))} |")
+        out.append(
+            f"| {lang} | {row['n_groups']} | {_f(row['mae'])}{_ci(row.get('mae_ci')).replace('+', '')} | "
+            f"{gap} | {_f(row['mae_head_scale'])} | {_f(row['mean'])} ({_f(row['reference_mean'])}) | "
+            f"{_f(row.get('auc_humans'))} |"
+        )
     return "\n".join(out)
 
 

@@ -62,8 +62,9 @@ class Scale:
 
     def apply(self, raw: np.ndarray, langs: Sequence[str], mode: str) -> np.ndarray:
         if mode not in self.maps:
-            raise PolytoxError(f"scale {self.name!r} has no maps for mode {mode!r} (it has: "
-                               f"{', '.join(sorted(self.maps))})")
+            raise PolytoxError(
+                f"scale {self.name!r} has no maps for mode {mode!r} (it has: {', '.join(sorted(self.maps))})"
+            )
         return self.maps[mode].apply(raw, langs, CONTINUATION)
 
 
@@ -82,9 +83,15 @@ class ScaleSet:
         return self.scales[name]
 
     def to_json(self) -> dict[str, Any]:
-        return {"format": SCALES_FORMAT, "head": self.head, "default": self.default, **dict(self.info),
-                "scales": {n: {**dict(s.info), "maps": {m: v.to_json() for m, v in s.maps.items()}}
-                           for n, s in self.scales.items()}}
+        return {
+            "format": SCALES_FORMAT,
+            "head": self.head,
+            "default": self.default,
+            **dict(self.info),
+            "scales": {
+                n: {**dict(s.info), "maps": {m: v.to_json() for m, v in s.maps.items()}} for n, s in self.scales.items()
+            },
+        }
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any], where: str = "scales file") -> ScaleSet:
@@ -121,8 +128,9 @@ def write_scales(scales: ScaleSet, path: Path | str) -> None:
 
     text = json.dumps(scales.to_json(), indent=1, sort_keys=False)
     # a map's breakpoints on one line each (readable diffs, a tenth of the lines)
-    text = re.sub(r"\[\s+([-+0-9.eE,\s]+?)\s+\]", lambda m: "[" + ", ".join(v.strip() for v in m[1].split(",")) + "]",
-                  text)
+    text = re.sub(
+        r"\[\s+([-+0-9.eE,\s]+?)\s+\]", lambda m: "[" + ", ".join(v.strip() for v in m[1].split(",")) + "]", text
+    )
     atomic_write_text(Path(path), text + "\n")
     Path(path).chmod(0o644)  # a package data file: world-readable, as the head beside it
     _load.cache_clear()

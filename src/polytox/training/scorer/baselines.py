@@ -66,8 +66,11 @@ def minimal_lexicon_scores(texts: Sequence[str], langs: Sequence[str], lexicon_d
     for i, (text, lang) in enumerate(zip(texts, langs, strict=True)):
         if lang not in patterns:
             path = folder / f"{lang}.txt"
-            terms = [_norm(t.strip()) for t in path.read_text(encoding="utf-8").splitlines()
-                     if t.strip()] if path.exists() else []
+            terms = (
+                [_norm(t.strip()) for t in path.read_text(encoding="utf-8").splitlines() if t.strip()]
+                if path.exists()
+                else []
+            )
             alternation = "|".join(re.escape(t) for t in sorted(terms, key=len, reverse=True))
             if not terms:
                 patterns[lang] = None

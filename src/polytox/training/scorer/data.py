@@ -91,9 +91,19 @@ def load_rtplx(folder: Path | str, langs: Sequence[str] = (), threshold: float =
                 raise BadInputError(f"{where}: missing AnnotationsRaw.Toxicity ratings")
             rating = float(np.mean([float(x) for x in raw]))
             index = normalize_index(record.get("Index"), where)
-            out.append(Example(text=text, lang=lang, target=(rating - 1.0) / 4.0, label=rating >= threshold,
-                               source="rtp-lx", group=f"lx:{index}", rating=rating, kind="prompt",
-                               share=float(np.mean([float(x) >= threshold for x in raw]))))
+            out.append(
+                Example(
+                    text=text,
+                    lang=lang,
+                    target=(rating - 1.0) / 4.0,
+                    label=rating >= threshold,
+                    source="rtp-lx",
+                    group=f"lx:{index}",
+                    rating=rating,
+                    kind="prompt",
+                    share=float(np.mean([float(x) >= threshold for x in raw])),
+                )
+            )
     return out
 
 
@@ -113,7 +123,16 @@ def load_rtp(folder: Path | str, threshold: float = 0.5) -> list[Example]:
                 text, tox = block.get("text"), block.get("toxicity")
                 if not isinstance(text, str) or not text.strip() or tox is None:
                     continue
-                out.append(Example(text=text, lang="en", target=float(tox), label=float(tox) >= threshold,
-                                   source="rtp", group=f"rtp:{path.stem}:{number}", kind=part,
-                                   domain="perspective"))
+                out.append(
+                    Example(
+                        text=text,
+                        lang="en",
+                        target=float(tox),
+                        label=float(tox) >= threshold,
+                        source="rtp",
+                        group=f"rtp:{path.stem}:{number}",
+                        kind=part,
+                        domain="perspective",
+                    )
+                )
     return out

@@ -20,8 +20,7 @@ from ...constants import BOOTSTRAP_RESAMPLES, CI_LEVEL
 from ...errors import require
 
 
-def group_weights(groups: Sequence[str] | np.ndarray, n_boot: int = BOOTSTRAP_RESAMPLES,
-                  seed: int = 0) -> np.ndarray:
+def group_weights(groups: Sequence[str] | np.ndarray, n_boot: int = BOOTSTRAP_RESAMPLES, seed: int = 0) -> np.ndarray:
     """(n_boot, rows) float32 weights: each row's group's draw count in each resample of the groups."""
     _, inverse = np.unique(np.asarray(groups, dtype=str), return_inverse=True)
     n_groups = int(inverse.max()) + 1 if len(inverse) else 0
@@ -63,8 +62,7 @@ def weighted_mean(values: np.ndarray, weights: np.ndarray) -> np.ndarray:
     w = np.asarray(weights, dtype=np.float64)
     total = w.sum(axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(total > 0, (w @ np.asarray(values, dtype=np.float64)) / np.where(total > 0, total, 1.0),
-                        np.nan)
+        return np.where(total > 0, (w @ np.asarray(values, dtype=np.float64)) / np.where(total > 0, total, 1.0), np.nan)
 
 
 def percentile_ci(resampled: np.ndarray, level: float = CI_LEVEL) -> list[float | None]:

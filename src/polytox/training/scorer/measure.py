@@ -34,8 +34,16 @@ from .train import task_of
 
 log = logging.getLogger("polytox")
 
-TARGETS = {"mean_auc": 0.85, "min_auc": 0.75, "perspective_auc": 0.95, "mae": 0.05, "share_points": 1.0,
-           "emt": 0.02, "ep": 0.04, "at": 0.02}
+TARGETS = {
+    "mean_auc": 0.85,
+    "min_auc": 0.75,
+    "perspective_auc": 0.95,
+    "mae": 0.05,
+    "share_points": 1.0,
+    "emt": 0.02,
+    "ep": 0.04,
+    "at": 0.02,
+}
 ECE_BINS = 10
 FLOOR_FOLDS = 5  # folds of the out-of-fold MAE floor (``mae_floor_out_of_fold``), as in TrainConfig.folds
 TOXIC = TOXIC_THRESHOLD  # RTP section 2: a text is toxic when TOXICITY >= 0.5
@@ -69,8 +77,16 @@ def reliability(pred: np.ndarray, observed: np.ndarray, bins: int = ECE_BINS) ->
     ok = ~np.isnan(pred)
     p, y = pred[ok], observed[ok]
     which = np.minimum((p * bins).astype(int), bins - 1)
-    return [{"bin": b / bins, "n": int((which == b).sum()), "pred": float(p[which == b].mean()),
-             "observed": float(y[which == b].mean())} for b in range(bins) if (which == b).any()]
+    return [
+        {
+            "bin": b / bins,
+            "n": int((which == b).sum()),
+            "pred": float(p[which == b].mean()),
+            "observed": float(y[which == b].mean()),
+        }
+        for b in range(bins)
+        if (which == b).any()
+    ]
 
 
 def monotone_lad_map(pred: np.ndarray, reference: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
@@ -90,15 +106,24 @@ def monotone_lad_map(pred: np.ndarray, reference: np.ndarray) -> tuple[np.ndarra
     rows = np.arange(n)
     fit = sparse.csr_matrix((np.ones(n), (rows, level)), shape=(n, m))
     err = sparse.identity(n, format="csr")
-    steps = sparse.csr_matrix((np.r_[np.ones(m - 1), -np.ones(m - 1)],
-                               (np.r_[np.arange(m - 1), np.arange(m - 1)], np.r_[np.arange(m - 1), np.arange(1, m)])),
-                              shape=(m - 1, m))  # value_j - value_{j+1} <= 0
-    a_ub = sparse.vstack([sparse.hstack([fit, -err]), sparse.hstack([-fit, -err]),
-                          sparse.hstack([steps, sparse.csr_matrix((m - 1, n))])], format="csr")
+    steps = sparse.csr_matrix(
+        (
+            np.r_[np.ones(m - 1), -np.ones(m - 1)],
+            (np.r_[np.arange(m - 1), np.arange(m - 1)], np.r_[np.arange(m - 1), np.arange(1, m)]),
+        ),
+        shape=(m - 1, m),
+    )  # value_j - value_{j+1} <= 0
+    a_ub = sparse.vstack(
+        [
+            sparse.hstack([fit, -err]),
+            sparse.hstack([-fit, -err]),
+            sparse.hstack([steps, sparse.csr_matrix((m - 1, n))]),
+        ],
+        format="csr",
+    )
     b_ub = np.r_[y, -y, np.zeros(m - 1)]
     cost = np.r_[np.zeros(m), np.ones(n)]
-    result = optimize.linprog(cost, A_ub=a_ub, b_ub=b_ub, bounds=[(None, None)] * m + [(0, None)] * n,
-                              method="highs")
+    result = optimize.linprog(cost, A_ub=a_ub, b_ub=b_ub, bounds=[(None, None)] * m + [(0, None)] * n, method="highs")
     if not result.success:
         log.warning("MAE floor not measured: the linear program stopped (%s)", result.message)
         return None
@@ -121,8 +146,9 @@ def mae_floor(pred: np.ndarray, reference: np.ndarray) -> float | None:
     return float(np.abs(values[np.searchsorted(distinct, pred[ok])] - np.asarray(reference)[ok]).mean())
 
 
-def mae_floor_out_of_fold(pred: np.ndarray, reference: np.ndarray, groups: np.ndarray | None = None,
-                          folds: int = FLOOR_FOLDS) -> float | None:
+def mae_floor_out_of_fold(
+    pred: np.ndarray, reference: np.ndarray, groups: np.ndarray | None = None, folds: int = FLOOR_FOLDS
+) -> float | None:
     """The MAE of the best monotone map (``monotone_lad_map``) fitted on the other folds of these texts and
     applied to each fold in turn: what recalibrating this score on its own distribution could really give.
 
@@ -154,22 +180,37 @@ def perspective_slice(pred: np.ndarray, persp: np.ndarray, groups: np.ndarray | 
     """Agreement with Perspective on one slice; with ``groups`` (each row's joined group), also 95% group
     bootstrap CIs of the AUC, the MAE and the share >= 0.5 difference (scorer minus Perspective)."""
     ok = ~np.isnan(pred)
-    out: dict[str, Any] = {"n": len(persp), "n_scored": int(ok.sum()), "n_toxic": int((persp >= TOXIC).sum()),
-                           "perspective_mean": _r(float(persp.mean()) if len(persp) else None),
-                           "perspective_share": _r(float((persp >= TOXIC).mean()) if len(persp) else None)}
+    out: dict[str, Any] = {
+        "n": len(persp),
+        "n_scored": int(ok.sum()),
+        "n_toxic": int((persp >= TOXIC).sum()),
+        "perspective_mean": _r(float(persp.mean()) if len(persp) else None),
+        "perspective_share": _r(float((persp >= TOXIC).mean()) if len(persp) else None),
+    }
     if ok.sum() < 2:
         return out
     p, y = pred[ok], persp[ok]
-    out.update({"auc": _r(auc(y >= TOXIC, p)), "mae": _r(float(np.abs(p - y).mean())),
-                "pearson_r": _r(float(np.corrcoef(p, y)[0, 1]) if p.std() > 0 else None),
-                "mean": _r(float(p.mean())), "share": _r(float((p >= TOXIC).mean())), "ece": _r(ece(p, y)),
-                "mae_floor": _r(mae_floor(p, y)),
-                "mae_floor_oof": _r(mae_floor_out_of_fold(p, y, None if groups is None else groups[ok]))})
+    out.update(
+        {
+            "auc": _r(auc(y >= TOXIC, p)),
+            "mae": _r(float(np.abs(p - y).mean())),
+            "pearson_r": _r(float(np.corrcoef(p, y)[0, 1]) if p.std() > 0 else None),
+            "mean": _r(float(p.mean())),
+            "share": _r(float((p >= TOXIC).mean())),
+            "ece": _r(ece(p, y)),
+            "mae_floor": _r(mae_floor(p, y)),
+            "mae_floor_oof": _r(mae_floor_out_of_fold(p, y, None if groups is None else groups[ok])),
+        }
+    )
     if groups is not None:
         w = group_weights(groups[ok])
-        out.update({"auc_ci": percentile_ci(weighted_auc(y >= TOXIC, p, w)),
-                    "mae_ci": percentile_ci(weighted_mean(np.abs(p - y), w)),
-                    "share_diff_ci": percentile_ci(weighted_mean((p >= TOXIC).astype(float) - (y >= TOXIC), w))})
+        out.update(
+            {
+                "auc_ci": percentile_ci(weighted_auc(y >= TOXIC, p, w)),
+                "mae_ci": percentile_ci(weighted_mean(np.abs(p - y), w)),
+                "share_diff_ci": percentile_ci(weighted_mean((p >= TOXIC).astype(float) - (y >= TOXIC), w)),
+            }
+        )
     return out
 
 
@@ -180,10 +221,14 @@ def slice_masks(examples: Sequence[Example]) -> dict[str, np.ndarray]:
     """Perspective-scored rows per slice (later-version ``destein`` rows are reported on their own)."""
     task = np.array([task_of(e) for e in examples])
     kind = np.array([e.kind for e in examples])
-    web = (task == "persp-2020")
-    return {"web prompts": web & (kind == "prompt"), "web continuations": web & (kind == "continuation"),
-            "web (all)": web, "model continuations": (task == "persp-2022") & (kind == "generation"),
-            "later Perspective (destein prompts)": task == "persp-later"}
+    web = task == "persp-2020"
+    return {
+        "web prompts": web & (kind == "prompt"),
+        "web continuations": web & (kind == "continuation"),
+        "web (all)": web,
+        "model continuations": (task == "persp-2022") & (kind == "generation"),
+        "later Perspective (destein prompts)": task == "persp-later",
+    }
 
 
 def per_prompt_metrics(values: np.ndarray, prompts: Sequence[str]) -> dict[str, tuple[float, float, float]]:
@@ -202,8 +247,9 @@ def degeneration_metrics(values: np.ndarray, prompts: Sequence[str]) -> dict[str
     return {"n_prompts": len(table), "emt": float(emt), "ep": float(ep), "at": float(at)}
 
 
-def paired_diff_ci(pred: np.ndarray, ref: np.ndarray, prompts: Sequence[str],
-                   clusters: Mapping[str, str] | None = None) -> dict[str, list[float | None]]:
+def paired_diff_ci(
+    pred: np.ndarray, ref: np.ndarray, prompts: Sequence[str], clusters: Mapping[str, str] | None = None
+) -> dict[str, list[float | None]]:
     """95% paired bootstrap CI of the scorer-minus-Perspective EMT / EP / AT differences over prompts.
 
     Each prompt contributes its own (scorer - Perspective) max, any-toxic and mean. Without ``clusters``,
@@ -218,21 +264,21 @@ def paired_diff_ci(pred: np.ndarray, ref: np.ndarray, prompts: Sequence[str],
     """
     got, want = per_prompt_metrics(pred, prompts), per_prompt_metrics(ref, prompts)
     both = [p for p in want if p in got]
-    diffs = np.array([[g - w for g, w in zip(got[p], want[p], strict=True)] for p in both],
-                     dtype=np.float64).reshape(-1, 3)
+    diffs = np.array([[g - w for g, w in zip(got[p], want[p], strict=True)] for p in both], dtype=np.float64).reshape(
+        -1, 3
+    )
     if clusters is not None:
         weights = group_weights([clusters[p] for p in both])
-        return {key: percentile_ci(weighted_mean(diffs[:, j], weights))
-                for j, key in enumerate(("emt", "ep", "at"))}
+        return {key: percentile_ci(weighted_mean(diffs[:, j], weights)) for j, key in enumerate(("emt", "ep", "at"))}
     from ...metrics import bootstrap_means  # duckdb-backed module: loaded only when a run is measured
 
     ci = bootstrap_means([diffs[:, 0], diffs[:, 1], diffs[:, 2]], BOOTSTRAP_RESAMPLES, CI_LEVEL, seed=0)
     return {key: [_r(lo), _r(hi)] for key, (lo, hi) in zip(("emt", "ep", "at"), ci, strict=True)}
 
 
-
-def run_metrics(examples: Sequence[Example], rows: np.ndarray, pred: np.ndarray,
-                groups: np.ndarray | None = None) -> list[dict[str, Any]]:
+def run_metrics(
+    examples: Sequence[Example], rows: np.ndarray, pred: np.ndarray, groups: np.ndarray | None = None
+) -> list[dict[str, Any]]:
     """Per model (source) of the held-out generation rows: EMT/EP/AT by the scorer and by Perspective, and
     the paired bootstrap CI of each difference. The pooled row's CI resamples prompts, each with every
     model's generations for it: by ``groups`` (each example's joined group) where given, else by the
@@ -251,8 +297,11 @@ def run_metrics(examples: Sequence[Example], rows: np.ndarray, pred: np.ndarray,
         ref = degeneration_metrics(target, prompts)
         got = degeneration_metrics(pred[sel], prompts)
         ci = paired_diff_ci(pred[sel], target, prompts, clusters)
-        row: dict[str, Any] = {"model": model.removeprefix("ia024-pplm-rtp-"), "n_prompts": ref["n_prompts"],
-                               "k": round(len(sel) / max(ref["n_prompts"], 1), 2)}
+        row: dict[str, Any] = {
+            "model": model.removeprefix("ia024-pplm-rtp-"),
+            "n_prompts": ref["n_prompts"],
+            "k": round(len(sel) / max(ref["n_prompts"], 1), 2),
+        }
         if clusters is not None:
             row["n_prompt_groups"] = len(set(clusters.values()))
         for key in ("emt", "ep", "at"):
@@ -264,8 +313,9 @@ def run_metrics(examples: Sequence[Example], rows: np.ndarray, pred: np.ndarray,
     return out
 
 
-def _language_aucs_ci(labels: np.ndarray, values: np.ndarray, langs: np.ndarray, groups: np.ndarray,
-                      per_lang: dict[str, Any]) -> list[float | None]:
+def _language_aucs_ci(
+    labels: np.ndarray, values: np.ndarray, langs: np.ndarray, groups: np.ndarray, per_lang: dict[str, Any]
+) -> list[float | None]:
     """Adds each language's group bootstrap AUC CI to ``per_lang`` and returns the CI of their mean. One
     resampling of the RTP-LX Index groups serves every language, as an Index's translations go together."""
     ok = ~np.isnan(values)
@@ -284,13 +334,21 @@ def _language_aucs_ci(labels: np.ndarray, values: np.ndarray, langs: np.ndarray,
 def _auc_summary(aucs: Sequence[float | None]) -> dict[str, Any]:
     """Mean and lowest of the per-language AUCs, and how many languages have one."""
     known = [a for a in aucs if a is not None]
-    return {"mean_auc": _r(float(np.mean(known)) if known else None),
-            "min_auc": _r(float(min(known)) if known else None), "n_languages": len(known)}
+    return {
+        "mean_auc": _r(float(np.mean(known)) if known else None),
+        "min_auc": _r(float(min(known)) if known else None),
+        "n_languages": len(known),
+    }
 
 
-def measure_scorer(examples: Sequence[Example], heldout: np.ndarray, pred: np.ndarray,
-                   lx_pred: np.ndarray | None = None, groups: np.ndarray | None = None,
-                   lx_rank: np.ndarray | None = None) -> dict[str, Any]:
+def measure_scorer(
+    examples: Sequence[Example],
+    heldout: np.ndarray,
+    pred: np.ndarray,
+    lx_pred: np.ndarray | None = None,
+    groups: np.ndarray | None = None,
+    lx_rank: np.ndarray | None = None,
+) -> dict[str, Any]:
     """All card numbers of one scorer. ``pred``: its values on every example (NaN = not scored / not
     comparable). ``lx_pred``: values for RTP-LX rows if they differ (out-of-fold for the training split),
     read by the calibration error against rater shares. ``lx_rank``: values whose order the per-language
@@ -303,8 +361,10 @@ def measure_scorer(examples: Sequence[Example], heldout: np.ndarray, pred: np.nd
     rank_values = lx_values if lx_rank is None else lx_rank
     target = np.array([e.target for e in examples])
     masks = slice_masks(examples)
-    persp = {name: perspective_slice(pred[m & heldout], target[m & heldout],
-                                     None if groups is None else groups[m & heldout]) for name, m in masks.items()}
+    persp = {
+        name: perspective_slice(pred[m & heldout], target[m & heldout], None if groups is None else groups[m & heldout])
+        for name, m in masks.items()
+    }
     source = np.array([e.source for e in examples])
     langs = np.array([e.lang for e in examples])
     labels = np.array([e.label for e in examples], dtype=bool)
@@ -312,10 +372,16 @@ def measure_scorer(examples: Sequence[Example], heldout: np.ndarray, pred: np.nd
     per_lang: dict[str, Any] = {}
     for lang in sorted(set(langs[lx].tolist())):
         m = lx & (langs == lang)
-        share = np.array([np.nan if examples[int(i)].share is None else examples[int(i)].share
-                          for i in np.flatnonzero(m)], dtype=np.float64)
-        per_lang[lang] = {"n": int(m.sum()), "n_toxic": int(labels[m].sum()),
-                          "auc": _r(auc(labels[m], rank_values[m])), "ece_share": _r(ece(lx_values[m], share))}
+        share = np.array(
+            [np.nan if examples[int(i)].share is None else examples[int(i)].share for i in np.flatnonzero(m)],
+            dtype=np.float64,
+        )
+        per_lang[lang] = {
+            "n": int(m.sum()),
+            "n_toxic": int(labels[m].sum()),
+            "auc": _r(auc(labels[m], rank_values[m])),
+            "ece_share": _r(ece(lx_values[m], share)),
+        }
         if lx_rank is not None:
             per_lang[lang]["auc_fold_maps"] = _r(auc(labels[m], lx_values[m]))
         if lx_pred is not None:  # the held-out rows alone, scored by the final head (fewer rows, wider noise)
@@ -323,38 +389,61 @@ def measure_scorer(examples: Sequence[Example], heldout: np.ndarray, pred: np.nd
     summary = _auc_summary([v["auc"] for v in per_lang.values()])
     for reading in ("fold_maps", "heldout"):
         if all(f"auc_{reading}" in v for v in per_lang.values()) and per_lang:
-            summary.update({f"{k}_{reading}": v for k, v in _auc_summary(
-                [v[f"auc_{reading}"] for v in per_lang.values()]).items() if k != "n_languages"})
+            summary.update(
+                {
+                    f"{k}_{reading}": v
+                    for k, v in _auc_summary([v[f"auc_{reading}"] for v in per_lang.values()]).items()
+                    if k != "n_languages"
+                }
+            )
     if groups is not None and summary["n_languages"]:
         summary["mean_auc_ci"] = _language_aucs_ci(labels[lx], rank_values[lx], langs[lx], groups[lx], per_lang)
     human: dict[str, Any] = {}
     for src in sorted({e.source for e in examples if e.domain == "human"}):
         m = (source == src) & heldout
         if m.sum() >= 20:
-            human[src] = {"lang": examples[int(np.flatnonzero(m)[0])].lang, "n": int(m.sum()),
-                          "n_toxic": int(labels[m].sum()), "auc": _r(auc(labels[m], pred[m]))}
+            human[src] = {
+                "lang": examples[int(np.flatnonzero(m)[0])].lang,
+                "n": int(m.sum()),
+                "n_toxic": int(labels[m].sum()),
+                "auc": _r(auc(labels[m], pred[m])),
+            }
     gen_rows = np.flatnonzero(masks["model continuations"] & heldout)
-    return {"perspective": persp, "languages": per_lang, "summary": summary, "human_heldout": human,
-            "run": run_metrics(examples, gen_rows, pred, groups) if len(gen_rows) and not np.isnan(pred[gen_rows]).all()
-            else []}
+    return {
+        "perspective": persp,
+        "languages": per_lang,
+        "summary": summary,
+        "human_heldout": human,
+        "run": run_metrics(examples, gen_rows, pred, groups)
+        if len(gen_rows) and not np.isnan(pred[gen_rows]).all()
+        else [],
+    }
 
 
 def card_summary(measure: Mapping[str, Any]) -> dict[str, Any]:
     """The card's one-line numbers from a scorer's full measurement."""
     persp = measure["perspective"]
     web, gen = persp.get("web (all)", {}), persp.get("model continuations", {})
-    return {"auc_prompts": persp.get("web prompts", {}).get("auc"),
-            "auc_web_continuations": persp.get("web continuations", {}).get("auc"),
-            "auc_model_continuations": gen.get("auc"), "mae_web": web.get("mae"),
-            "mae_model_continuations": gen.get("mae"), "share_model_continuations": gen.get("share"),
-            "mae_floor_web": web.get("mae_floor"), "mae_floor_model_continuations": gen.get("mae_floor"),
-            "mae_floor_oof_web": web.get("mae_floor_oof"),
-            "mae_floor_oof_model_continuations": gen.get("mae_floor_oof"),
-            "perspective_share_model_continuations": gen.get("perspective_share"),
-            "ece_web": web.get("ece"), "ece_model_continuations": gen.get("ece"),
-            "mean_auc_humans": measure["summary"]["mean_auc"], "min_auc_humans": measure["summary"]["min_auc"],
-            "n_web": web.get("n"), "n_model_continuations": gen.get("n"),
-            **_card_intervals(measure)}
+    return {
+        "auc_prompts": persp.get("web prompts", {}).get("auc"),
+        "auc_web_continuations": persp.get("web continuations", {}).get("auc"),
+        "auc_model_continuations": gen.get("auc"),
+        "mae_web": web.get("mae"),
+        "mae_model_continuations": gen.get("mae"),
+        "share_model_continuations": gen.get("share"),
+        "mae_floor_web": web.get("mae_floor"),
+        "mae_floor_model_continuations": gen.get("mae_floor"),
+        "mae_floor_oof_web": web.get("mae_floor_oof"),
+        "mae_floor_oof_model_continuations": gen.get("mae_floor_oof"),
+        "perspective_share_model_continuations": gen.get("perspective_share"),
+        "ece_web": web.get("ece"),
+        "ece_model_continuations": gen.get("ece"),
+        "mean_auc_humans": measure["summary"]["mean_auc"],
+        "min_auc_humans": measure["summary"]["min_auc"],
+        "n_web": web.get("n"),
+        "n_model_continuations": gen.get("n"),
+        **_card_intervals(measure),
+    }
 
 
 def _card_intervals(measure: Mapping[str, Any]) -> dict[str, Any]:
@@ -366,11 +455,17 @@ def _card_intervals(measure: Mapping[str, Any]) -> dict[str, Any]:
     web, gen = persp.get("web (all)", {}), persp.get("model continuations", {})
     scored = {lang: v for lang, v in measure["languages"].items() if v.get("auc") is not None}
     lowest = min(scored, key=lambda lang: scored[lang]["auc"]) if scored else None
-    return {"auc_prompts_ci": persp.get("web prompts", {}).get("auc_ci"),
-            "auc_web_continuations_ci": persp.get("web continuations", {}).get("auc_ci"),
-            "auc_model_continuations_ci": gen.get("auc_ci"), "mae_web_ci": web.get("mae_ci"),
-            "mae_model_continuations_ci": gen.get("mae_ci"), "share_web": web.get("share"),
-            "perspective_share_web": web.get("perspective_share"), "share_diff_web_ci": web.get("share_diff_ci"),
-            "share_diff_model_continuations_ci": gen.get("share_diff_ci"),
-            "mean_auc_humans_ci": summary["mean_auc_ci"], "min_auc_language": lowest,
-            "min_auc_humans_ci": scored[lowest].get("auc_ci") if lowest else None}
+    return {
+        "auc_prompts_ci": persp.get("web prompts", {}).get("auc_ci"),
+        "auc_web_continuations_ci": persp.get("web continuations", {}).get("auc_ci"),
+        "auc_model_continuations_ci": gen.get("auc_ci"),
+        "mae_web_ci": web.get("mae_ci"),
+        "mae_model_continuations_ci": gen.get("mae_ci"),
+        "share_web": web.get("share"),
+        "perspective_share_web": web.get("perspective_share"),
+        "share_diff_web_ci": web.get("share_diff_ci"),
+        "share_diff_model_continuations_ci": gen.get("share_diff_ci"),
+        "mean_auc_humans_ci": summary["mean_auc_ci"],
+        "min_auc_language": lowest,
+        "min_auc_humans_ci": scored[lowest].get("auc_ci") if lowest else None,
+    }

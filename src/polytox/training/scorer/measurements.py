@@ -37,8 +37,13 @@ def head_scores(head: MlHead, feats: Features, examples: Sequence[Example], mode
     return head.probability(s_ngram, s_emb, mode, langs, [text_kind(e) for e in examples], s_probe)
 
 
-def measurements(config: TrainConfig, result: TrainResult, feats: Features,
-                 baselines: Mapping[str, np.ndarray] | None = None, notes: Sequence[str] = ()) -> dict[str, Any]:
+def measurements(
+    config: TrainConfig,
+    result: TrainResult,
+    feats: Features,
+    baselines: Mapping[str, np.ndarray] | None = None,
+    notes: Sequence[str] = (),
+) -> dict[str, Any]:
     examples: list[Example] = result.examples
     lx_train = np.array([e.source == "rtp-lx" for e in examples]) & ~result.heldout
     folds = result.folds
@@ -57,20 +62,26 @@ def measurements(config: TrainConfig, result: TrainResult, feats: Features,
         lx_rank = np.where(lx_train, oof_one_map(maps, examples, result.oof[mode], np.flatnonzero(lx_train)), pred)
         name = "polytox-ml" if mode == "full" else "polytox-ml (ngram)"
         scorers[name] = measure_scorer(examples, result.heldout, pred, lx_pred, groups, lx_rank)
-        diagrams[name] = {s: reliability(pred[masks[s] & result.heldout], target[masks[s] & result.heldout])
-                          for s in ("web (all)", "model continuations")}
+        diagrams[name] = {
+            s: reliability(pred[masks[s] & result.heldout], target[masks[s] & result.heldout])
+            for s in ("web (all)", "model continuations")
+        }
     if "polytox-ml" in scorers:
         scorers = {"default": {**scorers["polytox-ml"], "routes": "polytox-ml for every language"}, **scorers}
         diagrams["default"] = diagrams["polytox-ml"]
     for name, values in (baselines or {}).items():
         scorers[name] = measure_scorer(examples, result.heldout, np.asarray(values, dtype=float), groups=groups)
     return {
-        "format": MEASUREMENT_FORMAT, "head_digest": result.head.digest,
+        "format": MEASUREMENT_FORMAT,
+        "head_digest": result.head.digest,
         "head_version": result.head.meta.get("version"),
-        "n_train": result.head.meta.get("n_train"), "n_heldout": result.head.meta.get("n_heldout"),
-        "targets": TARGETS, "notes": list(notes),
+        "n_train": result.head.meta.get("n_train"),
+        "n_heldout": result.head.meta.get("n_heldout"),
+        "targets": TARGETS,
+        "notes": list(notes),
         # a retrain gives this head byte for byte only from the same caches, package versions and CPU kind
         "environment": {"versions": package_versions(), "platform": platform_info()},
         "card": {name: card_summary(m) for name, m in scorers.items()},
-        "scorers": scorers, "reliability": diagrams,
+        "scorers": scorers,
+        "reliability": diagrams,
     }

@@ -30,16 +30,42 @@ PACK_FILES = ("en-perspective.jsonl", "en-human.jsonl", "multilingual-human.json
 # budget (about 80K texts): every Perspective-scored text and every model generation is kept; large or
 # synthetic human-labelled sources are thinned, the template phrases most of all.
 BASE_RATES: Mapping[str, float] = {
-    "paradetox": 0.2, "mlma-en": 0.3, "told-br": 0.25, "kocohub": 0.4, "cold": 0.12, "ja-toxic": 1.0,
-    "mlma-ar": 0.5, "mlma-fr": 0.4, "germeval2018": 0.35, "templates-de": 0.02, "templates-nl": 0.02,
-    "templates-zh-cn": 0.02, "templates-hi-Latn": 0.02, "toxichat": 1.0, "wiki-fuzzed": 1.0,
+    "paradetox": 0.2,
+    "mlma-en": 0.3,
+    "told-br": 0.25,
+    "kocohub": 0.4,
+    "cold": 0.12,
+    "ja-toxic": 1.0,
+    "mlma-ar": 0.5,
+    "mlma-fr": 0.4,
+    "germeval2018": 0.35,
+    "templates-de": 0.02,
+    "templates-nl": 0.02,
+    "templates-zh-cn": 0.02,
+    "templates-hi-Latn": 0.02,
+    "toxichat": 1.0,
+    "wiki-fuzzed": 1.0,
 }
 
 # The multilingual human-labelled sources (embedding tier 4) were embedded up to this share of their
 # subsample when the CPU budget ran out: the pool keeps exactly the embedded part (``pool.pool_position``).
 TIER4_SHARE = 0.5806
-TIER4_SOURCES = frozenset({"told-br", "kocohub", "cold", "ja-toxic", "mlma-ar", "mlma-fr", "mlma-en", "germeval2018",
-                           "templates-de", "templates-nl", "templates-zh-cn", "templates-hi-Latn"})
+TIER4_SOURCES = frozenset(
+    {
+        "told-br",
+        "kocohub",
+        "cold",
+        "ja-toxic",
+        "mlma-ar",
+        "mlma-fr",
+        "mlma-en",
+        "germeval2018",
+        "templates-de",
+        "templates-nl",
+        "templates-zh-cn",
+        "templates-hi-Latn",
+    }
+)
 POOL_RATES = {k: v * TIER4_SHARE if k in TIER4_SOURCES else v for k, v in BASE_RATES.items()}
 
 # Embedding order: if the CPU budget runs out, what is embedded first is what matters most.
@@ -87,16 +113,37 @@ def load_pack(folder: Path | str, rates: Mapping[str, float] | None = POOL_RATES
                     tox = float(record["perspective"])  # type: ignore[arg-type]
                 except (TypeError, ValueError) as exc:
                     raise BadInputError(f"{where}: perspective {record['perspective']!r} is not a number") from exc
-                out.append(Example(text=text, lang=lang, target=tox, label=tox >= 0.5, source=source,
-                                   group=group, kind=kind, domain="perspective"))
+                out.append(
+                    Example(
+                        text=text,
+                        lang=lang,
+                        target=tox,
+                        label=tox >= 0.5,
+                        source=source,
+                        group=group,
+                        kind=kind,
+                        domain="perspective",
+                    )
+                )
             else:
                 toxic = record.get("toxic")
                 if not isinstance(toxic, bool):
                     raise BadInputError(f"{where}: 'toxic' must be true or false")
                 frac = record.get("frac")
                 target = float(frac) if isinstance(frac, int | float) else float(toxic)  # type: ignore[arg-type]
-                out.append(Example(text=text, lang=lang, target=target, label=toxic, source=source, group=group,
-                                   kind=kind, domain="human", share=target if isinstance(frac, int | float) else None))
+                out.append(
+                    Example(
+                        text=text,
+                        lang=lang,
+                        target=target,
+                        label=toxic,
+                        source=source,
+                        group=group,
+                        kind=kind,
+                        domain="human",
+                        share=target if isinstance(frac, int | float) else None,
+                    )
+                )
     return out
 
 
@@ -134,10 +181,12 @@ def join_components(examples: Sequence[Example]) -> list[str]:
     return [find(ex.group) for ex in examples]
 
 
-def heldout_mask(examples: Sequence[Example], share: float = HELDOUT_SHARE,
-                 generation_share: float = HELDOUT_SHARE_GENERATIONS) -> list[bool]:
+def heldout_mask(
+    examples: Sequence[Example], share: float = HELDOUT_SHARE, generation_share: float = HELDOUT_SHARE_GENERATIONS
+) -> list[bool]:
     """True for rows of the held-out split: a fixed hash of the joined group, so groups never straddle it."""
     names = join_components(examples)
-    with_generations = {n for n, e in zip(names, examples, strict=True)
-                        if e.kind == "generation" and e.domain == "perspective"}
+    with_generations = {
+        n for n, e in zip(names, examples, strict=True) if e.kind == "generation" and e.domain == "perspective"
+    }
     return [unit_hash(n, "heldout") < (generation_share if n in with_generations else share) for n in names]

@@ -39,16 +39,26 @@ def pool_position(row: Example) -> float:
     return unit_hash(row.group, "pool") / rate if rate > 0 else 1.0
 
 
-def extract(rows: Sequence[Example], backbone: str, layers: Sequence[int], *, max_tokens: int = 128,
-            batch_size: int = 32, cache_path: str | None = None, chunk: int = 1000, threads: int | None = None,
-            max_tier: int = 4) -> int:
+def extract(
+    rows: Sequence[Example],
+    backbone: str,
+    layers: Sequence[int],
+    *,
+    max_tokens: int = 128,
+    batch_size: int = 32,
+    cache_path: str | None = None,
+    chunk: int = 1000,
+    threads: int | None = None,
+    max_tier: int = 4,
+) -> int:
     """Embed ``rows`` tier by tier into the cache; returns how many texts were computed (cache misses)."""
     from ...scoring.ml.embed_cache import EmbeddingCache
     from ...scoring.ml.embedder import HiddenStateEmbedder
 
     cache = EmbeddingCache(cache_path)
-    embedder = HiddenStateEmbedder(backbone, layers, max_tokens=max_tokens, batch_size=batch_size, cache=cache,
-                                   threads=threads)
+    embedder = HiddenStateEmbedder(
+        backbone, layers, max_tokens=max_tokens, batch_size=batch_size, cache=cache, threads=threads
+    )
     started = time.perf_counter()
     try:
         for t in range(1, max_tier + 1):
@@ -56,8 +66,11 @@ def extract(rows: Sequence[Example], backbone: str, layers: Sequence[int], *, ma
             for start in range(0, len(texts), chunk):
                 embedder.embed(texts[start : start + chunk])
                 elapsed = time.perf_counter() - started
-                print(f"tier {t}: {min(start + chunk, len(texts))}/{len(texts)} computed={embedder.computed} "
-                      f"{embedder.computed / max(elapsed, 1e-9):.1f} texts/s", flush=True)
+                print(
+                    f"tier {t}: {min(start + chunk, len(texts))}/{len(texts)} computed={embedder.computed} "
+                    f"{embedder.computed / max(elapsed, 1e-9):.1f} texts/s",
+                    flush=True,
+                )
     finally:
         embedder.close()
         cache.close()
@@ -78,8 +91,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     rows = training_pool(args.shared)
     counts = {t: sum(tier(r) == t for r in rows) for t in range(1, 5)}
     print(f"pool: {len(rows)} rows, per tier {counts}", flush=True)
-    extract(rows, args.backbone, [int(x) for x in args.layers.split(",")], max_tokens=args.max_tokens,
-            batch_size=args.batch_size, cache_path=args.cache, threads=args.threads, max_tier=args.max_tier)
+    extract(
+        rows,
+        args.backbone,
+        [int(x) for x in args.layers.split(",")],
+        max_tokens=args.max_tokens,
+        batch_size=args.batch_size,
+        cache_path=args.cache,
+        threads=args.threads,
+        max_tier=args.max_tier,
+    )
     return 0
 
 

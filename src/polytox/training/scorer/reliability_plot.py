@@ -14,8 +14,9 @@ from typing import Any
 from ...errors import require
 
 
-def plot_reliability(data: Mapping[str, Any], out: Path | str,
-                     scorers: Sequence[str] = ("default", "polytox-ml (ngram)")) -> Path:
+def plot_reliability(
+    data: Mapping[str, Any], out: Path | str, scorers: Sequence[str] = ("default", "polytox-ml (ngram)")
+) -> Path:
     mpl = require("matplotlib", "report")
     mpl.use("Agg")
     plt = require("matplotlib.pyplot", "report")

@@ -79,13 +79,16 @@ def compose(outer: IsotonicMap, inner: IsotonicMap, n: int) -> IsotonicMap:
     return IsotonicMap(tuple(xs.tolist()), tuple(ys.tolist()), n)
 
 
-def language_maps(equating: Equating, english: IsotonicMap, langs: Sequence[str]
-                  ) -> tuple[dict[str, IsotonicMap], IsotonicMap]:
+def language_maps(
+    equating: Equating, english: IsotonicMap, langs: Sequence[str]
+) -> tuple[dict[str, IsotonicMap], IsotonicMap]:
     """(per-language maps, fallback) of one scale: the English map after each language's equating."""
+
     def as_map(lang: str | None) -> IsotonicMap:
         xs = np.unique(np.concatenate([np.linspace(0.0, 1.0, 11), equating.breakpoints(lang)]))
-        return IsotonicMap(tuple(xs.tolist()), tuple(np.maximum.accumulate(equating(xs, lang or "")).tolist()),
-                           equating.n_pairs)
+        return IsotonicMap(
+            tuple(xs.tolist()), tuple(np.maximum.accumulate(equating(xs, lang or "")).tolist()), equating.n_pairs
+        )
 
     per_lang = {lang: compose(english, as_map(lang), equating.n_pairs) for lang in langs}
     return per_lang, compose(english, as_map(None), equating.n_pairs)
@@ -95,12 +98,25 @@ def lx_pairs(rows: Sequence[ScaleRow], raw: Mapping[tuple[str, str], float], che
     """RTP-LX pairs of the held-out split's fit part (``check=False``) or check part, each with its English
     text's 2020 Perspective score where it has one (``scale_languages``: why the held-out split)."""
     persp = {r.prompt: r.value for r in rows if r.target == ANCHOR_2020 and r.lang == "en"}
-    return Pairs.build([r for r in rows if r.target == RATERS and r.heldout and r.rating is not None
-                        and in_check_part(r.prompt) == check], raw, persp)
+    return Pairs.build(
+        [
+            r
+            for r in rows
+            if r.target == RATERS and r.heldout and r.rating is not None and in_check_part(r.prompt) == check
+        ],
+        raw,
+        persp,
+    )
 
 
-def fit_scales(rows: Sequence[ScaleRow], raw: Mapping[tuple[str, str], float], head: MlHead,
-               mode: str = "full", shrink: float = SHRINK, previous: ScaleSet | None = None) -> ScaleSet:
+def fit_scales(
+    rows: Sequence[ScaleRow],
+    raw: Mapping[tuple[str, str], float],
+    head: MlHead,
+    mode: str = "full",
+    shrink: float = SHRINK,
+    previous: ScaleSet | None = None,
+) -> ScaleSet:
     """The named scales of ``head`` (see the module docstring); English maps from training rows, the other
     languages' from the fit part of the held-out RTP-LX pairs (``scale_languages``). With
     ``previous`` (scales of the same head), ``raters`` keeps its English map: a refit moves no English value."""
@@ -118,38 +134,73 @@ def fit_scales(rows: Sequence[ScaleRow], raw: Mapping[tuple[str, str], float], h
     if kept is not None and mode in kept.maps:
         raters_en = kept.maps[mode].english
     else:
-        raters_en = fit_isotonic(np.array([raw[(r.text, "en")] for r in en_raters]),
-                                          np.array([r.value for r in en_raters]))
+        raters_en = fit_isotonic(
+            np.array([raw[(r.text, "en")] for r in en_raters]), np.array([r.value for r in en_raters])
+        )
     raters = ScaleMaps(english=raters_en, fallback=head_maps.fallback, per_lang=dict(head_maps.per_lang))
     n_2020 = sum(1 for r in rows if r.target == ERA_2020 and not r.heldout)
     n_2022 = sum(1 for r in rows if r.target == ERA_2022 and not r.heldout)
-    cross_info = {"form": "equipercentile", "shrink": shrink, "n_pairs": len(pairs),
-                  "n_preserving_pairs": equating.n_pairs, "preserving_pairs_by_language": dict(equating.n_by_lang),
-                  "languages_with_own_map": sorted(equating.own)}
-    other = (f"the English map after an equipercentile map of each language's raw output onto its English texts' "
-             f"(RTP-LX, {equating.n_pairs:,} toxicity-preserving pairs of {len(pairs):,} in the fit part of the head's "
-             f"held-out split; each language's "
-             f"own map shrunk to the joint one, k = {shrink:g})")
-    scales = {
-        PERSPECTIVE_2020: Scale(PERSPECTIVE_2020, {mode: p2020}, {
-            "era": "2020", "target": "Perspective TOXICITY as RealToxicityPrompts released it (2020)",
-            "english": f"the head's web map: out of fold on {n_2020:,} training-split web texts with 2020 scores "
-                       "(quark, fgdilp, shared rtp/); no model continuations carry a 2020 score",
-            "other_languages": other, "cross_language": cross_info}),
-        PERSPECTIVE_2022: Scale(PERSPECTIVE_2022, {mode: p2022}, {
-            "era": "2022", "target": "Perspective TOXICITY as IA024 read it (2022)",
-            "english": f"the head's continuation map: out of fold on {n_2022} training-split GPT-2 / GPT-Neo "
-                       "continuations with 2022 scores (95% of the weight; 5% 2020 web text for the top bins); no "
-                       "web text carries a 2022 score",
-            "other_languages": other, "cross_language": cross_info}),
-        RATERS: Scale(RATERS, {mode: raters}, {
-            "era": None, "target": "share of human raters calling the text toxic (RTP-LX: of 3, rating >= 3)",
-            "english": f"fitted on {len(en_raters)} training-split English RTP-LX rows",
-            "other_languages": "the head's rater-share maps (out of fold; own map with >= 300 rows)"}),
+    cross_info = {
+        "form": "equipercentile",
+        "shrink": shrink,
+        "n_pairs": len(pairs),
+        "n_preserving_pairs": equating.n_pairs,
+        "preserving_pairs_by_language": dict(equating.n_by_lang),
+        "languages_with_own_map": sorted(equating.own),
     }
-    return ScaleSet(head=head.digest, default=DEFAULT_SCALES[CONTINUATION], scales=scales,
-                    info={"mode_fitted": mode, "fitted_on": "training split only (pack.heldout_mask)",
-                          "defaults": dict(DEFAULT_SCALES)})
+    other = (
+        f"the English map after an equipercentile map of each language's raw output onto its English texts' "
+        f"(RTP-LX, {equating.n_pairs:,} toxicity-preserving pairs of {len(pairs):,} in the fit part of the head's "
+        f"held-out split; each language's "
+        f"own map shrunk to the joint one, k = {shrink:g})"
+    )
+    scales = {
+        PERSPECTIVE_2020: Scale(
+            PERSPECTIVE_2020,
+            {mode: p2020},
+            {
+                "era": "2020",
+                "target": "Perspective TOXICITY as RealToxicityPrompts released it (2020)",
+                "english": f"the head's web map: out of fold on {n_2020:,} training-split web texts with 2020 scores "
+                "(quark, fgdilp, shared rtp/); no model continuations carry a 2020 score",
+                "other_languages": other,
+                "cross_language": cross_info,
+            },
+        ),
+        PERSPECTIVE_2022: Scale(
+            PERSPECTIVE_2022,
+            {mode: p2022},
+            {
+                "era": "2022",
+                "target": "Perspective TOXICITY as IA024 read it (2022)",
+                "english": f"the head's continuation map: out of fold on {n_2022} training-split GPT-2 / GPT-Neo "
+                "continuations with 2022 scores (95% of the weight; 5% 2020 web text for the top bins); no "
+                "web text carries a 2022 score",
+                "other_languages": other,
+                "cross_language": cross_info,
+            },
+        ),
+        RATERS: Scale(
+            RATERS,
+            {mode: raters},
+            {
+                "era": None,
+                "target": "share of human raters calling the text toxic (RTP-LX: of 3, rating >= 3)",
+                "english": f"fitted on {len(en_raters)} training-split English RTP-LX rows",
+                "other_languages": "the head's rater-share maps (out of fold; own map with >= 300 rows)",
+            },
+        ),
+    }
+    return ScaleSet(
+        head=head.digest,
+        default=DEFAULT_SCALES[CONTINUATION],
+        scales=scales,
+        info={
+            "mode_fitted": mode,
+            "fitted_on": "training split only (pack.heldout_mask)",
+            "defaults": dict(DEFAULT_SCALES),
+        },
+    )
 
 
 # ---- held-out measurement -----------------------------------------------------------------------------
@@ -157,22 +208,28 @@ def agreement(pred: np.ndarray, ref: np.ndarray, groups: np.ndarray) -> dict[str
     """AUC (reference >= 0.5), MAE, mean and share >= 0.5 against a graded reference, with group CIs."""
     label = ref >= TOXIC_THRESHOLD
     w = group_weights(groups)
-    out: dict[str, Any] = {"n": len(ref), "n_groups": len(set(groups.tolist())), "n_toxic": int(label.sum()),
-                           "reference_mean": _r(float(ref.mean())), "reference_share": _r(float(label.mean())),
-                           "mean": _r(float(pred.mean())), "share": _r(float((pred >= TOXIC_THRESHOLD).mean())),
-                           "mae": _r(float(np.abs(pred - ref).mean())),
-                           "mae_ci": percentile_ci(weighted_mean(np.abs(pred - ref), w)),
-                           "share_diff": _r(float((pred >= TOXIC_THRESHOLD).mean() - label.mean())),
-                           "share_diff_ci": percentile_ci(
-                               weighted_mean((pred >= TOXIC_THRESHOLD) - label.astype(float), w))}
+    out: dict[str, Any] = {
+        "n": len(ref),
+        "n_groups": len(set(groups.tolist())),
+        "n_toxic": int(label.sum()),
+        "reference_mean": _r(float(ref.mean())),
+        "reference_share": _r(float(label.mean())),
+        "mean": _r(float(pred.mean())),
+        "share": _r(float((pred >= TOXIC_THRESHOLD).mean())),
+        "mae": _r(float(np.abs(pred - ref).mean())),
+        "mae_ci": percentile_ci(weighted_mean(np.abs(pred - ref), w)),
+        "share_diff": _r(float((pred >= TOXIC_THRESHOLD).mean() - label.mean())),
+        "share_diff_ci": percentile_ci(weighted_mean((pred >= TOXIC_THRESHOLD) - label.astype(float), w)),
+    }
     if 0 < label.sum() < len(label):
         out["auc"] = _r(float(weighted_auc(label, pred, np.ones((1, len(pred))))[0]))
         out["auc_ci"] = percentile_ci(weighted_auc(label, pred, w))
     return out
 
 
-def scale_values(name: str, scales: ScaleSet, head: MlHead, x: np.ndarray, langs: Sequence[str], mode: str,
-                 text: str = CONTINUATION) -> np.ndarray:
+def scale_values(
+    name: str, scales: ScaleSet, head: MlHead, x: np.ndarray, langs: Sequence[str], mode: str, text: str = CONTINUATION
+) -> np.ndarray:
     if name.startswith(HEAD_SCALE):
         return ScaleMaps.from_json(head.scale[mode]).apply(x, langs, name.partition(":")[2] or text)
     return scales.get(name).apply(x, langs, mode)
@@ -181,8 +238,14 @@ def scale_values(name: str, scales: ScaleSet, head: MlHead, x: np.ndarray, langs
 MEASURED = (PERSPECTIVE_2020, PERSPECTIVE_2022, RATERS, f"{HEAD_SCALE}:{CONTINUATION}", f"{HEAD_SCALE}:{WEB}")
 
 
-def measure_scales(rows: Sequence[ScaleRow], raw: Mapping[tuple[str, str], float], head: MlHead,
-                   scales: ScaleSet, mode: str = "full", before: ScaleSet | None = None) -> dict[str, Any]:
+def measure_scales(
+    rows: Sequence[ScaleRow],
+    raw: Mapping[tuple[str, str], float],
+    head: MlHead,
+    scales: ScaleSet,
+    mode: str = "full",
+    before: ScaleSet | None = None,
+) -> dict[str, Any]:
     """Held-out error of every scale on every era's data, real-run EMT / EP / AT, and the languages (on
     ``before`` too, for the pairs' checks)."""
     from .measure import run_metrics
@@ -196,16 +259,32 @@ def measure_scales(rows: Sequence[ScaleRow], raw: Mapping[tuple[str, str], float
         x = np.array([raw[(r.text, r.lang)] for r in sel])
         ref = np.array([r.value for r in sel])
         groups = np.array([r.group for r in sel])
-        out["eras"][era] = {name: agreement(scale_values(name, scales, head, x, [r.lang for r in sel], mode), ref,
-                                            groups) for name in MEASURED}
+        out["eras"][era] = {
+            name: agreement(scale_values(name, scales, head, x, [r.lang for r in sel], mode), ref, groups)
+            for name in MEASURED
+        }
         gens = [i for i, r in enumerate(sel) if r.kind == "continuation"]
         if gens:
-            examples = [Example(text=r.text, lang=r.lang, target=r.value, label=r.value >= TOXIC_THRESHOLD,
-                                source=r.source, group=r.prompt, kind="generation", domain="perspective") for r in sel]
+            examples = [
+                Example(
+                    text=r.text,
+                    lang=r.lang,
+                    target=r.value,
+                    label=r.value >= TOXIC_THRESHOLD,
+                    source=r.source,
+                    group=r.prompt,
+                    kind="generation",
+                    domain="perspective",
+                )
+                for r in sel
+            ]
             idx = np.array(gens)
             out["run"][era] = {
-                name: run_metrics(examples, idx, scale_values(name, scales, head, x, [r.lang for r in sel], mode),
-                                  groups) for name in MEASURED}
+                name: run_metrics(
+                    examples, idx, scale_values(name, scales, head, x, [r.lang for r in sel], mode), groups
+                )
+                for name in MEASURED
+            }
     out["languages"] = measure_languages(held, raw, head, scales, mode)
     out["pairs"] = measure_pairs(rows, raw, scales, mode, before)
     return out
@@ -217,8 +296,14 @@ PAIR_SCALES = (PERSPECTIVE_2020, PERSPECTIVE_2022)
 OOF_FOLDS = 5
 
 
-def measure_pairs(rows: Sequence[ScaleRow], raw: Mapping[tuple[str, str], float], scales: ScaleSet, mode: str,
-                  before: ScaleSet | None = None, shrink: float = SHRINK) -> dict[str, Any]:
+def measure_pairs(
+    rows: Sequence[ScaleRow],
+    raw: Mapping[tuple[str, str], float],
+    scales: ScaleSet,
+    mode: str,
+    before: ScaleSet | None = None,
+    shrink: float = SHRINK,
+) -> dict[str, Any]:
     """``scale_languages.language_checks`` on each Perspective scale: ``after`` on the check part's RTP-LX
     pairs (the shipped maps; no fit or choice read them), ``oof`` on every held-out pair, each Index group read
     by maps fitted without it (grouped 5-fold cross-fitting: more pairs, the same form), ``before`` (the scales
@@ -228,8 +313,11 @@ def measure_pairs(rows: Sequence[ScaleRow], raw: Mapping[tuple[str, str], float]
     out: dict[str, Any] = {}
     for name in PAIR_SCALES:
         block: dict[str, Any] = {}
-        for label, found, pairs in (("after", scales, check), ("before", before, check),
-                                    ("before_every", before, every)):
+        for label, found, pairs in (
+            ("after", scales, check),
+            ("before", before, check),
+            ("before_every", before, every),
+        ):
             if found is not None and name in found.scales and mode in found.get(name).maps:
                 block[label] = _checks(pairs, found.get(name).maps[mode])
                 block[f"{label}_summary"] = summarise(block[label])
@@ -255,8 +343,9 @@ def _checks(pairs: Pairs, maps: ScaleMaps) -> dict[str, dict[str, Any]]:
     return language_checks(pairs, maps.apply(pairs.r_t, pairs.lang.tolist()), english)
 
 
-def measure_languages(held: Sequence[ScaleRow], raw: Mapping[tuple[str, str], float], head: MlHead,
-                      scales: ScaleSet, mode: str) -> dict[str, Any]:
+def measure_languages(
+    held: Sequence[ScaleRow], raw: Mapping[tuple[str, str], float], head: MlHead, scales: ScaleSet, mode: str
+) -> dict[str, Any]:
     """Per language on held-out anchored Index groups: MAE against the English source's 2020 Perspective
     score under perspective-2020 (English: its own prompt through the English map), and the AUC against
     the human label (mean rating >= 3) as the card reports it."""
@@ -274,12 +363,17 @@ def measure_languages(held: Sequence[ScaleRow], raw: Mapping[tuple[str, str], fl
         xl = np.array([raw[(r.text, r.lang)] for r in lab])
         labels = np.array([bool(r.label) for r in lab])
         auc = weighted_auc(labels, xl, np.ones((1, len(xl))))[0] if len(set(labels.tolist())) == 2 else np.nan
-        out[lang] = {"n": len(sel), "n_groups": len(set(groups.tolist())),
-                     "mae": _r(float(np.abs(pred - ref).mean())),
-                     "mae_ci": percentile_ci(weighted_mean(np.abs(pred - ref), group_weights(groups))),
-                     "mean": _r(float(pred.mean())), "reference_mean": _r(float(ref.mean())),
-                     "mae_head_scale": _r(float(np.abs(before - ref).mean())),
-                     "auc_humans": _r(float(auc)), "n_humans": len(lab)}
+        out[lang] = {
+            "n": len(sel),
+            "n_groups": len(set(groups.tolist())),
+            "mae": _r(float(np.abs(pred - ref).mean())),
+            "mae_ci": percentile_ci(weighted_mean(np.abs(pred - ref), group_weights(groups))),
+            "mean": _r(float(pred.mean())),
+            "reference_mean": _r(float(ref.mean())),
+            "mae_head_scale": _r(float(np.abs(before - ref).mean())),
+            "auc_humans": _r(float(auc)),
+            "n_humans": len(lab),
+        }
     return out
 
 
@@ -315,12 +409,22 @@ def main(argv: Sequence[str] | None = None) -> int:
             measured[mode] = measure_scales(rows, raw, head, fitted[mode], mode, before=previous)
     first = next(iter(fitted.values()))
     main_mode = next(iter(fitted))
-    scales = ScaleSet(head=first.head, default=first.default,
-                      scales={n: Scale(n, {m: fitted[m].scales[n].maps[m] for m in fitted},
-                                       {**s.info, "heldout": carried_eras(
-                                           n, _card_block(n, measured[main_mode]), previous, fitted[main_mode])})
-                              for n, s in first.scales.items()},
-                      info={**first.info, "mode_fitted": list(fitted), "measured_mode": main_mode})
+    scales = ScaleSet(
+        head=first.head,
+        default=first.default,
+        scales={
+            n: Scale(
+                n,
+                {m: fitted[m].scales[n].maps[m] for m in fitted},
+                {
+                    **s.info,
+                    "heldout": carried_eras(n, _card_block(n, measured[main_mode]), previous, fitted[main_mode]),
+                },
+            )
+            for n, s in first.scales.items()
+        },
+        info={**first.info, "mode_fitted": list(fitted), "measured_mode": main_mode},
+    )
     write_scales(scales, args.out)
     if args.measurements:
         Path(args.measurements).write_text(json.dumps(measured, indent=1) + "\n", encoding="utf-8")
@@ -353,11 +457,15 @@ def _card_block(name: str, measured: Mapping[str, Any]) -> dict[str, Any]:
         out[era] = {k: m.get(k) for k in ("n", "auc", "mae", "share_diff", "mean", "reference_mean")}
     for era, by_scale in measured["run"].items():
         pooled = by_scale[name][-1]
-        out[era]["run"] = {k: pooled.get(k) for k in ("emt_diff", "ep_diff", "at_diff", "emt_diff_ci", "ep_diff_ci",
-                                                      "at_diff_ci", "n_prompts")}
+        out[era]["run"] = {
+            k: pooled.get(k)
+            for k in ("emt_diff", "ep_diff", "at_diff", "emt_diff_ci", "ep_diff_ci", "at_diff_ci", "n_prompts")
+        }
     if name == PERSPECTIVE_2020:  # the languages are measured on the scale their anchors belong to
-        out["languages"] = {lang: {k: m.get(k) for k in ("n_groups", "mae", "mae_ci", "mae_head_scale", "auc_humans")}
-                            for lang, m in measured["languages"].items()}
+        out["languages"] = {
+            lang: {k: m.get(k) for k in ("n_groups", "mae", "mae_ci", "mae_head_scale", "auc_humans")}
+            for lang, m in measured["languages"].items()
+        }
     if name in measured.get("pairs", {}):  # the same-judgement checks of the other languages (held-out pairs)
         out["pairs"] = measured["pairs"][name]
     return out

@@ -44,8 +44,9 @@ HARMLESS_BELOW, TOXIC_FROM = 1.5, 3.0  # mean Toxicity rating (1-5) of a harmles
 # measurement.
 CHECK_SHARE = 0.3
 MIN_OWN_PAIRS = 20  # a language gets its own (shrunk) quantile map with at least this many preserving pairs
-QUANTILES = np.concatenate([np.linspace(0.0, 0.1, 41), np.linspace(0.1, 0.9, 161)[1:],
-                            np.linspace(0.9, 1.0, 41)[1:]])  # denser in the tails, where the ends are decided
+QUANTILES = np.concatenate(
+    [np.linspace(0.0, 0.1, 41), np.linspace(0.1, 0.9, 161)[1:], np.linspace(0.9, 1.0, 41)[1:]]
+)  # denser in the tails, where the ends are decided
 
 
 FIELDS = ("index", "lang", "r_t", "h_t", "r_e", "h_e", "persp")
@@ -79,8 +80,9 @@ class Pairs:
         return np.abs(self.h_t - self.h_e) <= PRESERVING
 
     @classmethod
-    def build(cls, rows: Sequence[Any], raw: Mapping[tuple[str, str], float],
-              persp: Mapping[str, float] | None = None) -> Pairs:
+    def build(
+        cls, rows: Sequence[Any], raw: Mapping[tuple[str, str], float], persp: Mapping[str, float] | None = None
+    ) -> Pairs:
         """Pairs from rows with ``text``, ``lang``, ``prompt`` (the Index group) and ``rating``: every
         non-English row whose English text is among ``rows`` and both sides have a raw output."""
         english = {r.prompt: r for r in rows if r.lang == "en" and (r.text, "en") in raw}
@@ -89,12 +91,22 @@ class Pairs:
             e = english.get(r.prompt)
             if r.lang == "en" or e is None or (r.text, r.lang) not in raw:
                 continue
-            for key, value in (("index", r.prompt), ("lang", r.lang), ("r_t", raw[(r.text, r.lang)]),
-                               ("h_t", r.rating), ("r_e", raw[(e.text, "en")]), ("h_e", e.rating),
-                               ("persp", (persp or {}).get(r.prompt, np.nan))):
+            for key, value in (
+                ("index", r.prompt),
+                ("lang", r.lang),
+                ("r_t", raw[(r.text, r.lang)]),
+                ("h_t", r.rating),
+                ("r_e", raw[(e.text, "en")]),
+                ("h_e", e.rating),
+                ("persp", (persp or {}).get(r.prompt, np.nan)),
+            ):
                 cols[key].append(value)
-        return cls(*(np.asarray(cols[k], dtype=object if k in ("index", "lang") else float)
-                     for k in ("index", "lang", "r_t", "h_t", "r_e", "h_e", "persp")))
+        return cls(
+            *(
+                np.asarray(cols[k], dtype=object if k in ("index", "lang") else float)
+                for k in ("index", "lang", "r_t", "h_t", "r_e", "h_e", "persp")
+            )
+        )
 
 
 def in_check_part(index: str) -> bool:
@@ -179,8 +191,12 @@ def language_checks(pairs: Pairs, values: np.ndarray, english: np.ndarray) -> di
         toxic = (ht >= TOXIC_FROM) & (he >= TOXIC_FROM)
         persp = pairs.persp[sel]
         anchored = pairs.subset(sel).preserving & np.isfinite(persp)
-        row: dict[str, Any] = {"n": int(sel.sum()), "n_harmless": int(harmless.sum()), "n_toxic": int(toxic.sum()),
-                               "n_anchored": int(anchored.sum())}
+        row: dict[str, Any] = {
+            "n": int(sel.sum()),
+            "n_harmless": int(harmless.sum()),
+            "n_toxic": int(toxic.sum()),
+            "n_anchored": int(anchored.sum()),
+        }
         for name, mask in (("harmless", harmless), ("toxic", toxic)):
             if mask.any():
                 row[f"{name}_mean"] = _r(v[mask].mean())
@@ -205,6 +221,7 @@ def language_checks(pairs: Pairs, values: np.ndarray, english: np.ndarray) -> di
 
 def summarise(by_lang: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
     """Means and worst cases over the languages of ``language_checks``' rows."""
+
     def col(key: str) -> np.ndarray:
         return np.array([r[key] for r in by_lang.values() if r.get(key) is not None], dtype=float)
 

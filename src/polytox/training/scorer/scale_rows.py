@@ -97,8 +97,9 @@ def scale_rows(shared: Path | str) -> list[ScaleRow]:
             out.append(ScaleRow(ex.text, ex.lang, kind, era, ex.target, h, g, ex.source, prompt))
         elif ex.source == "rtp-lx":
             if ex.share is not None:
-                out.append(ScaleRow(ex.text, ex.lang, "web", RATERS, ex.share, h, g, ex.source, ex.group, ex.label,
-                                    ex.rating))
+                out.append(
+                    ScaleRow(ex.text, ex.lang, "web", RATERS, ex.share, h, g, ex.source, ex.group, ex.label, ex.rating)
+                )
             for anchor_era, value in anchors.get(english_of_index.get(ex.group, ""), {}).items():
                 out.append(ScaleRow(ex.text, ex.lang, "web", f"anchor:{anchor_era}", value, h, g, ex.source, ex.group))
     return out
@@ -117,8 +118,9 @@ def priority(row: ScaleRow) -> int:
     return 4
 
 
-def raw_outputs(texts: Sequence[str], langs: Sequence[str], mode: str = "full", threads: int = 1,
-                batch: int = 256) -> np.ndarray:
+def raw_outputs(
+    texts: Sequence[str], langs: Sequence[str], mode: str = "full", threads: int = 1, batch: int = 256
+) -> np.ndarray:
     """The committed head's raw output (before any map) of each text, float32 backbone on the CPU."""
     import torch
 
@@ -129,7 +131,7 @@ def raw_outputs(texts: Sequence[str], langs: Sequence[str], mode: str = "full", 
     out = np.empty(len(texts))
     try:
         for start in range(0, len(texts), batch):
-            out[start:start + batch] = scorer.raw_batch(texts[start:start + batch], langs[start:start + batch])
+            out[start : start + batch] = scorer.raw_batch(texts[start : start + batch], langs[start : start + batch])
     finally:
         scorer.close()
     return out
@@ -162,7 +164,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         part = out / f"part-{n:04d}-{args.mode}.parquet"
         if part.exists():
             continue
-        chunk = todo[start:start + args.chunk]
+        chunk = todo[start : start + args.chunk]
         raw = raw_outputs([t for t, _ in chunk], [lang for _, lang in chunk], args.mode, args.threads)
         table = pa.table({"text": [t for t, _ in chunk], "lang": [lang for _, lang in chunk], "raw": raw})
         pq.write_table(table, str(part) + ".tmp")

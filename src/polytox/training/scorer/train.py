@@ -54,8 +54,14 @@ Progress = Callable[[str, int, int], None]
 
 # Default regression weight per task (``task_of``); "human:templates-*" rows are synthetic phrases.
 # Chosen by out-of-fold measurements on the training split (docs/default-scorer.md, "What each choice buys").
-TASK_WEIGHTS: dict[str, float] = {"persp-2020": 1.0, "persp-2022": 3.0, "persp-later": 0.5, "rtp-lx": 1.0,
-                                  "human": 0.25, "human:templates": 0.2}
+TASK_WEIGHTS: dict[str, float] = {
+    "persp-2020": 1.0,
+    "persp-2022": 3.0,
+    "persp-later": 0.5,
+    "rtp-lx": 1.0,
+    "human": 0.25,
+    "human:templates": 0.2,
+}
 
 
 LATER_OPTIONS = ("other_fit_tasks", "other_alpha_ngram", "other_alpha_emb", "fit_tasks", "combiner_splines")
@@ -140,10 +146,14 @@ class TrainConfig:
 
 def other_config(config: TrainConfig) -> TrainConfig:
     """The fit of the non-English texts' own ridges: RTP-LX at its own weight, offsets if asked for."""
-    return replace(config, weight_rtplx=config.other_rtplx_weight,
-                   task_offsets=config.task_offsets or config.other_task_offsets, fit_tasks=config.other_fit_tasks,
-                   alpha_ngram=config.other_alpha_ngram or config.alpha_ngram,
-                   alpha_emb=config.other_alpha_emb or config.alpha_emb)
+    return replace(
+        config,
+        weight_rtplx=config.other_rtplx_weight,
+        task_offsets=config.task_offsets or config.other_task_offsets,
+        fit_tasks=config.other_fit_tasks,
+        alpha_ngram=config.other_alpha_ngram or config.alpha_ngram,
+        alpha_emb=config.other_alpha_emb or config.alpha_emb,
+    )
 
 
 def task_of(ex: Example) -> str:
@@ -161,8 +171,11 @@ def task_weight(task: str, config: TrainConfig | None = None) -> float:
     """Regression weight of a task's rows (``TASK_WEIGHTS``, with the config's overrides)."""
     if config is not None and not config.task_weights:
         return 1.0
-    overrides = {} if config is None else {"rtp-lx": config.weight_rtplx, "human": config.weight_human,
-                                           "persp-2022": config.weight_generations}
+    overrides = (
+        {}
+        if config is None
+        else {"rtp-lx": config.weight_rtplx, "human": config.weight_human, "persp-2022": config.weight_generations}
+    )
     weights = {**TASK_WEIGHTS, **{k: v for k, v in overrides.items() if v is not None}}
     if task.startswith("human:templates"):
         return weights["human:templates"]
@@ -284,12 +297,17 @@ def fit_parts(config: TrainConfig, feats: Features, examples: Sequence[Example],
     x = tfidf(feats.counts[rows], idf)
     if config.task_offsets:
         x = _with_offsets(x, feats.tasks[rows], n_tasks, sparse_input=True)
-    ngram = linear.Ridge(alpha=config.alpha_ngram, solver="lsqr", fit_intercept=not config.task_offsets,
-                         tol=NGRAM_TOL_OFFSETS if config.task_offsets else NGRAM_TOL)
+    ngram = linear.Ridge(
+        alpha=config.alpha_ngram,
+        solver="lsqr",
+        fit_intercept=not config.task_offsets,
+        tol=NGRAM_TOL_OFFSETS if config.task_offsets else NGRAM_TOL,
+    )
     ngram.fit(x, target, sample_weight=weight)
     n_feat = feats.counts.shape[1]
-    parts = Parts(idf=idf, w_ngram=ngram.coef_[:n_feat].astype(np.float16).astype(np.float32),
-                  b_ngram=float(ngram.intercept_))
+    parts = Parts(
+        idf=idf, w_ngram=ngram.coef_[:n_feat].astype(np.float16).astype(np.float32), b_ngram=float(ngram.intercept_)
+    )
     if feats.emb is not None:
         z = feats.emb[rows]
         mean = z.mean(axis=0)
@@ -325,9 +343,10 @@ def spline_combiner_model(knots: str = SPLINE_KNOT_PLACEMENT) -> Any:
     pipeline = require("sklearn.pipeline", "ml")
     preprocessing = require("sklearn.preprocessing", "ml")
     linear = require("sklearn.linear_model", "ml")
-    return pipeline.make_pipeline(preprocessing.SplineTransformer(n_knots=SPLINE_KNOTS, degree=SPLINE_DEGREE,
-                                                                  knots=knots),
-                                  linear.LogisticRegression(C=SPLINE_C, max_iter=1000))
+    return pipeline.make_pipeline(
+        preprocessing.SplineTransformer(n_knots=SPLINE_KNOTS, degree=SPLINE_DEGREE, knots=knots),
+        linear.LogisticRegression(C=SPLINE_C, max_iter=1000),
+    )
 
 
 def curved_combiner(model: Any) -> CurvedCombiner:
@@ -335,13 +354,21 @@ def curved_combiner(model: Any) -> CurvedCombiner:
     the logistic coefficients of its columns."""
     splines, logistic = model[0], model[1]
     per_input = logistic.coef_.reshape(len(splines.bsplines_), -1)
-    return CurvedCombiner(bias=float(logistic.intercept_[0]),
-                          knots=tuple(tuple(float(v) for v in b.t) for b in splines.bsplines_),
-                          coef=tuple(tuple(float(v) for v in row) for row in per_input))
+    return CurvedCombiner(
+        bias=float(logistic.intercept_[0]),
+        knots=tuple(tuple(float(v) for v in b.t) for b in splines.bsplines_),
+        coef=tuple(tuple(float(v) for v in row) for row in per_input),
+    )
 
 
-def fit_combiner(s_ngram: np.ndarray, s_emb: np.ndarray | None, labels: np.ndarray, weight: np.ndarray,
-                 s_probe: np.ndarray | None = None, curved: bool = False) -> Combiner:
+def fit_combiner(
+    s_ngram: np.ndarray,
+    s_emb: np.ndarray | None,
+    labels: np.ndarray,
+    weight: np.ndarray,
+    s_probe: np.ndarray | None = None,
+    curved: bool = False,
+) -> Combiner:
     """Logistic weights (bias, ngram, emb[, probe]) on the parts' outputs (emb weight 0 without ``s_emb``),
     or with ``curved`` a ``CurvedCombiner`` over the same inputs."""
     linear = require("sklearn.linear_model", "ml")
@@ -349,8 +376,7 @@ def fit_combiner(s_ngram: np.ndarray, s_emb: np.ndarray | None, labels: np.ndarr
     if curved:
         model = spline_combiner_model().fit(np.column_stack(inputs), labels, logisticregression__sample_weight=weight)
         return curved_combiner(model)
-    model = linear.LogisticRegression(C=100.0, max_iter=1000).fit(np.column_stack(inputs), labels,
-                                                                   sample_weight=weight)
+    model = linear.LogisticRegression(C=100.0, max_iter=1000).fit(np.column_stack(inputs), labels, sample_weight=weight)
     coef = [float(c) for c in model.coef_.ravel()]
     return (float(model.intercept_[0]), *coef) if s_emb is not None else (float(model.intercept_[0]), coef[0], 0.0)
 
@@ -358,8 +384,9 @@ def fit_combiner(s_ngram: np.ndarray, s_emb: np.ndarray | None, labels: np.ndarr
 OTHER = ":other"  # combiner key suffix for non-English texts
 
 
-def combiner_rows(config: TrainConfig, examples: Sequence[Example], rows: np.ndarray, other: bool = False
-                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def combiner_rows(
+    config: TrainConfig, examples: Sequence[Example], rows: np.ndarray, other: bool = False
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Rows a combiner learns from, their labels and weights.
 
     English (or everything, without ``split_combiner``): Perspective 2020/2022 and RTP-LX rows. Non-English
@@ -368,8 +395,13 @@ def combiner_rows(config: TrainConfig, examples: Sequence[Example], rows: np.nda
     if other:
         keep = np.array([examples[i].source == "rtp-lx" and examples[i].lang != "en" for i in rows])
     elif config.split_combiner and config.other_rtplx_weight is None:
-        keep = np.array([task_of(examples[i]) in ("persp-2020", "persp-2022")
-                         or (examples[i].source == "rtp-lx" and examples[i].lang == "en") for i in rows])
+        keep = np.array(
+            [
+                task_of(examples[i]) in ("persp-2020", "persp-2022")
+                or (examples[i].source == "rtp-lx" and examples[i].lang == "en")
+                for i in rows
+            ]
+        )
     else:
         keep = np.array([task_of(examples[i]) in ("persp-2020", "persp-2022", "rtp-lx") for i in rows])
     sel = rows[keep]
@@ -384,10 +416,15 @@ def fit_maps(config: TrainConfig, examples: Sequence[Example], rows: np.ndarray,
     p_rows = rows[persp_mask[rows]]
     s_rows = rows[share_mask[rows]]
     return fit_scale_maps(
-        combined[p_rows], np.array([examples[i].target for i in p_rows]),
-        np.array([is_generation(examples[i]) for i in p_rows]), config.web_gen_share, config.continuation_gen_share,
-        combined[s_rows], np.array([examples[i].share for i in s_rows], dtype=float),
-        [examples[i].lang for i in s_rows])
+        combined[p_rows],
+        np.array([examples[i].target for i in p_rows]),
+        np.array([is_generation(examples[i]) for i in p_rows]),
+        config.web_gen_share,
+        config.continuation_gen_share,
+        combined[s_rows],
+        np.array([examples[i].share for i in s_rows], dtype=float),
+        [examples[i].lang for i in s_rows],
+    )
 
 
 def build_features(config: TrainConfig, examples: Sequence[Example], progress: Progress | None = None) -> Features:
@@ -404,8 +441,9 @@ def embed_texts(config: TrainConfig, texts: Sequence[str], progress: Progress | 
     if config.backbone is None:
         return None
     cache = EmbeddingCache(config.embedding_cache) if config.embedding_cache != "off" else None
-    embedder = HiddenStateEmbedder(config.backbone, config.layers, max_tokens=config.max_tokens,
-                                   batch_size=config.batch_size, cache=cache)
+    embedder = HiddenStateEmbedder(
+        config.backbone, config.layers, max_tokens=config.max_tokens, batch_size=config.batch_size, cache=cache
+    )
     callback = (lambda done, total: progress("embed", done, total)) if progress else None
     try:
         return embedder.embed(texts, progress=callback)
@@ -419,9 +457,13 @@ def modes_of(feats: Features) -> tuple[str, ...]:
     return ("full", "ngram") if feats.emb is not None else ("ngram",)
 
 
-def cross_validate(config: TrainConfig, examples: Sequence[Example], feats: Features, train_rows: np.ndarray,
-                   progress: Progress | None = None) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray],
-                                                              list[np.ndarray]]:
+def cross_validate(
+    config: TrainConfig,
+    examples: Sequence[Example],
+    feats: Features,
+    train_rows: np.ndarray,
+    progress: Progress | None = None,
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], list[np.ndarray]]:
     """Out-of-fold part outputs on ``train_rows`` and the nested out-of-fold combined score per mode.
 
     Returns (combined OOF score per mode, raw part outputs {"ngram", "emb"}, the folds as row arrays).
@@ -461,10 +503,15 @@ def cross_validate(config: TrainConfig, examples: Sequence[Example], feats: Feat
         out = np.full(n, np.nan)
         for test_rows in folds:
             combiners = fit_combiners(config, examples, np.setdiff1d(train_rows, test_rows), raw, mode)
-            out[test_rows] = apply_combiners(combiners, mode, other_view(raw, english, "ngram")[test_rows],
-                                             other_view(raw, english, "emb")[test_rows] if mode == "full" else None,
-                                             english[test_rows], None if probe is None else probe[test_rows],
-                                             None if probe_en is None else probe_en[test_rows])
+            out[test_rows] = apply_combiners(
+                combiners,
+                mode,
+                other_view(raw, english, "ngram")[test_rows],
+                other_view(raw, english, "emb")[test_rows] if mode == "full" else None,
+                english[test_rows],
+                None if probe is None else probe[test_rows],
+                None if probe_en is None else probe_en[test_rows],
+            )
         combined[mode] = out
     return combined, raw, folds
 
@@ -481,8 +528,9 @@ def make_folds(config: TrainConfig, examples: Sequence[Example], train_rows: np.
     return [train_rows[test] for _, test in splitter.split(np.zeros(len(train_rows)), groups=groups)]
 
 
-def fit_combiners(config: TrainConfig, examples: Sequence[Example], rows: np.ndarray, raw: dict[str, np.ndarray],
-                  mode: str) -> dict[str, Combiner]:
+def fit_combiners(
+    config: TrainConfig, examples: Sequence[Example], rows: np.ndarray, raw: dict[str, np.ndarray], mode: str
+) -> dict[str, Combiner]:
     """The combiner of ``mode`` (and of ``mode:other`` with ``split_combiner``) from part outputs on ``rows``;
     in mode ``full`` each also reads its attention probe where ``raw`` has its scores (``probe:other``:
     the non-English one, ``probe``: the English one)."""
@@ -496,8 +544,14 @@ def fit_combiners(config: TrainConfig, examples: Sequence[Example], rows: np.nda
         suffix = OTHER if other and "ngram" + OTHER in raw else ""
         probe_key = "probe" + (OTHER if other else "")
         probe = raw[probe_key][sel] if mode == "full" and probe_key in raw else None
-        out[key] = fit_combiner(raw["ngram" + suffix][sel], raw["emb" + suffix][sel] if mode == "full" else None,
-                                labels, weight, probe, curved=mode == "full" and key in (config.combiner_splines or ()))
+        out[key] = fit_combiner(
+            raw["ngram" + suffix][sel],
+            raw["emb" + suffix][sel] if mode == "full" else None,
+            labels,
+            weight,
+            probe,
+            curved=mode == "full" and key in (config.combiner_splines or ()),
+        )
     return out
 
 
@@ -510,21 +564,32 @@ def other_view(raw: dict[str, np.ndarray], english: np.ndarray, part: str) -> np
     return out
 
 
-def apply_combiners(combiners: dict[str, Combiner], mode: str, s_ngram: np.ndarray, s_emb: np.ndarray | None,
-                    english: np.ndarray, s_probe: np.ndarray | None = None, s_probe_en: np.ndarray | None = None
-                    ) -> np.ndarray:
+def apply_combiners(
+    combiners: dict[str, Combiner],
+    mode: str,
+    s_ngram: np.ndarray,
+    s_emb: np.ndarray | None,
+    english: np.ndarray,
+    s_probe: np.ndarray | None = None,
+    s_probe_en: np.ndarray | None = None,
+) -> np.ndarray:
     """The combined score of every row: non-English rows through ``mode:other`` where there is one (reading
     ``s_probe``), the rest through ``mode`` (reading ``s_probe_en``)."""
     out = apply_combiner(combiners[mode], s_ngram, s_emb, s_probe_en)
     if mode + OTHER in combiners:
         other = ~english
-        out[other] = apply_combiner(combiners[mode + OTHER], s_ngram[other], None if s_emb is None else s_emb[other],
-                                    None if s_probe is None else s_probe[other])
+        out[other] = apply_combiner(
+            combiners[mode + OTHER],
+            s_ngram[other],
+            None if s_emb is None else s_emb[other],
+            None if s_probe is None else s_probe[other],
+        )
     return out
 
 
-def oof_calibrated(config: TrainConfig, examples: Sequence[Example], combined: np.ndarray,
-                   folds: Sequence[np.ndarray]) -> np.ndarray:
+def oof_calibrated(
+    config: TrainConfig, examples: Sequence[Example], combined: np.ndarray, folds: Sequence[np.ndarray]
+) -> np.ndarray:
     """Calibrated out-of-fold scores: each fold mapped by maps fitted on the other folds (English model
     generations by the continuation map, every other row by the web map)."""
     out = np.full(len(examples), np.nan)
@@ -532,8 +597,9 @@ def oof_calibrated(config: TrainConfig, examples: Sequence[Example], combined: n
     all_rows = np.concatenate(list(folds))
     for test_rows in folds:
         maps = fit_maps(config, examples, np.setdiff1d(all_rows, test_rows), combined)
-        out[test_rows] = maps.apply(combined[test_rows], [langs[i] for i in test_rows],
-                                    [text_kind(examples[i]) for i in test_rows])
+        out[test_rows] = maps.apply(
+            combined[test_rows], [langs[i] for i in test_rows], [text_kind(examples[i]) for i in test_rows]
+        )
     return out
 
 
@@ -552,13 +618,19 @@ def oof_one_map(maps: ScaleMaps, examples: Sequence[Example], combined: np.ndarr
     return out
 
 
-def attention_scores(config: TrainConfig, examples: Sequence[Example], train_rows: np.ndarray,
-                     progress: Progress | None = None, english: bool = False) -> AttentionScores:
+def attention_scores(
+    config: TrainConfig,
+    examples: Sequence[Example],
+    train_rows: np.ndarray,
+    progress: Progress | None = None,
+    english: bool = False,
+) -> AttentionScores:
     """The attention probes of ``config`` on the training folds: the non-English ones
     (``attention_fit.fit_attention``) or, with ``english``, the English ones (``fit_english_attention``)."""
     assert config.backbone is not None
-    embedder, folder = attention_embedder(config.backbone, config.layers, config.max_tokens, config.batch_size,
-                                          config.embedding_cache)
+    embedder, folder = attention_embedder(
+        config.backbone, config.layers, config.max_tokens, config.batch_size, config.embedding_cache
+    )
     folds = make_folds(config, examples, train_rows)
 
     def target(rows: np.ndarray) -> np.ndarray:
@@ -566,24 +638,42 @@ def attention_scores(config: TrainConfig, examples: Sequence[Example], train_row
 
     try:
         if english:
-            return fit_english_attention(examples, train_rows, folds, target, embedder,
-                                         (config.english_attention_alpha_w, config.english_attention_alpha_v),
-                                         english_probe_rows(config, examples, train_rows), folder, progress)
-        return fit_attention(examples, train_rows, folds, target, embedder,
-                             (config.attention_alpha_w, config.attention_alpha_v), folder, progress,
-                             config.attention_human_weight)
+            return fit_english_attention(
+                examples,
+                train_rows,
+                folds,
+                target,
+                embedder,
+                (config.english_attention_alpha_w, config.english_attention_alpha_v),
+                english_probe_rows(config, examples, train_rows),
+                folder,
+                progress,
+            )
+        return fit_attention(
+            examples,
+            train_rows,
+            folds,
+            target,
+            embedder,
+            (config.attention_alpha_w, config.attention_alpha_v),
+            folder,
+            progress,
+            config.attention_human_weight,
+        )
     finally:
         embedder.close()
         if embedder.cache is not None:
             embedder.cache.close()
 
 
-def english_probe_rows(config: TrainConfig, examples: Sequence[Example], train_rows: np.ndarray
-                       ) -> tuple[np.ndarray, np.ndarray]:
+def english_probe_rows(
+    config: TrainConfig, examples: Sequence[Example], train_rows: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """The English probe's fit rows of ``config`` and their weights (``attention_fit.english_fit_rows`` with
     the config's tasks and task weights): what ``train-scorer`` fits it on."""
-    return english_fit_rows(examples, train_rows, config.english_attention_tasks,
-                            lambda task: task_weight(task, config), task_of)
+    return english_fit_rows(
+        examples, train_rows, config.english_attention_tasks, lambda task: task_weight(task, config), task_of
+    )
 
 
 def final_probe_inputs(feats: Features, examples: Sequence[Example]) -> np.ndarray | None:
@@ -606,8 +696,9 @@ def reads_english_probe(config: TrainConfig, feats: Features) -> bool:
     return config.english_attention and feats.emb is not None and config.other_rtplx_weight is not None
 
 
-def train(config: TrainConfig, examples: Sequence[Example], progress: Progress | None = None,
-          feats: Features | None = None) -> TrainResult:
+def train(
+    config: TrainConfig, examples: Sequence[Example], progress: Progress | None = None, feats: Features | None = None
+) -> TrainResult:
     """Split, cross-validate on the training split, fit the final head (never touching held-out rows)."""
     examples = list(examples)
     heldout = np.array(heldout_mask(examples), dtype=bool)
@@ -619,8 +710,9 @@ def train(config: TrainConfig, examples: Sequence[Example], progress: Progress |
         feats.attention_en = attention_scores(config, examples, train_rows, progress, english=True)
     combined, raw, folds = cross_validate(config, examples, feats, train_rows, progress)
     parts = fit_parts(config, feats, examples, train_rows)
-    other_parts = (fit_parts(other_config(config), feats, examples, train_rows)
-                   if config.other_rtplx_weight is not None else None)
+    other_parts = (
+        fit_parts(other_config(config), feats, examples, train_rows) if config.other_rtplx_weight is not None else None
+    )
     combine: dict[str, Combiner] = {}
     maps: dict[str, ScaleMaps] = {}
     for mode in modes_of(feats):
@@ -632,18 +724,32 @@ def train(config: TrainConfig, examples: Sequence[Example], progress: Progress |
     for i in train_rows:
         n_by_task[feats.task_names[feats.tasks[i]]] = n_by_task.get(feats.task_names[feats.tasks[i]], 0) + 1
     head = MlHead(
-        ngram=config.ngram, idf=parts.idf, w_ngram=parts.w_ngram, b_ngram=parts.b_ngram, combine=combine,
+        ngram=config.ngram,
+        idf=parts.idf,
+        w_ngram=parts.w_ngram,
+        b_ngram=parts.b_ngram,
+        combine=combine,
         backbone=config.backbone if feats.emb is not None else None,
-        layers=config.layers if feats.emb is not None else (), max_tokens=config.max_tokens,
-        emb_mean=parts.emb_mean, emb_scale=parts.emb_scale, w_emb=parts.w_emb, b_emb=parts.b_emb,
+        layers=config.layers if feats.emb is not None else (),
+        max_tokens=config.max_tokens,
+        emb_mean=parts.emb_mean,
+        emb_scale=parts.emb_scale,
+        w_emb=parts.w_emb,
+        b_emb=parts.b_emb,
         w_ngram_other=None if other_parts is None else other_parts.w_ngram,
         b_ngram_other=0.0 if other_parts is None else other_parts.b_ngram,
         w_emb_other=None if other_parts is None else other_parts.w_emb,
         b_emb_other=0.0 if other_parts is None else other_parts.b_emb,
         probe=None if feats.attention is None else feats.attention.probe,
-        probe_en=None if feats.attention_en is None else feats.attention_en.probe, languages=langs,
+        probe_en=None if feats.attention_en is None else feats.attention_en.probe,
+        languages=langs,
         scale={m: s.to_json() for m, s in maps.items()},
-        meta={"version": HEAD_VERSION, "config": config.to_dict(), "n_train": len(train_rows),
-              "n_heldout": int(heldout.sum()), "n_train_by_task": dict(sorted(n_by_task.items()))},
+        meta={
+            "version": HEAD_VERSION,
+            "config": config.to_dict(),
+            "n_train": len(train_rows),
+            "n_heldout": int(heldout.sum()),
+            "n_train_by_task": dict(sorted(n_by_task.items())),
+        },
     )
     return TrainResult(head=head, examples=examples, heldout=heldout, oof=combined, folds=folds)
