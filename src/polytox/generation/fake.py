@@ -117,6 +117,6 @@ class FakeGenerator(Generator):
             prompt_id=request.prompt.id,
             sample_index=request.sample_index,
             text=text,
-            finish_reason=finish,
+            finish_reason=finish,  # type: ignore[arg-type]
             n_tokens=len(words),
-        )  # type: ignore[arg-type]
+        )

@@ -518,10 +518,10 @@ class OpenAIGenerator(Generator):
                     prompt_id=r.prompt.id,
                     sample_index=r.sample_index,
                     text=str(content),
-                    finish_reason=finishes[j],
+                    finish_reason=finishes[j],  # type: ignore[arg-type]
                     n_tokens=tokens,
                 )
-            )  # type: ignore[arg-type]
+            )
         return out
 
     def generate(self, requests: Sequence[GenerationRequest]) -> list[Generation]:
