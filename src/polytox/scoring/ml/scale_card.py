@@ -80,7 +80,7 @@ def scales_detail(path: str | None = None) -> str:
                 + " |"
             )
     for name, block in data["scales"].items():
-        lines += pairs_table(name, block.get("heldout", {}).get("pairs", {}))
+        lines += pairs_table(name, block.get("heldout", {}).get("pairs", {}), "oof")
     for name, block in data["scales"].items():
         langs = block.get("heldout", {}).get("languages")
         if not langs:
@@ -103,13 +103,20 @@ def scales_detail(path: str | None = None) -> str:
     return "\n".join(lines)
 
 
+WHICH = {
+    "oof": "every held-out RTP-LX pair, out of fold",
+    "after": "the check part's RTP-LX pairs",
+    "before": "the check part's RTP-LX pairs, maps before issue 44",
+}
 # RTP-LX (de Wynter et al. 2024): linear-weighted kappa against the annotators' Toxicity level, mean over its
 # languages, as the paper reports it for three models; beside the scorer's own for comparison.
 RTPLX_KAPPA = {"GPT-4 Turbo": 0.44, "Llama-3-70B-Instruct": 0.46, "Llama Guard": 0.27}
 
 
-def pairs_table(name: str, pairs: Any, which: str = "after") -> list[str]:
-    """The same-judgement checks of ``scale_languages`` per language on held-out RTP-LX pairs (one scale)."""
+def pairs_table(name: str, pairs: Any, which: str = "oof") -> list[str]:
+    """The same-judgement checks of ``scale_languages`` per language on held-out RTP-LX pairs (one scale):
+    ``oof``, every held-out pair read by maps fitted without its Index group; ``after``, the check part read
+    by the shipped maps; ``before``, the maps these replaced."""
     rows = pairs.get(which) if pairs else None
     if not rows:
         return []
@@ -117,7 +124,7 @@ def pairs_table(name: str, pairs: Any, which: str = "after") -> list[str]:
     ref = ", ".join(f"{k} {v:.2f}" for k, v in RTPLX_KAPPA.items())
     out = [
         "",
-        f"{name}, other languages against their English texts (held-out RTP-LX pairs; harmless: both sides' "
+        f"{name}, other languages against their English texts ({WHICH.get(which, which)}; harmless: both sides' "
         "mean rating < 1.5, toxic: both >= 3; targets: harmless within 0.03 and 3 points, toxic within 0.05, "
         "MAE within 0.05 of English's)",
         "",
