@@ -106,7 +106,7 @@ def scales_detail(path: str | None = None) -> str:
 WHICH = {
     "oof": "every held-out RTP-LX pair, out of fold",
     "after": "the check part's RTP-LX pairs",
-    "before": "the check part's RTP-LX pairs, maps before issue 44",
+    "before": "the check part's RTP-LX pairs, the maps these replaced",
 }
 # RTP-LX (de Wynter et al. 2024): linear-weighted kappa against the annotators' Toxicity level, mean over its
 # languages, as the paper reports it for three models; beside the scorer's own for comparison.
