@@ -364,3 +364,19 @@ def test_cache_rows_without_raw_serve_the_reading_they_were_written_for(tmp_path
     fresh = named.score(TEXTS[:1], ["en"])[0]
     assert named.misses == 1 and fresh.get(RAW_KEY) is not None  # no raw value: scored again, now with one
     assert CachedScorer(legacy, cache).score(TEXTS[:1], ["en"])[0].get("toxicity") != 0.4242
+
+
+def test_scorers_scales_prints_the_pair_checks_of_every_language(capsys: pytest.CaptureFixture[str]) -> None:
+    from polytox.cli.main import main
+
+    assert main(["scorers", "--scales"]) == 0
+    out = capsys.readouterr().out
+    head = MlHead.load(default_head_path())
+    scales = load_scales(default_head_path(), head.digest)
+    assert scales is not None
+    for name in (PERSPECTIVE_2020, PERSPECTIVE_2022):
+        oof = scales.get(name).info["heldout"]["pairs"]["oof"]
+        assert len(oof) == 16 and "en" not in oof  # every other language, against its English texts
+        assert f"{name}, other languages against their English texts (every held-out RTP-LX pair" in out
+        ar = oof["ar"]
+        assert f"| ar | {ar['n_harmless']} | {ar['harmless_mean']:.3f} ({ar['harmless_en']:.3f}) |" in out
