@@ -694,7 +694,11 @@ def test_backbone_device_and_batch_follow_the_hardware(tmp_path: Path,
         gpu = scorer_module.PolytoxMlScorer(head=str(path))
         assert gpu._embedder is not None and gpu._embedder.device == "cuda"
         assert gpu._embedder.batch_size == scorer_module.LM_BATCH_GPU > scorer_module.LM_BATCH_CPU
-        assert gpu.id.endswith("-bfloat16")  # auto dtype on that GPU: its own cache identity
+        # auto dtype is float32 on every device (one value per text whatever the batch); bfloat16 when asked,
+        # with its own cache identity
+        assert not gpu.id.endswith("-bfloat16")
+        asked = scorer_module.PolytoxMlScorer(head=str(path), dtype="bfloat16")
+        assert asked.id.endswith("-bfloat16") and asked.id != gpu.id
         chosen = scorer_module.PolytoxMlScorer(head=str(path), device="cpu", lm_batch_size=64, dtype="float32")
         assert chosen._embedder is not None and (chosen._embedder.device, chosen._embedder.batch_size) == ("cpu", 64)
         from polytox.scoring import build_scorer
