@@ -110,20 +110,12 @@ def subset(pairs: dict[str, np.ndarray], mask: np.ndarray) -> dict[str, np.ndarr
     return {k: v[mask] for k, v in pairs.items()}
 
 
-# ---- the equipercentile map ------------------------------------------------------------------------------
-QUANTILES = np.concatenate([np.linspace(0.0, 0.1, 41), np.linspace(0.1, 0.9, 161)[1:], np.linspace(0.9, 1.0, 41)[1:]])
-
-
+# ---- the equipercentile map: the shipped one (training/scorer/scale_languages.py), the same quantiles -------
 def equate(source: np.ndarray, target: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
-    """The equipercentile map ``F_target^-1(F_source(x))`` as a monotone piecewise-linear function on [0, 1]
-    (end points pinned to 0 and 1)."""
-    xs = np.quantile(source, QUANTILES)
-    ys = np.quantile(target, QUANTILES)
-    xs = np.concatenate([[0.0], xs, [1.0]])
-    ys = np.concatenate([[0.0], ys, [1.0]])
-    xs, first = np.unique(xs, return_index=True)
-    ys = np.maximum.accumulate(ys[first])
-    return lambda x: np.interp(np.asarray(x, dtype=float), xs, ys)
+    """``F_target^-1(F_source(x))``, monotone on [0, 1] (``scale_languages.equipercentile``)."""
+    from polytox.training.scorer.scale_languages import equipercentile
+
+    return equipercentile(source, target)
 
 
 def preserving(pairs: dict[str, np.ndarray]) -> np.ndarray:
@@ -177,13 +169,10 @@ def fit_iso_level(train: dict[str, np.ndarray], english: Callable[[np.ndarray], 
 
 # ---- the checks ------------------------------------------------------------------------------------------
 def kappa(levels: np.ndarray, values: np.ndarray) -> float:
-    """Linear-weighted Cohen's kappa between the annotators' level (mean rating rounded, 1-5) and the score
-    read as a level (``1 + 4 * value``, rounded): RTP-LX's agreement measure."""
-    from sklearn.metrics import cohen_kappa_score
+    """RTP-LX's agreement measure, as the shipped checks compute it (``scale_languages.kappa``)."""
+    from polytox.training.scorer.scale_languages import kappa as shipped_kappa
 
-    human = np.clip(np.rint(levels), 1, 5).astype(int)
-    pred = np.clip(np.rint(1.0 + 4.0 * np.asarray(values)), 1, 5).astype(int)
-    return float(cohen_kappa_score(human, pred, weights="linear", labels=[1, 2, 3, 4, 5]))
+    return shipped_kappa(levels, values)
 
 
 def checks(pairs: dict[str, np.ndarray], values: np.ndarray, english: Callable[[np.ndarray], np.ndarray],
