@@ -10,6 +10,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
+from polytox._util.checksum import file_sha256, sidecar
 from polytox.cli.main import main
 from polytox.store import RunStore
 
@@ -37,6 +38,11 @@ def contents(run: Path) -> dict[str, object]:
         elif path.name == "metrics.json":
             found[rel] = path.read_bytes()
     return found
+
+
+def rehash(path: Path) -> None:
+    """Record ``path``'s present bytes as its checksum (a part replaced together with its checksum file)."""
+    sidecar(path).write_text(f"{file_sha256(path)}  {path.name}\n")
 
 
 def truncate(path: Path, keep: int = 200) -> None:
@@ -79,7 +85,7 @@ def test_damage_then_resume_equals_an_uninterrupted_run(executor: str, damage: s
     code, out, err = cli(capsys, "metrics", str(run))
     named = store.manifest_path if damage in ("manifest", "all") else bad[0]
     assert code == 2 and out == "" and err.count("\n") == 1 and "Traceback" not in err, err
-    assert err.startswith(f"polytox: error: {named}") and "--retry-failed" in err
+    assert err.startswith(f"polytox: error: {named}") and f"repair it with: polytox eval --out {run}" in err
 
     # --verify: every damaged file listed, nothing changed
     before = {p: p.read_bytes() for p in run.rglob("*") if p.is_file()}
@@ -93,8 +99,8 @@ def test_damage_then_resume_equals_an_uninterrupted_run(executor: str, damage: s
     # resume (the same command): repaired, exit 0, equal to the uninterrupted run
     code, out, err = cli(capsys, "eval", "--out", str(run), "--executor", executor, *ARGS)
     assert code == 0, err
-    for path in bad:
-        assert f"repaired: {path.relative_to(run)} does not open" in err
+    for path in bad:  # each part carries its checksum: a truncation is found by it
+        assert f"repaired: {path.relative_to(run)} does not match its checksum" in err
     assert contents(run) == contents(clean)
     manifest = store.manifest()
     assert manifest["status"] == "complete"
@@ -123,7 +129,9 @@ def test_a_part_of_another_spec_or_size_is_made_again(clean_runs: dict[str, Path
     store = RunStore(run)
     table = pq.read_table(store.generation_part(3))
     pq.write_table(table.slice(0, 5), store.generation_part(3))  # fewer rows than 6 prompts x 3 samples
-    shutil.copyfile(store.generation_part(0), store.generation_part(2))  # another shard's prompts
+    rehash(store.generation_part(3))  # with a checksum of its own: the row count finds it
+    shutil.copyfile(store.generation_part(0), store.generation_part(2))  # another shard's prompts,
+    shutil.copyfile(sidecar(store.generation_part(0)), sidecar(store.generation_part(2)))  # checksum and all
     code, _, err = cli(capsys, "eval", "--out", str(run), *ARGS)
     assert code == 0, err
     assert "generations/part-00003.parquet holds 5 row(s), 18 expected" in err
@@ -138,6 +146,8 @@ def test_a_damaged_manifest_without_a_recorded_spec_is_one_line(clean_runs: dict
     shutil.copytree(clean_runs["serial"], run)
     prompts = run / "prompts.parquet"
     pq.write_table(pq.read_table(prompts).replace_schema_metadata(None), prompts)
+    for side in run.rglob("*.sha256"):  # nor checksums (they came later still)
+        side.unlink()
     (run / "manifest.json").write_text("")
     code, out, err = cli(capsys, "eval", "--out", str(run), *ARGS)
     assert code == 2 and out == "" and err.count("\n") == 1, err

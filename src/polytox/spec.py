@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from . import constants as C
-from ._util.ranges import AT_LEAST_ONE, COUNT, SEED, Range
+from ._util.ranges import AT_LEAST_ONE, COUNT, SAMPLES, SEED, Range
 from ._util.yamlfile import YamlMapping, read_yaml_mapping
 from .errors import BadValueError, PolytoxError
 
@@ -165,6 +165,7 @@ class EvalSpec:
             ("n_bootstrap", m.n_bootstrap, COUNT),
             ("ci_level", m.ci_level, Range(0, 1, True, True)),
             ("seed", self.seed, SEED),
+            ("samples", g.samples, SAMPLES),
             ("per_bucket", self.prompts.per_bucket, AT_LEAST_ONE),
         ]
         checks += [
@@ -366,7 +367,13 @@ def spec_from_flat(values: Mapping[str, Any]) -> EvalSpec:
         section, name = FLAT_KEYS[key]
         if name == "langs":
             value = (value,) if isinstance(value, str) else tuple(value)
-            value = tuple(part for v in value for part in str(v).split(",") if part)
+            value = tuple(part.strip() for v in value for part in str(v).split(",") if part.strip())
+            if not value:  # "" or ",,,": no language named, which is not "every language"
+                raise BadValueError(
+                    f"invalid value for {key!r}: no language code given; name one or more (e.g. en,de), "
+                    "or leave it out for every language",
+                    key,
+                )
         elif name == "options":
             value = _options(parse_options(value))
         sections[section][name] = value
@@ -427,6 +434,9 @@ def read_config(path: str, known: Iterable[str] | None = None) -> YamlMapping:
     )
     if known is not None:
         config.check_keys(known)
+    for key, value in config.data.items():
+        if value is None:  # ``samples:`` with nothing after it is a slip, not "the default"
+            raise PolytoxError(f"{config.where(key)}: {key!r} has no value (null); give one, or remove the key")
     return config
 
 

@@ -14,16 +14,22 @@ A part exists only once complete (temporary file + rename), so "which shards are
 exist", and a rerun after a crash redoes only the missing shards. All aggregates run in DuckDB over
 the parts.
 
-Damage (a disk that filled up, a copy cut short, a file edited by hand) is found, not trusted: each part
-records in its Parquet metadata the hash it was made for (generation parts: ``generation_key``, the spec
-without its scorer and prompt source, which ``eval --generations-from`` may change; score parts: the spec
-hash), and ``prompts.parquet`` records the whole spec. On resume ``remove_damaged`` reads every stored part
-(it opens, holds the shard's prompts times K rows, and was made for this spec); a damaged part is removed
-so the shard is made again (generation: the same seeds, so the same text; a damaged generation part takes
-its score part with it). An unreadable ``manifest.json`` is rebuilt from the spec recorded in
+Damage (a disk that filled up, a copy cut short, a file edited by hand, one flipped byte) is found, not
+trusted. Every Parquet file of a run has its SHA-256 in ``.NAME.sha256`` beside it (``_util.checksum``),
+written before the file is renamed into place, and the manifest says ``checksums: sha256``; a part whose
+bytes do not match is damaged, even when it still decodes. A run made before checksums were kept falls
+back to the checks below, and says so once. Besides, each part records in its Parquet metadata the hash
+it was made for (generation parts: ``generation_key``, the spec without its scorer and prompt source,
+which ``eval --generations-from`` may change; score parts: the spec hash), and ``prompts.parquet`` records
+the whole spec. On resume ``remove_damaged`` checks every stored part (its checksum, or without one that
+it opens; that it holds the shard's prompts times K rows and was made for this spec; that a score part has
+its generation part; that no part lies past the last shard); a damaged part is removed so the shard is
+made again (generation: the same seeds, so the same text; a damaged generation part takes its score part
+with it). An unreadable ``manifest.json``, or one without a spec, is rebuilt from the spec recorded in
 ``prompts.parquet`` when that is the requested spec (the parts are then checked as on any resume), and is
 one clear error when nothing records the spec.
-Only writers repair, under the run's lock (``_util.runlock``); readers report the damaged part.
+Only writers repair, under the run's lock (``_util.runlock``); every reader calls ``check_readable`` first,
+which reports the first damaged file in one line with the repair command (``polytox eval --out RUN``).
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ import json
 import os
 import platform
 import re
+import shlex
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -44,7 +51,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ._util.atomic import atomic_write, atomic_write_json
+from ._util import checksum
+from ._util.atomic import atomic_write_json
 from .errors import DamagedRunError, PolytoxError, SpecMismatchError
 from .spec import EvalSpec
 from .types import Generation, Prompt, Score, raw_name
@@ -87,6 +95,8 @@ VERSIONED_PACKAGES = (
     "vllm",
     "tokenizers",
 )
+
+CHECKSUM = "sha256"  # the manifest's ``checksums``: each part has a ``NAME.sha256`` beside it (_util.checksum)
 
 
 def now() -> str:
@@ -149,7 +159,7 @@ def write_parquet(path: Path, table: pa.Table, meta: dict[str, str] | None = Non
         table = table.replace_schema_metadata(
             {**(table.schema.metadata or {}), **{f"polytox.{k}".encode(): v.encode() for k, v in meta.items()}}
         )
-    atomic_write(path, lambda tmp: pq.write_table(table, tmp, compression="zstd"))
+    checksum.commit(path, lambda tmp: pq.write_table(table, tmp, compression="zstd"))
 
 
 def generation_key(spec: EvalSpec) -> str:
@@ -181,13 +191,28 @@ def part_problem(
     ids: set[str] | None = None,
     key: tuple[str, str] | None = None,
     full: bool = True,
+    checksummed: bool = False,
 ) -> str | None:
-    """Why a stored part cannot be trusted, or None: it must open (``full``: every row is read, not only the
-    footer), hold ``rows`` rows of the prompts ``ids``, and carry the hash ``key`` = (name, value) when it
-    records one (parts written before hashes were recorded carry none)."""
+    """Why a stored part cannot be trusted, or None.
+
+    Its bytes must match the checksum written with it (``checksummed``: the run records checksums, so a
+    part without one is damage too). A part with no checksum (a run made before checksums were kept) must
+    open (``full``: every column of every row is decoded, not only the footer). Then, either way, it must
+    hold ``rows`` rows of the prompts ``ids`` and carry the hash ``key`` = (name, value) when it records one
+    (parts written before hashes were recorded carry none), so another shard's or another run's part,
+    even with its own checksum, is not read as this shard's."""
+    if checksum.recorded(path) is not None:
+        why = checksum.problem(path)
+        if why is not None:
+            return why
+        full = False  # the bytes are those written: the footer and the ids say the rest
+    elif checksummed:
+        return f"has no checksum ({checksum.sidecar(path).name} is missing)"
     try:
         meta = pq.read_metadata(path)
-        table = pq.read_table(path, columns=["prompt_id"] if ids is not None else None) if full else None
+        table = pq.read_table(path) if full else None
+        if table is None and ids is not None:
+            table = pq.read_table(path, columns=["prompt_id"])
     except Exception as exc:  # pyarrow raises several kinds (ArrowInvalid, OSError) for a torn file
         return f"does not open ({' '.join(str(exc).split())[:160]})"
     if rows is not None and meta.num_rows != rows:
@@ -198,6 +223,36 @@ def part_problem(
     if key and stored is not None and stored.decode() != key[1]:
         return f"was made for another spec ({key[0]} {stored.decode()}, this run's is {key[1]})"
     return None
+
+
+def repair_command(out: Path | str) -> str:
+    """The command that repairs a damaged run: the resume, with the spec the run recorded."""
+    return f"polytox eval --out {shlex.quote(str(out))}"
+
+
+def manifest_spec(path: Path, data: dict[str, Any]) -> EvalSpec:
+    """The spec of a parsed manifest; a manifest that parses but lacks it (``{}``), or holds one that does not
+    load, raises ``DamagedRunError`` naming the file, as an unparsable one does."""
+    spec = data.get("spec")
+    if not isinstance(spec, dict):
+        raise DamagedRunError(f"{path} is damaged (no 'spec' object)", path)
+    try:
+        return EvalSpec.from_dict(spec)
+    except Exception as exc:  # a spec edited by hand or cut: whatever from_dict raises, it is damage
+        why = " ".join(str(exc).split())[:160]
+        raise DamagedRunError(f"{path} is damaged (its spec does not load: {why})", path) from exc
+
+
+def shard_index(part: Path) -> int | None:
+    """The shard number of ``part-NNNNN.parquet`` (None: not a part name)."""
+    match = re.fullmatch(r"part-(\d+)\.parquet", part.name)
+    return int(match.group(1)) if match else None
+
+
+def remove_part(part: Path) -> None:
+    """Remove a part and its checksum file."""
+    part.unlink(missing_ok=True)
+    checksum.sidecar(part).unlink(missing_ok=True)
 
 
 class RunStore:
@@ -227,13 +282,14 @@ class RunStore:
         if not self.exists():
             raise PolytoxError(f"{self.path} is not a polytox run directory (no manifest.json)")
         try:
-            return read_json_file(self.manifest_path)
+            data = read_json_file(self.manifest_path)
+            manifest_spec(self.manifest_path, data)
         except DamagedRunError as exc:
             raise DamagedRunError(
-                f"{exc}; repair it with: polytox eval --out {self.path} --retry-failed "
-                "(or rerun the command that made the run)",
+                f"{exc}; repair it with: {repair_command(self.path)} (or rerun the command that made the run)",
                 self.manifest_path,
             ) from exc
+        return data
 
     def spec(self) -> EvalSpec:
         """The stored spec: the manifest's, or, when the manifest is damaged, the one ``prompts.parquet``
@@ -294,10 +350,12 @@ class RunStore:
             except DamagedRunError as exc:
                 rebuilt = self._rebuild_or_refuse(spec, exc)
                 if rebuilt:
-                    self._write_new_manifest(spec, extra, rebuilt_at=[now()])
+                    # a rebuilt manifest says checksums are kept only where the run kept them from its start
+                    kept = checksum.sidecar(self.prompts_path).exists()
+                    self._write_new_manifest(spec, extra, checksummed=kept, rebuilt_at=[now()])
                     return True
         if stored is not None:
-            old = EvalSpec.from_dict(stored["spec"])
+            old = manifest_spec(self.manifest_path, stored)
             if old.spec_hash() != spec.spec_hash():
                 diffs = spec_diff(old.identity(), spec.identity())
                 raise SpecMismatchError(
@@ -313,7 +371,9 @@ class RunStore:
         self._write_new_manifest(spec, extra)
         return False
 
-    def _write_new_manifest(self, spec: EvalSpec, extra: dict[str, Any] | None, **more: Any) -> None:
+    def _write_new_manifest(
+        self, spec: EvalSpec, extra: dict[str, Any] | None, checksummed: bool = True, **more: Any
+    ) -> None:
         self.path.mkdir(parents=True, exist_ok=True)
         manifest = {
             "polytox_run": 1,
@@ -325,6 +385,7 @@ class RunStore:
             "versions": package_versions(),
             "git_commit": git_commit(),
             "platform": platform_info(),
+            **({"checksums": CHECKSUM} if checksummed else {}),
             **(extra or {}),
             **more,
         }
@@ -472,36 +533,108 @@ class RunStore:
         return str(self.scores_dir(scorer_id) / "part-*.parquet")
 
     # ---- damage ---------------------------------------------------------------------------------
+    def checksummed(self) -> bool:
+        """Whether the run records a checksum for each part (made since checksums were kept): its manifest
+        says so, or ``prompts.parquet`` has one. In an older run a part without one is checked by its
+        structure only."""
+        try:
+            if read_json_file(self.manifest_path).get("checksums") == CHECKSUM:
+                return True
+        except (OSError, DamagedRunError):
+            pass
+        return checksum.sidecar(self.prompts_path).exists()
+
+    def unchecksummed_note(self) -> str | None:
+        """One line when stored parts carry no checksum (a run made before checksums were kept)."""
+        parts = [*self.path.glob("generations/part-*.parquet"), *self.path.glob("scores/*/part-*.parquet")]
+        bare = [p for p in parts if not checksum.sidecar(p).exists()]
+        if not bare:
+            return None
+        return (
+            f"note: {self.path} was made before part checksums were kept: {len(bare)} part(s) without one are "
+            "checked by their structure only (a changed byte that still decodes cannot be found there)"
+        )
+
     def part_problems(
-        self, sizes: Sequence[tuple[int, set[str]]], scorer_id: str | None, full: bool = True
+        self,
+        sizes: Sequence[tuple[int, set[str]]],
+        scorer_ids: Sequence[str],
+        own_scorer: str | None = None,
+        full: bool = True,
     ) -> list[tuple[int, Path, str]]:
-        """(shard, part, why) for every stored part of the plan that cannot be trusted. ``sizes``: per
-        shard, its expected row count and prompt ids; hashes are checked once ``open`` has set them."""
+        """(shard, part, why) for every stored part that cannot be trusted: ``sizes`` gives each shard's
+        expected row count and prompt ids; the parts of ``scorer_ids`` are checked beside the generations
+        (the spec hash only for ``own_scorer``'s, the scorer the spec names; hashes are checked once
+        ``open`` or ``verify`` has set them). A score part without its generation part, and a part past the
+        run's last shard, are damage too: neither is read as data."""
+        checksummed = self.checksummed()
+        scorers = [slug(s) for s in scorer_ids]
+        own = slug(own_scorer) if own_scorer else None
         found = []
         for shard, (rows, ids) in enumerate(sizes):
-            parts = [(self.generation_part(shard), ("generation_key", self.generation_key))]
-            if scorer_id is not None:
-                parts.append((self.score_part(scorer_id, shard), ("spec_hash", self.spec_hash)))
+            generations = self.generation_part(shard)
+            parts = [(generations, ("generation_key", self.generation_key))]
+            parts += [(self.score_part(s, shard), ("spec_hash", self.spec_hash if s == own else None)) for s in scorers]
             for part, (name, value) in parts:
                 if part.exists():
-                    why = part_problem(part, rows, ids, (name, value) if value else None, full=full)
+                    why = part_problem(part, rows, ids, (name, value) if value else None, full, checksummed)
                     if why is not None:
                         found.append((shard, part, why))
+            if not generations.exists():
+                found += [
+                    (shard, part, f"is stored without its generation part ({generations.name} is missing)")
+                    for part in (self.score_part(s, shard) for s in scorers)
+                    if part.exists()
+                ]
+        stored = sorted(self.path.glob("generations/part-*.parquet"))
+        for s in scorers:
+            stored += sorted(self.scores_dir(s).glob("part-*.parquet"))
+        for part in stored:
+            index = shard_index(part)
+            if index is None or index >= len(sizes):
+                found.append((-1, part, f"is not a shard of this run (it has {len(sizes)} shard(s))"))
         return found
 
     def remove_damaged(self, sizes: Sequence[tuple[int, set[str]]], scorer_id: str) -> list[str]:
         """Remove every damaged part (a generation part takes its shard's score parts with it), so the
         executor makes those shards again; returns one line per part removed."""
         lines = []
-        for shard, part, why in self.part_problems(sizes, scorer_id):
+        for shard, part, why in self.part_problems(sizes, [scorer_id], scorer_id):
             if not part.exists():
                 continue
-            part.unlink()
+            remove_part(part)
             lines.append(f"{part.relative_to(self.path)} {why}: removed, made again")
             if part == self.generation_part(shard):
                 for scores in (self.path / "scores").glob(f"*/part-{shard:05d}.parquet"):
-                    scores.unlink()
+                    remove_part(scores)
         return lines
+
+    def check_readable(self, scorer_id: str | None = None) -> dict[str, Any]:
+        """The damage check every reader runs before reading (``metrics``, ``leaderboard``, ``report``,
+        ``analyze``, ``open_run``); returns the manifest. The manifest must hold a spec, ``prompts.parquet``
+        and every part must match its checksum (or open, in a run made before checksums were kept) and hold
+        its shard's prompts times K rows; a score part is read only beside its generation part. The first
+        damaged file raises ``DamagedRunError``: one line naming it and the repair command."""
+        manifest = self.manifest()
+        spec = manifest_spec(self.manifest_path, manifest)
+        self.spec_hash, self.generation_key = spec.spec_hash(), generation_key(spec)
+        own = (manifest.get("scorer") or {}).get("id")
+        scorers = [scorer_id] if scorer_id is not None else self.scorer_ids()
+        problems: list[tuple[Path, str]] = []
+        if self.prompts_path.exists():
+            why = part_problem(self.prompts_path, checksummed=self.checksummed())
+            if why is not None:
+                problems.append((self.prompts_path, why))
+        elif self.scorer_ids() or any(self.path.glob("generations/part-*.parquet")):
+            problems.append((self.prompts_path, "is missing"))
+        sizes = self.stored_plan(spec) if not problems else None
+        if sizes is not None:
+            problems += [(part, why) for _, part, why in self.part_problems(sizes, scorers, own)]
+        if problems:
+            part, why = problems[0]
+            more = f" (and {len(problems) - 1} more damaged file(s))" if len(problems) > 1 else ""
+            raise DamagedRunError(f"{part} {why}{more}; repair it with: {repair_command(self.path)}", part)
+        return manifest
 
     def stored_plan(self, spec: EvalSpec) -> list[tuple[int, set[str]]] | None:
         """The shard sizes of the stored run, from ``prompts.parquet`` and ``spec`` (None: it does not open)."""
@@ -512,13 +645,6 @@ class RunStore:
         size, k = spec.shard_size, spec.generation.samples
         return [(len(ids[i : i + size]) * k, set(ids[i : i + size])) for i in range(0, len(ids), size)]
 
-    def damaged_parts(self, scorer_id: str | None = None) -> list[tuple[Path, str]]:
-        """Parts a reader would fail on (footer only: cheap enough to run before every ``metrics``)."""
-        parts = sorted((self.path / "generations").glob("part-*.parquet"))
-        if scorer_id is not None:
-            parts += sorted(self.scores_dir(scorer_id).glob("part-*.parquet"))
-        return [(p, why) for p in parts if (why := part_problem(p, full=False)) is not None]
-
     def verify(self) -> tuple[list[str], list[str]]:
         """Check a whole run: (notes, problems). Problems are damage a resume repairs; notes say what is
         stored and what is still missing (an unfinished run is not a damaged one)."""
@@ -526,7 +652,7 @@ class RunStore:
         notes: list[str] = []
         try:
             manifest = self.manifest()
-            spec = EvalSpec.from_dict(manifest["spec"])
+            spec = manifest_spec(self.manifest_path, manifest)
         except DamagedRunError as exc:
             problems.append(str(exc).split("; repair it")[0])
             recorded = self.recorded_spec()
@@ -534,15 +660,19 @@ class RunStore:
                 return notes, problems
             spec, manifest = EvalSpec.from_dict(recorded), {}
         self.spec_hash, self.generation_key = spec.spec_hash(), generation_key(spec)
-        sizes = self.stored_plan(spec)
+        exists = self.prompts_path.exists()
+        why = part_problem(self.prompts_path, checksummed=self.checksummed()) if exists else "is missing"
+        sizes = self.stored_plan(spec) if why is None else None
         if sizes is None:
-            why = part_problem(self.prompts_path) if self.prompts_path.exists() else "is missing"
-            problems.append(f"{self.prompts_path} {why}")
+            problems.append(f"{self.prompts_path} {why or 'does not open'}")
             return notes, problems
         ids = self.scorer_ids()
         scorer = (manifest.get("scorer") or {}).get("id") or (ids[0] if ids else spec.scorer.name)
-        for _, part, why in self.part_problems(sizes, scorer):
+        for _, part, why in self.part_problems(sizes, sorted({*ids, slug(scorer)}), scorer):
             problems.append(f"{part} {why}")
+        note = self.unchecksummed_note()
+        if note is not None:
+            notes.append(note)
         scored = sum(self.has_scores(scorer, i) for i in range(len(sizes)))
         notes.append(
             f"{self.path}: {len(sizes)} shard(s), {scored} scored by {scorer}, status "

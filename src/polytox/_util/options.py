@@ -3,11 +3,14 @@
 One mechanism for every scorer and backend: the schema is derived from the factory's signature (each
 keyword parameter is an option; its annotation says what it accepts: ``int``, ``float``, ``bool``,
 ``Literal[...]``, ``str``; a string default such as ``"auto"`` is accepted beside a number) or declared as a
-mapping of ``Option``s. An unknown option names the valid ones; a wrong type or value names the option and
-what it accepts. Values arrive as strings (flags) or YAML scalars; ``check_options`` checks them without
-converting them (a scorer factory receives exactly the strings it was given), ``typed_options`` checks them
-and converts each to its option's kind (a backend that keeps a dict of typed settings), and ``as_bool`` is
-the one reading of a boolean word (``1/true/yes/on``, ``0/false/no/off``) for every scorer and backend.
+mapping of ``Option``s. A number is range-checked as a flag is (``_util.ranges``): by the range its
+``Option`` declares, else by the range ``NAMED_RANGES`` gives its name (``fail_rate`` a probability,
+``delay`` >= 0, ...), else a float must be finite. An unknown option names the valid ones; a wrong type or
+value names the option and what it accepts. Values arrive as strings (flags) or YAML scalars;
+``check_options`` checks them without converting them (a scorer factory receives exactly the strings it was
+given), ``typed_options`` checks them and converts each to its option's kind (a backend that keeps a dict of
+typed settings), and ``as_bool`` is the one reading of a boolean word (``1/true/yes/on``, ``0/false/no/off``)
+for every scorer and backend.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import BadValueError, PolytoxError
+from . import ranges as R
 
 TRUE_WORDS = ("1", "true", "yes", "on")
 FALSE_WORDS = ("0", "false", "no", "off")
@@ -34,13 +38,23 @@ class Option:
     kind: str = "str"
     words: tuple[str, ...] = ()
     choices: tuple[str, ...] = ()
+    # a number's allowed values (``_util.ranges``, as for flags); None: a float any finite number, an int any
+    range: R.Range | None = None
 
     def accepts(self) -> str:
         """Words for the error message: what a value of this option may be."""
         if self.choices:
             return "one of " + ", ".join(repr(c) for c in self.choices)
         base = {"bool": "true or false", "int": "an integer", "float": "a number", "str": "a string"}[self.kind]
+        if self.range is not None and self.kind in ("int", "float") and self.range.describe() != "a finite number":
+            base += f" {self.range.describe()}"
         return base + "".join(f" or {w!r}" for w in self.words)
+
+    def ranged(self, name: str) -> Option:
+        """This option with the range ``NAMED_RANGES`` gives ``name`` when it declares none (a number only)."""
+        if self.range is not None or self.kind not in ("int", "float") or name not in NAMED_RANGES:
+            return self
+        return Option(self.kind, self.words, self.choices, NAMED_RANGES[name])
 
     def valid(self, value: Any) -> bool:
         if isinstance(value, Mapping | list | tuple | set):
@@ -59,8 +73,43 @@ class Option:
         except ValueError:
             return False
         if self.kind == "int":
-            return isinstance(value, int) or (isinstance(value, float) and value.is_integer()) or _is_int(text)
-        return number == number  # float: any number but NaN
+            whole = isinstance(value, int) or (isinstance(value, float) and value.is_integer()) or _is_int(text)
+            return whole and (self.range is None or self.range.contains(number))
+        return (self.range or FINITE).contains(number)  # a float: never NaN or infinite
+
+
+FINITE = R.Range()  # any finite number
+# Ranges of options named alike in many scorers and backends (``Option.ranged``); a schema's own range wins.
+NAMED_RANGES: dict[str, R.Range] = {
+    "fail_rate": R.PROBABILITY,
+    "toxicity": R.PROBABILITY,
+    "echo": R.PROBABILITY,
+    "eos_rate": R.PROBABILITY,
+    "threshold": R.PROBABILITY,
+    "gpu_memory_utilization": R.SHARE_OPEN,
+    "delay": R.NON_NEGATIVE,
+    "rate": R.NON_NEGATIVE,
+    "qps": R.NON_NEGATIVE,
+    "backoff": R.NON_NEGATIVE,
+    "backoff_max": R.NON_NEGATIVE,
+    "max_backoff": R.NON_NEGATIVE,
+    "timeout": R.POSITIVE,
+    "batch_size": R.COUNT,
+    "lm_batch_size": R.COUNT,
+    "max_batch_tokens": R.COUNT,
+    "max_text_tokens": R.COUNT,
+    "max_retries": R.COUNT,
+    "max_attempts": R.AT_LEAST_ONE,
+    "concurrency": R.AT_LEAST_ONE,
+    "tensor_parallel_size": R.AT_LEAST_ONE,
+    "max_model_len": R.AT_LEAST_ONE,
+    "kv_cache_memory_bytes": R.AT_LEAST_ONE,
+    "max_num_batched_tokens": R.AT_LEAST_ONE,
+    "max_num_seqs": R.AT_LEAST_ONE,
+    "check_every": R.AT_LEAST_ONE,
+    "min_admit": R.COUNT,
+    "slots": R.COUNT,
+}
 
 
 def as_bool(value: Any, name: str = "") -> bool:
@@ -153,7 +202,7 @@ def signature_schema(factory: Callable[..., Any]) -> tuple[dict[str, Option], bo
         if p.kind is inspect.Parameter.VAR_KEYWORD:
             var_kw = True
         elif name != "self" and p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY):
-            schema[name] = option_from_annotation(p.annotation, p.default)
+            schema[name] = option_from_annotation(p.annotation, p.default).ranged(name)
     return schema, var_kw
 
 
@@ -171,6 +220,7 @@ def check_options(
         raise PolytoxError(f"{owner} has no {flag} {', '.join(repr(u) for u in unknown)}{hint}; its options: {listed}")
     for key, value in given.items():
         option = schema.get(key)
+        option = option.ranged(key) if option is not None else None
         if option is not None and not option.valid(value):
             raise BadValueError(f"{owner} {flag} {key}={value!r}: {key} takes {option.accepts()}", key)
 

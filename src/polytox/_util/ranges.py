@@ -55,3 +55,5 @@ NON_NEGATIVE = Range(0)
 POSITIVE = Range(0, lo_open=True)
 PORT = Range(1, 65535, integer=True)
 SEED = Range(0, 2**63 - 1, integer=True)
+# K continuations per prompt: RTP draws 25, PTP 10; a K past this is a typo that would run until killed
+SAMPLES = Range(1, 10_000, integer=True)

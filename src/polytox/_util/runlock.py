@@ -99,7 +99,15 @@ class OutputLock:
             return self
         self._make_folders()
         while True:
-            fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+            except OSError as exc:  # a folder (or something else that is not a file) at the lock's path
+                self._remove_created()
+                what = "is a folder" if self.lock_path.is_dir() else f"cannot be opened ({exc.strerror or exc})"
+                raise PolytoxError(
+                    f"{self.target}: its write lock {self.lock_path} {what}; remove it (no polytox process "
+                    "makes one there) and rerun"
+                ) from None
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:

@@ -1,7 +1,8 @@
 """Read a YAML mapping from a user's file; every way it can be wrong is one ``PolytoxError`` naming the file.
 
 A missing file, one that cannot be read (a folder, no permission, not UTF-8), invalid YAML (with its line and
-column) and a document that is not a mapping each give one message. The line of every top-level key is kept,
+column), a key given twice in one mapping (PyYAML would keep the last silently) and a document that is not a
+mapping each give one message. The line of every top-level key is kept,
 so a later check (an unknown key, a bad value) can point at ``FILE:LINE`` as the prompt readers do.
 """
 
@@ -49,6 +50,27 @@ def yaml_error(path: str | Path, exc: Exception) -> str:
     return f"{where}: invalid YAML: {reason}"
 
 
+def first_duplicate_key(node: Any) -> tuple[str, int, int] | None:
+    """(key, its line, the line of its first occurrence) of the first key repeated in any mapping of a
+    composed YAML document (PyYAML keeps the last value silently), or None."""
+    import yaml
+
+    stack = [node] if node is not None else []
+    while stack:
+        current = stack.pop()
+        if isinstance(current, yaml.MappingNode):
+            seen: dict[str, int] = {}
+            for key_node, value_node in current.value:
+                key, line = str(key_node.value), key_node.start_mark.line + 1
+                if isinstance(key_node, yaml.ScalarNode) and key in seen:
+                    return key, line, seen[key]
+                seen.setdefault(key, line)
+                stack.append(value_node)
+        elif isinstance(current, yaml.SequenceNode):
+            stack.extend(current.value)
+    return None
+
+
 def read_yaml_mapping(path: str | Path, what: str = "config") -> YamlMapping:
     """The top-level mapping of the YAML file at ``path`` (empty file -> empty mapping); keys as strings."""
     import yaml
@@ -70,6 +92,10 @@ def read_yaml_mapping(path: str | Path, what: str = "config") -> YamlMapping:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise PolytoxError(yaml_error(p, exc)) from None
+    duplicate = first_duplicate_key(node)
+    if duplicate is not None:
+        key, line, before = duplicate
+        raise PolytoxError(f"{p}:{line}: duplicate key {key!r} (first at line {before}); keep one")
     if data is None:
         return YamlMapping(str(p), {})
     if not isinstance(data, Mapping):

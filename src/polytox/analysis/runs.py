@@ -17,7 +17,6 @@ manifest or the YAML names it.
 from __future__ import annotations
 
 import dataclasses
-import json
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
@@ -267,8 +266,8 @@ def load_runs(paths: Iterable[str | Path], meta_file: MetaFile | None = None) ->
     for run_id, path in zip(_unique_ids(dirs), dirs, strict=True):
         store = RunStore(path)
         try:
-            manifest = store.manifest()
-        except (OSError, json.JSONDecodeError) as exc:
+            manifest = store.check_readable()  # a damaged manifest or part: one line naming it and the repair
+        except OSError as exc:
             raise PolytoxError(f"{store.manifest_path}: unreadable manifest ({exc})") from None
         gen = manifest.get("spec", {}).get("generation", {})
         override = meta_file.runs.get(path.name, meta_file.runs.get(run_id, {}))

@@ -26,7 +26,8 @@ class Run:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self._store = RunStore(self.path)
-        self.manifest: dict[str, Any] = self._store.manifest()  # fails clearly on a non-run directory
+        # fails in one line on a non-run directory, a damaged manifest or a damaged part (``check_readable``)
+        self.manifest: dict[str, Any] = self._store.check_readable()
 
     def __repr__(self) -> str:
         return f"Run({str(self.path)!r})"
@@ -48,7 +49,7 @@ class Run:
         comparison: str = C.DEFAULT_COMPARISON,
         n_bootstrap: int = C.BOOTSTRAP_RESAMPLES,
         scorer: str | None = None,
-        seed: int = 0,
+        seed: int | None = None,
     ) -> dict[str, Any]:
         """EMT / EP / AT of the stored scores, as ``polytox metrics RUN --json`` prints them.
 
@@ -59,7 +60,7 @@ class Run:
             comparison: ``">="`` or ``">"`` (``--comparison``).
             n_bootstrap: bootstrap resamples of the confidence intervals (``--n-bootstrap``).
             scorer: which stored scorer; default: the run's (``--scorer``).
-            seed: the bootstrap seed (``--seed``).
+            seed: the bootstrap seed (``--seed``); default: the run's own seed, as in its ``metrics.json``.
 
         Returns:
             The metrics: ``overall``, ``by`` (language, tier, prompt toxicity...) as in ``metrics.json``.

@@ -4,8 +4,9 @@ Every flag maps to a spec field; ``--config FILE`` (YAML, same key names) builds
 given on the command line override it. Rerunning the same command with the same ``--out`` resumes.
 
 ``--retry-failed`` (with ``--out OUT``, or as ``--retry-failed OUT``) resumes the run and regenerates its
-failed samples with their original seeds, rescores them and recomputes the metrics; without spec flags
-the spec is the one stored in ``OUT``. After the table, a summary lists what failed. Exit codes: 0 done
+failed samples with their original seeds, rescores them and recomputes the metrics. Without spec flags
+(``polytox eval --out OUT``) an existing run resumes with the spec stored in ``OUT``: the command that
+repairs a damaged run. After the table, a summary lists what failed. Exit codes: 0 done
 (failures within ``--max-failed``), 2 bad input, 3 more failed samples than ``--max-failed`` (default
 0.5%), 4 generation stopped (engine dead, server gone: rerun the printed command to resume).
 """
@@ -194,10 +195,13 @@ def spec_and_executor(args: argparse.Namespace) -> tuple[EvalSpec, ExecutorConfi
             value = getattr(args, key, None)
             if value is not None:
                 flat[key] = value
-        if getattr(args, "retry_failed", None) and not flat and not args.config:
+        if not flat and not args.config and not getattr(args, "generations_from", None) and args.out:
             from ..store import RunStore
 
-            return RunStore(args.out).spec(), executor
+            store = RunStore(args.out)
+            # ``eval --out RUN`` alone resumes (and repairs) RUN with the spec it recorded
+            if getattr(args, "retry_failed", None) or store.exists() or store.recorded_spec() is not None:
+                return store.spec(), executor
         if getattr(args, "generations_from", None) and not args.config:
             return source_spec(args.generations_from, flat), executor
         return spec_from_flat(flat), executor
@@ -251,17 +255,17 @@ def spec_from_args(args: argparse.Namespace) -> EvalSpec:
 
 def verify(out: str) -> int:
     """``eval --out RUN --verify``: what is stored on stdout, each damaged file on stderr; exit 2 if any."""
-    from ..runner import retry_command
-    from ..store import RunStore
+    from ..store import RunStore, repair_command
 
-    notes, problems = RunStore(out).verify()
+    store = RunStore(out)
+    notes, problems = store.verify()
     for line in notes:
         print(line)
     if not problems:
         print("no damage found")
         return 0
     console.print(
-        f"polytox: error: {out}: {len(problems)} damaged file(s); repair with: {retry_command(out)}",
+        f"polytox: error: {out}: {len(problems)} damaged file(s); repair with: {repair_command(out)}",
         markup=False,
         highlight=False,
         soft_wrap=True,
@@ -299,6 +303,12 @@ def run(args: argparse.Namespace) -> int:
         console.print(f"resumed {escape(str(result.path))}: {done} shard(s) were already done")
     for line in result.repairs:
         console.print(f"repaired: {line}", markup=False, highlight=False, soft_wrap=True)
+    if result.resumed:
+        from ..store import RunStore
+
+        note = RunStore(result.path).unchecksummed_note()
+        if note is not None:
+            console.print(note, markup=False, highlight=False, soft_wrap=True, style="yellow")
     if result.prompt_set.problems:
         console.print(f"[yellow]skipped {result.prompt_set.n_bad} bad record(s):[/yellow]")
         for line in result.prompt_set.problems[:20]:

@@ -123,11 +123,23 @@ def debug_wanted(args: argparse.Namespace) -> bool:
     return bool(getattr(args, "debug", False)) or os.environ.get(DEBUG_ENV, "").strip().lower() in TRUE_WORDS
 
 
+def check_utf8_arguments(args: argparse.Namespace) -> None:
+    """Refuse an argument holding a byte that is not UTF-8 (Python passes it as a lone surrogate, which no
+    file, manifest or console can write later), before anything is created."""
+    for name, value in vars(args).items():
+        for item in value if isinstance(value, list | tuple) else [value]:
+            if isinstance(item, str) and any("\udc80" <= ch <= "\udcff" for ch in item):
+                shown = item.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+                flag = "--" + name.replace("_", "-")
+                raise PolytoxError(f"argument {flag}: {shown!r} holds a byte that is not UTF-8; rename the path")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parse(parser, argv)
     logging.basicConfig(level=logging.INFO, format="polytox: %(message)s", stream=sys.stderr)
     try:
+        check_utf8_arguments(args)
         return int(args.func(args) or 0)
     except (RunStoppedError, FatalGenerationError) as exc:
         if debug_wanted(args):

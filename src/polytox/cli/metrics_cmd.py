@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import constants as C
-from ..errors import DamagedRunError, PolytoxError
+from ..errors import PolytoxError
 from ..spec import MetricsSpec
 from .common import console, metrics_table, out_console, print_json
 
@@ -21,7 +21,9 @@ def register(sub: Any) -> None:
     p.add_argument("--threshold", type=float, default=C.TOXIC_THRESHOLD)
     p.add_argument("--comparison", choices=list(C.COMPARISONS), default=C.DEFAULT_COMPARISON)
     p.add_argument("--n-bootstrap", type=int, default=C.BOOTSTRAP_RESAMPLES)
-    p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
+    p.add_argument(
+        "--seed", type=int, help="bootstrap seed (default: a run's own seed, as in its metrics.json; 0 for a file)"
+    )
     p.add_argument("--skip-bad", action="store_true")
     p.add_argument(
         "--scale",
@@ -36,18 +38,19 @@ def compute_for_path(
     path: Path,
     spec: MetricsSpec,
     scorer: str | None = None,
-    seed: int = 0,
+    seed: int | None = None,
     skip_bad: bool = False,
     scale: str | None = None,
 ) -> dict[str, Any]:
-    """Metrics for a run directory (one of its scorers) or an RTP-style generations JSONL."""
+    """Metrics for a run directory (one of its scorers) or an RTP-style generations JSONL. ``seed``: the
+    bootstrap seed; None: a run's own seed (so the intervals equal its ``metrics.json``), 0 for a file."""
     from ..metrics import compute, per_prompt_table, run_metrics
 
     if path.is_dir():
         from ..store import RunStore
 
         store = RunStore(path)
-        manifest = store.manifest()  # not a run, or a damaged manifest: one line
+        manifest = store.check_readable()  # not a run, a damaged manifest or part: one line
         ids = store.scorer_ids()
         if not ids:
             raise PolytoxError(f"{path} has no scores yet (a run that has not scored its first shard)")
@@ -56,17 +59,13 @@ def compute_for_path(
 
         if slug(chosen) not in ids:
             raise PolytoxError(f"{path} has no scores of {chosen!r}; it has: {', '.join(ids)}")
-        damaged = store.damaged_parts(chosen)
-        if damaged:
-            part, why = damaged[0]
-            more = f" (and {len(damaged) - 1} more part(s))" if len(damaged) > 1 else ""
-            raise DamagedRunError(f"{part} {why}{more}; repair it with: polytox eval --out {path} --retry-failed", part)
         rescale = None
         if scale:
             from ..scoring.ml.rescale import run_rescale
 
             rescale = run_rescale(manifest, chosen, scale)
-        metrics = run_metrics(str(path), chosen, spec, seed=seed, rescale=rescale)
+        run_seed = seed if seed is not None else int(manifest.get("seed", manifest["spec"].get("seed", 0)) or 0)
+        metrics = run_metrics(str(path), chosen, spec, seed=run_seed, rescale=rescale)
         if rescale is None and chosen == manifest.get("scorer", {}).get("id") and manifest["scorer"].get("scale"):
             metrics["scale"] = manifest["scorer"]["scale"]  # the scale the run was scored on
         from ..detox.run_metrics import stored_detox_metrics  # detox method, distinct-n, stored fluency
@@ -87,16 +86,14 @@ def compute_for_path(
     return compute(
         per_prompt_table(con, spec),
         spec,
-        seed,
+        seed or 0,
         extra={"source": str(path), "n_bad_lines": len(problems), "bad_lines": problems[:1000]},
     )
 
 
 def incomplete(store: Any, manifest: dict[str, Any], scorer: str) -> dict[str, Any]:
     """``{"incomplete": {...}}`` when the run has shards still unscored (stopped, interrupted, running)."""
-    from ..spec import EvalSpec
-
-    sizes = store.stored_plan(EvalSpec.from_dict(manifest["spec"]))
+    sizes = store.stored_plan(store.spec())
     if sizes is None:
         return {}
     scored = sum(store.has_scores(scorer, i) for i in range(len(sizes)))

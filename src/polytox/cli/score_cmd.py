@@ -10,6 +10,7 @@ and YAML configs: ``--scorer NAME --scorer-opt KEY=VALUE`` (or ``scorer:`` / ``s
 from __future__ import annotations
 
 import argparse
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -93,6 +94,8 @@ def run(args: argparse.Namespace) -> int:
 
     out = Path(args.out)
     output_kind(out)  # fail on a bad extension before any work
+    if out.exists() and Path(args.input).exists() and os.path.samefile(out, args.input):
+        raise PolytoxError(f"--out {args.out} is the --input file itself; write the scores to another file")
     if args.chunk_size < 0:
         raise PolytoxError("--chunk-size must be >= 0")
     name, options = scorer_choice(args)

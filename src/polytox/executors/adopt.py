@@ -10,7 +10,8 @@ Two workflows need it:
 The new run must ask for the same generations. Its spec may differ from SRC's in the scorer and in how
 the prompts are found (metric and fluency settings are outside the spec hash anyway); the prompts it
 selects must be SRC's, in order, id for id and text for text. Generation parts are copied atomically, one
-per shard, only where the new run has none, so a rerun resumes. A shard SRC lacks is generated here as
+per shard, only where the new run has none, so a rerun resumes; a part whose bytes do not match its
+checksum is refused, and the copy gets its own checksum. A shard SRC lacks is generated here as
 usual (the model must then be available), and the manifest says how many were copied
 (``generations_from``) and how many generated here (``executor.shards_generated``). Failed samples are
 copied with their errors and counted as failures.
@@ -26,10 +27,10 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
-from .._util.atomic import atomic_write
-from ..errors import PolytoxError, SpecMismatchError
+from .._util import checksum
+from ..errors import DamagedRunError, PolytoxError, SpecMismatchError
 from ..spec import EvalSpec
-from ..store import RunStore, now, spec_diff
+from ..store import RunStore, now, repair_command, spec_diff
 from ..types import Prompt
 
 
@@ -108,7 +109,12 @@ def copy_generations(source: RunStore, target: RunStore, n_shards: int) -> int:
     for shard in range(n_shards):
         if target.has_generations(shard) or not source.has_generations(shard):
             continue
-        atomic_write(target.generation_part(shard), partial(copy_to, source.generation_part(shard)))
+        part = source.generation_part(shard)
+        why = checksum.problem(part)
+        if why is not None:
+            fix = repair_command(source.path)
+            raise DamagedRunError(f"--generations-from: {part} {why}; repair it with: {fix}", part)
+        checksum.commit(target.generation_part(shard), partial(copy_to, part))
         copied += 1
     return copied
 

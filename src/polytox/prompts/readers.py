@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .._util import jsondepth
 from ..errors import PolytoxError
 
 
@@ -61,9 +62,11 @@ def read_jsonl(path: Path) -> Iterator[RawRecord]:
                 yield RawRecord(loc, error=f"invalid UTF-8 at byte {exc.start}")
                 continue
             try:
-                yield RawRecord(loc, record=json.loads(line))
+                yield RawRecord(loc, record=jsondepth.loads(line))
             except json.JSONDecodeError as exc:
                 yield RawRecord(loc, error=f"malformed JSON: {exc.msg} (column {exc.colno})")
+            except jsondepth.TooDeepError as exc:
+                yield RawRecord(loc, error=f"malformed JSON: {exc}")
 
 
 _UNDECODABLE = re.compile("[\udc80-\udcff]")
@@ -85,7 +88,9 @@ def read_csv(path: Path) -> Iterator[RawRecord]:
     if data.startswith(b"\xef\xbb\xbf"):
         data = data[3:]
     text = data.decode("utf-8", "surrogateescape")
-    reader = csv.DictReader(io.StringIO(text, newline=""))
+    # strict: a quote left open is "unexpected end of data" at the row where it opened, not every line to
+    # the end of the file merged into one record
+    reader = csv.DictReader(io.StringIO(text, newline=""), strict=True)
     if reader.fieldnames is not None and _has_undecodable(
         dict.fromkeys(reader.fieldnames, "") | {"": "".join(reader.fieldnames)}
     ):

@@ -36,16 +36,25 @@ CREATE TABLE IF NOT EXISTS scores (
 
 
 class ScoreCache:
-    """Get/put scores by key; thread-safe; one SQLite file."""
+    """Get/put scores by key; thread-safe; one SQLite file, opened (and created) at its first use, so a
+    command refused after its scorer was built leaves no cache file behind."""
 
     def __init__(self, path: Path | str | None = None) -> None:
         self.path = Path(path) if path else default_cache_dir() / "scores.sqlite"
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(self.path, timeout=60, check_same_thread=False, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.executescript(SCHEMA)
+        self._conn: sqlite3.Connection | None = None
+
+    @property
+    def _db(self) -> sqlite3.Connection:
+        """The connection; call with ``_lock`` held."""
+        if self._conn is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            db = sqlite3.connect(self.path, timeout=60, check_same_thread=False, isolation_level=None)
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            db.executescript(SCHEMA)
+            self._conn = db
+        return self._conn
 
     @staticmethod
     def key(text: str, lang: str, scorer_id: str, attributes: Sequence[str]) -> str:
@@ -93,7 +102,9 @@ class ScoreCache:
 
     def close(self) -> None:
         with self._lock:
-            self._db.close()
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
 
 
 class CachedScorer(Scorer):

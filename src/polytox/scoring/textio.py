@@ -107,7 +107,7 @@ def read_csv_tolerant(path: Path) -> Iterator[RawRecord]:
     if data.startswith(b"\xef\xbb\xbf"):
         data = data[3:]
     text = data.decode("utf-8", errors="surrogateescape")
-    reader = csv.DictReader(io.StringIO(text, newline=""))
+    reader = csv.DictReader(io.StringIO(text, newline=""), strict=True)  # an open quote: one error, at its row
     while True:
         start = reader.line_num + 1
         try:

@@ -27,6 +27,7 @@ from functools import partial
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from .._util import jsondepth
 from ..scoring.base import Scorer
 from . import INSTALL_HINT
 from .batch_http import SubRequest, build_batch_response, parse_batch
@@ -40,7 +41,7 @@ from .quotas import KeyStore, Quotas
 
 try:
     from starlette.applications import Starlette
-    from starlette.requests import Request
+    from starlette.requests import ClientDisconnect, Request
     from starlette.responses import Response
     from starlette.routing import Route
 except ImportError as exc:  # pragma: no cover - the extra is missing
@@ -124,11 +125,15 @@ class Server:
         if declared and declared.isdigit() and int(declared) > limit:
             raise invalid(message)
         chunks, size = [], 0
-        async for chunk in request.stream():
-            size += len(chunk)
-            if size > limit:
-                raise invalid(message)
-            chunks.append(chunk)
+        try:
+            async for chunk in request.stream():
+                size += len(chunk)
+                if size > limit:
+                    raise invalid(message)
+                chunks.append(chunk)
+        except ClientDisconnect:  # the client went away mid-body: one log line, not an ASGI traceback
+            log.info("%s %s: the client disconnected before sending the whole body", request.method, request.url.path)
+            raise invalid("The client disconnected before sending the whole request body.") from None
         return b"".join(chunks)
 
     @staticmethod
@@ -143,7 +148,7 @@ class Server:
         except UnicodeDecodeError as exc:
             raise invalid(f"Invalid JSON payload received. Invalid UTF-8 at byte {exc.start}.") from None
         try:
-            return json.loads(text)
+            return jsondepth.loads(text)
         except ValueError as exc:
             raise invalid(f"Invalid JSON payload received. {exc}.") from None
 

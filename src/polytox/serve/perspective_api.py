@@ -14,6 +14,8 @@ sentence scored on its own), ``languages``, ``detectedLanguages`` and ``clientTo
 
 from __future__ import annotations
 
+import json
+import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -101,6 +103,49 @@ def _languages(
     return wanted[0], echo, detected
 
 
+def _bad(field: str, kind: str, value: Any) -> ApiError:
+    """Perspective's 400 for a field of the wrong type or out of its range."""
+    shown = json.dumps(value, allow_nan=True)[:80] if not isinstance(value, float) or math.isfinite(value) else value
+    return invalid(f"Invalid value at '{field}' ({kind}), {shown}")
+
+
+def check_fields(body: Mapping[str, Any]) -> None:
+    """The optional fields' types, as Perspective checks them: ``doNotStore`` and ``spanAnnotations`` booleans,
+    ``clientToken``, ``sessionId`` and ``communityId`` strings, ``context.entries`` a list of
+    ``{"text": str, "type": "PLAIN_TEXT"}`` objects."""
+    for name in ("doNotStore", "spanAnnotations"):
+        if name in body and not isinstance(body[name], bool):
+            raise _bad(name, "TYPE_BOOL", body[name])
+    for name in ("clientToken", "sessionId", "communityId"):
+        if name in body and not isinstance(body[name], str):
+            raise _bad(name, "TYPE_STRING", body[name])
+    if "context" in body:
+        context = body["context"]
+        if not isinstance(context, dict):
+            raise _bad("context", "TYPE_MESSAGE", context)
+        entries = context.get("entries", [])
+        if not isinstance(entries, list):
+            raise _bad("context.entries", "TYPE_MESSAGE", entries)
+        for i, entry in enumerate(entries):
+            if not isinstance(entry, dict) or not isinstance(entry.get("text", ""), str):
+                raise _bad(f"context.entries[{i}]", "TYPE_MESSAGE", entry)
+
+
+def score_threshold(name: str, value: Any) -> float:
+    """A ``scoreThreshold``: a finite number in [0, 1] (a number in a string too, as protobuf's JSON reads
+    it); a boolean, an object, NaN or 1e999 is a 400."""
+    field = f"requestedAttributes.{name}.scoreThreshold"
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise _bad(field, "TYPE_FLOAT", value)
+    try:
+        number = float(value)
+    except ValueError:
+        raise _bad(field, "TYPE_FLOAT", value) from None
+    if not math.isfinite(number) or not 0.0 <= number <= 1.0:
+        raise invalid(f"Invalid value at '{field}': must be a number in [0, 1], got {value}")
+    return number
+
+
 def parse_analyze(
     body: Any, scorer: Scorer, detect: Any, span_annotations: bool = True, max_bytes: int = C.PERSPECTIVE_MAX_BYTES
 ) -> AnalyzeRequest:
@@ -110,6 +155,7 @@ def parse_analyze(
     unknown = sorted(set(body) - REQUEST_FIELDS)
     if unknown:
         raise invalid(f'Invalid JSON payload received. Unknown name "{unknown[0]}": Cannot find field.')
+    check_fields(body)
     comment = body.get("comment")
     if not isinstance(comment, dict):
         raise invalid("comment is required.", "COMMENT_EMPTY")
@@ -145,10 +191,7 @@ def parse_analyze(
         if options.get("scoreType", "PROBABILITY") != "PROBABILITY":
             raise invalid(f"scoreType {options['scoreType']!r} is not supported; only PROBABILITY.")
         if "scoreThreshold" in options:
-            try:
-                thresholds[name] = float(options["scoreThreshold"])
-            except (TypeError, ValueError):
-                raise invalid(f"Invalid value at 'requestedAttributes.{name}.scoreThreshold'.") from None
+            thresholds[name] = score_threshold(name, options["scoreThreshold"])
     attributes = list(requested)
 
     want_spans = body.get("spanAnnotations", False)
