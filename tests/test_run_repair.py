@@ -157,13 +157,19 @@ def test_a_damaged_manifest_without_a_recorded_spec_is_one_line(clean_runs: dict
 @pytest.mark.slow
 def test_damage_then_resume_under_ray(clean_runs: dict[str, Path], tmp_path: Path,
                                       capsys: pytest.CaptureFixture[str]) -> None:
-    """The Ray Data executor resumes a damaged run to the same parts (repair runs before any executor)."""
+    """The Ray Data executor resumes a damaged run to the same parts (repair runs before any executor): one
+    flipped byte in each offset class (header, page, footer) of generation and score parts, and an empty
+    manifest."""
+    from .test_part_checksums import flip, offset_classes
+
     pytest.importorskip("ray")
     run = tmp_path / "run"
     shutil.copytree(clean_runs["serial"], run)
     store = RunStore(run)
-    truncate(store.generation_part(1))
-    truncate(next((run / "scores").iterdir()) / "part-00002.parquet")
+    scores = next((run / "scores").iterdir())
+    for part, where in ((store.generation_part(0), "header"), (store.generation_part(1), "page"),
+                        (scores / "part-00002.parquet", "footer"), (scores / "part-00003.parquet", "page")):
+        flip(part, offset_classes(part)[where][-1])
     store.manifest_path.write_text("")
     code, _, err = cli(capsys, "eval", "--out", str(run), "--executor", "ray", "--workers", "1",
                        "--cpus-per-worker", "0.5", *ARGS)

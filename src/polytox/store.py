@@ -286,7 +286,7 @@ class RunStore:
             manifest_spec(self.manifest_path, data)
         except DamagedRunError as exc:
             raise DamagedRunError(
-                f"{exc}; repair it with: {repair_command(self.path)} (or rerun the command that made the run)",
+                f"{exc}; repair it with: {repair_command(self.path)}",
                 self.manifest_path,
             ) from exc
         return data

@@ -57,6 +57,8 @@ def load_corpus(args: argparse.Namespace, **extra: Any) -> tuple[Any, Any]:
 
     if not 0.0 <= args.threshold <= 1.0:
         raise PolytoxError(f"--threshold must be in [0, 1], got {args.threshold}")
+    if args.lang and not _split(args.lang):  # --lang "" or ",,,": no language, which is not "all of them"
+        raise PolytoxError("--lang: no language code given; name one or more (e.g. en,de), or leave it out")
     try:
         langs = tuple(normalize_lang(x) for x in _split(args.lang))
     except UnknownLanguageError as exc:

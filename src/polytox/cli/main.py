@@ -131,7 +131,7 @@ def check_utf8_arguments(args: argparse.Namespace) -> None:
             if isinstance(item, str) and any("\udc80" <= ch <= "\udcff" for ch in item):
                 shown = item.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
                 flag = "--" + name.replace("_", "-")
-                raise PolytoxError(f"argument {flag}: {shown!r} holds a byte that is not UTF-8; rename the path")
+                raise PolytoxError(f"argument {flag}: '{shown}' holds a byte that is not UTF-8; rename the path")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,0 +1,253 @@
+"""Damage that keeps a file's shape is found and repaired, and no reader reads a damaged run as data.
+
+The flip sweep flips single bytes of a generation part and a score part in every byte-offset class of a
+Parquet file (header: the file magic and each column chunk's page header; page: the middle of each column
+chunk's data; footer: the Thrift metadata, its length and the closing magic). Every flip must be named by
+``eval --verify`` and by a reader (exit 2, one line), and ``polytox eval --out RUN`` must repair it to the
+uninterrupted run's parts and ``metrics.json``, under the serial and the pipelined executor (Ray: the
+``slow`` test of ``test_run_repair.py``, which flips one byte per class as well).
+The reader sweep runs every reader (``metrics``, ``leaderboard``, ``report``, ``analyze``, ``open_run``) on
+every damage case: one ``polytox: error:`` line naming the damaged file and the repair, exit 2.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from polytox import open_run
+from polytox._util.checksum import file_sha256, sidecar
+from polytox.cli.main import main
+from polytox.errors import DamagedRunError
+from polytox.store import RunStore
+
+ARGS = ["--model", "fake", "--scorer", "fake", "--limit", "24", "--shard-size", "6", "--samples", "3",
+        "--max-new-tokens", "6", "--no-progress", "--json"]
+
+
+def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    capsys.readouterr()
+    try:
+        code = main(list(argv))
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def one_error_line(code: int, out: str, err: str, named: Path, run: Path) -> None:
+    """Exit 2, nothing on stdout, one stderr line naming ``named`` and the repair command, no traceback."""
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert code == 2 and out == "" and "Traceback" not in err, (code, err)
+    assert len(lines) == 1 and lines[0].startswith(f"polytox: error: {named} "), err
+    assert lines[0].endswith(f"repair it with: polytox eval --out {run}"), err
+
+
+def contents(run: Path) -> dict[str, object]:
+    """Every Parquet file of a run as rows, and metrics.json as bytes."""
+    found: dict[str, object] = {}
+    for path in sorted(run.rglob("*")):
+        rel = str(path.relative_to(run))
+        if path.suffix == ".parquet":
+            found[rel] = pq.read_table(path).to_pylist()
+        elif path.name == "metrics.json":
+            found[rel] = path.read_bytes()
+    return found
+
+
+def flip(path: Path, offset: int) -> None:
+    data = bytearray(path.read_bytes())
+    data[offset] ^= 0xFF
+    path.write_bytes(bytes(data))
+
+
+def offset_classes(path: Path) -> dict[str, list[int]]:
+    """Byte offsets of a Parquet file by class: header (file magic, each column chunk's page header), page
+    (the middle of each column chunk's data) and footer (the metadata, its length, the closing magic)."""
+    data = path.read_bytes()
+    size = len(data)
+    footer_len = int.from_bytes(data[-8:-4], "little")
+    footer = size - 8 - footer_len
+    header, page = [1], []
+    meta = pq.read_metadata(path)
+    for rg in range(meta.num_row_groups):
+        for col in range(meta.num_columns):
+            chunk = meta.row_group(rg).column(col)
+            start = chunk.dictionary_page_offset or chunk.data_page_offset
+            header.append(start + 1)
+            page.append(start + chunk.total_compressed_size // 2)
+    assert all(4 <= o < footer for o in header[1:] + page)
+    return {"header": header, "page": page, "footer": [footer + 2, footer + footer_len // 2, size - 6, size - 2]}
+
+
+@pytest.fixture(scope="module")
+def clean_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """One uninterrupted run per in-process executor (made once, copied by each test)."""
+    root = tmp_path_factory.mktemp("clean")
+    runs = {}
+    for executor in ("serial", "pipelined"):
+        out = root / executor
+        assert main(["eval", "--out", str(out), "--executor", executor, *ARGS]) == 0
+        runs[executor] = out
+    return runs
+
+
+def copy(clean: Path, tmp_path: Path) -> tuple[Path, RunStore, Path]:
+    run = tmp_path / "run"
+    shutil.copytree(clean, run)
+    return run, RunStore(run), next((run / "scores").iterdir())
+
+
+def test_every_part_has_its_checksum(clean_runs: dict[str, Path]) -> None:
+    run = clean_runs["serial"]
+    parts = sorted(run.rglob("*.parquet"))
+    assert len(parts) == 1 + 4 + 4  # prompts, 4 generation parts, 4 score parts
+    for part in parts:
+        assert sidecar(part).read_text() == f"{file_sha256(part)}  {part.name}\n"
+    assert json.loads((run / "manifest.json").read_text())["checksums"] == "sha256"
+    # a dataset reader given a folder skips the checksum files (their names start with a dot)
+    assert pq.read_table(run / "generations").num_rows == 24 * 3
+
+
+def test_flip_sweep_every_flip_is_named_by_verify_and_by_a_reader(clean_runs: dict[str, Path], tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """Every byte-offset class of a generation and a score part: ``--verify`` lists the part, ``metrics``
+    refuses in one line, and nothing is changed by either."""
+    run, store, scores = copy(clean_runs["serial"], tmp_path)
+    tried = 0
+    for part in (store.generation_part(1), scores / "part-00002.parquet"):
+        original = part.read_bytes()
+        for offsets in offset_classes(part).values():
+            for offset in offsets:
+                flip(part, offset)
+                code, _, err = cli(capsys, "eval", "--out", str(run), "--verify")
+                assert code == 2 and f"  {part} does not match its checksum" in err, (offset, err)
+                one_error_line(*cli(capsys, "metrics", str(run)), part, run)
+                assert part.read_bytes() != original  # verify and metrics changed nothing
+                part.write_bytes(original)
+                tried += 1
+    assert tried >= 2 * (1 + 4 + 4)
+    assert cli(capsys, "eval", "--out", str(run), "--verify")[0] == 0
+
+
+@pytest.mark.parametrize("executor", ["serial", "pipelined"])
+@pytest.mark.parametrize("kind", ["generation", "score"])
+def test_flip_then_resume_equals_an_uninterrupted_run(executor: str, kind: str, clean_runs: dict[str, Path],
+                                                      tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """One flip per offset class at once (three shards), repaired by ``polytox eval --out RUN`` alone (the spec
+    comes from the run) to the uninterrupted run's parts and metrics."""
+    clean = clean_runs[executor]
+    run, store, scores = copy(clean, tmp_path)
+    parts = [store.generation_part(i) if kind == "generation" else scores / f"part-{i:05d}.parquet" for i in (0, 1, 3)]
+    for part, offsets in zip(parts, ("header", "page", "footer"), strict=True):
+        flip(part, offset_classes(part)[offsets][-1])
+    code, _, err = cli(capsys, "eval", "--out", str(run), "--executor", executor, "--no-progress", "--json")
+    assert code == 0, err
+    for part in parts:
+        assert f"repaired: {part.relative_to(run)} does not match its checksum" in err
+    assert contents(run) == contents(clean)
+    assert cli(capsys, "eval", "--out", str(run), "--verify")[0] == 0
+
+
+# ---- the reader sweep ------------------------------------------------------------------------------------
+def _truncate(path: Path) -> None:
+    path.write_bytes(path.read_bytes()[:200])
+
+
+def _swap_in(target: Path, source: Path) -> None:
+    """``target`` replaced by ``source``, checksum file and all (its checksum matches: the ids must not)."""
+    shutil.copyfile(source, target)
+    shutil.copyfile(sidecar(source), sidecar(target))
+
+
+def damage_cases(run: Path) -> dict[str, tuple[Callable[[], None], Path]]:
+    """Name -> (do the damage, the file the error line must name)."""
+    store = RunStore(run)
+    scores = min((run / "scores").glob("*"), default=run / "scores" / "none")
+    gen1, score2 = store.generation_part(1), scores / "part-00002.parquet"
+    stray = store.generation_part(9)
+    return {
+        "generation truncated": (lambda: _truncate(gen1), gen1),
+        "generation empty": (lambda: gen1.write_bytes(b""), gen1),
+        "score byte flipped": (lambda: flip(score2, offset_classes(score2)["page"][2]), score2),
+        "prompts truncated": (lambda: _truncate(store.prompts_path), store.prompts_path),
+        "prompts missing": (lambda: store.prompts_path.unlink(), store.prompts_path),
+        "generation of another shard": (lambda: _swap_in(gen1, store.generation_part(0)), gen1),
+        "score of another shard": (lambda: _swap_in(score2, scores / "part-00000.parquet"), score2),
+        "generation deleted, score kept": (lambda: gen1.unlink(), scores / "part-00001.parquet"),
+        "a part past the last shard": (lambda: _swap_in(stray, store.generation_part(0)), stray),
+        "manifest {}": (lambda: store.manifest_path.write_text("{}"), store.manifest_path),
+        "manifest empty": (lambda: store.manifest_path.write_text(""), store.manifest_path),
+    }
+
+
+DAMAGES = list(damage_cases(Path("/nowhere")))
+READERS = ["metrics", "leaderboard", "report", "analyze", "open_run"]
+
+
+@pytest.mark.parametrize("damage", DAMAGES)
+def test_every_reader_on_every_damage_is_one_line_then_the_repair_gives_the_clean_run(
+    damage: str, clean_runs: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    clean = clean_runs["serial"]
+    run, _, _ = copy(clean, tmp_path)
+    do, named = damage_cases(run)[damage]
+    do()
+    before = {p: p.read_bytes() for p in run.rglob("*") if p.is_file()}
+    for reader in READERS:
+        if reader == "open_run":
+            with pytest.raises(DamagedRunError) as info:
+                open_run(run).metrics()
+            assert str(info.value).startswith(f"{named} ") and f"polytox eval --out {run}" in str(info.value)
+            continue
+        argv = {"metrics": ["metrics", str(run)],
+                "leaderboard": ["leaderboard", str(run)],
+                "report": ["report", str(run), "--out", str(tmp_path / "r.html"), "--no-plots"],
+                "analyze": ["analyze", "language", str(run), "--no-plot"]}[reader]
+        one_error_line(*cli(capsys, *argv), named, run)
+    assert {p: p.read_bytes() for p in run.rglob("*") if p.is_file()} == before  # readers change nothing
+    assert not (tmp_path / "r.html").exists()
+    code, _, err = cli(capsys, "eval", "--out", str(run), "--verify")
+    assert code == 2 and str(named) in err
+    code, _, err = cli(capsys, "eval", "--out", str(run), "--no-progress", "--json")
+    assert code == 0, err
+    assert contents(run) == contents(clean)
+    assert cli(capsys, "metrics", str(run), "--json")[0] == 0
+
+
+def test_metrics_defaults_to_the_runs_own_bootstrap_seed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run = tmp_path / "run"
+    assert main(["eval", "--out", str(run), "--seed", "7", *ARGS]) == 0
+    stored = json.loads((run / "metrics.json").read_text())
+    code, out, _ = cli(capsys, "metrics", str(run), "--json")
+    assert code == 0
+    assert json.loads(out)["overall"] == stored["overall"]
+    code, out, _ = cli(capsys, "metrics", str(run), "--json", "--seed", "0")
+    assert json.loads(out)["overall"]["emt_ci"] != stored["overall"]["emt_ci"]
+
+
+def test_a_run_made_before_checksums_says_so_once_and_is_checked_by_structure(
+    clean_runs: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    clean = clean_runs["serial"]
+    run, store, _ = copy(clean, tmp_path)
+    for side in run.rglob(".*.sha256"):
+        side.unlink()
+    manifest = json.loads(store.manifest_path.read_text())
+    del manifest["checksums"]
+    store.manifest_path.write_text(json.dumps(manifest))
+    code, out, err = cli(capsys, "eval", "--out", str(run), "--verify")
+    assert code == 0 and out.count("made before part checksums were kept: 8 part(s)") == 1, out
+    assert cli(capsys, "metrics", str(run), "--json")[0] == 0
+    _truncate(store.generation_part(2))  # structure checks still find a torn part
+    one_error_line(*cli(capsys, "metrics", str(run)), store.generation_part(2), run)
+    code, _, err = cli(capsys, "eval", "--out", str(run), "--no-progress", "--json")
+    assert code == 0, err
+    assert "generations/part-00002.parquet does not open" in err
+    assert " ".join(err.split()).count("made before part checksums were kept: 6 part(s)") == 1  # shard 2 has them now
+    assert contents(run) == contents(clean)
