@@ -213,3 +213,65 @@ def test_discovery_document_points_back_here(srv: ServerThread) -> None:
     assert doc["rootUrl"] == srv.url + "/" and doc["batchPath"] == "batch"
     assert doc["resources"]["comments"]["methods"]["analyze"]["path"] == "v1alpha1/comments:analyze"
     assert call(srv.url, "/$discovery/rest?version=v1", method="GET")[0] == 404
+
+
+# ---- field types and ranges, nesting depth, a client that goes away (as Perspective answers: a 400) ----------
+THRESHOLD = b'{"comment": {"text": "hi"}, "requestedAttributes": {"TOXICITY": {"scoreThreshold": %s}}}'
+
+
+@pytest.mark.parametrize(("body", "needle"), [
+    (analyze_body("hi", doNotStore="maybe"), "Invalid value at 'doNotStore' (TYPE_BOOL)"),
+    (analyze_body("hi", clientToken={"a": 1}), "Invalid value at 'clientToken' (TYPE_STRING)"),
+    (analyze_body("hi", sessionId=5), "Invalid value at 'sessionId' (TYPE_STRING)"),
+    (analyze_body("hi", context={"entries": 5}), "Invalid value at 'context.entries' (TYPE_MESSAGE)"),
+    (analyze_body("hi", context={"entries": [{"text": 5}]}), "Invalid value at 'context.entries[0]'"),
+    (analyze_body("hi", spanAnnotations="yes"), "Invalid value at 'spanAnnotations' (TYPE_BOOL)"),
+])
+def test_field_types_are_checked(srv: ServerThread, body: object, needle: str) -> None:
+    status, _, out = call(srv.url, PATH, body)
+    assert status == 400 and out["error"]["status"] == "INVALID_ARGUMENT", out
+    assert needle in out["error"]["message"]
+
+
+@pytest.mark.parametrize(("value", "needle"), [
+    (b"2", "must be a number in [0, 1], got 2"),
+    (b"-0.1", "must be a number in [0, 1]"),
+    (b"1e999", "must be a number in [0, 1], got inf"),
+    (b"NaN", "must be a number in [0, 1], got nan"),
+    (b'"high"', "(TYPE_FLOAT)"),
+    (b"true", "(TYPE_FLOAT)"),
+    (b"[0.5]", "(TYPE_FLOAT)"),
+])
+def test_score_threshold_range(srv: ServerThread, value: bytes, needle: str) -> None:
+    status, _, out = call(srv.url, PATH, raw=THRESHOLD % value, headers={"Content-Type": "application/json"})
+    assert status == 400 and needle in out["error"]["message"], out
+    assert "requestedAttributes.TOXICITY.scoreThreshold" in out["error"]["message"]
+
+
+@pytest.mark.parametrize("path", [PATH, "/v1/moderations"])
+def test_deep_nesting_is_a_400_in_the_json_error_shape(srv: ServerThread, path: str) -> None:
+    """30,000 levels (Python's decoder would recurse past its limit): refused before decoding."""
+    raw = b'{"comment": {"text": ' + b"[" * 30_000 + b"]" * 30_000 + b"}}"
+    headers = {"Content-Type": "application/json", "Authorization": f"Bearer {KEY}"}
+    status, got, out = call(srv.url, path, raw=raw, headers=headers)
+    assert status == 400 and got["content-type"].startswith("application/json")
+    assert "nested deeper than 100 levels" in out["error"]["message"]
+    assert call(srv.url, PATH, analyze_body("still here", languages=["en"]))[0] == 200
+
+
+def test_a_client_disconnect_is_one_log_line(caplog: pytest.LogCaptureFixture) -> None:
+    import socket
+    import time
+
+    with caplog.at_level(logging.INFO, logger="polytox.serve"), running("svm") as server:
+        with socket.create_connection(("127.0.0.1", server.port), timeout=10) as sock:
+            sock.sendall(f"POST {PATH} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                         "Content-Length: 1000\r\n\r\n{\"comment\": ".encode())
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and not any("disconnected" in r.getMessage() for r in caplog.records):
+            time.sleep(0.05)
+        assert call(server.url, PATH, analyze_body("after", languages=["en"]))[0] == 200
+    lines = [r.getMessage() for r in caplog.records if "disconnected" in r.getMessage()]
+    assert len(lines) == 1 and "\n" not in lines[0], lines
+    assert not any(r.exc_info or "Traceback" in r.getMessage() or "Exception in ASGI" in r.getMessage()
+                   for r in caplog.records)
