@@ -84,6 +84,12 @@ def assets(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     (root / "labels.csv").write_text("key,label\nexample.com,news\n")
     (root / "tabs.yaml").write_text("models:\n\tgpt2: {family: gpt2}\n")
     (root / "binary.bin").write_bytes(bytes(range(256)) * 4)
+    deep = '{"id": "d", "lang": "en", "text": ' + "[" * 200_000 + "]" * 200_000 + "}"
+    (root / "deep.jsonl").write_text('{"id": "a", "text": "a fine prompt", "lang": "en"}\n' + deep + "\n")
+    (root / "openquote.csv").write_text('id,text,lang\na,"a quote left open,en\nb,another prompt,en\n')
+    (root / "nullvalue.yaml").write_text("model: fake\nscorer: fake\nsamples:\n")
+    (root / "dupkey.yaml").write_text("model: fake\nscorer: fake\nsamples: 2\nsamples: 3\n")
+    (root / "lockrun" / ".polytox.lock").mkdir(parents=True)
     (root / "scored.jsonl").write_text("".join(json.dumps({"id": f"s{i}", "text": f"scored text {i}", "lang": "en",
                                                            "toxicity": i / 10}) + "\n" for i in range(10)))
     return {"tmp": str(root), "missing": str(root / "nosuch.jsonl"), "empty": str(root / "empty.jsonl"),
@@ -94,7 +100,10 @@ def assets(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
             "badtype": str(root / "badtype.yaml"), "badbool": str(root / "badbool.yaml"),
             "scoreropt": str(root / "scoreropt.yaml"), "labels": str(root / "labels.csv"),
             "scored": str(root / "scored.jsonl"), "tabs": str(root / "tabs.yaml"), "binary": str(root / "binary.bin"),
-            "closed": f"http://127.0.0.1:{free_port()}/v1", "busy": str(busy_port(root))}
+            "closed": f"http://127.0.0.1:{free_port()}/v1", "busy": str(busy_port(root)),
+            "deep": str(root / "deep.jsonl"), "openquote": str(root / "openquote.csv"),
+            "nullvalue": str(root / "nullvalue.yaml"), "dupkey": str(root / "dupkey.yaml"),
+            "lockrun": str(root / "lockrun")}
 
 
 EVAL = "eval --out {tmp}/run-{n} --no-progress --model fake --scorer fake --prompts {good}"
@@ -138,7 +147,7 @@ CASES: dict[str, list[Case]] = {
         Case("eval --out {tmp}/run-{n} --no-progress --model fake --prompts {good} --scorer-opt foo=1",
              "scorer 'default' has no option 'foo'"),
         Case("eval --out {tmp}/run-{n} --no-progress --model fake --prompts {good} --scorer-opt lm_batch_size=x",
-             "lm_batch_size takes an integer or 'auto'"),
+             "lm_batch_size takes an integer >= 0 or 'auto'"),
         # prompts
         Case(EVAL + " --prompts {missing}", "nosuch.jsonl"),
         Case(EVAL + " --prompts {empty}", "empty.jsonl"),
@@ -170,6 +179,26 @@ CASES: dict[str, list[Case]] = {
              "badtype.yaml:2: invalid value for 'model': expected a string, got ['fake', 'other']"),
         Case("eval --out {tmp}/run-{n} --no-progress --prompts {good} --config {badbool}",
              "badbool.yaml:3: invalid value for 'skip_bad': expected true or false, got 'maybe'"),
+        # the last inputs that got through (deep JSON, huge K, an open CSV quote, non-UTF-8 paths, options
+        # without ranges, empty languages, YAML nulls and duplicate keys, a folder at the lock's path)
+        Case(EVAL + " --prompts {deep}", "deep.jsonl:2: malformed JSON: nested deeper than 100 levels", lines=2),
+        Case(EVAL + " --samples 99999999999999999999999", "argument --samples/-k: must be in [1, 10000]"),
+        Case(EVAL + " --prompts {openquote}", "openquote.csv:2: malformed CSV: unexpected end of data", lines=2),
+        Case("eval --out {tmp}/run-{n}-\udcff --no-progress --model fake --scorer fake --prompts {good}",
+             "argument --out: '{tmp}/run-{n}-\\xff' holds a byte that is not UTF-8"),
+        Case(EVAL + " --prompts {tmp}/p-\udcfe.jsonl", "argument --prompts: '{tmp}/p-\\xfe.jsonl' holds a byte"),
+        Case(EVAL + " --model-opt delay=-1", "backend 'fake' --model-opt delay='-1': delay takes a number >= 0"),
+        Case(EVAL + " --model-opt fail_rate=2", "fail_rate takes a number in [0, 1]"),
+        Case(EVAL + " --model-opt delay=inf", "delay takes a number >= 0"),
+        Case(EVAL + " --scorer-opt fail_rate=nan", "scorer 'fake' option fail_rate='nan': fail_rate takes a number"),
+        Case(EVAL + " --scorer-opt delay=-0.5", "delay takes a number >= 0"),
+        Case(EVAL + " --scorer-opt batch_size=-3", "batch_size takes an integer >= 0"),
+        Case(EVAL + " --lang ''", "invalid value for 'lang': no language code given"),
+        Case(EVAL + " --lang ,,,", "invalid value for 'lang': no language code given"),
+        Case(EVAL + " --config {nullvalue}", "nullvalue.yaml:3: 'samples' has no value (null)"),
+        Case(EVAL + " --config {dupkey}", "dupkey.yaml:4: duplicate key 'samples' (first at line 3)"),
+        Case("eval --out {lockrun} --no-progress --model fake --scorer fake --prompts {good}",
+             "its write lock {lockrun}/.polytox.lock is a folder"),
     ],
     "metrics": [
         Case("metrics {missing}", "nosuch.jsonl"),
@@ -195,6 +224,8 @@ CASES: dict[str, list[Case]] = {
         Case(SCORE + " --config {scoreropt}", "scorer 'fake' has no option 'colour'"),
         Case(SCORE + " --config {unknownkey}", "unknown config key 'sampels'"),
         Case(SCORE + " --layout weird", "argument --layout: invalid choice"),
+        Case("score --input {good} --out {good} --no-progress --scorer fake", "is the --input file itself"),
+        Case(SCORE + " --scorer fake --scorer-opt fail_rate=2", "fail_rate takes a number in [0, 1]"),
     ],
     "compare-scorers": [
         Case("compare-scorers fake nosuch --input {good} --no-progress", "unknown scorer 'nosuch'"),
@@ -215,6 +246,7 @@ CASES: dict[str, list[Case]] = {
     "leaderboard": [
         Case("leaderboard {missing}", "nosuch.jsonl"),
         Case("leaderboard {emptydir}", "emptydir"),
+        Case("leaderboard {emptydir} --lang ,,,", "--lang: no language code given"),
         Case("leaderboard {emptydir} --meta {tmp}/nosuch.yaml", "nosuch.yaml"),
         Case("leaderboard {emptydir} --meta {tabs}", "tabs.yaml:2:1: invalid YAML: found character '\\t'"),
     ],
@@ -718,3 +750,30 @@ def test_compare_scorers_names_an_unreadable_line(assets: dict[str, str], capsys
     code, _out, err = run_in_process(["compare-scorers", "fake", "fake", "--input", assets["bad"], "--no-progress"],
                                     capsys)
     assert code == 0 and "1 input row(s) could not be read" in err and f"{assets['bad']}:2)" in err
+
+
+@pytest.mark.parametrize("argv", [
+    EVAL + " --prompts {bad}",
+    EVAL + " --prompts {empty}",
+    EVAL + " --prompts {deep}",
+    EVAL + " --prompts {openquote}",
+    EVAL + " --lang xx-nope",
+    EVAL + " --model-opt delay=-1",
+    EVAL + " --model openai:m",
+    "score --input {empty} --out {tmp}/s.jsonl --no-progress --scorer fake",
+    "score --input {good} --out {good} --no-progress --scorer fake",
+    "compare-scorers fake nosuch --input {good} --no-progress",
+])
+def test_a_refusal_writes_no_score_cache(argv: str, assets: dict[str, str], tmp_path: Path,
+                                         monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """The score cache (``scores.sqlite``) opens at its first use, so a command refused after its scorer was
+    built creates no cache file in an empty cache folder."""
+    import shlex
+
+    cache = tmp_path / "empty-cache"
+    cache.mkdir()
+    monkeypatch.setenv("POLYTOX_CACHE_DIR", str(cache))
+    values = {**assets, "n": f"cache-{abs(hash(argv))}"}
+    code, _, err = run_in_process([p.format(**values) for p in shlex.split(argv)], capsys)
+    assert code == 2, err
+    assert list(cache.iterdir()) == []

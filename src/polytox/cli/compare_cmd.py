@@ -52,8 +52,10 @@ def register(sub: Any) -> None:
 
 def build_report(args: argparse.Namespace) -> dict[str, Any]:
     from ..scoring.agreement import compare
-    from ..scoring.sources import side_values
+    from ..scoring.sources import check_side, side_values
 
+    for side, opts in ((args.a, args.a_opt), (args.b, args.b_opt)):  # both, before either scores
+        check_side(side, parse_options(opts or []))
     rows = read_rows(args)
     with progress_bar("score A", enabled=not args.no_progress) as callback:
         a = side_values(args.a, parse_options(args.a_opt or []), rows, args.attribute, callback)

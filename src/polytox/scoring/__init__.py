@@ -50,6 +50,15 @@ def check_options(name: str, factory: Callable[..., Any], options: Mapping[str, 
         validate(f"scorer {name!r}", schema, options, also=(CACHE_OPTION, CALIBRATION_OPTION))
 
 
+def check_scorer(name: str, options: Mapping[str, str] | Iterable[tuple[str, str]] = ()) -> None:
+    """Refuse an unknown scorer or a bad option without building anything (a command that uses two
+    scorers checks both before the first one scores)."""
+    opts = dict(options)
+    opts.pop(CACHE_OPTION, None)
+    opts.pop(CALIBRATION_OPTION, None)
+    check_options(name, resolve("scorer", name), opts)
+
+
 def build_scorer(name: str, options: Mapping[str, str] | Iterable[tuple[str, str]] = ()) -> Scorer:
     """Instantiate scorer ``name`` with ``options``, wrap it in the cache (unless ``cache=off``) and, with
     ``calibration=FILE``, apply a calibration map on top (so the cache keeps raw scores)."""

@@ -31,6 +31,15 @@ def is_reference(spec: str) -> bool:
     return spec.startswith("@")
 
 
+def check_side(spec: str, options: Mapping[str, str]) -> None:
+    """Refuse a side's unknown scorer or bad option before any side scores (a reference column is checked
+    against the rows when it is read)."""
+    if not is_reference(spec):
+        from . import check_scorer
+
+        check_scorer(spec, options)
+
+
 def side_values(
     spec: str,
     options: Mapping[str, str],
