@@ -137,8 +137,8 @@ def _add_execution_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--verify",
         action="store_true",
-        help="check every stored file of the run --out (manifest, prompts, each part: opens, row count, "
-        "spec hash) and report; changes nothing (a resume repairs what it finds)",
+        help="check every stored file of the run --out (manifest, prompts, each part: checksum, row count, "
+        "prompt ids, spec hash) and report; changes nothing ('polytox eval --out RUN' repairs what it finds)",
     )
     p.add_argument("--json", action="store_true", help="print metrics as JSON instead of a table")
     p.add_argument("--no-progress", action="store_true")
