@@ -100,3 +100,12 @@ def approx_block(actual: Mapping[str, Any], expected: Mapping[str, Any]) -> None
             assert got == pytest.approx(want, abs=1e-12), (key, got, want)
         else:
             assert got == want, (key, got, want)
+
+
+def rewrite_part(path: Path, table: Any) -> None:
+    """Replace a stored Parquet part of a run by ``table``, with its checksum (``.NAME.sha256``) recorded
+    anew: a test that edits a part on purpose (an older run's shape) must not look like damage."""
+    from polytox._util.checksum import file_sha256, sidecar
+
+    pq.write_table(table, path)
+    sidecar(path).write_text(f"{file_sha256(path)}  {path.name}\n")

@@ -32,7 +32,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from polytox.cli.metrics_cmd import compute_for_path
-from polytox.errors import BadInputError
+from polytox.errors import BadInputError, DamagedRunError
 from polytox.metrics import compute
 from polytox.spec import EvalSpec, GenerationSpec, MetricsSpec
 from polytox.store import RunStore
@@ -107,14 +107,15 @@ def write_generations_jsonl(path: Path) -> Path:
 def write_run_dir(path: Path) -> Path:
     """The same data as a run directory, with missing scores as a scorer error and a failed generation."""
     store = RunStore(path)
-    store.open(EvalSpec(generation=GenerationSpec(model="hand", backend="fake", samples=4)),
+    store.open(EvalSpec(generation=GenerationSpec(model="hand", backend="fake", samples=4), shard_size=2),
                extra={"scorer": {"id": "hand@1"}})
     prompts = [Prompt(id=pid, text=f"prompt {pid}", lang=lang,
                       toxicity=None if ptox in (None, "absent") else ptox,
                       bucket=None if ptox in (None, "absent") else min(3, int(ptox * 4)))
                for pid, ptox, lang, _ in FIXTURE]
     store.write_prompts(prompts)
-    for shard, chunk in enumerate((FIXTURE[:2], FIXTURE[2:])):  # two parts, as a runner would write
+    # parts of shard_size prompts, as a runner would write them (readers check each part against the plan)
+    for shard, chunk in enumerate(FIXTURE[i : i + 2] for i in range(0, len(FIXTURE), 2)):
         gens, scores = [], []
         for pid, _, _, items in chunk:
             for k, (text, tox) in enumerate(items):
@@ -125,6 +126,21 @@ def write_run_dir(path: Path) -> Path:
         store.write_generations(shard, gens)
         store.write_scores("hand@1", shard, gens, scores, ("toxicity",))
     return path
+
+
+@pytest.fixture(autouse=True)
+def _hand_run_readable(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The hand-made run holds 2 samples of P4 and P5 where K is 4 (only a JSONL varies K per prompt):
+    readers refuse such a part (``test_the_hand_made_run_is_refused_by_the_readers_check``), so the metric
+    arithmetic is tested here with the check reduced to reading the manifest."""
+    monkeypatch.setattr(RunStore, "check_readable", lambda self, scorer_id=None: self.manifest())
+
+
+def test_the_hand_made_run_is_refused_by_the_readers_check(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.undo()
+    run = write_run_dir(tmp_path / "run")
+    with pytest.raises(DamagedRunError, match=r"part-00001.parquet holds 6 row\(s\), 8 expected"):
+        compute_for_path(run, MetricsSpec())
 
 
 @pytest.fixture(params=["jsonl", "run"])

@@ -10,9 +10,11 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from polytox._util.checksum import file_sha256, sidecar
+from polytox._util.checksum import sidecar
 from polytox.cli.main import main
 from polytox.store import RunStore
+
+from .core_helpers import rewrite_part
 
 ARGS = ["--model", "fake", "--scorer", "fake", "--limit", "24", "--shard-size", "6", "--samples", "3",
         "--max-new-tokens", "6", "--no-progress", "--json"]
@@ -38,11 +40,6 @@ def contents(run: Path) -> dict[str, object]:
         elif path.name == "metrics.json":
             found[rel] = path.read_bytes()
     return found
-
-
-def rehash(path: Path) -> None:
-    """Record ``path``'s present bytes as its checksum (a part replaced together with its checksum file)."""
-    sidecar(path).write_text(f"{file_sha256(path)}  {path.name}\n")
 
 
 def truncate(path: Path, keep: int = 200) -> None:
@@ -128,8 +125,8 @@ def test_a_part_of_another_spec_or_size_is_made_again(clean_runs: dict[str, Path
     shutil.copytree(clean_runs["serial"], run)
     store = RunStore(run)
     table = pq.read_table(store.generation_part(3))
-    pq.write_table(table.slice(0, 5), store.generation_part(3))  # fewer rows than 6 prompts x 3 samples
-    rehash(store.generation_part(3))  # with a checksum of its own: the row count finds it
+    # fewer rows than 6 prompts x 3 samples, with a checksum of its own: the row count finds it
+    rewrite_part(store.generation_part(3), table.slice(0, 5))
     shutil.copyfile(store.generation_part(0), store.generation_part(2))  # another shard's prompts,
     shutil.copyfile(sidecar(store.generation_part(0)), sidecar(store.generation_part(2)))  # checksum and all
     code, _, err = cli(capsys, "eval", "--out", str(run), *ARGS)

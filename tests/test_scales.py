@@ -39,7 +39,7 @@ from polytox.store import RunStore
 from polytox.training.scorer.scale_rows import ERA_2020, ERA_2022, ERA_UNKNOWN, RATERS, ScaleRow, era_of
 from polytox.types import RAW_KEY, Generation, Score
 
-from .core_helpers import read_parts, run_cli
+from .core_helpers import read_parts, rewrite_part, run_cli
 
 pytest.importorskip("sklearn")
 
@@ -285,13 +285,13 @@ def test_named_scale_of_the_committed_head_on_a_full_mode_run(ml_run: Path, tmp_
     assert board["settings"]["scale"].startswith(PERSPECTIVE_2020)
     # the first part loses its raw values (scored before they were kept): counted as missing, and said
     part = sorted((run / "scores" / full_id.replace("@", "_")).glob("part-*.parquet"))[0]
-    pq.write_table(pq.read_table(part).drop_columns([RAW_KEY]), part)
+    rewrite_part(part, pq.read_table(part).drop_columns([RAW_KEY]))
     code, out, err = run_cli(capsys, "metrics", run, "--n-bootstrap", "10", "--scale", PERSPECTIVE_2020)
     assert code == 0 and "carry no raw value" in err
     code, out, _ = run_cli(capsys, "metrics", run, "--json", "--n-bootstrap", "10", "--scale", PERSPECTIVE_2020)
     assert json.loads(out)["n_without_raw"] == pq.read_table(part).column("toxicity").drop_null().length()
     for p in (run / "scores" / full_id.replace("@", "_")).glob("part-*.parquet"):
-        pq.write_table(pq.read_table(p).drop_columns([c for c in [RAW_KEY] if c in pq.read_schema(p).names]), p)
+        rewrite_part(p, pq.read_table(p).drop_columns([c for c in [RAW_KEY] if c in pq.read_schema(p).names]))
     code, _, err = run_cli(capsys, "metrics", run, "--scale", PERSPECTIVE_2020)
     assert code == 2 and err.count("\n") == 1 and "carry no raw values" in err
 
