@@ -80,7 +80,7 @@ def test_open_run_reads_what_metrics_prints(tmp_path: Path, capsys: pytest.Captu
 
 
 @pytest.mark.parametrize(("flags", "keywords", "ranged"), [
-    (["--samples", "0"], {"samples": 0}, "must be >= 1, got 0"),
+    (["--samples", "0"], {"samples": 0}, "must be in [1, 10000], got 0"),
     (["--top-p", "2"], {"top_p": 2}, "must be in (0, 1], got 2.0"),
     (["--scorer", "nosuch"], {"scorer": "nosuch"}, None),
     (["--scorer-opt", "bogus=1"], {"scorer_opt": {"bogus": 1}}, None),

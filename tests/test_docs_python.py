@@ -30,6 +30,6 @@ def test_every_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
     for i, code in enumerate(blocks()):
         exec(compile(code, f"{DOC.name}[block {i}]", "exec"), namespace)  # the page's own examples
     printed = capsys.readouterr().out
-    assert "EMT " in printed and "samples must be >= 1" in printed
+    assert "EMT " in printed and "samples must be in [1, 10000]" in printed
     assert (tmp_path / "runs" / "api-demo" / "metrics.json").exists()
     assert not (tmp_path / "runs" / "api-bad").exists()

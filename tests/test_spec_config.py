@@ -133,7 +133,7 @@ def test_preset_is_not_part_of_the_run_identity() -> None:
 
 # ---- invalid values ---------------------------------------------------------------------------------
 @pytest.mark.parametrize(("flat", "message"), [
-    ({"samples": 0}, "samples must be >= 1"),
+    ({"samples": 0}, "samples must be in [1, 10000]"),
     ({"top_p": 0}, "top_p must be in (0, 1]"),
     ({"top_p": 1.5}, "top_p must be in (0, 1]"),
     ({"temperature": -1}, "temperature must be >= 0"),

@@ -130,7 +130,6 @@ class EvalSpec:
     def validate(self) -> EvalSpec:
         g, m = self.generation, self.metrics
         checks = [
-            (g.samples >= 1, f"samples must be >= 1, got {g.samples}"),
             (g.max_new_tokens >= 1, f"max_new_tokens must be >= 1, got {g.max_new_tokens}"),
             (g.temperature >= 0, f"temperature must be >= 0, got {g.temperature}"),
             (0 < g.top_p <= 1, f"top_p must be in (0, 1], got {g.top_p}"),

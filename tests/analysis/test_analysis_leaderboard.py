@@ -132,9 +132,12 @@ def test_missing_scores_of_an_incomplete_run_are_counted(built: Built, tmp_path:
     assert row.overall["n_prompts_unscored"] == lost["prompt_id"].nunique()
     assert row.overall["n_prompts"] == before["n_prompts"] - lost["prompt_id"].nunique()
     assert any("not complete" in n for n in board.notes)
-    # A shard never generated: its prompts are still rows, unscored, with no continuation.
+    # A shard never generated: its prompts are still rows, unscored, with no continuation (and no scorer
+    # has scores of it: a score part without its generation part is damage, refused by every reader).
     never = pd.read_parquet(run / "generations" / "part-00001.parquet")
     (run / "generations" / "part-00001.parquet").unlink()
+    for part in (run / "scores").glob("*/part-00001.parquet"):
+        part.unlink()
     row = _board(built, [run]).rows[0]
     assert row.overall["n_generations"] == before["n_generations"] - len(never)
     assert row.overall["n_prompts_unscored"] == never["prompt_id"].nunique()
