@@ -195,12 +195,14 @@ def spec_and_executor(args: argparse.Namespace) -> tuple[EvalSpec, ExecutorConfi
             value = getattr(args, key, None)
             if value is not None:
                 flat[key] = value
-        if not flat and not args.config and not getattr(args, "generations_from", None) and args.out:
+        if not flat and not args.config and args.out:
             from ..store import RunStore
 
             store = RunStore(args.out)
+            if getattr(args, "retry_failed", None):
+                return store.spec(), executor
             # ``eval --out RUN`` alone resumes (and repairs) RUN with the spec it recorded
-            if getattr(args, "retry_failed", None) or store.exists() or store.recorded_spec() is not None:
+            if not getattr(args, "generations_from", None) and (store.exists() or store.recorded_spec()):
                 return store.spec(), executor
         if getattr(args, "generations_from", None) and not args.config:
             return source_spec(args.generations_from, flat), executor
