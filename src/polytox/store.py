@@ -236,6 +236,10 @@ def manifest_spec(path: Path, data: dict[str, Any]) -> EvalSpec:
     spec = data.get("spec")
     if not isinstance(spec, dict):
         raise DamagedRunError(f"{path} is damaged (no 'spec' object)", path)
+    # the fields readers use beside the spec, when present, must have their type
+    for name, kind in (("scorer", dict), ("status", str), ("seed", int)):
+        if name in data and not isinstance(data[name], kind):
+            raise DamagedRunError(f"{path} is damaged ({name!r} is not a {kind.__name__})", path)
     try:
         return EvalSpec.from_dict(spec)
     except Exception as exc:  # a spec edited by hand or cut: whatever from_dict raises, it is damage
