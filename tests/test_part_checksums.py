@@ -165,6 +165,11 @@ def _swap_in(target: Path, source: Path) -> None:
     shutil.copyfile(sidecar(source), sidecar(target))
 
 
+def _edit_manifest(store: RunStore, **fields: object) -> None:
+    data = json.loads(store.manifest_path.read_text())
+    store.manifest_path.write_text(json.dumps({**data, **fields}))
+
+
 def damage_cases(run: Path) -> dict[str, tuple[Callable[[], None], Path]]:
     """Name -> (do the damage, the file the error line must name)."""
     store = RunStore(run)
@@ -183,6 +188,7 @@ def damage_cases(run: Path) -> dict[str, tuple[Callable[[], None], Path]]:
         "a part past the last shard": (lambda: _swap_in(stray, store.generation_part(0)), stray),
         "manifest {}": (lambda: store.manifest_path.write_text("{}"), store.manifest_path),
         "manifest empty": (lambda: store.manifest_path.write_text(""), store.manifest_path),
+        "manifest scorer not an object": (lambda: _edit_manifest(store, scorer="x"), store.manifest_path),
     }
 
 
