@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import constants as C
+from .._util import jsondepth
 from .._util.atomic import atomic_write_text
 from ..errors import PolytoxError
 from ..prompts.records import dig
@@ -69,8 +70,8 @@ def prompt_keys(paths: Iterable[str | Path]) -> set[str]:
                 if not line.strip():
                     continue
                 try:
-                    record = json.loads(line)
-                except json.JSONDecodeError:
+                    record = jsondepth.loads(line)
+                except ValueError:
                     continue  # the prompt loader reports bad prompt records; here only overlap matters
                 for key in ("prompt.text", "continuation.text", "text", "Prompt"):
                     value = dig(record, key)
@@ -88,9 +89,12 @@ def jsonl_records(path: str | Path, lang: str | None, problems: list[str]) -> It
             if not line.strip():
                 continue
             try:
-                record = json.loads(line)
+                record = jsondepth.loads(line)
             except json.JSONDecodeError as exc:
                 problems.append(f"{path}:{lineno}: invalid JSON ({exc.msg})")
+                continue
+            except jsondepth.TooDeepError as exc:
+                problems.append(f"{path}:{lineno}: invalid JSON ({exc})")
                 continue
             if lang and isinstance(record, dict) and record.get("lang", lang) != lang:
                 continue
@@ -191,9 +195,9 @@ def read_corpus(folder: str | Path) -> Corpus:
         with open(root / f"{name}.jsonl", encoding="utf-8") as fh:
             for lineno, line in enumerate(fh, 1):
                 try:
-                    record = json.loads(line)
+                    record = jsondepth.loads(line)
                     out.append((str(record["text"]), TOXIC if record["label"] == "toxic" else NONTOXIC))
-                except (json.JSONDecodeError, KeyError) as exc:
+                except (ValueError, KeyError) as exc:
                     raise PolytoxError(f"{root / name}.jsonl:{lineno}: bad corpus record ({exc})") from None
         return out
 
