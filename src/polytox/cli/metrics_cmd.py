@@ -110,6 +110,12 @@ def run(args: argparse.Namespace) -> int:
             f"[yellow]{metrics['n_without_raw']} stored score(s) carry no raw value (scored before raw "
             f"values were kept): counted as missing on scale {metrics['scale']}[/yellow]"
         )
+    if Path(args.path).is_dir():
+        from ..store import RunStore
+
+        old = RunStore(args.path).unchecksummed_note()  # a run made before part checksums were kept
+        if old is not None:
+            console.print(old, markup=False, highlight=False, soft_wrap=True, style="yellow")
     if metrics.get("incomplete"):
         gap = metrics["incomplete"]
         console.print(
