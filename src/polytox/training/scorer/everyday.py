@@ -1,0 +1,101 @@
+"""Everyday sentences (``../shared/data/ud-sentences``): presumed-harmless text in all 17 PTP languages.
+
+Universal Dependencies sentences (news, Wikipedia, nonfiction, blogs, reviews, e-mail; the folder's README
+gives sources and licences). They are not annotated for toxicity: they are read as *presumed harmless*, with
+noise. Two uses, on two parts cut once here and never re-cut:
+
+- the **fit part** may anchor the harmless end of the cross-language maps and (rows without
+  ``noncommercial``) train a head;
+- the **check part** is only ever measured: no fit, map or choice reads it.
+
+The cut (``CHECK_SHARE`` of the rows): Parallel UD rows by their ``sent_id`` (the same id is the same
+meaning in every language, so a PUD sentence and all its translations fall on the same side), every other
+row by its treebank and ``sent_id`` (its text where it has none). Both by a SHA-256 of the key (``pack.unit_hash``), the same on every
+machine. Italian ISDT and Polish PDB rows are CC BY-NC-SA (``noncommercial``): measure and fit maps with
+them, never train shipped weights on them (``trainable``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ...errors import BadInputError
+from ...langs import normalize_lang
+from .data import jsonl_records
+from .pack import unit_hash
+
+CHECK_SHARE = 0.5  # share of PUD ids (and of the other sentences) in the check part
+SALT = "ud-check"
+FILE = "sentences.jsonl"
+
+
+@dataclass(frozen=True)
+class EverydayRow:
+    """One everyday sentence with its part of the cut."""
+
+    text: str
+    lang: str
+    source: str  # treebank, e.g. "UD_German-GSD"; "*-PUD" = Parallel UD
+    sent_id: str
+    parallel: bool
+    noncommercial: bool
+    check: bool  # True: the check part (measured only); False: the fit part
+
+    @property
+    def key(self) -> str:
+        """What the cut hashes: the PUD id alone for parallel rows (one meaning, every language)."""
+        return split_key(self.source, self.sent_id, self.parallel)
+
+    @property
+    def trainable(self) -> bool:
+        """May train weights that ship: the fit part, and not a noncommercial treebank."""
+        return not self.check and not self.noncommercial
+
+
+def split_key(source: str, sent_id: str, parallel: bool) -> str:
+    return f"pud:{sent_id}" if parallel else f"{source}:{sent_id}"
+
+
+def in_check(source: str, sent_id: str, parallel: bool) -> bool:
+    """Whether a sentence belongs to the check part (fixed by its key's hash)."""
+    return unit_hash(split_key(source, sent_id, parallel), SALT) < CHECK_SHARE
+
+
+def load_everyday(folder: Path | str, langs: Iterable[str] = ()) -> list[EverydayRow]:
+    """Every sentence of the folder (optionally some languages), each marked with its part."""
+    path = Path(folder) / FILE
+    if not path.exists():
+        raise BadInputError(f"{path}: missing (the ud-sentences folder, see its README)")
+    wanted = set(langs)
+    out: list[EverydayRow] = []
+    for number, record in jsonl_records(path):
+        where = f"{path}:{number}"
+        text, source, sent_id = record.get("text"), record.get("source"), record.get("sent_id")
+        if not isinstance(text, str) or not text.strip():
+            raise BadInputError(f"{where}: missing text")
+        if not isinstance(source, str):
+            raise BadInputError(f"{where}: missing source")
+        if not isinstance(sent_id, str) or not sent_id:  # one Bosque row has none: its text is its key
+            sent_id = f"text:{text}"
+        lang = normalize_lang(str(record.get("lang", "")))
+        if wanted and lang not in wanted:
+            continue
+        parallel = bool(record.get("parallel", False))
+        out.append(
+            EverydayRow(
+                text=text,
+                lang=lang,
+                source=source,
+                sent_id=sent_id,
+                parallel=parallel,
+                noncommercial=bool(record.get("noncommercial", False)),
+                check=in_check(source, sent_id, parallel),
+            )
+        )
+    return out
+
+
+def part(rows: Sequence[EverydayRow], check: bool) -> list[EverydayRow]:
+    return [r for r in rows if r.check == check]
