@@ -10,9 +10,9 @@ noise. Two uses, on two parts cut once here and never re-cut:
 
 The cut (``CHECK_SHARE`` of the rows): Parallel UD rows by their ``sent_id`` (the same id is the same
 meaning in every language, so a PUD sentence and all its translations fall on the same side), every other
-row by its treebank and ``sent_id`` (its text where it has none). Both by a SHA-256 of the key (``pack.unit_hash``), the same on every
-machine. Italian ISDT and Polish PDB rows are CC BY-NC-SA (``noncommercial``): measure and fit maps with
-them, never train shipped weights on them (``trainable``).
+row by its treebank and ``sent_id`` (its text where it has none). Both by a SHA-256 of the key
+(``pack.unit_hash``), the same on every machine. Italian ISDT and Polish PDB rows are CC BY-NC-SA
+(``noncommercial``): measure and fit maps with them, never train shipped weights on them (``trainable``).
 """
 
 from __future__ import annotations

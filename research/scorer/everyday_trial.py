@@ -1,0 +1,215 @@
+"""Everyday text and the language prior: the head's parts on ud-sentences, per language (log.md, "Everyday
+text and the language prior").
+
+``raw``: every ud-sentences row through a head (default: the committed one), with the outputs of its parts
+(n-gram ridge, mean-pool ridge, attention probe) and the combined raw output, written to an ``.npz``. The
+backbone pass goes through the embedding cache, so the pools and probe scores also serve ``train-scorer``.
+
+``parts``: per language, on the **fit part's** PUD ids only, each part's mean output minus English's on the
+same ids (in the combiner's logit units: each part's output times its combiner weight), which says where the
+prior sits. It reads no check-part row.
+
+``measure``: per language, on the **check part**, the PUD mean minus English's on the same ids and the share
+>= 0.5 minus English's (PUD, other sentences), for the head's raw output and each named scale of the head's
+scales file (or ``--scales FILE``), with a constant guess beside it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from polytox.scoring.ml.head import MlHead, default_head_path
+from polytox.scoring.ml.ngrams import hashed_counts, tfidf
+from polytox.training.scorer.everyday import EverydayRow, load_everyday
+
+PARTS = ("ngram", "emb", "probe", "raw")
+
+
+def raw_outputs(head: MlHead, rows: Sequence[EverydayRow], batch: int = 256) -> dict[str, np.ndarray]:
+    """Each part's output and the combined raw output of every row (mode full, float32 backbone)."""
+    from polytox.scoring.ml.embed_cache import EmbeddingCache
+    from polytox.scoring.ml.embedder import HiddenStateEmbedder
+
+    assert head.backbone is not None
+    cache = EmbeddingCache(None)
+    embedder = HiddenStateEmbedder(head.backbone, head.layers, max_tokens=head.max_tokens, batch_size=32, cache=cache)
+    out = {k: np.full(len(rows), np.nan) for k in PARTS}
+    try:
+        for start in range(0, len(rows), batch):
+            chunk = rows[start : start + batch]
+            texts, langs = [r.text for r in chunk], [r.lang for r in chunk]
+            s_ngram = head.ngram_output(tfidf(hashed_counts(texts, head.ngram), head.idf), langs)
+            read = head.row_probes("full", langs)
+            pools, probe_scores = embedder.embed_and_probe(texts, [p for p, _ in read])
+            s_emb = head.emb_output(pools, langs)
+            s_probe = head.probe_inputs(read, probe_scores)
+            sl = slice(start, start + len(chunk))
+            out["ngram"][sl], out["emb"][sl] = s_ngram, s_emb
+            if s_probe is not None:
+                out["probe"][sl] = s_probe
+            out["raw"][sl] = head.raw_probability(s_ngram, s_emb, "full", langs, s_probe)
+            print(f"{start + len(chunk)}/{len(rows)} computed={embedder.computed}", flush=True)
+    finally:
+        embedder.close()
+        cache.close()
+    return out
+
+
+def pud_gaps(rows: Sequence[EverydayRow], values: np.ndarray, check: bool) -> dict[str, dict[str, Any]]:
+    """Per language: mean over the part's PUD ids minus English's on the same ids, and the share >= 0.5
+    minus English's (PUD ids; other sentences: minus English EWT's share on its own part)."""
+    en = {r.sent_id: v for r, v in zip(rows, values, strict=True) if r.parallel and r.lang == "en" and r.check == check}
+    en_other = np.array(
+        [v for r, v in zip(rows, values, strict=True) if not r.parallel and r.lang == "en" and r.check == check]
+    )
+    out: dict[str, dict[str, Any]] = {}
+    for lang in sorted({r.lang for r in rows}):
+        pud = [(v, en[r.sent_id]) for r, v in zip(rows, values, strict=True)
+               if r.parallel and r.lang == lang and r.check == check and r.sent_id in en]
+        other = np.array([v for r, v in zip(rows, values, strict=True)
+                          if not r.parallel and r.lang == lang and r.check == check])
+        block: dict[str, Any] = {"n_pud": len(pud), "n_other": len(other)}
+        if pud:
+            t, e = np.array(pud).T
+            block.update(pud_mean=round(float(t.mean()), 4), gap=round(float(t.mean() - e.mean()), 4),
+                         share=round(float((t >= 0.5).mean()), 4),
+                         share_gap=round(float((t >= 0.5).mean() - (e >= 0.5).mean()), 4))
+        if len(other):
+            block.update(other_mean=round(float(other.mean()), 4), other_share=round(float((other >= 0.5).mean()), 4),
+                         other_share_gap=round(float((other >= 0.5).mean() - (en_other >= 0.5).mean()), 4))
+        out[lang] = block
+    return out
+
+
+def part_gaps(head: MlHead, rows: Sequence[EverydayRow], outs: dict[str, np.ndarray]) -> dict[str, Any]:
+    """On the fit part's PUD ids, each part's mean minus English's, in logit units of its combiner."""
+    out: dict[str, Any] = {}
+    for part, k in (("ngram", 1), ("emb", 2), ("probe", 3)):
+        weights = np.array([head.combine["full:other" if r.lang != "en" else "full"][k] for r in rows])  # type: ignore[index]
+        contrib = outs[part] * weights
+        gaps = pud_gaps(rows, contrib, check=False)
+        out[part] = {lang: g.get("gap") for lang, g in gaps.items()}
+    bias = {lang: head.combine["full:other" if lang != "en" else "full"][0] for lang in sorted({r.lang for r in rows})}  # type: ignore[index]
+    out["bias"] = {lang: round(float(b - bias["en"]), 4) for lang, b in bias.items()}
+    logit = np.log(np.clip(outs["raw"], 1e-6, 1 - 1e-6) / np.clip(1 - outs["raw"], 1e-6, 1))
+    out["logit"] = {lang: g.get("gap") for lang, g in pud_gaps(rows, logit, check=False).items()}
+    out["raw"] = {lang: g.get("gap") for lang, g in pud_gaps(rows, outs["raw"], check=False).items()}
+    return out
+
+
+def load_parts(path: Path | str, rows: Sequence[EverydayRow]) -> tuple[list[EverydayRow], dict[str, np.ndarray]]:
+    """The rows of ``rows`` that ``path`` (``raw``'s output) holds, and their part outputs."""
+    data = np.load(path)
+    index = {k: i for i, k in enumerate(data["keys"].tolist())}
+    sel = [r for r in rows if row_key(r) in index]
+    take = np.array([index[row_key(r)] for r in sel], dtype=int)
+    return sel, {k: data[k][take] for k in PARTS}
+
+
+def row_key(r: EverydayRow) -> str:
+    return f"{r.lang}\t{r.source}\t{r.sent_id}"
+
+
+def pud_pairs(rows: Sequence[EverydayRow], raw: np.ndarray) -> Any:
+    """The fit part's PUD ids as toxicity-preserving pairs at the harmless end (both sides rated 1): each
+    translation with its English sentence, for the equating of the cross-language maps."""
+    from polytox.training.scorer.scale_languages import Pairs
+
+    en = {r.sent_id: v for r, v in zip(rows, raw, strict=True) if r.parallel and not r.check and r.lang == "en"}
+    sel = [(r, v) for r, v in zip(rows, raw, strict=True)
+           if r.parallel and not r.check and r.lang != "en" and r.sent_id in en]
+    return Pairs(
+        np.array([f"pud:{r.sent_id}" for r, _ in sel], dtype=object),
+        np.array([r.lang for r, _ in sel], dtype=object),
+        np.array([v for _, v in sel], dtype=float),
+        np.ones(len(sel)),
+        np.array([en[r.sent_id] for r, _ in sel], dtype=float),
+        np.ones(len(sel)),
+        np.full(len(sel), np.nan),
+    )
+
+
+def measure(head: MlHead, rows: Sequence[EverydayRow], raw: np.ndarray, shared: Path, lx_raw: str | None,
+            refit: bool) -> dict[str, Any]:
+    """The check part's everyday gaps on each Perspective scale (the shipped scales, and with ``refit`` the
+    maps refitted with the fit part's PUD ids as harmless anchors), and the RTP-LX pair checks of both on the
+    check part of the head's held-out split (``lx_raw``: its raw outputs, ``lx_raw.py --heldout-only``)."""
+    from polytox.scoring.ml.calib import CONTINUATION, WEB, ScaleMaps
+    from polytox.scoring.ml.scales import PERSPECTIVE_2020, PERSPECTIVE_2022, load_scales
+    from polytox.training.scorer.scale_fit import SHRINK, language_maps, load_raw, lx_pairs
+    from polytox.training.scorer.scale_languages import Pairs, fit_equated, language_checks, summarise
+    from polytox.training.scorer.scale_rows import scale_rows
+
+    shipped = load_scales(default_head_path(), head.digest)
+    assert shipped is not None
+    langs = [r.lang for r in rows]
+    out: dict[str, Any] = {"raw": pud_gaps(rows, raw, check=True)}
+    constant = np.full(len(rows), float(np.median(raw)))
+    out["constant"] = pud_gaps(rows, constant, check=True)
+    maps: dict[str, dict[str, ScaleMaps]] = {"V0": {}, "V0m": {}}
+    lx = load_raw(lx_raw, "full") if lx_raw else {}
+    srows = scale_rows(str(shared)) if lx else []
+    for name in (PERSPECTIVE_2022, PERSPECTIVE_2020):
+        maps["V0"][name] = shipped.get(name).maps["full"]
+        if refit and lx:
+            pairs = Pairs.concat(lx_pairs(srows, lx, check=False), pud_pairs(rows, raw))
+            english = maps["V0"][name].english
+            per_lang, fallback = language_maps(fit_equated(pairs, SHRINK), english, sorted(set(langs) - {"en"}))
+            maps["V0m"][name] = ScaleMaps(english=english, fallback=fallback, per_lang=per_lang)
+    for variant, by_scale in maps.items():
+        for name, m in by_scale.items():
+            values = m.apply(raw, langs, CONTINUATION if name == PERSPECTIVE_2022 else WEB)
+            block: dict[str, Any] = {"everyday": pud_gaps(rows, values, check=True)}
+            if lx:
+                check = lx_pairs(srows, lx, check=True)
+                checks = language_checks(check, m.apply(check.r_t, check.lang.tolist()),
+                                         m.apply(check.r_e, ["en"] * len(check)))
+                block["pairs"], block["pairs_summary"] = checks, summarise(checks)
+            out[f"{variant}:{name}"] = block
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("command", choices=("raw", "parts", "measure"))
+    p.add_argument("--shared", default="../shared/data")
+    p.add_argument("--head", default=str(default_head_path()))
+    p.add_argument("--raw", required=True, help="the .npz of part outputs (written by raw, read by the others)")
+    p.add_argument("--part", choices=("fit", "check", "all"), default="all", help="raw: which rows")
+    p.add_argument("--out", help="write the result (JSON) here")
+    p.add_argument("--lx-raw", help="measure: the held-out RTP-LX raw outputs (lx_raw.py --heldout-only)")
+    p.add_argument("--refit", action="store_true", help="measure: also the maps refitted with PUD anchors (V0m)")
+    args = p.parse_args(argv)
+    head = MlHead.load(args.head)
+    rows = load_everyday(Path(args.shared) / "ud-sentences")
+    if args.command == "raw":
+        todo = [r for r in rows if args.part == "all" or r.check == (args.part == "check")]
+        computed = raw_outputs(head, todo)
+        np.savez(args.raw, head=np.array(head.digest), keys=np.array([row_key(r) for r in todo]), **computed)  # type: ignore[arg-type]
+        return 0
+    sel: list[EverydayRow] = []
+    outs: dict[str, np.ndarray] = {}
+    for path in args.raw.split(","):
+        got, parts = load_parts(path, rows)
+        sel += got
+        outs = {k: np.concatenate([outs.get(k, np.zeros(0)), parts[k]]) for k in PARTS}
+    if args.command == "parts":
+        result = part_gaps(head, sel, outs)
+    else:
+        result = measure(head, sel, outs["raw"], Path(args.shared), args.lx_raw, args.refit)
+    text = json.dumps(result, indent=1)
+    print(text)
+    if args.out:
+        Path(args.out).write_text(text + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
