@@ -51,3 +51,42 @@ def test_a_bad_line_names_file_and_line(tmp_path: Path) -> None:
     (tmp_path / "sentences.jsonl").write_text(good + '\n{"lang": "en"}\n')
     with pytest.raises(BadInputError, match=r"sentences.jsonl:2: missing text"):
         load_everyday(tmp_path)
+
+
+def test_everyday_pairs_anchor_the_harmless_end_of_the_equating(tmp_path: Path) -> None:
+    import numpy as np
+
+    from polytox.training.scorer.everyday import EVERYDAY_RATING, everyday_pairs
+    from polytox.training.scorer.scale_languages import Pairs, fit_equated
+
+    ids = [f"n{k:05d}" for k in range(400)]
+    fit_ids = [i for i in ids if not in_check("UD_German-PUD", i, True)]
+    lines = [
+        json.dumps({"text": f"{lang} {i}", "lang": lang, "source": f"UD_{lang}-PUD", "sent_id": i, "parallel": True})
+        for i in ids
+        for lang in ("en", "de")
+    ]
+    (tmp_path / "sentences.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    rows = load_everyday(tmp_path)
+    rng = np.random.default_rng(0)
+    # everyday German reads raw 0.30 where the same English sentences read 0.05
+    raw = {(r.text, r.lang): float((0.30 if r.lang == "de" else 0.05) + 0.01 * rng.random()) for r in rows}
+    anchors = everyday_pairs(rows, raw)
+    assert sorted(str(i)[4:] for i in anchors.index) == sorted(fit_ids)  # the fit part only, no check-part id
+    assert set(anchors.lang.tolist()) == {"de"} and (anchors.h_t == EVERYDAY_RATING).all() and anchors.preserving.all()
+    # toxic RTP-LX-like pairs: German raw 0.3-1.0 reads as English 0.3-1.0
+    t = rng.uniform(0.3, 1.0, 300)
+    toxic = Pairs(
+        np.arange(300).astype(object),
+        np.full(300, "de", dtype=object),
+        t,
+        np.full(300, 4.0),
+        t,
+        np.full(300, 4.0),
+        np.full(300, np.nan),
+    )
+    alone, anchored = fit_equated(toxic, 0.0), fit_equated(Pairs.concat(toxic, anchors), 0.0)
+    harmless_de = np.array([0.30, 0.305])
+    assert alone(harmless_de, "de").min() >= 0.29  # RTP-LX alone: everyday German stays at 0.3
+    assert anchored(harmless_de, "de").max() <= 0.07  # anchored: it reads like the English sentences
+    assert abs(anchored(np.array([0.9]), "de")[0] - 0.9) < 0.03  # and the toxic end holds

@@ -20,6 +20,7 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -27,19 +28,24 @@ import numpy as np
 
 from polytox.scoring.ml.head import MlHead, default_head_path
 from polytox.scoring.ml.ngrams import hashed_counts, tfidf
-from polytox.training.scorer.everyday import EverydayRow, load_everyday
+from polytox.training.scorer.everyday import EverydayRow, everyday_pairs, load_everyday
+from polytox.training.scorer.pack import unit_hash
 
 PARTS = ("ngram", "emb", "probe", "raw")
+THREADS = 1  # one torch thread: on a shared, loaded 2-core machine two threads mostly wait on each other
 
 
-def raw_outputs(head: MlHead, rows: Sequence[EverydayRow], batch: int = 256) -> dict[str, np.ndarray]:
-    """Each part's output and the combined raw output of every row (mode full, float32 backbone)."""
+def raw_outputs(head: MlHead, rows: Sequence[Any], batch: int = 256) -> dict[str, np.ndarray]:
+    """Each part's output and the combined raw output of every row (``text``, ``lang``; mode full, float32
+    backbone)."""
     from polytox.scoring.ml.embed_cache import EmbeddingCache
     from polytox.scoring.ml.embedder import HiddenStateEmbedder
 
     assert head.backbone is not None
     cache = EmbeddingCache(None)
-    embedder = HiddenStateEmbedder(head.backbone, head.layers, max_tokens=head.max_tokens, batch_size=32, cache=cache)
+    embedder = HiddenStateEmbedder(
+        head.backbone, head.layers, max_tokens=head.max_tokens, batch_size=32, cache=cache, threads=THREADS
+    )
     out = {k: np.full(len(rows), np.nan) for k in PARTS}
     try:
         for start in range(0, len(rows), batch):
@@ -71,19 +77,29 @@ def pud_gaps(rows: Sequence[EverydayRow], values: np.ndarray, check: bool) -> di
     )
     out: dict[str, dict[str, Any]] = {}
     for lang in sorted({r.lang for r in rows}):
-        pud = [(v, en[r.sent_id]) for r, v in zip(rows, values, strict=True)
-               if r.parallel and r.lang == lang and r.check == check and r.sent_id in en]
-        other = np.array([v for r, v in zip(rows, values, strict=True)
-                          if not r.parallel and r.lang == lang and r.check == check])
+        pud = [
+            (v, en[r.sent_id])
+            for r, v in zip(rows, values, strict=True)
+            if r.parallel and r.lang == lang and r.check == check and r.sent_id in en
+        ]
+        other = np.array(
+            [v for r, v in zip(rows, values, strict=True) if not r.parallel and r.lang == lang and r.check == check]
+        )
         block: dict[str, Any] = {"n_pud": len(pud), "n_other": len(other)}
         if pud:
             t, e = np.array(pud).T
-            block.update(pud_mean=round(float(t.mean()), 4), gap=round(float(t.mean() - e.mean()), 4),
-                         share=round(float((t >= 0.5).mean()), 4),
-                         share_gap=round(float((t >= 0.5).mean() - (e >= 0.5).mean()), 4))
+            block.update(
+                pud_mean=round(float(t.mean()), 4),
+                gap=round(float(t.mean() - e.mean()), 4),
+                share=round(float((t >= 0.5).mean()), 4),
+                share_gap=round(float((t >= 0.5).mean() - (e >= 0.5).mean()), 4),
+            )
         if len(other):
-            block.update(other_mean=round(float(other.mean()), 4), other_share=round(float((other >= 0.5).mean()), 4),
-                         other_share_gap=round(float((other >= 0.5).mean() - (en_other >= 0.5).mean()), 4))
+            block.update(
+                other_mean=round(float(other.mean()), 4),
+                other_share=round(float((other >= 0.5).mean()), 4),
+                other_share_gap=round(float((other >= 0.5).mean() - (en_other >= 0.5).mean()), 4),
+            )
         out[lang] = block
     return out
 
@@ -117,27 +133,15 @@ def row_key(r: EverydayRow) -> str:
     return f"{r.lang}\t{r.source}\t{r.sent_id}"
 
 
-def pud_pairs(rows: Sequence[EverydayRow], raw: np.ndarray) -> Any:
-    """The fit part's PUD ids as toxicity-preserving pairs at the harmless end (both sides rated 1): each
-    translation with its English sentence, for the equating of the cross-language maps."""
-    from polytox.training.scorer.scale_languages import Pairs
-
-    en = {r.sent_id: v for r, v in zip(rows, raw, strict=True) if r.parallel and not r.check and r.lang == "en"}
-    sel = [(r, v) for r, v in zip(rows, raw, strict=True)
-           if r.parallel and not r.check and r.lang != "en" and r.sent_id in en]
-    return Pairs(
-        np.array([f"pud:{r.sent_id}" for r, _ in sel], dtype=object),
-        np.array([r.lang for r, _ in sel], dtype=object),
-        np.array([v for _, v in sel], dtype=float),
-        np.ones(len(sel)),
-        np.array([en[r.sent_id] for r, _ in sel], dtype=float),
-        np.ones(len(sel)),
-        np.full(len(sel), np.nan),
-    )
-
-
-def measure(head: MlHead, rows: Sequence[EverydayRow], raw: np.ndarray, shared: Path, lx_raw: str | None,
-            refit: bool) -> dict[str, Any]:
+def measure(
+    head: MlHead,
+    rows: Sequence[EverydayRow],
+    raw: np.ndarray,
+    shared: Path,
+    lx_raw: str | None,
+    refit: bool,
+    sanity: str | None = None,
+) -> dict[str, Any]:
     """The check part's everyday gaps on each Perspective scale (the shipped scales, and with ``refit`` the
     maps refitted with the fit part's PUD ids as harmless anchors), and the RTP-LX pair checks of both on the
     check part of the head's held-out split (``lx_raw``: its raw outputs, ``lx_raw.py --heldout-only``)."""
@@ -159,7 +163,8 @@ def measure(head: MlHead, rows: Sequence[EverydayRow], raw: np.ndarray, shared: 
     for name in (PERSPECTIVE_2022, PERSPECTIVE_2020):
         maps["V0"][name] = shipped.get(name).maps["full"]
         if refit and lx:
-            pairs = Pairs.concat(lx_pairs(srows, lx, check=False), pud_pairs(rows, raw))
+            anchors = everyday_pairs(rows, {(r.text, r.lang): float(v) for r, v in zip(rows, raw, strict=True)})
+            pairs = Pairs.concat(lx_pairs(srows, lx, check=False), anchors)
             english = maps["V0"][name].english
             per_lang, fallback = language_maps(fit_equated(pairs, SHRINK), english, sorted(set(langs) - {"en"}))
             maps["V0m"][name] = ScaleMaps(english=english, fallback=fallback, per_lang=per_lang)
@@ -169,28 +174,145 @@ def measure(head: MlHead, rows: Sequence[EverydayRow], raw: np.ndarray, shared: 
             block: dict[str, Any] = {"everyday": pud_gaps(rows, values, check=True)}
             if lx:
                 check = lx_pairs(srows, lx, check=True)
-                checks = language_checks(check, m.apply(check.r_t, check.lang.tolist()),
-                                         m.apply(check.r_e, ["en"] * len(check)))
+                checks = language_checks(
+                    check, m.apply(check.r_t, check.lang.tolist()), m.apply(check.r_e, ["en"] * len(check))
+                )
                 block["pairs"], block["pairs_summary"] = checks, summarise(checks)
+            if sanity:
+                s_rows, s_raw = sanity_rows(), np.load(sanity)["raw"]
+                block["sanity"] = sanity_checks(
+                    s_rows, m.apply(s_raw, [r.lang for r in s_rows], CONTINUATION if name == PERSPECTIVE_2022 else WEB)
+                )
             out[f"{variant}:{name}"] = block
     return out
 
 
+def _f(x: Any, signed: bool = True, pct: bool = False) -> str:
+    if x is None:
+        return "-"
+    if pct:
+        return f"{100 * x:+.1f}" if signed else f"{100 * x:.1f}"
+    return f"{x:+.3f}" if signed else f"{x:.3f}"
+
+
+def markdown(result: dict[str, Any], scale: str) -> str:
+    """Per language, on the check part: the shipped maps (V0) -> the maps refitted with everyday anchors
+    (V0m), on ``scale``."""
+    v0, v0m = result[f"V0:{scale}"], result.get(f"V0m:{scale}", {})
+    lines = [
+        "| lang | PUD mean - en (V0 -> V0m) | PUD share >= 0.5 - en, pt | other sentences: share >= 0.5 - en, pt "
+        "| sanity harmless - en (>= 0.5) | RTP-LX harmless pairs - en | toxic pairs - en | MAE - en's "
+        "| human AUC | kappa (en) |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | ---: | --- |",
+    ]
+
+    def both(key: str, sub: str, lang: str, pct: bool = False) -> str:
+        a = v0.get(key, {}).get(lang, {}).get(sub)
+        b = v0m.get(key, {}).get(lang, {}).get(sub) if v0m else None
+        return _f(a, pct=pct) + ("" if not v0m else f" -> {_f(b, pct=pct)}")
+
+    for lang in sorted(v0["everyday"]):
+        ev = v0["everyday"][lang]
+        if lang == "en":
+            continue
+        sanity = ""
+        if "sanity" in v0:
+            a, b = v0["sanity"][lang], v0m.get("sanity", {}).get(lang) if v0m else None
+            sanity = f"{a['harmless_gap']:+.3f} ({a['harmless_high']})"
+            if b:
+                sanity += f" -> {b['harmless_gap']:+.3f} ({b['harmless_high']})"
+        pairs = v0.get("pairs", {}).get(lang, {})
+        kappa = (
+            f"{_f(pairs.get('kappa'), signed=False)}"
+            + ("" if not v0m else f" -> {_f(v0m.get('pairs', {}).get(lang, {}).get('kappa'), signed=False)}")
+            + f" ({_f(pairs.get('kappa_en'), signed=False)})"
+        )
+        lines.append(
+            f"| {lang} | {both('everyday', 'gap', lang) if ev.get('n_pud') else '-'} "
+            f"| {both('everyday', 'share_gap', lang, pct=True) if ev.get('n_pud') else '-'} "
+            f"| {both('everyday', 'other_share_gap', lang, pct=True) if ev.get('n_other') else '-'} "
+            f"| {sanity} | {both('pairs', 'harmless_diff', lang)} | {both('pairs', 'toxic_diff', lang)} "
+            f"| {both('pairs', 'mae_diff', lang)} | {_f(pairs.get('auc'), signed=False)} | {kappa} |"
+        )
+    return "\n".join(lines)
+
+
+SANITY = Path(__file__).resolve().parents[2] / "tests" / "data" / "lang_sanity.jsonl"
+
+
+@dataclass(frozen=True)
+class SanityRow:
+    text: str
+    lang: str
+    kind: str
+    id: str
+
+
+def sanity_rows() -> list[SanityRow]:
+    lines = SANITY.read_text(encoding="utf-8").splitlines()
+    return [SanityRow(r["text"], r["lang"], r["kind"], r["id"]) for r in map(json.loads, filter(str.strip, lines))]
+
+
+def sanity_checks(rows: Sequence[SanityRow], values: np.ndarray) -> dict[str, dict[str, Any]]:
+    """``tests/test_lang_sanity.py``'s reading: per language, the harmless mean minus English's, harmless
+    sentences at 0.5 or more, and the toxic mean."""
+
+    def mean(lang: str, kind: str) -> float:
+        return float(np.mean([v for r, v in zip(rows, values, strict=True) if r.lang == lang and r.kind == kind]))
+
+    english = mean("en", "harmless")
+    return {
+        lang: {
+            "harmless_mean": round(mean(lang, "harmless"), 4),
+            "harmless_gap": round(mean(lang, "harmless") - english, 4),
+            "harmless_high": int(
+                sum(v >= 0.5 for r, v in zip(rows, values, strict=True) if r.lang == lang and r.kind == "harmless")
+            ),
+            "toxic_mean": round(mean(lang, "toxic"), 4),
+        }
+        for lang in sorted({r.lang for r in rows})
+    }
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("command", choices=("raw", "parts", "measure"))
+    p.add_argument("command", choices=("raw", "sanity", "parts", "measure", "table", "export"))
     p.add_argument("--shared", default="../shared/data")
     p.add_argument("--head", default=str(default_head_path()))
     p.add_argument("--raw", required=True, help="the .npz of part outputs (written by raw, read by the others)")
     p.add_argument("--part", choices=("fit", "check", "all"), default="all", help="raw: which rows")
+    p.add_argument("--parallel", choices=("yes", "no", "all"), default="all", help="raw: PUD rows, the others, all")
+    p.add_argument("--per-lang", type=int, help="raw: at most this many rows per language (a fixed hash order)")
     p.add_argument("--out", help="write the result (JSON) here")
     p.add_argument("--lx-raw", help="measure: the held-out RTP-LX raw outputs (lx_raw.py --heldout-only)")
     p.add_argument("--refit", action="store_true", help="measure: also the maps refitted with PUD anchors (V0m)")
+    p.add_argument("--sanity", help="sanity: where to write the sanity set's raw outputs; measure: read them")
     args = p.parse_args(argv)
+    if args.command == "table":  # --raw: the result of measure
+        result = json.loads(Path(args.raw).read_text(encoding="utf-8"))
+        for scale in ("perspective-2022", "perspective-2020"):
+            print(f"\n{scale}\n\n{markdown(result, scale)}")
+        return 0
     head = MlHead.load(args.head)
+    if args.command == "sanity":
+        srows = sanity_rows()
+        computed = raw_outputs(head, srows)
+        np.savez(args.sanity, head=np.array(head.digest), **computed)  # type: ignore[arg-type]
+        return 0
     rows = load_everyday(Path(args.shared) / "ud-sentences")
     if args.command == "raw":
-        todo = [r for r in rows if args.part == "all" or r.check == (args.part == "check")]
+        todo = [
+            r
+            for r in rows
+            if (args.part == "all" or r.check == (args.part == "check"))
+            and (args.parallel == "all" or r.parallel == (args.parallel == "yes"))
+        ]
+        if args.per_lang is not None:  # the first rows of each language in the order of a hash of their key
+            todo = sorted(todo, key=lambda r: unit_hash(r.key, "everyday-sample"))
+            by_lang: dict[str, list[EverydayRow]] = {}
+            for r in todo:
+                by_lang.setdefault(r.lang, []).append(r)
+            todo = [r for rows_of in by_lang.values() for r in rows_of[: args.per_lang]]
         computed = raw_outputs(head, todo)
         np.savez(args.raw, head=np.array(head.digest), keys=np.array([row_key(r) for r in todo]), **computed)  # type: ignore[arg-type]
         return 0
@@ -200,10 +322,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         got, parts = load_parts(path, rows)
         sel += got
         outs = {k: np.concatenate([outs.get(k, np.zeros(0)), parts[k]]) for k in PARTS}
+    if args.command == "export":  # --out: a folder; the raw outputs as scale_fit --raw reads them (both modes)
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        texts, langs = [r.text for r in sel], [r.lang for r in sel]
+        ngram_raw = head.raw_probability(outs["ngram"], None, "ngram", langs)
+        for mode, values in (("full", outs["raw"]), ("ngram", ngram_raw)):
+            table = pa.table({"text": texts, "lang": langs, "raw": np.asarray(values, dtype=float)})
+            pq.write_table(table, str(Path(args.out) / f"part-everyday-{mode}.parquet"))
+        return 0
     if args.command == "parts":
         result = part_gaps(head, sel, outs)
     else:
-        result = measure(head, sel, outs["raw"], Path(args.shared), args.lx_raw, args.refit)
+        result = measure(head, sel, outs["raw"], Path(args.shared), args.lx_raw, args.refit, args.sanity)
     text = json.dumps(result, indent=1)
     print(text)
     if args.out:

@@ -17,14 +17,17 @@ row by its treebank and ``sent_id`` (its text where it has none). Both by a SHA-
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+import numpy as np
 
 from ...errors import BadInputError
 from ...langs import normalize_lang
 from .data import jsonl_records
 from .pack import unit_hash
+from .scale_languages import Pairs
 
 CHECK_SHARE = 0.5  # share of PUD ids (and of the other sentences) in the check part
 SALT = "ud-check"
@@ -99,3 +102,28 @@ def load_everyday(folder: Path | str, langs: Iterable[str] = ()) -> list[Everyda
 
 def part(rows: Sequence[EverydayRow], check: bool) -> list[EverydayRow]:
     return [r for r in rows if r.check == check]
+
+
+EVERYDAY_RATING = 1.0  # the RTP-LX level an everyday sentence is presumed to have on both sides (not toxic)
+
+
+def everyday_pairs(rows: Sequence[EverydayRow], raw: Mapping[tuple[str, str], float]) -> Pairs:
+    """The fit part's Parallel UD ids as toxicity-preserving pairs at the harmless end: each translation
+    with its English sentence (the same id is the same meaning), both at ``EVERYDAY_RATING``. They anchor the
+    cross-language maps' harmless end (``scale_fit``), as RTP-LX's preserving pairs anchor the rest. Rows
+    without a raw output in ``raw`` ((text, lang) -> raw) are left out."""
+    english = {r.sent_id: r for r in rows if r.parallel and not r.check and r.lang == "en" and (r.text, "en") in raw}
+    sel = [
+        r
+        for r in rows
+        if r.parallel and not r.check and r.lang != "en" and r.sent_id in english and (r.text, r.lang) in raw
+    ]
+    return Pairs(
+        np.array([f"pud:{r.sent_id}" for r in sel], dtype=object),
+        np.array([r.lang for r in sel], dtype=object),
+        np.array([raw[(r.text, r.lang)] for r in sel], dtype=float),
+        np.full(len(sel), EVERYDAY_RATING),
+        np.array([raw[(english[r.sent_id].text, "en")] for r in sel], dtype=float),
+        np.full(len(sel), EVERYDAY_RATING),
+        np.full(len(sel), np.nan),
+    )
