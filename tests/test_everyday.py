@@ -90,3 +90,20 @@ def test_everyday_pairs_anchor_the_harmless_end_of_the_equating(tmp_path: Path) 
     assert alone(harmless_de, "de").min() >= 0.29  # RTP-LX alone: everyday German stays at 0.3
     assert anchored(harmless_de, "de").max() <= 0.07  # anchored: it reads like the English sentences
     assert abs(anchored(np.array([0.9]), "de")[0] - 0.9) < 0.03  # and the toxic end holds
+
+
+def test_everyday_gaps_compare_each_language_with_english_on_the_same_ids() -> None:
+    import numpy as np
+
+    from polytox.training.scorer.everyday import EverydayRow, everyday_gaps
+
+    def row(lang: str, sent_id: str, parallel: bool, check: bool = True) -> EverydayRow:
+        return EverydayRow(f"{lang}{sent_id}", lang, "UD_X", sent_id, parallel, False, check)
+
+    rows = [row("en", "a", True), row("en", "b", True), row("de", "a", True), row("de", "c", True)]
+    rows += [row("en", "x", False), row("en", "y", False), row("de", "z", False), row("de", "a", True, check=False)]
+    values = np.array([0.1, 0.3, 0.6, 0.9, 0.2, 0.6, 0.7, 0.99])
+    gaps = everyday_gaps(rows, values)
+    # de's id "c" has no English side and the fit-part row is not read: only id "a" (0.6 against 0.1) counts
+    assert gaps["de"]["n_pud"] == 1 and gaps["de"]["gap"] == 0.5 and gaps["de"]["share_gap"] == 1.0
+    assert gaps["en"]["gap"] == 0.0 and gaps["de"]["other_share_gap"] == 0.5  # 1/1 at >= 0.5 against 1/2

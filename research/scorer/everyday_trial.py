@@ -28,7 +28,7 @@ import numpy as np
 
 from polytox.scoring.ml.head import MlHead, default_head_path
 from polytox.scoring.ml.ngrams import hashed_counts, tfidf
-from polytox.training.scorer.everyday import EverydayRow, everyday_pairs, load_everyday
+from polytox.training.scorer.everyday import EverydayRow, everyday_gaps, everyday_pairs, load_everyday
 from polytox.training.scorer.pack import unit_hash
 
 PARTS = ("ngram", "emb", "probe", "raw")
@@ -69,39 +69,7 @@ def raw_outputs(head: MlHead, rows: Sequence[Any], batch: int = 256) -> dict[str
 
 
 def pud_gaps(rows: Sequence[EverydayRow], values: np.ndarray, check: bool) -> dict[str, dict[str, Any]]:
-    """Per language: mean over the part's PUD ids minus English's on the same ids, and the share >= 0.5
-    minus English's (PUD ids; other sentences: minus English EWT's share on its own part)."""
-    en = {r.sent_id: v for r, v in zip(rows, values, strict=True) if r.parallel and r.lang == "en" and r.check == check}
-    en_other = np.array(
-        [v for r, v in zip(rows, values, strict=True) if not r.parallel and r.lang == "en" and r.check == check]
-    )
-    out: dict[str, dict[str, Any]] = {}
-    for lang in sorted({r.lang for r in rows}):
-        pud = [
-            (v, en[r.sent_id])
-            for r, v in zip(rows, values, strict=True)
-            if r.parallel and r.lang == lang and r.check == check and r.sent_id in en
-        ]
-        other = np.array(
-            [v for r, v in zip(rows, values, strict=True) if not r.parallel and r.lang == lang and r.check == check]
-        )
-        block: dict[str, Any] = {"n_pud": len(pud), "n_other": len(other)}
-        if pud:
-            t, e = np.array(pud).T
-            block.update(
-                pud_mean=round(float(t.mean()), 4),
-                gap=round(float(t.mean() - e.mean()), 4),
-                share=round(float((t >= 0.5).mean()), 4),
-                share_gap=round(float((t >= 0.5).mean() - (e >= 0.5).mean()), 4),
-            )
-        if len(other):
-            block.update(
-                other_mean=round(float(other.mean()), 4),
-                other_share=round(float((other >= 0.5).mean()), 4),
-                other_share_gap=round(float((other >= 0.5).mean() - (en_other >= 0.5).mean()), 4),
-            )
-        out[lang] = block
-    return out
+    return everyday_gaps(rows, values, check)
 
 
 def part_gaps(head: MlHead, rows: Sequence[EverydayRow], outs: dict[str, np.ndarray]) -> dict[str, Any]:
@@ -131,6 +99,26 @@ def load_parts(path: Path | str, rows: Sequence[EverydayRow]) -> tuple[list[Ever
 
 def row_key(r: EverydayRow) -> str:
     return f"{r.lang}\t{r.source}\t{r.sent_id}"
+
+
+def level_cuts(values: np.ndarray, ratings: np.ndarray) -> np.ndarray:
+    """Cut points of a 0-1 score into RTP-LX's 5 levels, fitted so the levels' shares match the annotators'
+    (mean rating rounded) on the fitting texts: DATA.md, "a continuous score needs cut points; fit them on
+    your split only"."""
+    levels = np.clip(np.rint(ratings), 1, 5)
+    shares = np.array([(levels <= k).mean() for k in (1, 2, 3, 4)])
+    return np.quantile(values, shares)
+
+
+def fitted_kappa(ratings: np.ndarray, values: np.ndarray, cuts: np.ndarray) -> float | None:
+    """Linear-weighted Cohen's kappa (labels 1-5) of the annotators' level against the score cut at ``cuts``."""
+    from sklearn.metrics import cohen_kappa_score
+
+    if not len(values):
+        return None
+    human = np.clip(np.rint(ratings), 1, 5).astype(int)
+    pred = 1 + np.searchsorted(cuts, values, side="right")
+    return round(float(cohen_kappa_score(human, pred, weights="linear", labels=[1, 2, 3, 4, 5])), 4)
 
 
 def measure(
@@ -166,7 +154,8 @@ def measure(
             anchors = everyday_pairs(rows, {(r.text, r.lang): float(v) for r, v in zip(rows, raw, strict=True)})
             pairs = Pairs.concat(lx_pairs(srows, lx, check=False), anchors)
             english = maps["V0"][name].english
-            per_lang, fallback = language_maps(fit_equated(pairs, SHRINK), english, sorted(set(langs) - {"en"}))
+            others = sorted(set(head.languages) - {"en"})
+            per_lang, fallback = language_maps(fit_equated(pairs, SHRINK), english, others)
             maps["V0m"][name] = ScaleMaps(english=english, fallback=fallback, per_lang=per_lang)
     for variant, by_scale in maps.items():
         for name, m in by_scale.items():
@@ -177,7 +166,23 @@ def measure(
                 checks = language_checks(
                     check, m.apply(check.r_t, check.lang.tolist()), m.apply(check.r_e, ["en"] * len(check))
                 )
+                fit = lx_pairs(srows, lx, check=False)
+                cuts = level_cuts(
+                    np.concatenate([m.apply(fit.r_t, fit.lang.tolist()), m.apply(fit.r_e, ["en"] * len(fit))]),
+                    np.concatenate([fit.h_t, fit.h_e]),
+                )
+                for lang, row in checks.items():
+                    sel = check.lang == lang
+                    row["kappa_fitted"] = fitted_kappa(
+                        check.h_t[sel], m.apply(check.r_t[sel], [lang] * sel.sum()), cuts
+                    )
+                    row["kappa_fitted_en"] = fitted_kappa(
+                        check.h_e[sel], m.apply(check.r_e[sel], ["en"] * sel.sum()), cuts
+                    )
                 block["pairs"], block["pairs_summary"] = checks, summarise(checks)
+                block["pairs_summary"]["kappa_fitted_mean"] = round(
+                    float(np.mean([r["kappa_fitted"] for r in checks.values()])), 4
+                )
             if sanity:
                 s_rows, s_raw = sanity_rows(), np.load(sanity)["raw"]
                 block["sanity"] = sanity_checks(

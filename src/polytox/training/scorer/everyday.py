@@ -20,9 +20,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
+from ...constants import TOXIC_THRESHOLD
 from ...errors import BadInputError
 from ...langs import normalize_lang
 from .data import jsonl_records
@@ -127,3 +129,46 @@ def everyday_pairs(rows: Sequence[EverydayRow], raw: Mapping[tuple[str, str], fl
         np.full(len(sel), EVERYDAY_RATING),
         np.full(len(sel), np.nan),
     )
+
+
+def everyday_gaps(rows: Sequence[EverydayRow], values: np.ndarray, check: bool = True) -> dict[str, dict[str, Any]]:
+    """Per language, on one part (the check part by default): the mean over its Parallel UD ids minus English's
+    on the same ids (``gap``), their share >= 0.5 minus English's (``share_gap``), and on the other sentences
+    the share >= 0.5 minus English EWT's (``other_share_gap``). A scale that reads everyday text alike in
+    every language has every gap near 0."""
+    en = {r.sent_id: v for r, v in zip(rows, values, strict=True) if r.parallel and r.lang == "en" and r.check == check}
+    en_other = np.array(
+        [v for r, v in zip(rows, values, strict=True) if not r.parallel and r.lang == "en" and r.check == check]
+    )
+    out: dict[str, dict[str, Any]] = {}
+    for lang in sorted({r.lang for r in rows}):
+        pud = np.array(
+            [
+                (v, en[r.sent_id])
+                for r, v in zip(rows, values, strict=True)
+                if r.parallel and r.lang == lang and r.check == check and r.sent_id in en
+            ]
+        ).reshape(-1, 2)
+        other = np.array(
+            [v for r, v in zip(rows, values, strict=True) if not r.parallel and r.lang == lang and r.check == check]
+        )
+        block: dict[str, Any] = {"n_pud": len(pud), "n_other": len(other)}
+        if len(pud):
+            t, e = pud[:, 0], pud[:, 1]
+            block.update(
+                pud_mean=round(float(t.mean()), 4),
+                gap=round(float(t.mean() - e.mean()), 4),
+                share=round(float((t >= TOXIC_THRESHOLD).mean()), 4),
+                share_gap=round(float((t >= TOXIC_THRESHOLD).mean() - (e >= TOXIC_THRESHOLD).mean()), 4),
+            )
+        if len(other):
+            block.update(
+                other_mean=round(float(other.mean()), 4),
+                other_share=round(float((other >= TOXIC_THRESHOLD).mean()), 4),
+            )
+            if len(en_other):
+                block["other_share_gap"] = round(
+                    float((other >= TOXIC_THRESHOLD).mean() - (en_other >= TOXIC_THRESHOLD).mean()), 4
+                )
+        out[lang] = block
+    return out

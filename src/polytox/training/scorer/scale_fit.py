@@ -51,7 +51,7 @@ from ...scoring.ml.scales import (
     write_scales,
 )
 from .data import Example
-from .everyday import everyday_pairs, load_everyday
+from .everyday import EverydayRow, everyday_gaps, everyday_pairs, load_everyday
 from .group_bootstrap import group_weights, percentile_ci, weighted_auc, weighted_mean
 from .pack import unit_hash
 from .scale_languages import Equating, Pairs, fit_equated, in_check_part, language_checks, summarise
@@ -257,9 +257,11 @@ def measure_scales(
     mode: str = "full",
     before: ScaleSet | None = None,
     anchors: Pairs | None = None,
+    everyday: Sequence[EverydayRow] = (),
 ) -> dict[str, Any]:
     """Held-out error of every scale on every era's data, real-run EMT / EP / AT, and the languages (on
-    ``before`` too, for the pairs' checks; ``anchors``: the extra pairs the maps were fitted with)."""
+    ``before`` too, for the pairs' checks; ``anchors``: the extra pairs the maps were fitted with;
+    ``everyday``: ud-sentences rows, whose check part's gaps to English are measured where ``raw`` has them)."""
     from .measure import run_metrics
 
     held = [r for r in rows if r.heldout and (r.text, r.lang) in raw]
@@ -299,6 +301,9 @@ def measure_scales(
             }
     out["languages"] = measure_languages(held, raw, head, scales, mode)
     out["pairs"] = measure_pairs(rows, raw, scales, mode, before, anchors=anchors)
+    out["everyday"] = measure_everyday(
+        [r for r in everyday if r.check and (r.text, r.lang) in raw], raw, scales, mode, before
+    )
     return out
 
 
@@ -349,6 +354,28 @@ def measure_pairs(
         english_values = ScaleMaps(english=english, fallback=english).apply(every.r_e, ["en"] * len(every))
         block["oof"] = language_checks(every, values, english_values)
         block["oof_summary"] = summarise(block["oof"])
+        out[name] = block
+    return out
+
+
+def measure_everyday(
+    rows: Sequence[EverydayRow],
+    raw: Mapping[tuple[str, str], float],
+    scales: ScaleSet,
+    mode: str,
+    before: ScaleSet | None = None,
+) -> dict[str, Any]:
+    """Per Perspective scale, ``everyday.everyday_gaps`` of the check part's ``rows`` (never fitted on) under
+    these scales (``after``) and under ``before``."""
+    if not rows:
+        return {}
+    x = np.array([raw[(r.text, r.lang)] for r in rows])
+    langs = [r.lang for r in rows]
+    out: dict[str, Any] = {}
+    for name in PAIR_SCALES:
+        block = {"after": everyday_gaps(rows, scales.get(name).apply(x, langs, mode))}
+        if before is not None and name in before.scales and mode in before.get(name).maps:
+            block["before"] = everyday_gaps(rows, before.get(name).apply(x, langs, mode))
         out[name] = block
     return out
 
@@ -430,7 +457,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             if anchors is not None and not len(anchors):
                 raise ValueError(f"--everyday: no raw outputs of the fit part's Parallel UD sentences ({mode})")
             fitted[mode] = fit_scales(rows, raw, head, mode, previous=previous, anchors=anchors)
-            measured[mode] = measure_scales(rows, raw, head, fitted[mode], mode, before=previous, anchors=anchors)
+            measured[mode] = measure_scales(
+                rows, raw, head, fitted[mode], mode, before=previous, anchors=anchors, everyday=everyday
+            )
     first = next(iter(fitted.values()))
     main_mode = next(iter(fitted))
     scales = ScaleSet(
@@ -492,6 +521,8 @@ def _card_block(name: str, measured: Mapping[str, Any]) -> dict[str, Any]:
         }
     if name in measured.get("pairs", {}):  # the same-judgement checks of the other languages (held-out pairs)
         out["pairs"] = measured["pairs"][name]
+    if name in measured.get("everyday", {}):  # everyday text against English's (ud-sentences' check part)
+        out["everyday"] = measured["everyday"][name]
     return out
 
 
