@@ -201,43 +201,42 @@ def _f(x: Any, signed: bool = True, pct: bool = False) -> str:
 
 
 def markdown(result: dict[str, Any], scale: str) -> str:
-    """Per language, on the check part: the shipped maps (V0) -> the maps refitted with everyday anchors
-    (V0m), on ``scale``."""
+    """Per language, on the check part: the raw head, the shipped maps (V0) -> the maps refitted with everyday
+    anchors (V0m), on ``scale``."""
     v0, v0m = result[f"V0:{scale}"], result.get(f"V0m:{scale}", {})
+
+    def get(block: dict[str, Any], key: str, lang: str, sub: str) -> Any:
+        return block.get(key, {}).get(lang, {}).get(sub) if block else None
+
+    def both(key: str, sub: str, lang: str, pct: bool = False, signed: bool = True) -> str:
+        a, b = get(v0, key, lang, sub), get(v0m, key, lang, sub)
+        return _f(a, signed, pct) + ("" if not v0m else f" -> {_f(b, signed, pct)}")
+
     lines = [
-        "| lang | PUD mean - en (V0 -> V0m) | PUD share >= 0.5 - en, pt | other sentences: share >= 0.5 - en, pt "
-        "| sanity harmless - en (>= 0.5) | RTP-LX harmless pairs - en | toxic pairs - en | MAE - en's "
-        "| human AUC | kappa (en) |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | ---: | --- |",
+        "| lang | raw head: PUD mean - en | PUD mean - en | PUD share >= 0.5 - en, pt | other sentences: share "
+        ">= 0.5 - en, pt | sanity set: harmless - en (>= 0.5) | RTP-LX toxic pairs - en | RTP-LX harmless pairs "
+        "- en | human AUC | kappa, cut points fitted (en) |",
+        "| --- | ---: | --- | --- | --- | --- | --- | --- | ---: | --- |",
     ]
-
-    def both(key: str, sub: str, lang: str, pct: bool = False) -> str:
-        a = v0.get(key, {}).get(lang, {}).get(sub)
-        b = v0m.get(key, {}).get(lang, {}).get(sub) if v0m else None
-        return _f(a, pct=pct) + ("" if not v0m else f" -> {_f(b, pct=pct)}")
-
     for lang in sorted(v0["everyday"]):
-        ev = v0["everyday"][lang]
         if lang == "en":
             continue
-        sanity = ""
+        ev = v0["everyday"][lang]
+        sanity = "-"
         if "sanity" in v0:
             a, b = v0["sanity"][lang], v0m.get("sanity", {}).get(lang) if v0m else None
             sanity = f"{a['harmless_gap']:+.3f} ({a['harmless_high']})"
             if b:
                 sanity += f" -> {b['harmless_gap']:+.3f} ({b['harmless_high']})"
         pairs = v0.get("pairs", {}).get(lang, {})
-        kappa = (
-            f"{_f(pairs.get('kappa'), signed=False)}"
-            + ("" if not v0m else f" -> {_f(v0m.get('pairs', {}).get(lang, {}).get('kappa'), signed=False)}")
-            + f" ({_f(pairs.get('kappa_en'), signed=False)})"
-        )
+        raw_gap = result["raw"].get(lang, {}).get("gap")
         lines.append(
-            f"| {lang} | {both('everyday', 'gap', lang) if ev.get('n_pud') else '-'} "
+            f"| {lang} | {_f(raw_gap)} | {both('everyday', 'gap', lang) if ev.get('n_pud') else '-'} "
             f"| {both('everyday', 'share_gap', lang, pct=True) if ev.get('n_pud') else '-'} "
             f"| {both('everyday', 'other_share_gap', lang, pct=True) if ev.get('n_other') else '-'} "
-            f"| {sanity} | {both('pairs', 'harmless_diff', lang)} | {both('pairs', 'toxic_diff', lang)} "
-            f"| {both('pairs', 'mae_diff', lang)} | {_f(pairs.get('auc'), signed=False)} | {kappa} |"
+            f"| {sanity} | {both('pairs', 'toxic_diff', lang)} | {both('pairs', 'harmless_diff', lang)} "
+            f"| {_f(pairs.get('auc'), signed=False)} | {both('pairs', 'kappa_fitted', lang, signed=False)} "
+            f"({_f(pairs.get('kappa_fitted_en'), signed=False)}) |"
         )
     return "\n".join(lines)
 
