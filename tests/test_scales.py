@@ -175,6 +175,29 @@ def test_other_languages_are_fitted_on_the_fit_part_only() -> None:
         fit_scales(training, raw, head)
 
 
+def test_everyday_anchors_pull_the_harmless_end_and_move_no_english_value() -> None:
+    from polytox.training.scorer.everyday import EverydayRow, everyday_pairs
+    from polytox.training.scorer.scale_fit import fit_scales, measure_everyday
+
+    rows, raw = _lx_rows()
+    head = MlHead.load(default_head_path())
+    everyday = [EverydayRow(f"{lang} {k}", lang, f"UD_{lang}-PUD", f"s{k}", True, False, k % 2 == 0)
+                for k in range(200) for lang in ("en", "de")]
+    for r in everyday:  # everyday German reads raw 0.25 where the same English sentences read 0.02
+        raw[(r.text, r.lang)] = 0.25 if r.lang == "de" else 0.02
+    anchors = everyday_pairs(everyday, raw)
+    assert len(anchors) == 100  # the fit part's ids only
+    plain, anchored = fit_scales(rows, raw, head), fit_scales(rows, raw, head, anchors=anchors)
+    for name in (PERSPECTIVE_2020, PERSPECTIVE_2022):
+        before, after = plain.get(name).maps["full"], anchored.get(name).maps["full"]
+        assert after.english == before.english  # no English value moves
+        assert after.apply(np.array([0.25]), ["de"])[0] < before.apply(np.array([0.25]), ["de"])[0] - 0.05
+        assert anchored.get(name).info["cross_language"]["n_everyday_pairs"] == 100
+    measured = measure_everyday([r for r in everyday if r.check], raw, anchored, "full", before=plain)
+    gap = measured[PERSPECTIVE_2022]
+    assert abs(gap["after"]["de"]["gap"]) < abs(gap["before"]["de"]["gap"]) and gap["after"]["de"]["n_pud"] == 100
+
+
 def test_raw_values_in_cache_store_and_score_table(tmp_path: Path) -> None:
     cache = ScoreCache(tmp_path / "scores.sqlite")
     new = Score(values={"toxicity": 0.3, RAW_KEY: 0.12})

@@ -82,6 +82,8 @@ def scales_detail(path: str | None = None) -> str:
     for name, block in data["scales"].items():
         lines += pairs_table(name, block.get("heldout", {}).get("pairs", {}), "oof")
     for name, block in data["scales"].items():
+        lines += everyday_table(name, block.get("heldout", {}).get("everyday", {}))
+    for name, block in data["scales"].items():
         langs = block.get("heldout", {}).get("languages")
         if not langs:
             continue
@@ -150,6 +152,40 @@ def pairs_table(name: str, pairs: Any, which: str = "oof") -> list[str]:
         f"{_f(summary.get('auc_min'))}), kappa {_f(summary.get('kappa_mean'))}; the RTP-LX paper's kappa: "
         f"{ref}.",
     ]
+    return out
+
+
+def everyday_table(name: str, block: Any) -> list[str]:
+    """Everyday text (the check part of ud-sentences, never fitted on) against English's, per language: the
+    mean over Parallel UD ids minus English's on the same ids, and shares >= 0.5 minus English's, under the
+    maps these replaced (``before``) and these (``after``)."""
+    after = block.get("after") if block else None
+    if not after:
+        return []
+    before = block.get("before", {})
+
+    def pair(lang: str, key: str, pct: bool = False) -> str:
+        def one(m: Any) -> str:
+            v = m.get(lang, {}).get(key) if m else None
+            return _f(None if v is None else (100 * v if pct else v), 1 if pct else 3, True)
+
+        return (f"{one(before)} -> " if before else "") + one(after) + (" pt" if pct else "")
+
+    out = [
+        "",
+        f"{name}, everyday text against English's (the check part of ud-sentences, never fitted on; targets: "
+        "mean within 0.03 of English's on the same Parallel UD sentences, share >= 0.5 at most 2 points above)",
+        "",
+        "| lang | PUD ids | PUD mean - English's | PUD share >= 0.5 - English's | other sentences | "
+        "their share >= 0.5 - English's |",
+        "| --- | ---: | --- | --- | ---: | --- |",
+    ]
+    for lang, m in after.items():
+        out.append(
+            f"| {lang} | {m['n_pud']} | {pair(lang, 'gap') if m['n_pud'] else '-'} | "
+            f"{pair(lang, 'share_gap', True) if m['n_pud'] else '-'} | {m['n_other']} | "
+            f"{pair(lang, 'other_share_gap', True) if m['n_other'] else '-'} |"
+        )
     return out
 
 

@@ -51,6 +51,7 @@ from ...scoring.ml.scales import (
     write_scales,
 )
 from .data import Example
+from .everyday import EverydayRow, everyday_gaps, everyday_pairs, load_everyday
 from .group_bootstrap import group_weights, percentile_ci, weighted_auc, weighted_mean
 from .pack import unit_hash
 from .scale_languages import Equating, Pairs, fit_equated, in_check_part, language_checks, summarise
@@ -116,14 +117,17 @@ def fit_scales(
     mode: str = "full",
     shrink: float = SHRINK,
     previous: ScaleSet | None = None,
+    anchors: Pairs | None = None,
 ) -> ScaleSet:
     """The named scales of ``head`` (see the module docstring); English maps from training rows, the other
-    languages' from the fit part of the held-out RTP-LX pairs (``scale_languages``). With
-    ``previous`` (scales of the same head), ``raters`` keeps its English map: a refit moves no English value."""
+    languages' from the fit part of the held-out RTP-LX pairs (``scale_languages``) and ``anchors`` (more
+    toxicity-preserving pairs: ``everyday.everyday_pairs``, the harmless end). With ``previous`` (scales of
+    the same head), ``raters`` keeps its English map: a refit moves no English value."""
     head_maps = ScaleMaps.from_json(head.scale[mode])
     langs_all = sorted(set(head.languages) - {"en"})
     pairs = lx_pairs(rows, raw, check=False)
-    equating = fit_equated(pairs, shrink)
+    n_anchors = 0 if anchors is None else len(anchors)
+    equating = fit_equated(pairs if anchors is None else Pairs.concat(pairs, anchors), shrink)
     web, cont = head_maps.english_map(WEB), head_maps.english_map(CONTINUATION)
     per_2020, fallback_2020 = language_maps(equating, web, langs_all)
     per_2022, fallback_2022 = language_maps(equating, cont, langs_all)
@@ -144,14 +148,21 @@ def fit_scales(
         "form": "equipercentile",
         "shrink": shrink,
         "n_pairs": len(pairs),
+        "n_everyday_pairs": n_anchors,
         "n_preserving_pairs": equating.n_pairs,
         "preserving_pairs_by_language": dict(equating.n_by_lang),
         "languages_with_own_map": sorted(equating.own),
     }
+    everyday = (
+        f" and {n_anchors:,} everyday Parallel UD sentences with their English ones (the fit part of "
+        "ud-sentences), the harmless end"
+        if n_anchors
+        else ""
+    )
     other = (
         f"the English map after an equipercentile map of each language's raw output onto its English texts' "
-        f"(RTP-LX, {equating.n_pairs:,} toxicity-preserving pairs of {len(pairs):,} in the fit part of the head's "
-        f"held-out split; each language's "
+        f"(RTP-LX, {equating.n_pairs - n_anchors:,} toxicity-preserving pairs of {len(pairs):,} in the fit part of "
+        f"the head's held-out split{everyday}; each language's "
         f"own map shrunk to the joint one, k = {shrink:g})"
     )
     scales = {
@@ -245,9 +256,12 @@ def measure_scales(
     scales: ScaleSet,
     mode: str = "full",
     before: ScaleSet | None = None,
+    anchors: Pairs | None = None,
+    everyday: Sequence[EverydayRow] = (),
 ) -> dict[str, Any]:
     """Held-out error of every scale on every era's data, real-run EMT / EP / AT, and the languages (on
-    ``before`` too, for the pairs' checks)."""
+    ``before`` too, for the pairs' checks; ``anchors``: the extra pairs the maps were fitted with;
+    ``everyday``: ud-sentences rows, whose check part's gaps to English are measured where ``raw`` has them)."""
     from .measure import run_metrics
 
     held = [r for r in rows if r.heldout and (r.text, r.lang) in raw]
@@ -286,7 +300,10 @@ def measure_scales(
                 for name in MEASURED
             }
     out["languages"] = measure_languages(held, raw, head, scales, mode)
-    out["pairs"] = measure_pairs(rows, raw, scales, mode, before)
+    out["pairs"] = measure_pairs(rows, raw, scales, mode, before, anchors=anchors)
+    out["everyday"] = measure_everyday(
+        [r for r in everyday if r.check and (r.text, r.lang) in raw], raw, scales, mode, before
+    )
     return out
 
 
@@ -303,11 +320,13 @@ def measure_pairs(
     mode: str,
     before: ScaleSet | None = None,
     shrink: float = SHRINK,
+    anchors: Pairs | None = None,
 ) -> dict[str, Any]:
     """``scale_languages.language_checks`` on each Perspective scale: ``after`` on the check part's RTP-LX
     pairs (the shipped maps; no fit or choice read them), ``oof`` on every held-out pair, each Index group read
-    by maps fitted without it (grouped 5-fold cross-fitting: more pairs, the same form), ``before`` (the scales
-    these replace) on the check part and ``before_every`` on every held-out pair (they never read any)."""
+    by maps fitted without it (grouped 5-fold cross-fitting: more pairs, the same form; ``anchors`` join every
+    fold's fit), ``before`` (the scales these replace) on the check part and ``before_every`` on every held-out
+    pair (they never read any)."""
     check = lx_pairs(rows, raw, check=True)
     every = Pairs.concat(lx_pairs(rows, raw, check=False), check)
     out: dict[str, Any] = {}
@@ -327,13 +346,36 @@ def measure_pairs(
         for k in range(OOF_FOLDS):
             test = fold == k
             if test.any():
-                equating = fit_equated(every.subset(~test), shrink)
+                fold_pairs = every.subset(~test)
+                equating = fit_equated(fold_pairs if anchors is None else Pairs.concat(fold_pairs, anchors), shrink)
                 per_lang, fallback = language_maps(equating, english, sorted(set(every.lang.tolist())))
                 maps = ScaleMaps(english=english, fallback=fallback, per_lang=per_lang)
                 values[test] = maps.apply(every.r_t[test], every.lang[test].tolist())
         english_values = ScaleMaps(english=english, fallback=english).apply(every.r_e, ["en"] * len(every))
         block["oof"] = language_checks(every, values, english_values)
         block["oof_summary"] = summarise(block["oof"])
+        out[name] = block
+    return out
+
+
+def measure_everyday(
+    rows: Sequence[EverydayRow],
+    raw: Mapping[tuple[str, str], float],
+    scales: ScaleSet,
+    mode: str,
+    before: ScaleSet | None = None,
+) -> dict[str, Any]:
+    """Per Perspective scale, ``everyday.everyday_gaps`` of the check part's ``rows`` (never fitted on) under
+    these scales (``after``) and under ``before``."""
+    if not rows:
+        return {}
+    x = np.array([raw[(r.text, r.lang)] for r in rows])
+    langs = [r.lang for r in rows]
+    out: dict[str, Any] = {}
+    for name in PAIR_SCALES:
+        block = {"after": everyday_gaps(rows, scales.get(name).apply(x, langs, mode))}
+        if before is not None and name in before.scales and mode in before.get(name).maps:
+            block["before"] = everyday_gaps(rows, before.get(name).apply(x, langs, mode))
         out[name] = block
     return out
 
@@ -396,17 +438,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--raw", required=True, help="the folder 'python -m polytox.training.scorer.scale_rows' wrote")
     p.add_argument("--out", default=str(default_scales_path()))
     p.add_argument("--measurements", help="write the held-out measurements (JSON) here too")
+    p.add_argument(
+        "--everyday",
+        action="store_true",
+        help="anchor the harmless end with the fit part of ud-sentences' Parallel UD ids (their raw outputs in --raw)",
+    )
     args = p.parse_args(argv)
     head = MlHead.load(default_head_path())
     previous = load_scales(default_head_path(), head.digest)
     rows = scale_rows(args.shared)
+    everyday = load_everyday(Path(args.shared) / "ud-sentences") if args.everyday else []
     fitted: dict[str, ScaleSet] = {}
     measured: dict[str, Any] = {}
     for mode in ("full", "ngram"):  # the full head first: its measurements are the scales' card
         raw = load_raw(args.raw, mode)
         if raw and mode in head.scale:
-            fitted[mode] = fit_scales(rows, raw, head, mode, previous=previous)
-            measured[mode] = measure_scales(rows, raw, head, fitted[mode], mode, before=previous)
+            anchors = everyday_pairs(everyday, raw) if everyday else None
+            if anchors is not None and not len(anchors):
+                raise ValueError(f"--everyday: no raw outputs of the fit part's Parallel UD sentences ({mode})")
+            fitted[mode] = fit_scales(rows, raw, head, mode, previous=previous, anchors=anchors)
+            measured[mode] = measure_scales(
+                rows, raw, head, fitted[mode], mode, before=previous, anchors=anchors, everyday=everyday
+            )
     first = next(iter(fitted.values()))
     main_mode = next(iter(fitted))
     scales = ScaleSet(
@@ -468,6 +521,8 @@ def _card_block(name: str, measured: Mapping[str, Any]) -> dict[str, Any]:
         }
     if name in measured.get("pairs", {}):  # the same-judgement checks of the other languages (held-out pairs)
         out["pairs"] = measured["pairs"][name]
+    if name in measured.get("everyday", {}):  # everyday text against English's (ud-sentences' check part)
+        out["everyday"] = measured["everyday"][name]
     return out
 
 
