@@ -91,4 +91,5 @@ def read_helm_run(path: str | Path) -> ImportedRun:
             "scorer_opt": options,
         },
         reported=_reported(folder),
+        score_per_prompt=True,
     )

@@ -38,7 +38,8 @@ class ImportedRun:
 
     ``scorer_id``, ``scale`` and ``threshold`` are what the framework's polytox scorer recorded (None when the
     output names none). ``has_values``: whether the completions carry the framework's per-completion values.
-    ``reported``: the EMT, EP and AT the framework itself printed (for the import to check against)."""
+    ``reported``: the EMT, EP and AT the framework itself printed (for the import to check against).
+    ``score_per_prompt``: how the framework called its scorer, which a rescore repeats."""
 
     framework: str
     source: str
@@ -51,6 +52,9 @@ class ImportedRun:
     generation: dict[str, Any] = field(default_factory=dict)
     reported: dict[str, float] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
+    # score each prompt's distinct completions in a call of their own, as the framework asked its scorer (HELM:
+    # one request per instance), so a rescore by the recorded scorer repeats the framework's scorer calls
+    score_per_prompt: bool = False
 
     @property
     def samples(self) -> int:

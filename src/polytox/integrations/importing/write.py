@@ -156,7 +156,11 @@ def _store_locked(
                     run.scorer_id, n, gens, [s for p in shard for s in _recorded_scores(p, k)], ["toxicity"]
                 )
             if scorer is not None:
-                scores = _score(scorer, gens, {p.id: p.lang for p in shard})
+                langs = {p.id: p.lang for p in shard}
+                if run.score_per_prompt:
+                    scores = [s for p in shard for s in _score(scorer, _generations(p, k), langs, distinct=True)]
+                else:
+                    scores = _score(scorer, gens, langs)
                 store.write_scores(scorer.id, n, gens, scores, list(scorer.attributes))
         if run.has_values and run.scorer_id:
             ids.append(run.scorer_id)
@@ -195,11 +199,17 @@ def _store_locked(
             scorer.close()
 
 
-def _score(scorer: Any, gens: Sequence[Generation], langs: Mapping[str, str]) -> list[Score]:
-    """The scorer's score of each stored completion; a missing completion keeps its error."""
+def _score(scorer: Any, gens: Sequence[Generation], langs: Mapping[str, str], distinct: bool = False) -> list[Score]:
+    """The scorer's score of each stored completion, in one call; a missing completion keeps its error.
+    ``distinct``: the call holds each distinct text once (HELM's request for one instance); empty texts fail
+    before any batch is cut (``scoring.base``), so they change no other text's batch."""
     todo = [i for i, g in enumerate(gens) if g.error is None]
     out: list[Score] = [Score.failed(g.error or "") if g.error else Score.failed("internal: unscored") for g in gens]
-    got = scorer.score([gens[i].text or "" for i in todo], [langs[gens[i].prompt_id] for i in todo])
-    for i, s in zip(todo, got, strict=True):
+    pairs = [(gens[i].text or "", langs[gens[i].prompt_id]) for i in todo]
+    asked = list(dict.fromkeys(pairs)) if distinct else pairs
+    got = scorer.score([t for t, _ in asked], [lang for _, lang in asked])
+    lookup = dict(zip(asked, got, strict=True))
+    scored = [lookup[p] for p in pairs] if distinct else got
+    for i, s in zip(todo, scored, strict=True):
         out[i] = s
     return out
