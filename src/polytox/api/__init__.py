@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from ..errors import PolytoxError
 from .evaluation import evaluate
+from .handle import ScorerHandle, scorer
 from .run import Run, open_run
-from .scorers import ScorerHandle, close_scorers, loaded_scorers, scorer
+from .scorers import close_scorers, loaded_scorers
 from .texts import ScoredText, score
 
 __all__ = [

@@ -4,8 +4,8 @@ Building a local scorer loads its model (the default scorer's backbone takes sec
 calls ``polytox.score`` in a loop would pay that load on every call. ``shared_scorer`` builds each
 ``(name, options)`` once and hands the same object to every later call, from any thread (the build runs
 under a lock; a scorer that is not ``thread_safe`` serialises its own ``score`` calls, ``scoring.base``).
-``close_scorers`` releases them (and runs at interpreter exit). ``scorer()`` returns a ``ScorerHandle``
-that owns its own scorer for a ``with`` block, for code that wants the memory back when it is done.
+``close_scorers`` releases them (and runs at interpreter exit). ``api.handle.scorer()`` returns a handle that
+owns its own scorer for a ``with`` block, for code that wants the memory back when it is done.
 """
 
 from __future__ import annotations
@@ -13,15 +13,12 @@ from __future__ import annotations
 import atexit
 import threading
 from collections.abc import Mapping, Sequence
-from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from ..errors import PolytoxError
-from ..spec import DEFAULT_SCORER, parse_options
+from ..spec import parse_options
 
 if TYPE_CHECKING:
     from ..scoring.base import Scorer
-    from .texts import ScoredText
 
 Options = Mapping[str, Any] | Sequence[str]
 Key = tuple[str, tuple[tuple[str, str], ...], str]
@@ -85,63 +82,3 @@ def close_scorers() -> None:
 
 
 atexit.register(close_scorers)
-
-
-class ScorerHandle:
-    """One loaded scorer, scored through as often as needed: ``with polytox.scorer("default") as s:``.
-
-    The handle builds its scorer when it is made and closes it on leaving the ``with`` block (or on
-    ``close()``); it does not share it with ``polytox.score``. ``score`` takes what ``polytox.score`` takes,
-    less the scorer, and gives the same values."""
-
-    def __init__(self, name: str = DEFAULT_SCORER, options: Options | None = None) -> None:
-        from ..scoring import build_scorer
-
-        self.name = name
-        self.options = normalise_options(options)
-        self._scorer: Scorer | None = build_scorer(name, dict(self.options))
-        self.id = self._scorer.id
-
-    @property
-    def scorer(self) -> Scorer:
-        """The built scorer; a closed handle raises ``PolytoxError``."""
-        if self._scorer is None:
-            raise PolytoxError(f"scorer handle {self.id!r} is closed")
-        return self._scorer
-
-    def score(self, texts: Sequence[str], langs: str | Sequence[str | None] | None = None) -> list[ScoredText]:
-        """One ``ScoredText`` per text, in order, as ``polytox.score(texts, name, langs, options)``."""
-        from .texts import score_with
-
-        return score_with(self.scorer, texts, langs)
-
-    def describe(self) -> dict[str, Any]:
-        """What a run's manifest records about this scorer (id, attributes, scale, ...)."""
-        return self.scorer.describe()
-
-    def close(self) -> None:
-        """Release the scorer's model; later ``score`` calls raise."""
-        built, self._scorer = self._scorer, None
-        if built is not None:
-            built.close()
-
-    def __enter__(self) -> ScorerHandle:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
-
-    def __repr__(self) -> str:
-        state = "closed" if self._scorer is None else "open"
-        return f"ScorerHandle({self.id!r}, {state})"
-
-
-def scorer(name: str = DEFAULT_SCORER, options: Options | None = None) -> ScorerHandle:
-    """A ``ScorerHandle``: ``name`` and ``options`` as in ``polytox.score``; the model loads once, here.
-
-    Raises:
-        PolytoxError: an unknown scorer or option, with the line ``polytox score`` prints.
-    """
-    return ScorerHandle(name, options)
