@@ -22,7 +22,28 @@ SCORER_NAME = "toxicity"
 
 
 def _read(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """(header, samples) of a ``.eval`` or ``.json`` log."""
+    """(header, samples) of a ``.eval`` or ``.json`` log; a zstd-compressed ``.eval`` (inspect's default, which
+    the standard library cannot open) is read with inspect_ai where it is installed."""
+    try:
+        return _read_plain(path)
+    except NotImplementedError:  # zipfile: "That compression method is not supported" (zstd)
+        return _read_with_inspect(path)
+
+
+def _read_with_inspect(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    try:
+        from inspect_ai.log import read_eval_log
+    except ImportError:
+        raise PolytoxError(
+            f"{path}: this .eval log is zstd-compressed, which needs inspect_ai to read; import it where inspect_ai "
+            "is installed (make integrations-venv), or convert it first: inspect log convert --to json "
+            f"{path} --output-dir DIR"
+        ) from None
+    data = read_eval_log(str(path)).model_dump(mode="json")
+    return data, list(data.get("samples") or [])
+
+
+def _read_plain(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     try:
         if zipfile.is_zipfile(path):
             with zipfile.ZipFile(path) as z:
