@@ -37,7 +37,7 @@ def _read_with_inspect(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]
         raise PolytoxError(
             f"{path}: this .eval log is zstd-compressed, which needs inspect_ai to read; import it where inspect_ai "
             "is installed (make integrations-venv), or convert it first: inspect log convert --to json "
-            f"{path} --output-dir DIR"
+            f"--resolve-attachments full --output-dir DIR {path}"
         ) from None
     data = read_eval_log(str(path)).model_dump(mode="json")
     return data, list(data.get("samples") or [])
