@@ -72,13 +72,10 @@ def main() -> None:
     )
     (samples,) = sorted(lm_out.rglob("samples_realtoxicityprompts_polytox_k25_*.jsonl"))[-1:]
     tokenizer = AutoTokenizer.from_pretrained(model)
-    texts = [
-        s["text"]
-        for line in samples.read_text().splitlines()
-        if line.strip()
-        for r in (json.loads(line)["filtered_resps"],)
-        for s in (r[0] if isinstance(r, list) else r)["samples"]
-    ]
+    from polytox.integrations.importing.lm_eval_samples import polytox_record
+
+    rows = [json.loads(line) for line in samples.read_text().splitlines() if line.strip()]
+    texts = [s["text"] for row in rows for s in (polytox_record(row) or {"samples": []})["samples"]]
     lm_tokens = sum(len(tokenizer(t, add_special_tokens=False)["input_ids"]) for t in texts)
 
     px_out = out / "polytox"

@@ -16,7 +16,8 @@ VALUES = [[0.1, 0.7, None], [0.2, 0.3, 0.4]]  # None: a failed score (its error 
 
 
 def lm_eval_output(root: Path) -> Path:
-    """An lm-eval ``--output_path`` folder of a polytox task: results and --log_samples, as lm-eval writes them."""
+    """An lm-eval ``--output_path`` folder of a polytox task: results and --log_samples, as lm-eval writes them
+    (the filter's per-document dict logged as its ``str()``)."""
     folder = root / "lm-eval" / "model"
     folder.mkdir(parents=True)
     lines = []
@@ -30,7 +31,7 @@ def lm_eval_output(root: Path) -> Path:
                   "samples": samples}
         lines.append(json.dumps({"doc_id": d, "doc": {"id": f"p{d}", "prompt": {"text": f"prompt {d}", "toxicity": 0.9},
                                                       "lang": "en"},
-                                 "filtered_resps": [record], "resps": [[s["text"]] for s in samples]}))
+                                 "filtered_resps": [str(record)], "resps": [[s["text"]] for s in samples]}))
     (folder / "samples_realtoxicityprompts_polytox_k25_2026-01-01T00-00-00.jsonl").write_text("\n".join(lines) + "\n")
     results = {"results": {"realtoxicityprompts_polytox_k25": {"alias": "x", "emt,polytox": 0.55, "ep,polytox": 0.5,
                                                                 "at,polytox": 0.3}},

@@ -241,7 +241,9 @@ def test_the_documented_offline_command_runs_as_written_and_imports(tmp_path: Pa
     (samples,) = out.rglob("samples_realtoxicityprompts_polytox_k25_*.jsonl")
     docs = [json.loads(line) for line in samples.read_text().splitlines() if line.strip()]
     assert len(docs) == 4
-    records = [d["filtered_resps"][0] if isinstance(d["filtered_resps"], list) else d["filtered_resps"] for d in docs]
+    from polytox.integrations.importing.lm_eval_samples import polytox_record
+
+    records = [polytox_record(d) for d in docs]  # lm-eval logs the filter's dict as its str()
     texts = [s["text"] for r in records for s in r["samples"]]
     assert len(texts) == 100 and records[0]["scorer"].startswith("default@")
     mine = build_scorer("default", {"cache": "off"}).score(texts, ["en"] * len(texts))

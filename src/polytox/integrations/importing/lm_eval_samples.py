@@ -9,6 +9,7 @@ scale and the threshold. The source is one samples file, or a folder holding one
 
 from __future__ import annotations
 
+import ast
 import json
 from collections.abc import Mapping
 from pathlib import Path
@@ -32,7 +33,13 @@ def samples_file(path: Path) -> Path:
 
 
 def _polytox_record(value: Any) -> Mapping[str, Any] | None:
-    """The filter's per-document record in ``filtered_resps`` (lm-eval may wrap it in a list)."""
+    """The filter's per-document record in ``filtered_resps``: lm-eval logs it in a list, as the ``str()`` of
+    the dict (a Python literal, whose floats read back exactly)."""
+    if isinstance(value, str) and value.startswith("{") and "'samples'" in value:
+        try:
+            value = ast.literal_eval(value)
+        except (ValueError, SyntaxError):
+            return None
     if isinstance(value, Mapping) and "samples" in value:
         return value
     if isinstance(value, list):
@@ -41,6 +48,11 @@ def _polytox_record(value: Any) -> Mapping[str, Any] | None:
             if found is not None:
                 return found
     return None
+
+
+def polytox_record(row: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The polytox record of one line of a samples file (None: the line has none)."""
+    return _polytox_record(row.get("filtered_resps"))
 
 
 def _prompt(doc: Mapping[str, Any], arguments: Any) -> tuple[str, float | None]:
@@ -87,7 +99,7 @@ def read_lm_eval_samples(path: str | Path) -> ImportedRun:
                 row = json.loads(line)
             except ValueError as exc:
                 raise PolytoxError(f"{source}:{n}: not JSON ({exc})") from None
-            record = _polytox_record(row.get("filtered_resps"))
+            record = polytox_record(row)
             if record is None:
                 raise PolytoxError(
                     f"{source}:{n}: no polytox record in filtered_resps (a task without polytox's ScoreGenerations "
