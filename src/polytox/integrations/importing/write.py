@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..._util.atomic import atomic_write_text
 from ..._util.runlock import OutputLock
 from ...errors import PolytoxError
 from ...metrics import run_metrics
@@ -141,7 +142,7 @@ def _store_locked(
             assert scorer is not None
             described = scorer.describe()
         store.open(spec, extra={"scorer": described})
-        store.path.joinpath(prompts_file.name).write_text(_prompts_jsonl(run.prompts), encoding="utf-8")
+        atomic_write_text(store.path / prompts_file.name, _prompts_jsonl(run.prompts))
         prompts = [
             Prompt(id=p.id, text=p.text, lang=p.lang, toxicity=p.toxicity, source=run.source) for p in run.prompts
         ]
