@@ -35,6 +35,7 @@ with these metrics and the ``polytox_rtp`` run group.
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections import Counter
 from dataclasses import asdict
@@ -320,6 +321,7 @@ def _raw_by_default() -> None:
     if getattr(original, "_polytox", False):
         return
 
+    @functools.wraps(original)  # HELM injects constructor arguments by the signature, which wraps keeps
     def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
         if kwargs.get("apply_chat_template") is None:
             kwargs["apply_chat_template"] = _CHAT_TEMPLATE["apply"]
