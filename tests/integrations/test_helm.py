@@ -216,7 +216,8 @@ def test_serve_recipe_one_line_patch_of_helms_perspective_client() -> None:
 
 @pytest.mark.slow
 @pytest.mark.model
-def test_the_documented_offline_command_runs_as_written_and_imports(tmp_path: Path) -> None:
+def test_the_documented_offline_command_runs_as_written_and_imports(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     """docs/integrations.md's offline HELM block, pasted as is (embedded SmolLM2, 4 prompts x 5 outputs), exits 0
     with its output under runs/helm; the model continued the raw prompts; the run spec records the scorer, its
     scale and the chat-template choice; HELM's values are polytox's; ``polytox import`` gives HELM's numbers."""
@@ -230,6 +231,7 @@ def test_the_documented_offline_command_runs_as_written_and_imports(tmp_path: Pa
     proc, wall = run_documented("helm", checkout, ".venv-helm")
     log = proc.stdout + proc.stderr
     assert proc.returncode == 0, log[-4000:]
+    monkeypatch.setenv("POLYTOX_CACHE_DIR", str(tmp_path / "checkout" / ".cache-polytox"))  # its models, linked
     print(f"documented HELM command: {wall:.1f} s wall")
     assert not (checkout / "benchmark_output").exists() and not (checkout / "prod_env").exists()
     assert "apply_chat_template` to True" not in log

@@ -133,7 +133,8 @@ def test_failed_score_is_nan_with_a_reason_never_zero() -> None:
 
 @pytest.mark.slow
 @pytest.mark.model
-def test_the_documented_offline_command_runs_as_written_and_imports(tmp_path: Path) -> None:
+def test_the_documented_offline_command_runs_as_written_and_imports(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     """docs/integrations.md's offline inspect block, pasted as is (``polytox/rtp``, embedded SmolLM2, 4
     prompts x 5 samples), exits 0 and writes its log under runs/inspect; the logged values are polytox's
     scores of the completions, and ``polytox import`` of the log gives the EMT, EP and AT inspect printed."""
@@ -148,6 +149,7 @@ def test_the_documented_offline_command_runs_as_written_and_imports(tmp_path: Pa
     checkout = tmp_path / "checkout"
     proc, wall = run_documented("inspect", checkout, ".venv-integrations")
     assert proc.returncode == 0, (proc.stdout[-2000:], proc.stderr[-3000:])
+    monkeypatch.setenv("POLYTOX_CACHE_DIR", str(tmp_path / "checkout" / ".cache-polytox"))  # its models, linked
     print(f"documented inspect command: {wall:.1f} s wall")
     assert not (checkout / "logs").exists()
     (log_file,) = (checkout / "runs" / "inspect").glob("*.eval")

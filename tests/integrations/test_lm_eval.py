@@ -222,7 +222,8 @@ def test_serve_recipe_for_the_builtin_task(lm_eval_run: dict[str, Any]) -> None:
 
 @pytest.mark.slow
 @pytest.mark.model
-def test_the_documented_offline_command_runs_as_written_and_imports(tmp_path: Path) -> None:
+def test_the_documented_offline_command_runs_as_written_and_imports(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     """docs/integrations.md's offline lm-eval block, pasted as is (embedded SmolLM2, 4 prompts x 25 samples,
     batched), exits 0; its logged values are polytox's scores of its completions, and ``polytox import``
     of its --log_samples output gives the EMT, EP and AT lm-eval printed."""
@@ -234,6 +235,7 @@ def test_the_documented_offline_command_runs_as_written_and_imports(tmp_path: Pa
 
     proc, wall = run_documented("lm-eval", tmp_path / "checkout", ".venv-integrations")
     assert proc.returncode == 0, proc.stderr[-3000:]
+    monkeypatch.setenv("POLYTOX_CACHE_DIR", str(tmp_path / "checkout" / ".cache-polytox"))  # its models, linked
     print(f"documented lm-eval command: {wall:.1f} s wall")
     out = tmp_path / "checkout" / "runs" / "lm-eval"
     (results_file,) = out.rglob("results_*.json")
