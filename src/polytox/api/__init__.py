@@ -1,7 +1,8 @@
 """The Python API: what ``polytox eval``, ``polytox score`` and ``polytox metrics`` do, as functions.
 
-``evaluate`` runs (or resumes) an evaluation and returns its ``RunResult``; ``score`` scores a list of texts;
-``open_run`` reads a run directory. Each builds its work with the same code as the command it mirrors, so
+``evaluate`` runs (or resumes) an evaluation and returns its ``RunResult``; ``score`` scores a list of texts
+with a scorer it keeps loaded between calls (``close_scorers`` releases them), ``scorer`` gives a handle
+that owns one; ``open_run`` reads a run directory. Each builds its work with the same code as the command it mirrors, so
 a call and the command give the same numbers, and a bad argument raises ``PolytoxError`` with the one line
 the command prints after ``polytox: error:``. The package root (``polytox``) re-exports these names
 lazily; examples: docs/python.md.
@@ -11,7 +12,20 @@ from __future__ import annotations
 
 from ..errors import PolytoxError
 from .evaluation import evaluate
+from .handle import ScorerHandle, scorer
 from .run import Run, open_run
+from .scorers import close_scorers, loaded_scorers
 from .texts import ScoredText, score
 
-__all__ = ["PolytoxError", "Run", "ScoredText", "evaluate", "open_run", "score"]
+__all__ = [
+    "PolytoxError",
+    "Run",
+    "ScoredText",
+    "ScorerHandle",
+    "close_scorers",
+    "evaluate",
+    "loaded_scorers",
+    "open_run",
+    "score",
+    "scorer",
+]

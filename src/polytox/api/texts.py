@@ -4,19 +4,21 @@ Texts are checked and their languages read or detected as ``polytox score`` read
 (``scoring.textio.rows_from_texts``), the scorer is built the same way (the score cache unless
 ``cache=off``, a calibration file, the scale options of ``polytox-ml``) and scored in the same chunks
 (``scoring.score_file.score_rows``), so each value equals the ``toxicity`` the command writes for the same
-text, and each failure carries the same error.
+text, and each failure carries the same error. The built scorer is kept between calls (``api.scorers``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import PolytoxError
-from ..spec import DEFAULT_SCORER, parse_options
+from ..spec import DEFAULT_SCORER
+from .scorers import Options, normalise_options, shared_scorer
 
-Options = Mapping[str, Any] | Sequence[str]
+if TYPE_CHECKING:
+    from ..scoring.base import Scorer
 
 
 @dataclass(frozen=True)
@@ -60,6 +62,10 @@ def score(
 ) -> list[ScoredText]:
     """Score texts with one scorer (``polytox score``), one result per text, in order.
 
+    The scorer is built on the first call with a given ``scorer`` and ``options`` and kept for later calls
+    (``api.scorers.shared_scorer``), so a loop pays the model's load once; ``polytox.close_scorers()``
+    releases it, ``polytox.scorer(...)`` gives a handle with its own lifetime.
+
     Args:
         texts: the texts; an empty or non-string one fails alone (``EMPTY_TEXT``, ``BAD_INPUT``), as a row of
             ``polytox score`` would.
@@ -76,19 +82,27 @@ def score(
         PolytoxError: an unknown scorer or option, a bad option value, ``langs`` of the wrong length, with the
             message ``polytox score`` prints.
     """
-    from ..scoring import build_scorer
+    _check_texts(texts)
+    opts = normalise_options(options)
+    _languages(langs, len(texts))  # a wrong length fails before anything is built
+    return score_with(shared_scorer(scorer, opts), texts, langs)
+
+
+def _check_texts(texts: object) -> None:
+    if isinstance(texts, str | bytes) or not isinstance(texts, Sequence):
+        raise PolytoxError(f"score() takes a list of texts, got {type(texts).__name__}")
+
+
+def score_with(
+    built: Scorer, texts: Sequence[str], langs: str | Sequence[str | None] | None = None
+) -> list[ScoredText]:
+    """Score ``texts`` with an already built scorer, as ``polytox score`` scores the rows of a file."""
     from ..scoring.score_file import score_rows
     from ..scoring.textio import rows_from_texts
 
-    if isinstance(texts, str | bytes) or not isinstance(texts, Sequence):
-        raise PolytoxError(f"score() takes a list of texts, got {type(texts).__name__}")
-    opts = {str(k): str(v) for k, v in parse_options(options or {}).items()}
+    _check_texts(texts)
     rows = rows_from_texts(list(texts), _languages(langs, len(texts)))
-    built = build_scorer(scorer, opts)
-    try:
-        scores = score_rows(built, rows)
-    finally:
-        built.close()
+    scores = score_rows(built, rows)
     return [
         ScoredText(
             text=t,

@@ -46,6 +46,8 @@ SUBCOMMANDS = {
     "scorers": "polytox.cli.scorers_cmd",
     # detoxification methods of RTP §5 (train, compare, perplexity)
     "detox": "polytox.cli.detox_cmd",
+    # a framework's run (inspect_ai, HELM, lm-eval) as a polytox run directory
+    "import": "polytox.cli.import_cmd",
 }
 
 

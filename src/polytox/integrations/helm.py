@@ -15,9 +15,16 @@ Load it with ``helm-run --plugins polytox.integrations.helm ...``. Importing thi
   per-instance counts into run counts (``toxicity_missing_scores``, ``toxicity_scored_completions``: HELM
   would otherwise show their per-instance mean); each request with failed scores logs their count and
   reasons, and a run without a single score says so in one error line;
-- registers the run spec ``polytox_rtp:data=PATH[,num_outputs=5,max_tokens=20,lang=CODE]``: HELM's
-  ``real_toxicity_prompts`` adapter settings over a local RTP / PTP / RTP-LX file read by polytox's
-  loader, with the toxicity metric only (HELM's own scenario downloads RTP).
+- registers the run spec ``polytox_rtp:data=PATH[,num_outputs=5,max_tokens=20,lang=CODE,chat_template=false]``:
+  HELM's ``real_toxicity_prompts`` adapter settings over a local RTP / PTP / RTP-LX file read by polytox's
+  loader (``demo``: the built-in prompts), with the toxicity metric only (HELM's own scenario downloads
+  RTP). Its metric is ``PolytoxToxicityMetric``, whose arguments record the scorer id, its options, its
+  scale, the threshold and the chat-template choice in the run spec (``run_spec.json``, and the suite's
+  ``run_specs.json`` after ``helm-summarize``);
+- makes Hugging Face models continue the raw prompt, as RTP and PTP do: HELM applies a tokenizer's chat
+  template on its own whenever the tokenizer has one (an instruct model's completions are then chat
+  replies). ``chat_template=true`` in the run entry asks for it; a model deployment that sets
+  ``apply_chat_template`` itself keeps its setting.
 
 The scorer is chosen with the ``POLYTOX_*`` environment variables (``polytox.integrations.scoring``):
 ``POLYTOX_SCORER=svm POLYTOX_SCORER_OPT="calibration=map.json"``. It is resolved and built when the plugin
@@ -28,6 +35,7 @@ with these metrics and the ``polytox_rtp`` run group.
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections import Counter
 from dataclasses import asdict
@@ -35,6 +43,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from .._util.options import as_bool
 from ..errors import require
 from .scoring import ScorerChoice, get_scorer, load_scorer, scale_of
 
@@ -60,6 +69,7 @@ from helm.common.perspective_api_request import (  # noqa: E402
 __all__ = [
     "PolytoxPromptsScenario",
     "PolytoxToxicityClient",
+    "PolytoxToxicityMetric",
     "derive_stats",
     "evaluate_generation",
     "install",
@@ -265,11 +275,60 @@ def install() -> None:
     ToxicityMetric.evaluate_generation = evaluate_generation  # type: ignore[method-assign]
     ToxicityMetric.get_metadata = get_metadata  # type: ignore[method-assign]
     ToxicityMetric.derive_stats = derive_stats  # type: ignore[method-assign]
+    _raw_by_default()
 
 
 def schema_path() -> Path:
     """The ``helm-summarize --schema-path`` schema of polytox's HELM metrics and run group."""
     return Path(str(resources.files(__package__ or "polytox.integrations") / "helm_schema.yaml"))
+
+
+class PolytoxToxicityMetric(ToxicityMetric):
+    """HELM's toxicity metric (as patched by ``install``) whose arguments record, in the run spec, what scored
+    the run: the scorer id, its options and scale, the toxic threshold and whether a chat template was used."""
+
+    def __init__(
+        self,
+        polytox_scorer: str = "",
+        polytox_scorer_opt: str = "",
+        polytox_scale: str = "",
+        polytox_threshold: float = ToxicityMetric.TOXIC_THRESHOLD,
+        chat_template: bool = False,
+    ) -> None:
+        super().__init__()
+        self.polytox_record = {
+            "polytox_scorer": polytox_scorer,
+            "polytox_scorer_opt": polytox_scorer_opt,
+            "polytox_scale": polytox_scale,
+            "polytox_threshold": polytox_threshold,
+            "chat_template": chat_template,
+        }
+
+
+# Whether Hugging Face clients built without an explicit ``apply_chat_template`` apply the tokenizer's chat
+# template: False (raw continuations, RTP §4 / PTP §4) unless a run entry asks with ``chat_template=true``.
+_CHAT_TEMPLATE = {"apply": False}
+
+
+def _raw_by_default() -> None:
+    """Make HELM's ``HuggingFaceClient`` take ``_CHAT_TEMPLATE`` where its deployment leaves
+    ``apply_chat_template`` unset (HELM would then turn it on for any tokenizer with a chat template)."""
+    try:
+        from helm.clients.huggingface_client import HuggingFaceClient
+    except ImportError:  # HELM without its Hugging Face extra: no such client to configure
+        return
+    original = HuggingFaceClient.__init__
+    if getattr(original, "_polytox", False):
+        return
+
+    @functools.wraps(original)  # HELM injects constructor arguments by the signature, which wraps keeps
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        if kwargs.get("apply_chat_template") is None:
+            kwargs["apply_chat_template"] = _CHAT_TEMPLATE["apply"]
+        original(self, *args, **kwargs)
+
+    __init__._polytox = True  # type: ignore[attr-defined]
+    HuggingFaceClient.__init__ = __init__  # type: ignore[method-assign]
 
 
 class PolytoxPromptsScenario(Scenario):
@@ -293,17 +352,31 @@ class PolytoxPromptsScenario(Scenario):
 
 
 @run_spec_function("polytox_rtp")
-def polytox_rtp_spec(data: str, num_outputs: str = "5", max_tokens: str = "20", lang: str = "") -> RunSpec:
-    """HELM's ``real_toxicity_prompts`` adapter (temperature 0.9, 20 tokens, 5 outputs) over a local file."""
+def polytox_rtp_spec(
+    data: str, num_outputs: str = "5", max_tokens: str = "20", lang: str = "", chat_template: str = "false"
+) -> RunSpec:
+    """HELM's ``real_toxicity_prompts`` adapter (temperature 0.9, 20 tokens, 5 outputs) over a local file,
+    raw continuations unless ``chat_template=true``; the metric's arguments record the scorer and the choice."""
+    apply = as_bool(chat_template, "chat_template")
+    _CHAT_TEMPLATE["apply"] = apply
+    choice = ScorerChoice.resolve()
+    scorer = get_scorer(choice)
+    record = {
+        "polytox_scorer": scorer.id,
+        "polytox_scorer_opt": ";".join(f"{k}={v}" for k, v in choice.options),
+        "polytox_scale": scale_of(scorer),
+        "polytox_threshold": ToxicityMetric.TOXIC_THRESHOLD,
+        "chat_template": apply,
+    }
     return RunSpec(
-        name=f"polytox_rtp:data={data}" + (f",lang={lang}" if lang else ""),
+        name=f"polytox_rtp:data={data}" + (f",lang={lang}" if lang else "") + (",chat_template=true" if apply else ""),
         scenario_spec=ScenarioSpec(
             class_name="polytox.integrations.helm.PolytoxPromptsScenario", args={"data": data, "lang": lang or None}
         ),
         adapter_spec=get_completion_adapter_spec(
             temperature=0.9, max_tokens=int(max_tokens), num_outputs=int(num_outputs)
         ),
-        metric_specs=[MetricSpec(class_name="helm.benchmark.metrics.toxicity_metrics.ToxicityMetric", args={})],
+        metric_specs=[MetricSpec(class_name="polytox.integrations.helm.PolytoxToxicityMetric", args=record)],
         groups=["polytox_rtp"],
     )
 

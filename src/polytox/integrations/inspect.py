@@ -31,6 +31,9 @@ from .scoring import get_scorer, load_scorer, scale_of
 require("inspect_ai", "inspect")
 
 from inspect_ai import Epochs, Task, task  # noqa: E402
+
+# inspect prints a PrerequisiteError that reaches the top as its message alone: no traceback (exit status 1)
+from inspect_ai._util.error import PrerequisiteError  # noqa: E402
 from inspect_ai.dataset import MemoryDataset, Sample  # noqa: E402
 from inspect_ai.model import GenerateConfig  # noqa: E402
 from inspect_ai.scorer import (  # noqa: E402
@@ -123,7 +126,7 @@ def toxicity(
     ``KEY=VALUE;...``, e.g. ``calibration=map.json``). ``lang`` is used for samples without a ``lang``
     metadata field. The scorer is resolved and built here, when the task is loaded (``load_scorer``): a bad
     choice ends the run before any generation, with one line."""
-    choice, _ = load_scorer(scorer, scorer_opt, threshold, where="inspect scorer toxicity")
+    choice, _ = load_scorer(scorer, scorer_opt, threshold, where="inspect scorer toxicity", fail=PrerequisiteError)
     pools: dict[int, ScorePool] = {}
 
     async def score(state: TaskState, target: Target) -> Score:

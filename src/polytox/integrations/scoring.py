@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -117,18 +117,24 @@ def load_scorer(
     threshold: float | str | None = None,
     on_error: str | None = None,
     where: str = "polytox",
+    fail: Callable[[str], BaseException] | None = None,
 ) -> tuple[ScorerChoice, Scorer]:
     """The choice (``ScorerChoice.resolve``) and its built scorer, at load time, before any generation.
 
     Building the scorer checks its name, options and keys (a Perspective key, a head file, a scale) and
     loads no model weights (local models load on their first batch), so it takes a second or two. A bad
     choice is one ``polytox: error:`` line on stderr and ``SystemExit(2)``: frameworks catch exceptions
-    while loading tasks and print tracebacks; they let ``SystemExit`` through."""
+    while loading tasks and print tracebacks; they let ``SystemExit`` through. ``fail`` replaces that exit
+    for a framework with an exception it reports in one line (inspect's ``PrerequisiteError``): it gets the
+    line and returns the exception to raise."""
     try:
         choice = ScorerChoice.resolve(scorer, options, threshold, on_error=on_error)
         return choice, get_scorer(choice)
     except PolytoxError as exc:
-        print(f"polytox: error: {where}: {exc}", file=sys.stderr, flush=True)
+        line = f"polytox: error: {where}: {exc}"
+        if fail is not None:
+            raise fail(line) from None
+        print(line, file=sys.stderr, flush=True)
         raise SystemExit(2) from None
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import math
+import sys
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -79,6 +80,7 @@ class ScoreGenerations:
             sum(errors.values()),
             f" ({dict(errors)})" if errors else "",
         )
+        _print_missing(scored, per_doc, scorer.id)
         out: list[dict[str, Any]] = []
         at = 0
         for texts_of_doc in per_doc:
@@ -96,6 +98,25 @@ class ScoreGenerations:
                 )
             out.append({"scorer": scorer.id, "scale": scale, "threshold": self.choice.threshold, "samples": samples})
         return out
+
+
+MAX_MISSING_LINES = 50  # on screen; every failed sample's error is in --log_samples too
+
+
+def _print_missing(scored: Sequence[Any], per_doc: Sequence[Sequence[str]], scorer_id: str) -> None:
+    """One stderr line per missing score (document, sample, reason), the first ``MAX_MISSING_LINES`` of them:
+    lm-eval shows polytox's INFO log only with --verbosity INFO, and a count alone does not say why."""
+    where = [(d, k) for d, texts in enumerate(per_doc) for k in range(len(texts))]
+    failed = [(where[i], s.error) for i, s in enumerate(scored) if s.error is not None]
+    for (doc, sample), error in failed[:MAX_MISSING_LINES]:
+        print(f"polytox: missing score: document {doc}, sample {sample} ({scorer_id}): {error}", file=sys.stderr)
+    if len(failed) > MAX_MISSING_LINES:
+        print(
+            f"polytox: ... and {len(failed) - MAX_MISSING_LINES} more missing score(s); each sample's error is in "
+            "the --log_samples output",
+            file=sys.stderr,
+        )
+    sys.stderr.flush()
 
 
 def process_results(doc: Mapping[str, Any], results: Sequence[Any]) -> dict[str, Any]:
