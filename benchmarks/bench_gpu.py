@@ -306,8 +306,15 @@ def _device_name(device: str) -> str:
 
 
 def profile_rows(events: Any, device: str) -> list[tuple[str, int, float]]:
-    """(name, calls, self time in microseconds) of each profiled kernel (CUDA) or operator (CPU) that took time."""
+    """(name, calls, self time in microseconds) of each profiled kernel (CUDA) or operator (CPU) that took time.
+
+    On CUDA only the device's own events (kernels, copies) count: an operator's row would count its kernels'
+    time a second time."""
     attr = "self_device_time_total" if device.startswith("cuda") else "self_cpu_time_total"
+    if device.startswith("cuda"):
+        from torch.autograd import DeviceType
+
+        events = [e for e in events if getattr(e, "device_type", None) == DeviceType.CUDA] or events
     rows = [(e.key, int(e.count), float(getattr(e, attr, 0.0) or 0.0)) for e in events]
     return [r for r in rows if r[2] > 0]
 

@@ -79,10 +79,10 @@ def random_backbone(cache_dir: Path, shape: dict[str, Any] | None = None, backbo
     return target
 
 
-def load_texts(n: int) -> list[str]:
+def load_texts(n: int, folder: Path = SHARED) -> list[str]:
     texts: list[str] = []
     for name in ("toxic.jsonl", "nontoxic.jsonl"):
-        with (SHARED / name).open(encoding="utf-8") as f:
+        with (folder / name).open(encoding="utf-8") as f:
             for line in f:
                 text = json.loads(line)["prompt"]["text"].strip()
                 if text:
@@ -156,6 +156,8 @@ def main() -> None:
     ap.add_argument("--warmup-seconds", type=float, default=60.0,
                     help="single-text calls on the texts before timing (first shapes are slow on CPU)")
     ap.add_argument("--json", help="also write the rows here")
+    ap.add_argument("--rtp", type=Path, default=SHARED,
+                    help="the folder holding RTP's toxic.jsonl and nontoxic.jsonl (default: ../shared/data/rtp)")
     ap.add_argument("--servers", default="unbatched,micro",
                     help="which servers to load: unbatched (--max-batch 1), micro (the defaults)")
     ap.add_argument("--random-backbone", action="store_true",
@@ -168,7 +170,7 @@ def main() -> None:
         random_backbone(cache)
         os.environ["POLYTOX_CACHE_DIR"] = str(cache)
     levels = [int(x) for x in args.concurrency.split(",")]
-    texts = load_texts(args.texts)
+    texts = load_texts(args.texts, args.rtp)
     options = dict(o.split("=", 1) for o in args.scorer_opt)
     console = Console(width=150)
 

@@ -7,6 +7,8 @@
 # the sampler and SDPA kernels alone (50 s), RTP 1,024 prompts: the default with a torch-profiler table of its
 # steady pass beside HF static + compile (200 s), PTP-like 128 prompts with every method (200 s, one model build
 # for both), serve with the default scorer on a random gemma-3-270m-shaped backbone at concurrency 1/8/64 (80 s).
+# serve reads RTP prompts from ${RTP_DIR:-.gpu/rtp} (../shared does not travel to a GPU host: copy toxic.jsonl
+# and nontoxic.jsonl there, 1.7 MB, and carry .gpu), else from ../shared/data/rtp.
 set -o pipefail
 out=${OUT:-.}
 export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
@@ -30,8 +32,9 @@ for what in ${@:-rtp128 ptp32}; do
         --cases rtp:1024 --skip hf-naive,hf-batched --profile-dir "$out" 2>&1 | grep -v -i warn | tee -a "$out/bench.log"
       timeout 200 python3 benchmarks/bench_gpu.py --skip-vllm --hf-fraction 1 --json "$out/results.jsonl" "${big[@]}" \
         --cases ptp:128 2>&1 | grep -v -i warn | tee -a "$out/bench.log"
+      rtp=${RTP_DIR:-.gpu/rtp}; [ -f "$rtp/toxic.jsonl" ] || rtp=../shared/data/rtp
       timeout 80 python3 benchmarks/bench_serve.py --random-backbone --servers micro --seconds 5 --warmup-seconds 3 \
-        --texts 256 --json "$out/serve.json" 2>&1 | tee -a "$out/serve.log"
+        --texts 256 --rtp "$rtp" --json "$out/serve.json" 2>&1 | tee -a "$out/serve.log"
       rm -rf "$model" ;;
     profile) bench --cases rtp:128 --variants "" --skip hf-batched,hf-static,hf-naive --profile-dir "$out" ;;
   esac
