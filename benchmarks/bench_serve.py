@@ -164,9 +164,12 @@ def main() -> None:
                     help="a random-weight backbone of gemma-3-270m's shape, no model wheel needed (see above)")
     args = ap.parse_args()
     if args.random_backbone:  # the scorer here and the servers (inheriting the environment) load it
+        import atexit
+        import shutil
         import tempfile
 
         cache = Path(tempfile.mkdtemp(prefix="polytox-bench-serve-"))
+        atexit.register(shutil.rmtree, cache, True)  # half a GB of random weights
         random_backbone(cache)
         os.environ["POLYTOX_CACHE_DIR"] = str(cache)
     levels = [int(x) for x in args.concurrency.split(",")]
