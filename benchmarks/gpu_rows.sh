@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # The GPU rows of docs/scale.md ("On a GPU"): every transformers-based method at RTP and PTP-like settings,
 # first pass and steady state, on a random 1B Llama-shaped model. Results go to ${OUT:-.}/ (log + JSON lines).
-# Usage: benchmarks/gpu_rows.sh [rtp128|ptp32|rtp1024|issue48|round5|sampling|sdpa|profile ...]   (default: rtp128 ptp32)
+# Usage: benchmarks/gpu_rows.sh [rtp128|ptp32|rtp1024|issue48|round5|ablation5|sampling|sdpa|profile ...]
+#        (default: rtp128 ptp32)
+# ablation5 (about 4 minutes): RTP 1,024 on the same model, the default against each of its round-5 choices undone
+# (the fallback test read on the host, the full sort, torch's own SDPA kernel), no HF rows.
 # round5: one H200 window of at most 9 minutes, each part under its own timeout (a part cut short keeps what it
 # wrote: bench_gpu.py appends every measured part to results.jsonl as it comes), in the order of their weight:
 # the sampler and SDPA kernels alone (50 s), RTP 1,024 prompts: the default with a torch-profiler table of its
@@ -36,6 +39,8 @@ for what in ${@:-rtp128 ptp32}; do
       timeout 80 python3 benchmarks/bench_serve.py --random-backbone --servers micro --seconds 5 --warmup-seconds 3 \
         --texts 256 --rtp "$rtp" --json "$out/serve.json" 2>&1 | tee -a "$out/serve.log"
       rm -rf "$model" ;;
+    ablation5) bench --vocab-size 128256 --logit-scale 5 --cases rtp:1024 --skip hf-naive,hf-batched,hf-static \
+                 --variants ";sampler_fallback=host;sampler=sort;attention=torch" ;;
     profile) bench --cases rtp:128 --variants "" --skip hf-batched,hf-static,hf-naive --profile-dir "$out" ;;
   esac
 done
