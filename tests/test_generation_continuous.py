@@ -220,3 +220,53 @@ def test_a_decode_step_that_cannot_compile_falls_back_to_eager(tmp_path: Path) -
     assert run(gen, reqs) == eager
     info = gen.describe()
     assert info["compiled_decode"] is False and "cannot capture" in info["compile_error"]
+
+
+@pytest.mark.parametrize("share", [1.0, 1 / 16])
+def test_the_device_fallback_decodes_the_host_fallback_tokens(tiny: Path, share: float,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """With 8 candidates every row of a near-uniform tiny model falls back: a budget of every row sorts them on
+    the device; a budget of 1/16 of them overflows, and the call is decoded again with the host fallback."""
+    from polytox.generation import sampling
+
+    monkeypatch.setattr(sampling, "NUCLEUS_CANDIDATES", 8)
+    monkeypatch.setattr(sampling, "FALLBACK_ROWS_SHARE", share)
+    gen = generator(tiny)
+    encoded = [gen.encode(p)[0] for p in prompts(4)]
+    rows = [i for i in range(4) for _ in range(5)]
+    seeds = [derive_seed(4, f"p{r}", s) for r, s in zip(rows, [0, 1, 2, 3, 4] * 4, strict=True)]
+
+    def once(fallback: str) -> tuple[list[list[int]], dict[str, object]]:
+        settings = DecodeSettings(max_new_tokens=8, temperature=1.0, top_p=0.9, top_k=0, slots=20,
+                                  prefill_batch=4, check_every=3, sampler="candidates", fallback=fallback)
+        with torch.inference_mode():
+            res = decode(gen.model, encoded, rows, seeds, settings, [], gen.pad_id, "cpu")
+        return res.tokens, res.stats
+
+    host, host_stats = once("host")
+    device, device_stats = once("device")
+    assert device == host and host_stats["sampler_fallback"] == "host"
+    assert device_stats.get("fallback_overflow", False) is (share < 1)
+    assert device_stats["sampler_fallback"] == ("host" if share < 1 else "device")
+    monkeypatch.setattr(sampling, "NUCLEUS_CANDIDATES", 4096)  # the sort alone: the same tokens again
+    assert once("host")[0] == host
+
+
+def test_the_manifest_records_the_sampler_fallback_and_attention(tiny: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from polytox.generation import sampling
+
+    reqs = requests(prompts(3), 3)
+    host = generator(tiny)
+    info = host.describe()
+    assert (info["sampler"], info["sampler_fallback"], info["sampler_fallback_overflows"]) == ("candidates", "host", 0)
+    reference = run(host, reqs)
+    info = host.describe()
+    assert info["attention_option"] == "auto" and info["attention_table"] is None  # CPU: torch's choice
+    assert info["attention_kernels"] and set(info["attention_kernels"].values()) == {"torch"}
+    monkeypatch.setattr(sampling, "NUCLEUS_CANDIDATES", 8)  # every row falls back: the budget overflows
+    gen = generator(tiny, options=(("sampler_fallback", "device"), ("attention", "math")))
+    assert gen.describe()["sampler_fallback"] == "device"
+    assert run(gen, reqs) == reference
+    info = gen.describe()
+    assert (info["sampler_fallback"], info["sampler_fallback_overflows"]) == ("host", 1)  # host from then on
+    assert info["attention_option"] == "math"

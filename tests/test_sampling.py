@@ -13,6 +13,8 @@ torch = pytest.importorskip("torch")
 
 from polytox.generation.sampling import (  # noqa: E402
     candidate_set,
+    fallback_budget,
+    resolve_fallback,
     resolve_method,
     sample_next,
 )
@@ -130,7 +132,68 @@ def test_candidate_draws_follow_the_nucleus_distribution_and_the_test_can_fail()
 
 
 def test_method_choice() -> None:
-    assert resolve_method("auto", "cpu") == "candidates" and resolve_method("auto", "cuda") == "sort"
-    assert resolve_method("candidates", "cuda") == "candidates"
+    assert resolve_method("auto", "cpu") == "candidates" and resolve_method("auto", "cuda") == "candidates"
+    assert resolve_method("auto", "mps") == "sort"  # not measured there
+    assert resolve_method("sort", "cuda") == "sort" and resolve_method("candidates", "mps") == "candidates"
     with pytest.raises(ValueError, match="sampler=heap"):
         resolve_method("heap", "cpu")
+    assert resolve_fallback("auto", "cpu") == "host" and resolve_fallback("auto", "cuda") == "device"
+    assert resolve_fallback("host", "cuda") == "host" and resolve_fallback("device", "cpu") == "device"
+    with pytest.raises(ValueError, match="sampler_fallback=gpu"):
+        resolve_fallback("gpu", "cuda")
+    assert [fallback_budget(n) for n in (1, 16, 17, 250, 4000)] == [1, 1, 2, 16, 250]
+
+
+def logits_of(kind: str, rows: int, vocab: int, seed: int) -> torch.Tensor:
+    """``peaked`` (every row Zipf-like), ``flat`` (every row near uniform) or ``mixed`` (half each)."""
+    out = mixed_logits(rows * 2, vocab, seed)
+    if kind == "peaked":
+        return out[0::2].contiguous()
+    if kind == "flat":
+        return out[1::2].contiguous()
+    return out[:rows].contiguous()
+
+
+@pytest.mark.parametrize("kind", ["peaked", "mixed", "flat"])
+def test_the_device_fallback_draws_the_sorted_token_or_says_it_overflowed(kind: str) -> None:
+    rows, vocab = 48, 20_000  # budget: 3 rows a step
+    logits = logits_of(kind, rows, vocab, seed=11)
+    covered = candidate_set(torch.softmax(logits, dim=-1), 0.9, 256)[2]
+    falling = int((~covered).sum())
+    assert falling == {"peaked": 0, "mixed": rows // 2, "flat": rows}[kind]
+    for seed in range(3):
+        u = torch.from_numpy(np.random.default_rng(seed).random(rows)).float()
+        exact = sample_next(logits, u, 1.0, 0.9, 0, method="sort")
+        overflow = torch.zeros((), dtype=torch.bool)
+        fast = sample_next(logits, u, 1.0, 0.9, 0, method="candidates", candidates=256, overflow=overflow)
+        assert bool(overflow) == (falling > fallback_budget(rows))
+        assert torch.equal(fast[covered], exact[covered])  # covered rows: the candidates' draw is the sort's
+        first = (~covered).nonzero().squeeze(1)[: fallback_budget(rows)]
+        assert torch.equal(fast[first], exact[first])  # the rows the budget sorted: the sort's draw
+        if not bool(overflow):
+            assert torch.equal(fast, exact)
+        # a few rows falling back, within the budget: every token is the sort's, no overflow
+        few = torch.cat([logits_of("peaked", rows - 3, vocab, seed=12), logits_of("flat", 3, vocab, seed=13)])
+        overflow = torch.zeros((), dtype=torch.bool)
+        fast = sample_next(few, u, 1.0, 0.9, 0, method="candidates", candidates=256, overflow=overflow)
+        assert not bool(overflow) and torch.equal(fast, sample_next(few, u, 1.0, 0.9, 0, method="sort"))
+
+
+def test_a_batch_smaller_than_the_budget_sorts_every_falling_row() -> None:
+    logits = logits_of("flat", 1, 5_000, seed=14)
+    for seed in range(5):
+        u = torch.from_numpy(np.random.default_rng(seed).random(1)).float()
+        overflow = torch.zeros((), dtype=torch.bool)
+        fast = sample_next(logits, u, 1.0, 0.9, 0, method="candidates", candidates=64, overflow=overflow)
+        assert not bool(overflow) and torch.equal(fast, sample_next(logits, u, 1.0, 0.9, 0, method="sort"))
+
+
+def test_bfloat16_logits_at_temperature_one_need_no_float32_copy() -> None:
+    logits = (mixed_logits(16, 8_000, seed=15) * 3).to(torch.bfloat16)
+    torch.testing.assert_close(torch.softmax(logits, dim=-1, dtype=torch.float32),
+                               torch.softmax(logits.float(), dim=-1), rtol=0, atol=0)
+    u = torch.from_numpy(np.random.default_rng(16).random(16)).float()
+    for method in ("sort", "candidates"):
+        for t in (1.0, 0.7):
+            assert torch.equal(sample_next(logits, u, t, 0.9, 0, method=method, candidates=256),
+                               sample_next(logits.float(), u, t, 0.9, 0, method=method, candidates=256))

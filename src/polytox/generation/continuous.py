@@ -8,7 +8,9 @@ the other prompts admitted at the same time) and its keys/values are copied into
 Everything per step stays on the device: the sampled token, its uniform (``uniforms[row, step]``,
 uploaded once per admitted row), the EOS flags and the output buffer. The host only tracks lengths and
 write columns, which it knows without reading the device, so a step has no host synchronisation
-except the periodic EOS check (and, with the ``candidates`` sampler, its fallback test). A row's tokens
+except the periodic EOS check (and, with the ``candidates`` sampler's ``host`` fallback, its fallback
+test; the ``device`` fallback's overflow flag is read with the EOS flags, and a call that overflowed is
+decoded again with the ``host`` fallback, so its tokens are the sort's). A row's tokens
 depend only on its prompt, its uniforms (its seed) and the model, never on which rows decode beside it
 or when it was admitted.
 
@@ -20,6 +22,7 @@ slot); ``run`` schedules them.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,7 +31,7 @@ import numpy as np
 
 from .hf_cache import cache_kw, cache_of
 from .prompting import left_padded
-from .sampling import row_uniforms, sample_next
+from .sampling import resolve_fallback, row_uniforms, sample_next
 from .slots import SlotCache, bucket_length
 
 # Drop finished rows from a decoding batch (one copy of its cache) once this share of its rows is idle:
@@ -56,6 +59,11 @@ class DecodeSettings:
     read_floor: int = 0  # >0: read lengths and capacity in ``bucket_length`` steps, at least this (few shapes)
     fixed_rows: bool = False  # always ``slots`` rows, no tail compaction (one row count for compiled steps)
     sampler: str = "auto"  # nucleus method (``sampling.METHODS``); every method draws the same tokens
+    fallback: str = "host"  # how ``candidates`` decides its fallback rows (``sampling.FALLBACKS``); same tokens
+
+
+class FallbackOverflow(Exception):
+    """More rows fell back in one step than the ``device`` fallback sorts: the call is decoded again."""
 
 
 @dataclass
@@ -145,10 +153,17 @@ class SlotDecoder:
         # Samples of each prompt not admitted yet; a prompt split over two admissions keeps its prefill here.
         self.waiting_of = np.bincount(np.asarray(rows, dtype=np.int64), minlength=len(prompts))
         self.kept: dict[int, tuple[Any, list[tuple[Any, Any]]]] = {}
+        on_device = resolve_fallback(settings.fallback, torch.device(device).type) == "device"
+        self.overflow = torch.zeros((), dtype=torch.bool, device=device) if on_device else None
 
     def sample(self, logits: Any, u: Any) -> Any:
         s = self.settings
-        return sample_next(logits, u, s.temperature, s.top_p, s.top_k, method=s.sampler)
+        return sample_next(logits, u, s.temperature, s.top_p, s.top_k, method=s.sampler, overflow=self.overflow)
+
+    def check_overflow(self) -> None:
+        """Raise ``FallbackOverflow`` when a step of the ``device`` fallback left a row unsorted."""
+        if self.overflow is not None and bool(self.overflow):
+            raise FallbackOverflow
 
     def place(
         self,
@@ -237,6 +252,7 @@ class SlotDecoder:
     def release_stopped(self) -> None:
         """Release the rows that drew EOS: the decoder's one regular device read-back."""
         stopped = self.eos_d.cpu().numpy()
+        self.check_overflow()  # the stream is drained already: no second wait
         self.release([int(s) for s in np.nonzero((self.req_h >= 0) & stopped)[0]])
 
     def compact(self) -> None:
@@ -299,6 +315,7 @@ class SlotDecoder:
 
     def result(self) -> DecodeResult:
         """Tokens per request up to (not including) its first EOS, and whether it stopped there."""
+        self.check_overflow()
         eos_set = set(self.eos_ids)
         tokens: list[list[int]] = []
         stopped: list[bool] = []
@@ -316,6 +333,7 @@ class SlotDecoder:
                 "capacity": self.capacity,
                 "prefilled_prompts": self.prefilled,
                 "step_shapes": sorted(self.shapes),
+                "sampler_fallback": "host" if self.overflow is None else "device",
             },
         )
 
@@ -336,6 +354,13 @@ def decode(
 
     ``forward`` (default: ``model``) runs one decode step; a compiled or graph-captured version may be
     passed. ``get_cache(layers, rows, capacity)`` may hand out a reused ``SlotCache`` (same buffers across
-    calls, as captured steps need); by default each call allocates its own.
+    calls, as captured steps need); by default each call allocates its own. A call whose ``device``
+    fallback overflowed is decoded again with the ``host`` fallback (``stats["fallback_overflow"]``).
     """
-    return SlotDecoder(model, prompts, rows, seeds, settings, eos_ids, pad_id, device, forward, get_cache).run()
+    try:
+        return SlotDecoder(model, prompts, rows, seeds, settings, eos_ids, pad_id, device, forward, get_cache).run()
+    except FallbackOverflow:
+        settings = dataclasses.replace(settings, fallback="host")
+        result = SlotDecoder(model, prompts, rows, seeds, settings, eos_ids, pad_id, device, forward, get_cache).run()
+        result.stats["fallback_overflow"] = True
+        return result

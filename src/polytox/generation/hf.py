@@ -24,7 +24,10 @@ one prompt's K samples), ``compile`` (auto|false|graphs|true; ``decode_plan.py``
 the eager step on CUDA, torch.compile only where the run pays it back, eager elsewhere), ``read_bucket``
 (smallest bucketed read length; default 64 on CUDA, exact on CPU), ``slots`` (rows per decode step; ``auto``
 = from the call's requests and the free GPU memory, ``slot_plan.py``), ``sampler`` (``auto|sort|candidates``:
-how a top-p nucleus is found, ``sampling.py``; same tokens), ``static_cache`` (lock-step loop only).
+how a top-p nucleus is found, ``sampling.py``; same tokens), ``sampler_fallback`` (``auto|host|device``: how
+the candidates decide which rows to sort; same tokens), ``attention`` (``auto|efficient|cudnn|math|torch``: the
+decode attention's SDPA kernel; ``auto`` = per decode shape from a measured table, ``attention_plan.py``),
+``static_cache`` (lock-step loop only).
 
 Prompts are raw text for base models; for instruct/chat models (a chat template is present) the prompt
 is the single user message rendered with the model's chat template, as PTP did. A prompt longer than the
@@ -46,15 +49,16 @@ from ..models import resolve_model
 from ..scoring.torch_device import pick_device
 from ..spec import GenerationSpec
 from ..types import Generation, GenerationRequest, Prompt
+from . import attention_plan
 from .base import Generator, failed
 from .continuous import DecodeSettings, decode, decode_capacity, worth_compacting
 from .cuda_graphs import GraphedStep
 from .decode_plan import CUDA_READ_FLOOR, DecodeChoice, initial_choice, should_compile
 from .hf_cache import cache_kw, cache_of
 from .prompting import PromptTooLongError, encode_prompt, wants_chat_template
-from .sampling import METHODS, resolve_method, row_uniforms, sample_next
+from .sampling import FALLBACKS, METHODS, resolve_fallback, resolve_method, row_uniforms, sample_next
 from .slot_plan import STEP_BYTES_PER_VOCAB, SlotPlan, free_device_bytes, kv_bytes_per_row, plan_slots
-from .slots import SlotCache, register_attention
+from .slots import ATTENTION_ATTR, SlotCache, register_attention
 
 log = logging.getLogger("polytox")
 
@@ -101,6 +105,8 @@ class TransformersGenerator(Generator):
         "static_cache": Option("bool"),
         "slots": Option("int", words=("auto",)),
         "sampler": Option(choices=METHODS),
+        "sampler_fallback": Option(choices=FALLBACKS),
+        "attention": Option(choices=attention_plan.KERNELS),
     }
 
     @classmethod
@@ -160,9 +166,15 @@ class TransformersGenerator(Generator):
         self.slots_option = options.get("slots", "auto")
         self.sampler = options.get("sampler", "auto")
         resolve_method(self.sampler, self.device)  # a wrong name fails here, before any work
+        self.fallback = resolve_fallback(options.get("sampler_fallback", "auto"), self.device.split(":")[0])
+        self.fallback_overflows = 0
         self.slot_plan: SlotPlan | None = None
         if self.continuous and getattr(self.model.config, "_attn_implementation", None) == "sdpa":
             self.model.set_attn_implementation(register_attention())
+        self.attention = options.get("attention", "auto")
+        if self.attention != "auto":
+            for module in self.model.modules():  # read by ``slots.decode_attention``
+                setattr(module, ATTENTION_ATTR, self.attention)
         self._step: Any = None
         self._slot_cache: SlotCache | None = None
         self.compile_error: str | None = None
@@ -291,6 +303,9 @@ class TransformersGenerator(Generator):
             "decode_shapes": len(self.shapes),
             "planned_requests": self.planned_requests,
             "sampler": resolve_method(self.sampler, self.device.split(":")[0]),
+            "sampler_fallback": self.fallback,
+            "sampler_fallback_overflows": self.fallback_overflows,
+            **attention_plan.manifest(self.shapes, self.device.split(":")[0], self.attention),
             **({"slot_plan": self.slot_plan.manifest()} if self.slot_plan else {}),
             **(
                 {"graph_captures": self._step.captures, "graph_capture_seconds": round(self._step.capture_seconds, 3)}
@@ -374,6 +389,7 @@ class TransformersGenerator(Generator):
             read_floor=self.read_floor,
             fixed_rows=fixed,
             sampler=self.sampler,
+            fallback=self.fallback,
         )
         seeds = [r.seed for r in requests]
         started = time.perf_counter()
@@ -415,6 +431,9 @@ class TransformersGenerator(Generator):
         if self.device.startswith("cuda"):
             self.torch.cuda.synchronize()
         self.shapes.update(result.stats["step_shapes"])
+        if result.stats.get("fallback_overflow"):  # nuclei wider than the budget: the host decides from now on
+            self.fallback_overflows += 1
+            self.fallback = "host"
         self._after_call(sum(len(t) for t in result.tokens), time.perf_counter() - started, len(requests))
         outs = []
         for request, row, tokens, stopped in zip(requests, rows, result.tokens, result.stopped, strict=True):

@@ -8,8 +8,9 @@ the columns filled so far (``[0, hi)``, ``hi`` = the longest live row + 1), neve
 
 Decode-time attention is computed by ``decode_attention``: the query heads of each key/value group are
 packed into the query-length axis (one query token per row), so grouped-query attention runs on the
-key/value heads as stored, with no head repetition and with a per-row padding mask. It is registered
-with transformers as ``polytox_sdpa`` and falls back to transformers' own SDPA path for prefill.
+key/value heads as stored, with no head repetition and with a per-row padding mask. On CUDA the SDPA
+kernel is chosen per decode shape (``attention_plan.py``). It is registered with transformers as
+``polytox_sdpa`` and falls back to transformers' own SDPA path for prefill.
 """
 
 from __future__ import annotations
@@ -17,7 +18,10 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
+from .attention_plan import backend_order, decode_kernel
+
 ATTN_NAME = "polytox_sdpa"
+ATTENTION_ATTR = "polytox_attention"  # set on attention modules by the backend's ``attention`` option
 _ALLOCATIONS = itertools.count(1)  # a serial number per set of cache buffers (captured graphs check it)
 
 
@@ -69,7 +73,15 @@ def decode_attention(
     mask = attention_mask
     if mask is not None and mask.dim() == 4 and mask.shape[1] != 1:
         raise ValueError("decode_attention expects a mask shared by all heads ([R, 1, 1, S])")
-    out = torch.nn.functional.scaled_dot_product_attention(q, key, value, attn_mask=mask, dropout_p=0.0, scale=scaling)
+    sdpa = torch.nn.functional.scaled_dot_product_attention
+    kernel = decode_kernel(rows, int(key.shape[2]), query.device.type, getattr(module, ATTENTION_ATTR, "auto"))
+    if kernel is None:
+        out = sdpa(q, key, value, attn_mask=mask, dropout_p=0.0, scale=scaling)
+    else:
+        from torch.nn.attention import sdpa_kernel
+
+        with sdpa_kernel(backend_order(kernel), set_priority=True):
+            out = sdpa(q, key, value, attn_mask=mask, dropout_p=0.0, scale=scaling)
     return out.reshape(rows, heads, 1, dim).transpose(1, 2).contiguous(), None
 
 
