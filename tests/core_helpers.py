@@ -27,6 +27,22 @@ def run_cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, s
     return code, out, err
 
 
+def run_cli_exit(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    """``run_cli``, with an argparse ``SystemExit`` read as its exit code."""
+    capsys.readouterr()
+    try:
+        code = main(list(argv))
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+# A small fake run of 4 shards: what the damage and repair tests break and mend.
+SMALL_FAKE_RUN = ["--model", "fake", "--scorer", "fake", "--limit", "24", "--shard-size", "6", "--samples", "3",
+                  "--max-new-tokens", "6", "--no-progress", "--json"]
+
+
 def cli_env(cache_dir: Path) -> dict[str, str]:
     """Environment for a CLI subprocess that imports this worktree's polytox, offline, with its own cache."""
     env = dict(os.environ)

@@ -26,18 +26,7 @@ from polytox.cli.main import main
 from polytox.errors import DamagedRunError
 from polytox.store import RunStore
 
-ARGS = ["--model", "fake", "--scorer", "fake", "--limit", "24", "--shard-size", "6", "--samples", "3",
-        "--max-new-tokens", "6", "--no-progress", "--json"]
-
-
-def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    capsys.readouterr()
-    try:
-        code = main(list(argv))
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out, err = capsys.readouterr()
-    return code, out, err
+from .core_helpers import SMALL_FAKE_RUN, run_cli_exit
 
 
 def one_error_line(code: int, out: str, err: str, named: Path, run: Path) -> None:
@@ -92,7 +81,7 @@ def clean_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     runs = {}
     for executor in ("serial", "pipelined"):
         out = root / executor
-        assert main(["eval", "--out", str(out), "--executor", executor, *ARGS]) == 0
+        assert main(["eval", "--out", str(out), "--executor", executor, *SMALL_FAKE_RUN]) == 0
         runs[executor] = out
     return runs
 
@@ -125,14 +114,14 @@ def test_flip_sweep_every_flip_is_named_by_verify_and_by_a_reader(clean_runs: di
         for offsets in offset_classes(part).values():
             for offset in offsets:
                 flip(part, offset)
-                code, _, err = cli(capsys, "eval", "--out", str(run), "--verify")
+                code, _, err = run_cli_exit(capsys, "eval", "--out", str(run), "--verify")
                 assert code == 2 and f"  {part} does not match its checksum" in err, (offset, err)
-                one_error_line(*cli(capsys, "metrics", str(run)), part, run)
+                one_error_line(*run_cli_exit(capsys, "metrics", str(run)), part, run)
                 assert part.read_bytes() != original  # verify and metrics changed nothing
                 part.write_bytes(original)
                 tried += 1
     assert tried >= 2 * (1 + 4 + 4)
-    assert cli(capsys, "eval", "--out", str(run), "--verify")[0] == 0
+    assert run_cli_exit(capsys, "eval", "--out", str(run), "--verify")[0] == 0
 
 
 @pytest.mark.parametrize("executor", ["serial", "pipelined"])
@@ -146,12 +135,12 @@ def test_flip_then_resume_equals_an_uninterrupted_run(executor: str, kind: str, 
     parts = [store.generation_part(i) if kind == "generation" else scores / f"part-{i:05d}.parquet" for i in (0, 1, 3)]
     for part, offsets in zip(parts, ("header", "page", "footer"), strict=True):
         flip(part, offset_classes(part)[offsets][-1])
-    code, _, err = cli(capsys, "eval", "--out", str(run), "--executor", executor, "--no-progress", "--json")
+    code, _, err = run_cli_exit(capsys, "eval", "--out", str(run), "--executor", executor, "--no-progress", "--json")
     assert code == 0, err
     for part in parts:
         assert f"repaired: {part.relative_to(run)} does not match its checksum" in err
     assert contents(run) == contents(clean)
-    assert cli(capsys, "eval", "--out", str(run), "--verify")[0] == 0
+    assert run_cli_exit(capsys, "eval", "--out", str(run), "--verify")[0] == 0
 
 
 # ---- the reader sweep ------------------------------------------------------------------------------------
@@ -215,25 +204,25 @@ def test_every_reader_on_every_damage_is_one_line_then_the_repair_gives_the_clea
                 "leaderboard": ["leaderboard", str(run)],
                 "report": ["report", str(run), "--out", str(tmp_path / "r.html"), "--no-plots"],
                 "analyze": ["analyze", "language", str(run), "--no-plot"]}[reader]
-        one_error_line(*cli(capsys, *argv), named, run)
+        one_error_line(*run_cli_exit(capsys, *argv), named, run)
     assert {p: p.read_bytes() for p in run.rglob("*") if p.is_file()} == before  # readers change nothing
     assert not (tmp_path / "r.html").exists()
-    code, _, err = cli(capsys, "eval", "--out", str(run), "--verify")
+    code, _, err = run_cli_exit(capsys, "eval", "--out", str(run), "--verify")
     assert code == 2 and str(named) in err
-    code, _, err = cli(capsys, "eval", "--out", str(run), "--no-progress", "--json")
+    code, _, err = run_cli_exit(capsys, "eval", "--out", str(run), "--no-progress", "--json")
     assert code == 0, err
     assert contents(run) == contents(clean)
-    assert cli(capsys, "metrics", str(run), "--json")[0] == 0
+    assert run_cli_exit(capsys, "metrics", str(run), "--json")[0] == 0
 
 
 def test_metrics_defaults_to_the_runs_own_bootstrap_seed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     run = tmp_path / "run"
-    assert main(["eval", "--out", str(run), "--seed", "7", *ARGS]) == 0
+    assert main(["eval", "--out", str(run), "--seed", "7", *SMALL_FAKE_RUN]) == 0
     stored = json.loads((run / "metrics.json").read_text())
-    code, out, _ = cli(capsys, "metrics", str(run), "--json")
+    code, out, _ = run_cli_exit(capsys, "metrics", str(run), "--json")
     assert code == 0
     assert json.loads(out)["overall"] == stored["overall"]
-    code, out, _ = cli(capsys, "metrics", str(run), "--json", "--seed", "0")
+    code, out, _ = run_cli_exit(capsys, "metrics", str(run), "--json", "--seed", "0")
     assert json.loads(out)["overall"]["emt_ci"] != stored["overall"]["emt_ci"]
 
 
@@ -247,13 +236,13 @@ def test_a_run_made_before_checksums_says_so_once_and_is_checked_by_structure(
     manifest = json.loads(store.manifest_path.read_text())
     del manifest["checksums"]
     store.manifest_path.write_text(json.dumps(manifest))
-    code, out, err = cli(capsys, "eval", "--out", str(run), "--verify")
+    code, out, err = run_cli_exit(capsys, "eval", "--out", str(run), "--verify")
     assert code == 0 and out.count("made before part checksums were kept: 8 part(s)") == 1, out
-    code, _, err = cli(capsys, "metrics", str(run), "--json")
+    code, _, err = run_cli_exit(capsys, "metrics", str(run), "--json")
     assert code == 0 and " ".join(err.split()).count("made before part checksums were kept: 8 part(s)") == 1
     _truncate(store.generation_part(2))  # structure checks still find a torn part
-    one_error_line(*cli(capsys, "metrics", str(run)), store.generation_part(2), run)
-    code, _, err = cli(capsys, "eval", "--out", str(run), "--no-progress", "--json")
+    one_error_line(*run_cli_exit(capsys, "metrics", str(run)), store.generation_part(2), run)
+    code, _, err = run_cli_exit(capsys, "eval", "--out", str(run), "--no-progress", "--json")
     assert code == 0, err
     assert "generations/part-00002.parquet does not open" in err
     assert " ".join(err.split()).count("made before part checksums were kept: 6 part(s)") == 1  # shard 2 has them now

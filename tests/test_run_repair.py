@@ -14,20 +14,7 @@ from polytox._util.checksum import sidecar
 from polytox.cli.main import main
 from polytox.store import RunStore
 
-from .core_helpers import rewrite_part
-
-ARGS = ["--model", "fake", "--scorer", "fake", "--limit", "24", "--shard-size", "6", "--samples", "3",
-        "--max-new-tokens", "6", "--no-progress", "--json"]
-
-
-def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    capsys.readouterr()
-    try:
-        code = main(list(argv))
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out, err = capsys.readouterr()
-    return code, out, err
+from .core_helpers import SMALL_FAKE_RUN, rewrite_part, run_cli_exit
 
 
 def contents(run: Path) -> dict[str, object]:
@@ -54,7 +41,7 @@ def clean_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     runs = {}
     for executor in ("serial", "pipelined"):
         out = root / executor
-        assert main(["eval", "--out", str(out), "--executor", executor, *ARGS]) == 0
+        assert main(["eval", "--out", str(out), "--executor", executor, *SMALL_FAKE_RUN]) == 0
         runs[executor] = out
     return runs
 
@@ -79,14 +66,14 @@ def test_damage_then_resume_equals_an_uninterrupted_run(executor: str, damage: s
         store.manifest_path.write_text("")
 
     # a reader: one line naming the bad file, exit 2
-    code, out, err = cli(capsys, "metrics", str(run))
+    code, out, err = run_cli_exit(capsys, "metrics", str(run))
     named = store.manifest_path if damage in ("manifest", "all") else bad[0]
     assert code == 2 and out == "" and err.count("\n") == 1 and "Traceback" not in err, err
     assert err.startswith(f"polytox: error: {named}") and f"repair it with: polytox eval --out {run}" in err
 
     # --verify: every damaged file listed, nothing changed
     before = {p: p.read_bytes() for p in run.rglob("*") if p.is_file()}
-    code, out, err = cli(capsys, "eval", "--out", str(run), "--verify")
+    code, out, err = run_cli_exit(capsys, "eval", "--out", str(run), "--verify")
     assert code == 2 and err.startswith(f"polytox: error: {run}: {len(bad) + (damage in ('manifest', 'all'))} "
                                         "damaged file(s)")
     for path in bad:
@@ -94,7 +81,7 @@ def test_damage_then_resume_equals_an_uninterrupted_run(executor: str, damage: s
     assert {p: p.read_bytes() for p in run.rglob("*") if p.is_file()} == before
 
     # resume (the same command): repaired, exit 0, equal to the uninterrupted run
-    code, out, err = cli(capsys, "eval", "--out", str(run), "--executor", executor, *ARGS)
+    code, out, err = run_cli_exit(capsys, "eval", "--out", str(run), "--executor", executor, *SMALL_FAKE_RUN)
     assert code == 0, err
     for path in bad:  # each part carries its checksum: a truncation is found by it
         assert f"repaired: {path.relative_to(run)} does not match its checksum" in err
@@ -103,7 +90,7 @@ def test_damage_then_resume_equals_an_uninterrupted_run(executor: str, damage: s
     assert manifest["status"] == "complete"
     assert ("rebuilt_at" in manifest) == (damage in ("manifest", "all"))
     assert len(manifest.get("repairs", [{}])[0].get("parts", [])) == len(bad)
-    code, out, _ = cli(capsys, "eval", "--out", str(run), "--verify")
+    code, out, _ = run_cli_exit(capsys, "eval", "--out", str(run), "--verify")
     assert code == 0 and "no damage found" in out
 
 
@@ -113,7 +100,7 @@ def test_retry_failed_rebuilds_a_damaged_manifest_from_the_recorded_spec(clean_r
     shutil.copytree(clean_runs["serial"], run)
     (run / "manifest.json").write_text("{\"spec\": {")  # cut mid-write
     truncate(RunStore(run).generation_part(0))
-    code, _, err = cli(capsys, "eval", "--out", str(run), "--retry-failed", "--no-progress", "--json")
+    code, _, err = run_cli_exit(capsys, "eval", "--out", str(run), "--retry-failed", "--no-progress", "--json")
     assert code == 0, err
     assert contents(run) == contents(clean_runs["serial"])
 
@@ -129,7 +116,7 @@ def test_a_part_of_another_spec_or_size_is_made_again(clean_runs: dict[str, Path
     rewrite_part(store.generation_part(3), table.slice(0, 5))
     shutil.copyfile(store.generation_part(0), store.generation_part(2))  # another shard's prompts,
     shutil.copyfile(sidecar(store.generation_part(0)), sidecar(store.generation_part(2)))  # checksum and all
-    code, _, err = cli(capsys, "eval", "--out", str(run), *ARGS)
+    code, _, err = run_cli_exit(capsys, "eval", "--out", str(run), *SMALL_FAKE_RUN)
     assert code == 0, err
     assert "generations/part-00003.parquet holds 5 row(s), 18 expected" in err
     assert "generations/part-00002.parquet holds other prompts than its shard" in err
@@ -146,7 +133,7 @@ def test_a_damaged_manifest_without_a_recorded_spec_is_one_line(clean_runs: dict
     for side in run.rglob("*.sha256"):  # nor checksums (they came later still)
         side.unlink()
     (run / "manifest.json").write_text("")
-    code, out, err = cli(capsys, "eval", "--out", str(run), *ARGS)
+    code, out, err = run_cli_exit(capsys, "eval", "--out", str(run), *SMALL_FAKE_RUN)
     assert code == 2 and out == "" and err.count("\n") == 1, err
     assert f"{run}/manifest.json is damaged (empty file)" in err and f"delete {run} to start over" in err
 
@@ -168,8 +155,8 @@ def test_damage_then_resume_under_ray(clean_runs: dict[str, Path], tmp_path: Pat
                         (scores / "part-00002.parquet", "footer"), (scores / "part-00003.parquet", "page")):
         flip(part, offset_classes(part)[where][-1])
     store.manifest_path.write_text("")
-    code, _, err = cli(capsys, "eval", "--out", str(run), "--executor", "ray", "--workers", "1",
-                       "--cpus-per-worker", "0.5", *ARGS)
+    code, _, err = run_cli_exit(capsys, "eval", "--out", str(run), "--executor", "ray", "--workers", "1",
+                       "--cpus-per-worker", "0.5", *SMALL_FAKE_RUN)
     assert code == 0, err
     assert contents(run) == contents(clean_runs["serial"])
 
@@ -182,11 +169,11 @@ def test_metrics_of_an_unfinished_run_says_so(clean_runs: dict[str, Path], tmp_p
     for shard in (1, 2, 3):
         RunStore(run).generation_part(shard).unlink()
         next((run / "scores").iterdir()).joinpath(f"part-{shard:05d}.parquet").unlink()
-    code, out, err = cli(capsys, "metrics", str(run), "--json")
+    code, out, err = run_cli_exit(capsys, "metrics", str(run), "--json")
     assert code == 0
     assert "note: the run is incomplete (1 of 4 shard(s) scored, status complete)" in " ".join(err.split())
     assert '"shards_scored": 1' in out
-    code, out, err = cli(capsys, "metrics", str(clean_runs["serial"]))
+    code, out, err = run_cli_exit(capsys, "metrics", str(clean_runs["serial"]))
     assert code == 0 and "incomplete" not in err
 
 
@@ -199,7 +186,7 @@ def test_corpus_score_rescored_a_damaged_part(tmp_path: Path, capsys: pytest.Cap
     assert main([*argv, "--out", str(tmp_path / "clean")]) == 0
     shutil.copytree(tmp_path / "clean", tmp_path / "run")
     truncate(tmp_path / "run" / "parts" / "part-00001.parquet")
-    code, _, err = cli(capsys, *argv, "--out", str(tmp_path / "run"))
+    code, _, err = run_cli_exit(capsys, *argv, "--out", str(tmp_path / "run"))
     assert code == 0, err
     assert "repaired:" in caplog.text and "part-00001.parquet does not open" in caplog.text
     for i in range(3):
