@@ -43,6 +43,18 @@ SMALL_FAKE_RUN = ["--model", "fake", "--scorer", "fake", "--limit", "24", "--sha
                   "--max-new-tokens", "6", "--no-progress", "--json"]
 
 
+def run_contents(run: Path) -> dict[str, object]:
+    """Every Parquet file of a run as rows, and metrics.json as bytes (what an equal repair must give)."""
+    found: dict[str, object] = {}
+    for path in sorted(run.rglob("*")):
+        rel = str(path.relative_to(run))
+        if path.suffix == ".parquet":
+            found[rel] = pq.read_table(path).to_pylist()
+        elif path.name == "metrics.json":
+            found[rel] = path.read_bytes()
+    return found
+
+
 def cli_env(cache_dir: Path) -> dict[str, str]:
     """Environment for a CLI subprocess that imports this worktree's polytox, offline, with its own cache."""
     env = dict(os.environ)

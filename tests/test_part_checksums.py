@@ -26,7 +26,7 @@ from polytox.cli.main import main
 from polytox.errors import DamagedRunError
 from polytox.store import RunStore
 
-from .core_helpers import SMALL_FAKE_RUN, run_cli_exit
+from .core_helpers import SMALL_FAKE_RUN, run_cli_exit, run_contents
 
 
 def one_error_line(code: int, out: str, err: str, named: Path, run: Path) -> None:
@@ -35,18 +35,6 @@ def one_error_line(code: int, out: str, err: str, named: Path, run: Path) -> Non
     assert code == 2 and out == "" and "Traceback" not in err, (code, err)
     assert len(lines) == 1 and lines[0].startswith(f"polytox: error: {named} "), err
     assert lines[0].endswith(f"repair it with: polytox eval --out {run}"), err
-
-
-def contents(run: Path) -> dict[str, object]:
-    """Every Parquet file of a run as rows, and metrics.json as bytes."""
-    found: dict[str, object] = {}
-    for path in sorted(run.rglob("*")):
-        rel = str(path.relative_to(run))
-        if path.suffix == ".parquet":
-            found[rel] = pq.read_table(path).to_pylist()
-        elif path.name == "metrics.json":
-            found[rel] = path.read_bytes()
-    return found
 
 
 def flip(path: Path, offset: int) -> None:
@@ -139,7 +127,7 @@ def test_flip_then_resume_equals_an_uninterrupted_run(executor: str, kind: str, 
     assert code == 0, err
     for part in parts:
         assert f"repaired: {part.relative_to(run)} does not match its checksum" in err
-    assert contents(run) == contents(clean)
+    assert run_contents(run) == run_contents(clean)
     assert run_cli_exit(capsys, "eval", "--out", str(run), "--verify")[0] == 0
 
 
@@ -211,7 +199,7 @@ def test_every_reader_on_every_damage_is_one_line_then_the_repair_gives_the_clea
     assert code == 2 and str(named) in err
     code, _, err = run_cli_exit(capsys, "eval", "--out", str(run), "--no-progress", "--json")
     assert code == 0, err
-    assert contents(run) == contents(clean)
+    assert run_contents(run) == run_contents(clean)
     assert run_cli_exit(capsys, "metrics", str(run), "--json")[0] == 0
 
 
@@ -246,4 +234,4 @@ def test_a_run_made_before_checksums_says_so_once_and_is_checked_by_structure(
     assert code == 0, err
     assert "generations/part-00002.parquet does not open" in err
     assert " ".join(err.split()).count("made before part checksums were kept: 6 part(s)") == 1  # shard 2 has them now
-    assert contents(run) == contents(clean)
+    assert run_contents(run) == run_contents(clean)

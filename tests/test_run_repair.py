@@ -14,19 +14,7 @@ from polytox._util.checksum import sidecar
 from polytox.cli.main import main
 from polytox.store import RunStore
 
-from .core_helpers import SMALL_FAKE_RUN, rewrite_part, run_cli_exit
-
-
-def contents(run: Path) -> dict[str, object]:
-    """What a run holds, file by file (Parquet as rows), but the manifest's timestamps and bookkeeping."""
-    found: dict[str, object] = {}
-    for path in sorted(run.rglob("*")):
-        rel = str(path.relative_to(run))
-        if path.suffix == ".parquet":
-            found[rel] = pq.read_table(path).to_pylist()
-        elif path.name == "metrics.json":
-            found[rel] = path.read_bytes()
-    return found
+from .core_helpers import SMALL_FAKE_RUN, rewrite_part, run_cli_exit, run_contents
 
 
 def truncate(path: Path, keep: int = 200) -> None:
@@ -85,7 +73,7 @@ def test_damage_then_resume_equals_an_uninterrupted_run(executor: str, damage: s
     assert code == 0, err
     for path in bad:  # each part carries its checksum: a truncation is found by it
         assert f"repaired: {path.relative_to(run)} does not match its checksum" in err
-    assert contents(run) == contents(clean)
+    assert run_contents(run) == run_contents(clean)
     manifest = store.manifest()
     assert manifest["status"] == "complete"
     assert ("rebuilt_at" in manifest) == (damage in ("manifest", "all"))
@@ -102,7 +90,7 @@ def test_retry_failed_rebuilds_a_damaged_manifest_from_the_recorded_spec(clean_r
     truncate(RunStore(run).generation_part(0))
     code, _, err = run_cli_exit(capsys, "eval", "--out", str(run), "--retry-failed", "--no-progress", "--json")
     assert code == 0, err
-    assert contents(run) == contents(clean_runs["serial"])
+    assert run_contents(run) == run_contents(clean_runs["serial"])
 
 
 def test_a_part_of_another_spec_or_size_is_made_again(clean_runs: dict[str, Path], tmp_path: Path,
@@ -120,7 +108,7 @@ def test_a_part_of_another_spec_or_size_is_made_again(clean_runs: dict[str, Path
     assert code == 0, err
     assert "generations/part-00003.parquet holds 5 row(s), 18 expected" in err
     assert "generations/part-00002.parquet holds other prompts than its shard" in err
-    assert contents(run) == contents(clean_runs["serial"])
+    assert run_contents(run) == run_contents(clean_runs["serial"])
 
 
 def test_a_damaged_manifest_without_a_recorded_spec_is_one_line(clean_runs: dict[str, Path], tmp_path: Path,
@@ -158,7 +146,7 @@ def test_damage_then_resume_under_ray(clean_runs: dict[str, Path], tmp_path: Pat
     code, _, err = run_cli_exit(capsys, "eval", "--out", str(run), "--executor", "ray", "--workers", "1",
                        "--cpus-per-worker", "0.5", *SMALL_FAKE_RUN)
     assert code == 0, err
-    assert contents(run) == contents(clean_runs["serial"])
+    assert run_contents(run) == run_contents(clean_runs["serial"])
 
 
 def test_metrics_of_an_unfinished_run_says_so(clean_runs: dict[str, Path], tmp_path: Path,
