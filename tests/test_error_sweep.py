@@ -234,6 +234,15 @@ CASES: dict[str, list[Case]] = {
         Case("compare-scorers fake @nocolumn --input {good} --no-progress", "nocolumn"),
         Case("compare-scorers fake fake --input {empty} --no-progress", "empty.jsonl"),
     ],
+    "import": [
+        Case("import {missing} --out {tmp}/imp-{n}", "nosuch.jsonl: no such file or folder"),
+        Case("import {good} --out {tmp}/imp-{n}", "not a framework output polytox can import"),
+        Case("import {emptydir} --out {tmp}/imp-{n}", "not a framework output polytox can import"),
+        Case("import {good} --framework lm-eval --out {tmp}/imp-{n}", "good.jsonl:1: no polytox record"),
+        Case("import {good} --framework inspect --out {tmp}/imp-{n}", "not a readable inspect log"),
+        Case("import {emptydir} --framework helm --out {tmp}/imp-{n}", "not readable as HELM output"),
+        Case("import {good} --framework nosuch --out {tmp}/imp-{n}", "invalid choice: 'nosuch'"),
+    ],
     "calibrate": [
         Case("calibrate fake @toxicity --input {missing} --out {tmp}/cal.json --no-progress", "nosuch.jsonl"),
         Case("calibrate nosuch @toxicity --input {good} --out {tmp}/cal.json --no-progress", "unknown scorer"),
@@ -407,7 +416,7 @@ def test_wrong_input_gives_one_error_line(path: str, index: int, case: Case, ass
     code, out, err = run_in_process(argv, capsys)
     check_one_line(code, out, err, case, case.expect.format(**values))
     for part in argv:  # a refused run leaves no run directory behind
-        if part.startswith(f"{assets['tmp']}/run-"):
+        if part.startswith((f"{assets['tmp']}/run-", f"{assets['tmp']}/imp-")):
             assert not Path(part).exists(), part
 
 

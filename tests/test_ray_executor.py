@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from polytox._util.checksum import sidecar
 from polytox.executors import ExecutorConfig
 from polytox.runner import evaluate
 
@@ -50,6 +51,7 @@ def test_ray_resumes_a_run_interrupted_under_the_local_executor(tmp_path: Path) 
     target = tmp_path / "run" / "scores" / kept.parent.name
     target.mkdir()
     shutil.copy(kept, target / kept.name)
+    shutil.copy(sidecar(kept), sidecar(target / kept.name))  # the part's checksum travels with it
     seen: list[int] = []
     result = evaluate(spec, tmp_path / "run", progress=lambda s, d, t: seen.append(d), executor=RAY)
     assert result.resumed and result.shards_done_before == 1

@@ -17,7 +17,14 @@ from typing import Any
 
 import pytest
 
-from polytox._util.options import Option, as_bool, check_options, option_from_annotation, signature_schema
+from polytox._util.options import (
+    NAMED_RANGES,
+    Option,
+    as_bool,
+    check_options,
+    option_from_annotation,
+    signature_schema,
+)
 from polytox._util.yamlfile import read_yaml_mapping
 from polytox.errors import BadValueError, PolytoxError
 from polytox.models.lookup import check_model, hub_failure, looks_like_path, missing_model_files
@@ -159,7 +166,9 @@ def test_options_derive_from_the_signature() -> None:
     schema, var_kw = signature_schema(factory)
     assert var_kw and set(schema) == {"a", "n", "auto_n", "rate", "flag", "mode"}
     assert schema["n"] == Option("int") and schema["auto_n"] == Option("int", words=("auto",))
-    assert schema["rate"] == Option("float", words=()) and schema["flag"] == Option("bool")
+    # a number named in NAMED_RANGES takes that range (``rate`` >= 0); the kind and words still come from the signature
+    assert schema["rate"] == Option("float", words=(), range=NAMED_RANGES["rate"]) and schema["flag"] == Option("bool")
+    assert NAMED_RANGES["rate"].lo == 0
     assert option_from_annotation("Literal['ngram', 'full']", "ngram") == Option(choices=("ngram", "full"))
     assert Option("int", words=("auto",)).accepts() == "an integer or 'auto'"
     ok = {"n": "12", "auto_n": "auto", "rate": "1e-3", "flag": "yes", "a": "anything"}
@@ -185,7 +194,7 @@ def test_the_default_scorer_takes_the_options_of_polytox_ml() -> None:
     default = scorer_schema(resolve("scorer", "default"))
     assert ml is not None and default is not None
     assert set(default) == set(ml) | {"routes"} and "lm_batch_size" in ml
-    assert default["lm_batch_size"].accepts() == "an integer or 'auto'"
+    assert default["lm_batch_size"].accepts() == "an integer >= 0 or 'auto'"
 
 
 # ---- YAML files ------------------------------------------------------------------------------------

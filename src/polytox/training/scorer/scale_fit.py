@@ -110,6 +110,22 @@ def lx_pairs(rows: Sequence[ScaleRow], raw: Mapping[tuple[str, str], float], che
     )
 
 
+def other_languages_text(n_preserving: int, n_pairs: int, n_anchors: int, shrink: float) -> str:
+    """How the other languages' maps of a Perspective scale were fitted, as the scales file says it."""
+    everyday = (
+        f" and {n_anchors:,} everyday Parallel UD sentences with their English ones (the fit part of "
+        "ud-sentences), the harmless end"
+        if n_anchors
+        else ""
+    )
+    return (
+        f"the English map after an equipercentile map of each language's raw output onto its English texts' "
+        f"(RTP-LX, {n_preserving:,} toxicity-preserving pairs of {n_pairs:,} in the fit part of "
+        f"the head's held-out split{everyday}; each language's "
+        f"own map shrunk to the joint one, k = {shrink:g})"
+    )
+
+
 def fit_scales(
     rows: Sequence[ScaleRow],
     raw: Mapping[tuple[str, str], float],
@@ -153,18 +169,7 @@ def fit_scales(
         "preserving_pairs_by_language": dict(equating.n_by_lang),
         "languages_with_own_map": sorted(equating.own),
     }
-    everyday = (
-        f" and {n_anchors:,} everyday Parallel UD sentences with their English ones (the fit part of "
-        "ud-sentences), the harmless end"
-        if n_anchors
-        else ""
-    )
-    other = (
-        f"the English map after an equipercentile map of each language's raw output onto its English texts' "
-        f"(RTP-LX, {equating.n_pairs - n_anchors:,} toxicity-preserving pairs of {len(pairs):,} in the fit part of "
-        f"the head's held-out split{everyday}; each language's "
-        f"own map shrunk to the joint one, k = {shrink:g})"
-    )
+    other = other_languages_text(equating.n_pairs - n_anchors, len(pairs), n_anchors, shrink)
     scales = {
         PERSPECTIVE_2020: Scale(
             PERSPECTIVE_2020,
