@@ -43,6 +43,16 @@ SMALL_FAKE_RUN = ["--model", "fake", "--scorer", "fake", "--limit", "24", "--sha
                   "--max-new-tokens", "6", "--no-progress", "--json"]
 
 
+def small_fake_runs(root: Path) -> dict[str, Path]:
+    """``SMALL_FAKE_RUN`` made once under each in-process executor (serial, pipelined), uninterrupted."""
+    runs = {}
+    for executor in ("serial", "pipelined"):
+        out = root / executor
+        assert main(["eval", "--out", str(out), "--executor", executor, *SMALL_FAKE_RUN]) == 0
+        runs[executor] = out
+    return runs
+
+
 def run_contents(run: Path) -> dict[str, object]:
     """Every Parquet file of a run as rows, and metrics.json as bytes (what an equal repair must give)."""
     found: dict[str, object] = {}

@@ -26,7 +26,7 @@ from polytox.cli.main import main
 from polytox.errors import DamagedRunError
 from polytox.store import RunStore
 
-from .core_helpers import SMALL_FAKE_RUN, run_cli_exit, run_contents
+from .core_helpers import SMALL_FAKE_RUN, run_cli_exit, run_contents, small_fake_runs
 
 
 def one_error_line(code: int, out: str, err: str, named: Path, run: Path) -> None:
@@ -65,13 +65,7 @@ def offset_classes(path: Path) -> dict[str, list[int]]:
 @pytest.fixture(scope="module")
 def clean_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """One uninterrupted run per in-process executor (made once, copied by each test)."""
-    root = tmp_path_factory.mktemp("clean")
-    runs = {}
-    for executor in ("serial", "pipelined"):
-        out = root / executor
-        assert main(["eval", "--out", str(out), "--executor", executor, *SMALL_FAKE_RUN]) == 0
-        runs[executor] = out
-    return runs
+    return small_fake_runs(tmp_path_factory.mktemp("clean"))
 
 
 def copy(clean: Path, tmp_path: Path) -> tuple[Path, RunStore, Path]:

@@ -14,7 +14,7 @@ from polytox._util.checksum import sidecar
 from polytox.cli.main import main
 from polytox.store import RunStore
 
-from .core_helpers import SMALL_FAKE_RUN, rewrite_part, run_cli_exit, run_contents
+from .core_helpers import SMALL_FAKE_RUN, rewrite_part, run_cli_exit, run_contents, small_fake_runs
 
 
 def truncate(path: Path, keep: int = 200) -> None:
@@ -25,13 +25,7 @@ def truncate(path: Path, keep: int = 200) -> None:
 @pytest.fixture(scope="module")
 def clean_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """One uninterrupted run per executor (made once, copied by each test)."""
-    root = tmp_path_factory.mktemp("clean")
-    runs = {}
-    for executor in ("serial", "pipelined"):
-        out = root / executor
-        assert main(["eval", "--out", str(out), "--executor", executor, *SMALL_FAKE_RUN]) == 0
-        runs[executor] = out
-    return runs
+    return small_fake_runs(tmp_path_factory.mktemp("clean"))
 
 
 @pytest.mark.parametrize("executor", ["serial", "pipelined"])
