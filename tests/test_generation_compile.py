@@ -18,7 +18,14 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 from polytox.generation.continuous import DecodeSettings, decode  # noqa: E402
-from polytox.generation.decode_plan import DecodeChoice, initial_choice, should_compile  # noqa: E402
+from polytox.generation.decode_plan import (  # noqa: E402
+    INDUCTOR_SECONDS_PER_SHAPE,
+    INDUCTOR_SPEEDUP_OVER_GRAPHS,
+    MEASURED,
+    DecodeChoice,
+    initial_choice,
+    should_compile,
+)
 from polytox.generation.hf import TransformersGenerator  # noqa: E402
 from polytox.generation.slots import bucket_length  # noqa: E402
 from polytox.runner import evaluate  # noqa: E402
@@ -104,6 +111,16 @@ def test_compile_auto_choice_and_payback() -> None:
     assert not small and "not compiling" in why and "12 s" in why
     assert not should_compile(10**9, 40_000, 10**6)[0]  # too many shapes to compile
     assert not should_compile(0, 40_000, 1)[0]
+
+
+def test_compile_cost_and_speedup_come_from_the_measured_table() -> None:
+    """The numbers ``compile=auto`` weighs are read from one table that says where they were measured."""
+    for key in ("device", "torch", "date", "source"):
+        assert MEASURED[key], key
+    assert (Path(__file__).resolve().parent.parent / MEASURED["source"]).is_file()
+    assert INDUCTOR_SECONDS_PER_SHAPE == 12.0  # 15.8 s first pass against 3.6 s with CUDA graphs
+    assert INDUCTOR_SPEEDUP_OVER_GRAPHS == 1.28  # 50,426 against 39,368 tokens/s
+    assert should_compile(10**6, 40_000, 1) == should_compile(10**6, 40_000, 1, 12.0, 1.28)
 
 
 def test_auto_switches_to_the_compiler_only_when_the_rest_of_the_run_pays(tiny: Path) -> None:

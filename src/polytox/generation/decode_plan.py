@@ -11,18 +11,33 @@ pays back within the run:
   met so far (``should_compile``);
 - elsewhere (CPU, MPS) it decodes eagerly.
 
-Every choice is recorded with its reason and numbers (``describe()``, hence the run manifest).
+The compile cost and speedup come from ``MEASURED`` (device, versions, date and the benchmark that
+produced them). Every choice is recorded with its reason and numbers (``describe()``, hence the run manifest).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
-# Measured on one H200, 1B Llama-shaped model, bf16, torch 2.11 (docs/scale.md, "On a GPU"), RTP settings:
-# inductor's compile cost per decode shape (first pass 15.8 s against 3.6 s with CUDA graphs, one shape), and
-# its steady decode speed relative to CUDA graphs of the eager step (50.4K against 39.4K tokens/s).
-INDUCTOR_SECONDS_PER_SHAPE = 12.0
-INDUCTOR_SPEEDUP_OVER_GRAPHS = 1.28
+# What ``compile=auto`` weighs, measured by ``benchmarks/gpu_rows.sh`` (``bench_gpu.py --variants
+# ";compile=false;compile=true"``, RTP 128 prompts; the "On a GPU" table of docs/scale.md): inductor's
+# compile cost per decode shape (first pass minus the CUDA-graphs first pass, one shape) and its steady decode
+# speed over CUDA graphs of the eager step. Rerun the benchmark on another device to replace the values.
+MEASURED: dict[str, Any] = {
+    "device": "NVIDIA H200",
+    "torch": "2.11.0+cu130",
+    "transformers": "5.17.0",
+    "model": "1B Llama-shaped, bf16",
+    "date": "2026-11-26",
+    "source": "benchmarks/gpu_rows.sh",
+    "inductor_first_pass_s": 15.8,
+    "graphs_first_pass_s": 3.6,
+    "inductor_tokens_per_s": 50_426,
+    "graphs_tokens_per_s": 39_368,
+}
+INDUCTOR_SECONDS_PER_SHAPE = round(MEASURED["inductor_first_pass_s"] - MEASURED["graphs_first_pass_s"], 0)  # 12.0
+INDUCTOR_SPEEDUP_OVER_GRAPHS = round(MEASURED["inductor_tokens_per_s"] / MEASURED["graphs_tokens_per_s"], 2)  # 1.28
 # Read lengths (and the slot cache's capacity) are bucketed from this many columns up on CUDA.
 CUDA_READ_FLOOR = 64
 
