@@ -1,7 +1,5 @@
-"""``polytox analyze QUESTION RUN_DIR...``: answer one of the papers' research questions over your runs,
-print its tables and save its plot.
-
-Questions: language, size, category, prompt-toxicity, scorers, challenging, sources, emt-k, or all.
+"""The ``polytox analyze`` subcommand: argument parsing and output only; each question's tables and plot
+are computed by ``polytox.analysis`` (``ANALYSES``) and rendered by ``polytox.report``.
 """
 
 from __future__ import annotations
@@ -18,13 +16,23 @@ from ..analysis import ANALYSES
 from .analysis_args import add_common, load_corpus
 from .common import console, out_console
 
+DESCRIPTION = """\
+Answer one of the papers' research questions over your runs: print its tables and save its plot.
+
+QUESTION is one of the questions listed below, or all. --plot-dir sets where plots go (--no-plot skips
+them); --json and --markdown save the tables.
+
+example:
+  polytox analyze language runs/llama runs/qwen --plot-dir plots/
+"""  # the user-facing text of --help (the module docstring is for developers)
+
 
 def register(sub: Any) -> None:
     epilog = "\n".join(f"  {name:16} {desc}" for name, (_, desc) in ANALYSES.items())
     p = sub.add_parser(
         "analyze",
         help="research-question analyses: language, size, category, ... (tables + plots)",
-        description=__doc__,
+        description=DESCRIPTION,
         epilog="questions:\n" + epilog,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

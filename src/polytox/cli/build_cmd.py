@@ -1,11 +1,5 @@
-"""``polytox build``: turn a web-text corpus into an RTP- or PTP-style prompt set (resumable).
-
-Reads local JSONL / Parquet / CSV files (``--input``, repeatable, files or folders) or a streamed Hugging
-Face dataset (``--hf-dataset``), checks languages with py3langid, scores every unit with any polytox
-scorer (cut to 20,480 bytes, through the score cache), samples N units per language and toxicity bin
-(seeded), splits them into prompt and continuation (PTP: character halves; RTP: sentence spans split by
-words), scores both halves and writes ptp/rtp .jsonl/.parquet plus a small subset. Rerun the same command
-with the same ``--out`` to resume. ``polytox build stats OUT`` gives the set's statistics.
+"""The ``polytox build`` subcommand: flags to a ``BuildSpec`` and the call to ``polytox.build``'s
+resumable pipeline; ``build_stats_cmd`` registers its ``stats`` step.
 """
 
 from __future__ import annotations
@@ -15,12 +9,26 @@ from typing import Any
 
 from .common import console, out_console, print_json, progress_bar
 
+DESCRIPTION = """\
+Turn a web-text corpus into an RTP- or PTP-style prompt set. Resumable: rerun the same command with the
+same --out to continue.
+
+Reads local JSONL / Parquet / CSV files (--input, repeatable, files or folders) or a streamed Hugging Face
+dataset (--hf-dataset), checks languages, scores every unit with any polytox scorer (--scorer), samples
+--per-bin units per language and toxicity bin (seeded), splits them into prompt and continuation (--mode
+ptp: character halves; rtp: sentence spans split by words), scores both halves and writes the set plus a
+small subset. 'polytox build stats OUT' gives the set's statistics.
+
+example:
+  polytox build --input corpus/ --mode ptp --lang en,de --per-bin 100 --out myset/
+"""  # the user-facing text of --help (the module docstring is for developers)
+
 
 def register(sub: Any) -> None:
     p = sub.add_parser(
         "build",
         help="build an RTP/PTP-style prompt set from a corpus (resumable); 'build stats' for its statistics",
-        description=__doc__,
+        description=DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--out", help="build directory (rerun with the same --out to resume)")

@@ -1,9 +1,5 @@
-"""``polytox build stats PATH``: per-language statistics of a built prompt set (or any PTP/RTP file).
-
-Counts by toxicity bin, toxicity histograms (``--log`` for log-scale counts), prompt length in GPT-4
-tokens (cl100k_base offline), document years, top-10 domains, share of toxic prompts and continuations,
-exact and near-duplicate counts; Markdown or JSON on stdout, and stats.json, stats.md and PNG figures
-written to ``--out`` (default: PATH/stats for a build directory).
+"""The ``polytox build stats`` step: argument parsing and file output; the statistics are computed by
+``polytox.build.stats`` and rendered by ``polytox.build.stats_render``.
 """
 
 from __future__ import annotations
@@ -15,12 +11,24 @@ from typing import Any
 from .. import constants as C
 from .common import console, out_console, print_json
 
+DESCRIPTION = """\
+Per-language statistics of a built prompt set (or of any PTP/RTP-style file).
+
+Counts by toxicity bin, toxicity histograms (--log for log-scale counts), prompt length in GPT-4 tokens,
+document years, top-10 domains, share of toxic prompts and continuations, exact and near-duplicate counts.
+Markdown (or --format json) on stdout; stats.json, stats.md and PNG figures written to --out (default:
+PATH/stats for a build directory).
+
+example:
+  polytox build stats myset/
+"""  # the user-facing text of --help (the module docstring is for developers)
+
 
 def register(sub: Any) -> None:
     p = sub.add_parser(
         "stats",
         help="statistics of a built prompt set",
-        description=__doc__,
+        description=DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("path", help="build directory, or a PTP/RTP-schema .jsonl/.parquet file")

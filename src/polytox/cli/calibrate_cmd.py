@@ -1,10 +1,5 @@
-"""``polytox calibrate A B --input FILE --out MAP.json``: map scorer A's scale onto reference B.
-
-Fits a monotone (isotonic) map from A's scores to B's, one per language with enough pairs
-(--min-per-lang) and a global one for the rest, on a training part of the input; reports MAE, AUC,
-Pearson r and the toxic rate before and after on the held-out part (--holdout, split by --group-field so
-related rows stay together). Apply the map to any later run with ``--scorer-opt calibration=MAP.json``.
-B is a scorer name or ``@COLUMN`` of stored scores (e.g. ``@toxicity``: RTP's Perspective values).
+"""The ``polytox calibrate`` subcommand: reads the paired scores, calls ``polytox.scoring.calibrate`` to
+fit and measure the map, prints the held-out table and writes the map file.
 """
 
 from __future__ import annotations
@@ -20,12 +15,25 @@ from ..spec import parse_options
 from .common import console, fmt, out_console, print_json, progress_bar
 from .score_cmd import add_input_args, read_rows
 
+DESCRIPTION = """\
+Map scorer A's scale onto reference B with a monotone (isotonic) map.
+
+One map per language with enough pairs (--min-per-lang) and a global one for the rest, fitted on a
+training part of --input; MAE, AUC, Pearson r and the toxic rate before and after are reported on the
+held-out part (--holdout, split by --group-field so related rows stay together). B is a scorer name or
+@COLUMN of scores stored in the input (e.g. @toxicity: RTP's Perspective values). Apply the map to any
+later run with --scorer-opt calibration=MAP.json.
+
+example:
+  polytox calibrate svm @toxicity --input prompts.jsonl --out svm-map.json
+"""  # the user-facing text of --help (the module docstring is for developers)
+
 
 def register(sub: Any) -> None:
     p = sub.add_parser(
         "calibrate",
         help="fit an isotonic map from a local scorer onto a reference scorer",
-        description=__doc__,
+        description=DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("a", metavar="A", help="the scorer to calibrate (registered name)")

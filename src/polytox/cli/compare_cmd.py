@@ -1,13 +1,5 @@
-"""``polytox compare-scorers A B --input FILE``: how well scorer A agrees with B (a scorer or stored scores).
-
-A and B are registered scorer names (options with --a-opt / --b-opt KEY=VALUE) or ``@COLUMN`` for scores
-stored in the input, read next to each text: on RealToxicityPrompts records ``@toxicity`` is Perspective's
-TOXICITY of the prompt and of the continuation. ``@COL[1:5]`` maps a 1-5 rating onto [0, 1].
-
-B is the reference: the AUC is A's score against B's toxic label (B >= threshold). Printed: Pearson,
-Spearman, AUC, MAE, the confusion matrix at the threshold, the top-N disagreements in both directions with
-their texts (PTP Appendix E, Table 5), and a breakdown by language. Rows where either side has no score
-are counted and left out.
+"""The ``polytox compare-scorers`` subcommand: reads both sides' scores through ``polytox.scoring.sources``,
+measures their agreement with ``polytox.scoring.agreement`` and prints or saves the report.
 """
 
 from __future__ import annotations
@@ -25,12 +17,25 @@ from ..spec import parse_options
 from .common import console, fmt, out_console, print_json, progress_bar
 from .score_cmd import add_input_args, read_rows
 
+DESCRIPTION = """\
+How well scorer A agrees with reference B (a scorer, or scores stored in the input).
+
+A and B are registered scorer names (options with --a-opt / --b-opt KEY=VALUE) or @COLUMN for scores stored
+next to each text: on RealToxicityPrompts records @toxicity is Perspective's TOXICITY. @COL[1:5] maps a
+1-5 rating onto [0, 1]. Printed: Pearson, Spearman, AUC against B's toxic label (B >= --threshold), MAE,
+the confusion matrix, the --top disagreements in both directions with their texts, and a breakdown by
+language. Rows where either side has no score are counted and left out.
+
+example:
+  polytox compare-scorers default @toxicity --input prompts.jsonl --report agreement.md
+"""  # the user-facing text of --help (the module docstring is for developers)
+
 
 def register(sub: Any) -> None:
     p = sub.add_parser(
         "compare-scorers",
         help="agreement of two scorers (or a scorer and stored scores)",
-        description=__doc__,
+        description=DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("a", metavar="A", help="scorer name, or @COLUMN of stored scores")

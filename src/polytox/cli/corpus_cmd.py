@@ -1,11 +1,5 @@
-"""``polytox corpus score|stats|provenance|overlap``: pretraining-corpus analysis (RTP §6, Appendix D).
-
-  polytox corpus score DATA... --out SCORES [--scorer NAME --scorer-opt K=V] [--executor ray]
-  polytox corpus stats SCORES                       # stats.json, stats.md, PNGs in SCORES/stats
-  polytox corpus provenance SCORES --labels news.csv --order low,mixed,high
-  polytox corpus overlap A B --index IDX --out DIR [--scores-b SCORES_OF_B]
-
-``score`` resumes: rerun the same command with the same ``--out``. Details: docs/corpus.md.
+"""The ``polytox corpus`` subcommand and its steps (score, stats, provenance, overlap): argument parsing and
+output; the work is in ``polytox.corpus``.
 """
 
 from __future__ import annotations
@@ -17,6 +11,18 @@ from typing import Any
 
 from .. import constants as C
 from .common import console, out_console, print_json
+
+DESCRIPTION = """\
+Pretraining-corpus analysis (RTP §6, Appendix D): score a corpus, its statistics, toxicity by source
+reliability, and overlap with another corpus.
+
+  polytox corpus score DATA... --out SCORES [--scorer NAME --scorer-opt K=V] [--executor ray]
+  polytox corpus stats SCORES                       # stats.json, stats.md, PNGs in SCORES/stats
+  polytox corpus provenance SCORES --labels news.csv --order low,mixed,high
+  polytox corpus overlap A B --index IDX --out DIR [--scores-b SCORES_OF_B]
+
+'score' resumes: rerun the same command with the same --out. 'polytox corpus STEP --help' for each step.
+"""  # the user-facing text of --help (the module docstring is for developers)
 
 
 def _source_args(p: argparse.ArgumentParser, paths: bool = True) -> None:
@@ -65,7 +71,7 @@ def register(sub: Any) -> None:
     p = sub.add_parser(
         "corpus",
         help="pretraining-corpus toxicity, provenance and overlap (RTP §6)",
-        description=__doc__,
+        description=DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     csub = p.add_subparsers(dest="corpus_command", required=True, metavar="STEP")

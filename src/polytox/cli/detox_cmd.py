@@ -1,18 +1,12 @@
-"""``polytox detox``: build the training corpus, train detoxification models, compare runs (RTP §5).
-
-  polytox detox corpus --from SCORED.jsonl --exclude PROMPTS.jsonl --out corpus/
-  polytox detox train dapt --corpus corpus/ --subset nontoxic --out models/dapt
-  polytox detox train atcon|vocab-shift|pplm-head --corpus corpus/ --out models/X
-  polytox detox perplexity --model models/dapt --corpus corpus/          (RTP Table 10, held-out text)
-  polytox detox compare RUN... [--label NAME ...] [--markdown PATH] [--json PATH]   (RTP Table 3)
-
-Decoding-time methods are used in any evaluation: ``polytox eval --detox NAME[:key=value,...]``.
+"""The ``polytox detox`` subcommand and its actions (corpus, train, perplexity, compare): argument parsing and
+output; the work is in ``polytox.detox`` and ``polytox.analysis.detox_compare``.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -21,22 +15,48 @@ from .._util.atomic import atomic_write_text
 from ..errors import PolytoxError
 from .common import console, out_console
 
-_SCORER_TRAIN = Path("..") / "shared" / "data" / "scorer-train"
-# The default corpus: every English source of the shared data with a label, each with its own rule.
+DESCRIPTION = """\
+Detoxification (RTP §5): build the training corpus, train detoxification models, compare runs.
+
+  polytox detox corpus --from SCORED.jsonl --exclude PROMPTS.jsonl --out corpus/
+  polytox detox train dapt --corpus corpus/ --subset nontoxic --out models/dapt
+  polytox detox train atcon|vocab-shift|pplm-head --corpus corpus/ --out models/X
+  polytox detox perplexity --model models/dapt --corpus corpus/          (RTP Table 10, held-out text)
+  polytox detox compare RUN... [--label NAME ...] [--markdown PATH] [--json PATH]   (RTP Table 3)
+
+Decoding-time methods are used in any evaluation: polytox eval --detox NAME[:key=value,...].
+"""  # the user-facing text of --help (the module docstring is for developers)
+
+DATA_ENV = "POLYTOX_DATA"  # the data folder of the default corpus when --data is not given
+CHECKOUT_DATA = Path("..") / "shared" / "data"  # the project's data folder, beside a checkout's working folder
+# The default corpus: every English source of the data folder with a label, each with its own rule.
 DEFAULT_SOURCES = [
-    f"{_SCORER_TRAIN / 'en-perspective.jsonl'}:score=perspective,toxic={C.DETOX_TOXIC_MIN},"
-    f"nontoxic={C.DETOX_NONTOXIC_MAX}",
-    f"{_SCORER_TRAIN / 'en-human.jsonl'}:label=toxic",
-    f"{_SCORER_TRAIN / 'multilingual-human.jsonl'}:label=toxic,lang=en",
+    f"scorer-train/en-perspective.jsonl:score=perspective,toxic={C.DETOX_TOXIC_MIN},nontoxic={C.DETOX_NONTOXIC_MAX}",
+    "scorer-train/en-human.jsonl:label=toxic",
+    "scorer-train/multilingual-human.jsonl:label=toxic,lang=en",
 ]
-DEFAULT_EXCLUDE = [str(Path("..") / "shared" / "data" / "rtp" / f) for f in ("toxic.jsonl", "nontoxic.jsonl")]
+DEFAULT_EXCLUDE = ["rtp/toxic.jsonl", "rtp/nontoxic.jsonl"]
+
+
+def data_folder(given: str | None) -> Path:
+    """The folder the default sources and excluded prompts are read from: --data, $POLYTOX_DATA, or the
+    project's data folder when polytox runs from a checkout."""
+    folder = given or os.environ.get(DATA_ENV)
+    if folder:
+        return Path(folder)
+    if CHECKOUT_DATA.is_dir():
+        return CHECKOUT_DATA
+    raise PolytoxError(
+        f"detox corpus: give --source (or --from) and --exclude, or --data DIR (or {DATA_ENV}) holding "
+        "scorer-train/ and rtp/"
+    )
 
 
 def register(sub: Any) -> None:
     p = sub.add_parser(
         "detox",
         help="detoxification (RTP §5): corpus, training, comparison table",
-        description=__doc__,
+        description=DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     dsub = p.add_subparsers(dest="detox_command", required=True, metavar="ACTION")
@@ -49,7 +69,13 @@ def register(sub: Any) -> None:
         metavar="PATH[:RULE]",
         help="a source and its label rule (repeatable): score=FIELD,toxic=X,nontoxic=Y | "
         "score=FIELD,percentile=P | label=FIELD, plus text=, lang=, by=, name= (docs/detox.md); "
-        "default: the shared English en-perspective (>= 0.5 / <= 0.1), en-human and MLMA-en",
+        "default: the data folder's English en-perspective (>= 0.5 / <= 0.1), en-human and MLMA-en",
+    )
+    c.add_argument(
+        "--data",
+        metavar="DIR",
+        help=f"data folder with scorer-train/ and rtp/, read by the default --source and --exclude "
+        f"(default: ${DATA_ENV}; docs/detox.md)",
     )
     c.add_argument(
         "--balance",
@@ -66,7 +92,7 @@ def register(sub: Any) -> None:
     c.add_argument(
         "--exclude",
         action="append",
-        help="prompt files whose texts must not be trained on (repeatable; default: ../shared/data/rtp/*.jsonl)",
+        help="prompt files whose texts must not be trained on (repeatable; default: the data folder's rtp/*.jsonl)",
     )
     c.add_argument("--text-field", default="text")
     c.add_argument("--score-field", default="perspective", help="dotted path of the toxicity score")
@@ -122,11 +148,12 @@ def run_corpus(args: argparse.Namespace) -> int:
     from ..detox.corpus import select_corpus
     from ..detox.sources import build_corpus, parse_source
 
-    exclude = args.exclude or DEFAULT_EXCLUDE
     if args.sources and args.rules:
         raise PolytoxError("give --from (one scored file cut at its tails) or --source, not both")
+    exclude = args.exclude or [str(data_folder(args.data) / f) for f in DEFAULT_EXCLUDE]
     if not args.sources:
-        sources = [parse_source(r, args.lang or None) for r in (args.rules or DEFAULT_SOURCES)]
+        rules = args.rules or [str(data_folder(args.data) / r) for r in DEFAULT_SOURCES]
+        sources = [parse_source(r, args.lang or None) for r in rules]
         corpus = build_corpus(sources, exclude, balance=args.balance, seed=args.seed)
         corpus.write(Path(args.out))
         s = corpus.stats

@@ -1,13 +1,5 @@
-"""``polytox import SRC --out RUN``: an inspect_ai log, a HELM run folder or lm-eval ``--log_samples`` output
-as a polytox run directory.
-
-The framework's prompts and completions become the run's prompts and generations; the values its polytox
-scorer recorded are stored under the scorer id it recorded, so ``polytox metrics RUN`` gives the numbers
-the framework printed (shown side by side here). ``--scorer`` scores the completions here as well (HELM's
-output keeps no per-completion values: its completions are scored with the scorer its run recorded unless
-``--scorer`` names another); no completion is generated again. The run then
-works with ``metrics`` (``--scorer`` picks a stored scorer), ``leaderboard``, ``report`` and
-``compare-scorers`` (its generations are in ``RUN/generations``). See docs/integrations.md.
+"""The ``polytox import`` subcommand: argument parsing and the side-by-side table; reading each framework's
+output and writing the run directory is ``polytox.integrations.importing``'s.
 """
 
 from __future__ import annotations
@@ -17,12 +9,26 @@ from typing import Any
 
 from .common import console, metrics_table, out_console, print_json
 
+DESCRIPTION = """\
+Turn an inspect_ai log, a HELM run folder or lm-eval --log_samples output into a polytox run directory.
+
+The framework's prompts and completions become the run's prompts and generations; the values its polytox
+scorer recorded are stored under that scorer's id, so 'polytox metrics RUN' gives the numbers the framework
+printed (shown side by side here). --scorer scores the completions here as well (HELM keeps no
+per-completion values: its completions are scored with the scorer its run recorded unless --scorer names
+another). Nothing is generated again. The run then works with metrics, leaderboard, report and
+compare-scorers.
+
+example:
+  polytox import logs/2026-01-01_rtp.eval --out runs/inspect-rtp
+"""  # the user-facing text of --help (the module docstring is for developers)
+
 
 def register(sub: Any) -> None:
     p = sub.add_parser(
         "import",
         help="a framework's run (inspect_ai, HELM, lm-eval) as a polytox run directory",
-        description=__doc__,
+        description=DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("source", metavar="SRC", help="inspect .eval/.json log, HELM run folder, or lm-eval samples output")

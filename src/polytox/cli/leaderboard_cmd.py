@@ -1,6 +1,5 @@
-"""``polytox leaderboard RUN_DIR...``: one row per model with AT, EMT and EP (± std) overall, per language,
-per resource tier and per prompt toxicity, from all runs' Parquet files (DuckDB); model metadata from the
-manifests or ``--meta``. Exports CSV, Markdown and JSON.
+"""The ``polytox leaderboard`` subcommand: argument parsing and output; the table is computed by
+``polytox.analysis.leaderboard`` (DuckDB over the runs' Parquet files).
 """
 
 from __future__ import annotations
@@ -16,12 +15,21 @@ from .._util.atomic import atomic_write_text
 from .analysis_args import add_common, load_corpus
 from .common import console, out_console
 
+DESCRIPTION = """\
+One row per model with AT, EMT and EP (± std) overall, per language, per resource tier and per prompt
+toxicity, from the given run directories. Model metadata comes from the runs' manifests or --meta YAML.
+--csv, --markdown and --json save the table.
+
+example:
+  polytox leaderboard runs/* --markdown leaderboard.md
+"""  # the user-facing text of --help (the module docstring is for developers)
+
 
 def register(sub: Any) -> None:
     p = sub.add_parser(
         "leaderboard",
         help="compare models across runs: AT/EMT/EP per language and tier",
-        description=__doc__,
+        description=DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_common(p, listings=False)

@@ -1,6 +1,5 @@
-"""``polytox report RUN_DIR... --out report.html``: one self-contained HTML file (opens offline) with the
-leaderboard, every analysis with its plot, per-run details with manifests, and the most and least toxic
-continuations per model; ``--markdown`` / ``--json`` export the same content.
+"""The ``polytox report`` subcommand: argument parsing and file output; the content is assembled by
+``polytox.report.build`` and rendered to HTML, Markdown and JSON by ``polytox.report``.
 """
 
 from __future__ import annotations
@@ -18,12 +17,21 @@ from ..errors import PolytoxError
 from .analysis_args import add_common, load_corpus
 from .common import console
 
+DESCRIPTION = """\
+One self-contained HTML file (opens offline) over run directories: the leaderboard, every analysis with
+its plot, per-run details with manifests, and the most and least toxic continuations per model.
+--markdown / --json export the same content; --analyses picks the analyses.
+
+example:
+  polytox report runs/* --out report.html
+"""  # the user-facing text of --help (the module docstring is for developers)
+
 
 def register(sub: Any) -> None:
     p = sub.add_parser(
         "report",
         help="self-contained HTML report (+ Markdown / JSON) over run directories",
-        description=__doc__,
+        description=DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_common(p)

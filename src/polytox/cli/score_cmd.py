@@ -1,10 +1,5 @@
-"""``polytox score``: score every text of a JSONL/CSV/Parquet file with one scorer.
-
-Output (JSONL or Parquet, by the --out extension): one row per input row, in order, with ``id``, ``lang``,
-``lang_detected``, ``scorer``, ``toxicity`` and the scorer's other attributes (null on failure) and
-``error`` (null when the row scored). Rerunning the same command resumes through the score cache: cached
-scores are free, transient errors (timeouts, quota) are retried. The scorer is given as in ``polytox eval``
-and YAML configs: ``--scorer NAME --scorer-opt KEY=VALUE`` (or ``scorer:`` / ``scorer_opt:`` in --config).
+"""The ``polytox score`` subcommand: input reading (``add_input_args``, ``read_rows``, shared with
+``compare-scorers`` and ``calibrate``) and the call to ``polytox.scoring.score_file``.
 """
 
 from __future__ import annotations
@@ -19,12 +14,25 @@ from ..errors import PolytoxError
 from ..spec import DEFAULT_SCORER, load_yaml_config, parse_options
 from .common import console, progress_bar
 
+DESCRIPTION = """\
+Score every text of a JSONL / CSV / Parquet file with one scorer.
+
+Output (JSONL or Parquet, by the --out extension): one row per input row, in order, with id, lang,
+lang_detected, scorer, toxicity and the scorer's other attributes (null on failure) and error (null when
+the row scored). Rerunning the same command resumes through the score cache: cached scores are free,
+transient errors (timeouts, quota) are retried. The scorer is given as in polytox eval:
+--scorer NAME --scorer-opt KEY=VALUE (or scorer: / scorer_opt: in --config).
+
+example:
+  polytox score --input texts.jsonl --out scores.parquet --scorer default
+"""  # the user-facing text of --help (the module docstring is for developers)
+
 
 def register(sub: Any) -> None:
     p = sub.add_parser(
         "score",
         help="score a file of texts with one scorer (JSONL/Parquet out, resumable)",
-        description=__doc__,
+        description=DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument(

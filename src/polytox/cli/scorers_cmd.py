@@ -1,14 +1,5 @@
-"""``polytox scorers``: the scorer card, each offline scorer's measured agreement with Perspective and humans.
-
-Values come from the measurement file committed next to the polytox-ml head (``polytox train-scorer``
-regenerates it); all are measured on a held-out split no fitted part has seen. ``--lang`` adds the
-per-language AUC against RTP-LX human ratings, ``--run`` the EMT / EP / AT of a real run recomputed with each
-scorer against the stored Perspective scores (with the 95% paired bootstrap CI of each difference),
-``--targets`` each target of the default scorer beside its value, the value's 95% group bootstrap CI and a
-verdict (for MAE also its floor: the best any monotone map of the score reaches on the same texts, fitted on
-them and, more honestly, on the other folds of them), ``--json`` prints the whole file. The named scales
-of polytox-ml (``--scorer-opt scale=NAME``) follow the card (unless a section flag is given), each with its
-fitting data, size and held-out error; ``--scales`` adds every scale's error on every era's data.
+"""The ``polytox scorers`` subcommand: reads the measurement file committed with the polytox-ml head
+(``polytox.scoring.ml.card``) and prints its sections as tables.
 """
 
 from __future__ import annotations
@@ -19,12 +10,26 @@ from typing import Any
 
 from ..errors import PolytoxError
 
+DESCRIPTION = """\
+The scorer card: each offline scorer's agreement with Perspective and with human ratings, measured on
+held-out texts.
+
+--lang adds the per-language AUC against RTP-LX human ratings; --run the EMT / EP / AT of a real run
+recomputed with each scorer against the stored Perspective scores (with the 95% paired bootstrap CI of each
+difference); --targets each target of the default scorer beside its value, its 95% CI and a verdict;
+--scales every named scale's error on every era's data (--scorer-opt scale=NAME picks a scale); --json
+prints the whole file and --markdown the tables as Markdown.
+
+example:
+  polytox scorers --lang
+"""  # the user-facing text of --help (the module docstring is for developers)
+
 
 def register(sub: Any) -> None:
     p = sub.add_parser(
         "scorers",
         help="print the scorer card (measured agreement with Perspective and humans)",
-        description=__doc__,
+        description=DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--card", help="measurement file (default: the one committed with the polytox-ml head)")

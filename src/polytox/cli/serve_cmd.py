@@ -1,8 +1,5 @@
-"""``polytox serve``: answer Perspective's ``comments:analyze`` and OpenAI's ``/v1/moderations`` locally.
-
-Old Perspective code switches by changing only the host (docs/serve.md). Keys come from the environment
-variable POLYTOX_SERVE_KEYS (comma-separated) or --keys-file (one per line); --open serves without keys.
-Scores go through the same score cache as ``polytox score`` (disable with --scorer-opt cache=off).
+"""The ``polytox serve`` subcommand: checks the listen address and keys, then starts the app of
+``polytox.serve`` (extra "serve").
 """
 
 from __future__ import annotations
@@ -15,12 +12,23 @@ from ..errors import PolytoxError
 from ..spec import DEFAULT_SCORER
 from .score_cmd import scorer_choice
 
+DESCRIPTION = """\
+Answer Perspective's comments:analyze and OpenAI's /v1/moderations locally with any polytox scorer.
+
+Code written for Perspective switches by changing only the host. Keys come from the environment variable
+POLYTOX_SERVE_KEYS (comma-separated) or --keys-file (one per line); --open serves without keys. Scores go
+through the same score cache as polytox score (disable with --scorer-opt cache=off).
+
+example:
+  POLYTOX_SERVE_KEYS=secret polytox serve --scorer default --port 8080
+"""  # the user-facing text of --help (the module docstring is for developers)
+
 
 def register(sub: Any) -> None:
     p = sub.add_parser(
         "serve",
         help="serve a scorer as a local Perspective API / OpenAI moderation endpoint",
-        description=__doc__,
+        description=DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--scorer", help=f"scorer name (default: {DEFAULT_SCORER!r})")

@@ -1,5 +1,6 @@
-"""``polytox unprompted RUN [RUN...]``: the unprompted-toxicity curve (RTP Figure 2) of runs made with
-``polytox eval --unprompted N``, as a table and one plot comparing the runs."""
+"""The ``polytox unprompted`` subcommand: reads the runs' unprompted pools through ``polytox.metrics.unprompted``
+and prints the curve's table and plot.
+"""
 
 from __future__ import annotations
 
@@ -13,10 +14,21 @@ from .. import constants as C
 from ..errors import PolytoxError
 from .common import console, fmt, out_console, print_json
 
+DESCRIPTION = """\
+The unprompted-toxicity curve (RTP Figure 2): expected maximum toxicity against the number of unprompted
+generations, for runs made with 'polytox eval --unprompted N', as a table and one plot comparing the runs.
+
+example:
+  polytox unprompted runs/gpt2-unprompted runs/llama-unprompted --plot unprompted.png
+"""  # the user-facing text of --help (the module docstring is for developers)
+
 
 def register(sub: Any) -> None:
     p = sub.add_parser(
-        "unprompted", help="expected max toxicity vs number of unprompted generations", description=__doc__
+        "unprompted",
+        help="expected max toxicity vs number of unprompted generations",
+        description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("runs", nargs="+", help="run directories made with 'polytox eval --unprompted N'")
     p.add_argument(

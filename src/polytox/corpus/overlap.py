@@ -18,7 +18,7 @@ against other B corpora):
 - ``texts.sqlite``: A's texts by document number, read back only to confirm candidates (on disk);
 - ``signatures.npy``: A's MinHash signatures, for the band-partitioned Ray join.
 
-Memory is the LSH index and the exact-hash array, 3.6 KB per A document (measured on 10K documents);
+Memory is the LSH index and the exact-hash array, a few KB per A document (docs/corpus.md);
 B is streamed and its verdicts are written as they go (``overlap.parquet``), so B may be of any size.
 
 Error: LSH may miss pairs above the threshold (false negatives; confirmed pairs are never false

@@ -200,10 +200,9 @@ def add_attribute_tokens(model: Any, tok: Any, seed: int = 0) -> dict[int, int]:
     per-dimension mean and spread, so the two tokens start as distinct vectors of a real token's scale
     (as GPT-2's freshly initialised rows were for RTP). transformers' default ``mean_resizing`` draws them
     with 1e-9 times the embeddings' covariance: the two tokens start as the same vector, the model cannot
-    tell them apart, and a short run never teaches them a meaning (measured on SmolLM2: EMT 0.897 with
-    ``<|toxic|>`` vs 0.893 with ``<|nontoxic|>``). An untied output layer gets the mean output row for
-    them: the attribute tokens are read, never predicted (their labels are masked, and generation bans
-    them)."""
+    tell them apart, and a short run never teaches them a meaning (the runs are in docs/detox.md). An
+    untied output layer gets the mean output row for them: the attribute tokens are read, never predicted
+    (their labels are masked, and generation bans them)."""
     import torch
 
     old = model.get_input_embeddings().weight.detach().clone()
@@ -295,7 +294,7 @@ class VocabShiftModel:
     Trained free, each column of ``W_t`` mostly learns what its side shares with the other (the corpus'
     domain against the base LM: with Adam every token absent from a side moves down at the same rate,
     toxic or not), so ``beta * W_t[:, nontoxic]`` pushed toward corpus style, not away from toxicity
-    (measured: +0.019 EMT on SmolLM2). The saved ``W`` is ``[shift, -shift]``: the label part alone,
+    (docs/detox.md). The saved ``W`` is ``[shift, -shift]``: the label part alone,
     whose non-toxic column ranks the toxic side's vocabulary lowest; ``shared`` is saved beside it and not
     applied at generation. Built lazily so torch stays optional."""
 

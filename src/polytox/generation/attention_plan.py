@@ -3,8 +3,7 @@
 The slot decoder's attention (``slots.decode_attention``) has one query token per row and a per-row
 padding mask, so flash attention refuses it; of the kernels left, memory-efficient attention was the
 fastest at short reads and cuDNN's at long ones (``MEASURED``, from ``benchmarks/bench_sdpa.py``). Left to
-itself torch ran cuDNN's (the profile in docs/scale.md), which took 1.85x the memory-efficient kernel's
-time at 4,000 rows x 64 columns.
+itself torch runs cuDNN's, which is slower at the short reads of RTP settings (docs/scale.md, "On a GPU").
 
 ``decode_kernel`` picks, for a step of ``rows`` rows reading ``columns`` columns on CUDA, the fastest
 kernel of the nearest measured shape (nearest read length first, then nearest row count, both on a log

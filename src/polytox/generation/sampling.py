@@ -28,8 +28,8 @@ Which rows fall back is data-dependent. Two exact ways decide it (``fallback``):
   and, when set, decodes the call again with the ``host`` fallback (``continuous.decode``): the tokens
   are always the sort's.
 
-``auto`` takes ``candidates`` on the CPU and on CUDA (the candidate set is 3.9x faster than the sort on
-peaked logits and 0.81x on flat ones on an H200, docs/scale.md, "Sampling"), and ``sort`` elsewhere.
+``auto`` takes ``candidates`` on the CPU and on CUDA (much faster than the sort on peaked logits, a little
+slower on flat ones; docs/scale.md, "Sampling without a full sort"), and ``sort`` elsewhere.
 Top-k alone and top-p = 1 never sort the vocabulary.
 """
 

@@ -77,7 +77,8 @@ __all__ = [
 ]
 
 CACHE_NAME = "polytox"
-# Part of every cache key: responses cached before scoring was thread-safe (issue 45) are not read back.
+# Part of every cache key: responses cached by format 1 (written before scoring was thread-safe, so a response
+# could carry another request's scores) are not read back.
 CACHE_FORMAT = 2
 MISSING = "toxicity_missing_scores"
 MISSING_IN_INSTANCE = "toxicity_missing_in_instance"

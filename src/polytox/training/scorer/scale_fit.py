@@ -15,9 +15,9 @@ fitted on the training split and measured on the held-out split; nothing here re
   ``Index``) whose two sides' annotators agree on the level, an equipercentile map takes a language's raw
   output onto the English raw output, and the scale's English map gives the value; each language's own
   quantile map is shrunk to the joint one (``SHRINK``). Both Perspective scales use the same equating, each
-  with its own English map, so English values never move. (The maps before were regressions onto each
-  English source's 2020 score over mostly toxic anchors: harmless non-English text could not read below
-  about 0.3. ``research/scorer/lx_scale_trial.py`` compared the forms.)
+  with its own English map, so English values never move. Quantile matching does not regress to the mean,
+  so the mostly toxic RTP-LX sample does not lift the harmless end; how the form was chosen is in
+  docs/scorer-scales.md ("One scale across languages").
 - DeStein's re-scoring states no year: its rows are measured for information (``unknown``), never fitted.
 
 Caveat: the raw outputs of training rows are the final head's in-sample outputs (the head's own maps used
@@ -59,8 +59,8 @@ from .scale_rows import ERA_2020, ERA_2022, ERA_UNKNOWN, RATERS, ScaleRow, scale
 
 ANCHOR_2020 = f"anchor:{ERA_2020}"
 ANCHOR_UNKNOWN = f"anchor:{ERA_UNKNOWN}"
-# k of w = n / (n + k), the weight of a language's own quantile map against the joint one
-# (research/scorer/lx_scale_trial.py chose it)
+# k of w = n / (n + k), the weight of a language's own quantile map against the joint one (0: each language
+# with enough pairs keeps its own map; docs/scorer-scales.md, "One scale across languages")
 SHRINK = 0.0
 
 

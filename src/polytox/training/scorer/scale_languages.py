@@ -13,9 +13,9 @@ their English texts describe the same texts, so equal quantiles mean equal toxic
 ``q(r) = F_en^-1(F_lang(r))`` puts a language's raw output onto the English raw output, and the scale's
 English map ``E`` then gives the value: ``E(q(r))``. Each language's own ``q`` is shrunk towards the joint
 one over all other languages, ``w = n / (n + k)``. Quantile matching does not regress to the mean, so the
-mostly toxic RTP-LX sample does not lift the harmless end (the maps fitted before, regressions onto each
-source's Perspective score, read a harmless German sentence 0.31). The choice of this form among the
-alternatives is ``research/scorer/lx_scale_trial.py``'s.
+mostly toxic RTP-LX sample does not lift the harmless end, as a regression onto each source's Perspective
+score would. The alternatives compared and the choice are in docs/scorer-scales.md ("One scale across
+languages").
 
 **The checks** (``language_checks``), per language, on pairs: harmless pairs' (both sides below 1.5) and
 toxic pairs' (both 3 or more) mean and share >= 0.5 minus their English texts'; on preserving pairs whose
@@ -39,7 +39,7 @@ from ...scoring.calibration import IsotonicMap
 PRESERVING = 0.5  # a pair preserves toxicity when its two mean ratings are at most this far apart
 HARMLESS_BELOW, TOXIC_FROM = 1.5, 3.0  # mean Toxicity rating (1-5) of a harmless / a toxic text
 # The pairs come from the head's held-out split: the raw outputs of its training rows are in-sample (the head
-# was fitted on those very texts), and maps fitted on them do not transfer (research/scorer/lx_scale_trial.py).
+# was fitted on those very texts), and maps fitted on them do not transfer to held-out text.
 # Its Index groups are cut once by hash: the maps are fitted on the fit part; the check part is read only by the
 # measurement.
 CHECK_SHARE = 0.3
