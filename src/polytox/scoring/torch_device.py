@@ -5,7 +5,8 @@ float16 on other GPUs and MPS; on CPU, bfloat16 when the processor computes it n
 AMX: recent Xeon and EPYC), where it is several times faster than float32 for a BERT-base classifier
 (docs/scorers-local.md; ``benchmarks/bench_local_scoring.py`` measures it), else float32 (emulated half
 precision is slower than float32). Reduced precision moves probabilities by up to about 1e-2, so the dtype
-is part of a scorer's cache identity: float32 and bfloat16 scores are never mixed. ``dtype=float32`` gives exact float32 scores.
+is part of a scorer's cache identity: float32 and bfloat16 scores are never mixed. ``dtype=float32`` gives
+exact float32 scores.
 """
 
 from __future__ import annotations
