@@ -173,3 +173,27 @@ def test_run_directory_contents(tmp_path: Path) -> None:
     assert [p["position"] for p in prompts] == list(range(9)) and {p["lang"] for p in prompts} == {"en"}
     assert read_json(out / "metrics.json") == result.metrics
     assert result.metrics["overall"]["n_failed_generations"] == len(failed)
+
+
+def test_an_earlier_manifest_is_read_in_the_current_shape_and_still_resumes(tmp_path: Path) -> None:
+    """``migrate_manifest`` is the one reader of earlier formats: a manifest without ``checksums``,
+    ``scorer``, ``seed`` and ``polytox_run`` reads like a current one, and the run still resumes."""
+    from polytox.store import MANIFEST_FORMAT, migrate_manifest
+
+    out = tmp_path / "run"
+    spec = small_spec()
+    evaluate(spec, out)
+    written = read_json(out / "manifest.json")
+    assert written["polytox_run"] == MANIFEST_FORMAT and written["checksums"] == "sha256"
+    old = {k: v for k, v in written.items() if k not in ("checksums", "scorer", "seed", "polytox_run")}
+    migrated = migrate_manifest(old)
+    assert migrated["checksums"] is None and migrated["scorer"] == {} and migrated["polytox_run"] == 1
+    assert migrated["seed"] == 5 == old["spec"]["seed"] and migrated["spec"] == old["spec"]
+    assert migrate_manifest(written) == written  # a current manifest passes unchanged
+    assert "checksums" not in old  # the input is not modified
+    (out / "manifest.json").write_text(json.dumps(old), encoding="utf-8")
+    store = RunStore(out)
+    assert store.manifest() == migrated
+    assert store.checksummed()  # the manifest no longer says so, but prompts.parquet has its checksum
+    assert store.check_readable()["scorer"] == {}
+    assert evaluate(spec, out).metrics == read_json(out / "metrics.json")  # resumes: same spec hash

@@ -96,6 +96,7 @@ VERSIONED_PACKAGES = (
     "tokenizers",
 )
 
+MANIFEST_FORMAT = 1  # the manifest's ``polytox_run``; earlier layouts are read through ``migrate_manifest``
 CHECKSUM = "sha256"  # the manifest's ``checksums``: each part has a ``NAME.sha256`` beside it (_util.checksum)
 
 
@@ -230,6 +231,31 @@ def repair_command(out: Path | str) -> str:
     return f"polytox eval --out {shlex.quote(str(out))}"
 
 
+def migrate_manifest(data: dict[str, Any]) -> dict[str, Any]:
+    """A manifest as read from disk, in the shape every reader expects, whatever polytox version wrote it.
+
+    The one place that knows the run store's earlier formats, so readers never branch on them:
+
+    - ``checksums`` absent: a run made before part checksums were kept; it becomes ``None``, and such a run's
+      parts are checked by their structure (``RunStore.checksummed``, ``part_problem``);
+    - ``scorer`` absent: a run whose scorer was never described (stopped before it, or written by another
+      tool); it becomes ``{}``, so ``manifest["scorer"].get("id")`` is None there;
+    - ``seed`` absent: the spec's seed, the one the run drew with;
+    - ``polytox_run`` absent: format 1.
+
+    Parts written before each part recorded the hash it was made for carry none and are accepted by
+    ``part_problem``. The spec is never touched, so the spec hash (and whether a rerun resumes) does not
+    change; a writer stores the migrated manifest on its next update."""
+    out = dict(data)
+    out.setdefault("polytox_run", MANIFEST_FORMAT)
+    out.setdefault("checksums", None)
+    out.setdefault("scorer", {})
+    spec = out.get("spec")
+    if "seed" not in out and isinstance(spec, dict):
+        out["seed"] = spec.get("seed", 0)
+    return out
+
+
 def manifest_spec(path: Path, data: dict[str, Any]) -> EvalSpec:
     """The spec of a parsed manifest; a manifest that parses but lacks it (``{}``), or holds one that does not
     load, raises ``DamagedRunError`` naming the file, as an unparsable one does."""
@@ -293,7 +319,7 @@ class RunStore:
                 f"{exc}; repair it with: {repair_command(self.path)}",
                 self.manifest_path,
             ) from exc
-        return data
+        return migrate_manifest(data)
 
     def spec(self) -> EvalSpec:
         """The stored spec: the manifest's, or, when the manifest is damaged, the one ``prompts.parquet``
@@ -380,7 +406,7 @@ class RunStore:
     ) -> None:
         self.path.mkdir(parents=True, exist_ok=True)
         manifest = {
-            "polytox_run": 1,
+            "polytox_run": MANIFEST_FORMAT,
             "spec": spec.to_dict(),
             "spec_hash": spec.spec_hash(),
             "seed": spec.seed,
@@ -542,7 +568,7 @@ class RunStore:
         says so, or ``prompts.parquet`` has one. In an older run a part without one is checked by its
         structure only."""
         try:
-            if read_json_file(self.manifest_path).get("checksums") == CHECKSUM:
+            if migrate_manifest(read_json_file(self.manifest_path))["checksums"] == CHECKSUM:
                 return True
         except (OSError, DamagedRunError):
             pass
@@ -622,7 +648,7 @@ class RunStore:
         manifest = self.manifest()
         spec = manifest_spec(self.manifest_path, manifest)
         self.spec_hash, self.generation_key = spec.spec_hash(), generation_key(spec)
-        own = (manifest.get("scorer") or {}).get("id")
+        own = manifest["scorer"].get("id")
         scorers = [scorer_id] if scorer_id is not None else self.scorer_ids()
         problems: list[tuple[Path, str]] = []
         if self.prompts_path.exists():
@@ -662,7 +688,7 @@ class RunStore:
             recorded = self.recorded_spec()
             if recorded is None:
                 return notes, problems
-            spec, manifest = EvalSpec.from_dict(recorded), {}
+            spec, manifest = EvalSpec.from_dict(recorded), migrate_manifest({"spec": recorded})
         self.spec_hash, self.generation_key = spec.spec_hash(), generation_key(spec)
         exists = self.prompts_path.exists()
         why = part_problem(self.prompts_path, checksummed=self.checksummed()) if exists else "is missing"
@@ -671,7 +697,7 @@ class RunStore:
             problems.append(f"{self.prompts_path} {why or 'does not open'}")
             return notes, problems
         ids = self.scorer_ids()
-        scorer = (manifest.get("scorer") or {}).get("id") or (ids[0] if ids else spec.scorer.name)
+        scorer = manifest["scorer"].get("id") or (ids[0] if ids else spec.scorer.name)
         for _, part, why in self.part_problems(sizes, sorted({*ids, slug(scorer)}), scorer):
             problems.append(f"{part} {why}")
         note = self.unchecksummed_note()

@@ -283,7 +283,7 @@ def load_runs(paths: Iterable[str | Path], meta_file: MetaFile | None = None) ->
             meta = meta.merged(meta_file.models[model])
         if override:
             meta = meta.merged(parse_meta(override, f"{meta_file.path}: runs.{path.name}"))
-        default = (manifest.get("scorer") or {}).get("id")
+        default = manifest["scorer"].get("id")
         prompt_set = str(override.get("prompt_set") or manifest.get("prompt_set") or _prompt_set(store, manifest))
         out.append(
             RunInfo(

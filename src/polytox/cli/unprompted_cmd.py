@@ -95,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
         spec = store.spec()
         if not spec.prompts.unprompted:
             raise PolytoxError(f"{path} is not an unprompted run (make one with polytox eval --unprompted N)")
-        scorer = store.manifest().get("scorer", {}).get("id") or store.scorer_ids()[0]
+        scorer = store.manifest()["scorer"].get("id") or store.scorer_ids()[0]
         seed = spec.seed if args.seed is None else args.seed
         report = unprompted_report(store, scorer, args.n_bootstrap, spec.metrics.ci_level, seed)
         curves[f"{spec.generation.model} ({Path(path).name})"] = report
