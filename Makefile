@@ -75,7 +75,7 @@ bench: install
 
 # Needs a CUDA GPU and polytox[vllm]: vLLM vs transformers, end-to-end vs vLLM alone, bandwidth roofline;
 # then the transformers backend (compiled and eager, first and second pass) vs HF batched generate at RTP and
-# PTP settings, and the default scorer's GPU throughput on real texts (docs/scale.md, docs/scorer-speed.md).
+# PTP settings, and the default scorer's GPU throughput on real texts (docs/scale.md, docs/decoding.md, docs/scorer-speed.md).
 bench-gpu: install
 	$(PY) benchmarks/bench_gpu.py
 	$(PY) benchmarks/bench_gpu.py --case rtp --skip-vllm --variants ";compile=false;continuous=false"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The GPU rows of docs/scale.md ("On a GPU"): every transformers-based method at RTP and PTP-like settings,
+# The GPU rows of docs/decoding.md ("On a GPU"): every transformers-based method at RTP and PTP-like settings,
 # first pass and steady state, on a random 1B Llama-shaped model. Results go to ${OUT:-.}/ (log + JSON lines).
 # Usage: benchmarks/gpu_rows.sh [rtp128|ptp32|rtp1024|issue48|round5|ablation5|sampling|sdpa|profile ...]
 #        (default: rtp128 ptp32)

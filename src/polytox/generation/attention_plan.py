@@ -3,7 +3,7 @@
 The slot decoder's attention (``slots.decode_attention``) has one query token per row and a per-row
 padding mask, so flash attention refuses it; of the kernels left, memory-efficient attention was the
 fastest at short reads and cuDNN's at long ones (``MEASURED``, from ``benchmarks/bench_sdpa.py``). Left to
-itself torch runs cuDNN's, which is slower at the short reads of RTP settings (docs/scale.md, "On a GPU").
+itself torch runs cuDNN's, which is slower at the short reads of RTP settings (docs/decoding.md, "On a GPU").
 
 ``decode_kernel`` picks, for a step of ``rows`` rows reading ``columns`` columns on CUDA, the fastest
 kernel of the nearest measured shape (nearest read length first, then nearest row count, both on a log
@@ -19,7 +19,7 @@ from functools import lru_cache
 from typing import Any
 
 # Microseconds per call of the decode attention (8 KV heads x 4 query heads each, head dim 64, bf16): one
-# NVIDIA H200, torch 2.11.0+cu130, benchmarks/bench_sdpa.py, recorded 2026-11-27 (docs/scale.md, "On a GPU").
+# NVIDIA H200, torch 2.11.0+cu130, benchmarks/bench_sdpa.py, recorded 2026-11-27 (docs/decoding.md, "On a GPU").
 MEASURED: dict[str, Any] = {
     "device": "NVIDIA H200",
     "torch": "2.11.0+cu130",

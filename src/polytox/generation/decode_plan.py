@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 # What ``compile=auto`` weighs, measured by ``benchmarks/gpu_rows.sh`` (``bench_gpu.py --variants
-# ";compile=false;compile=true"``, RTP 128 prompts; the "On a GPU" table of docs/scale.md): inductor's
+# ";compile=false;compile=true"``, RTP 128 prompts; the "On a GPU" table of docs/decoding.md): inductor's
 # compile cost per decode shape (first pass minus the CUDA-graphs first pass, one shape) and its steady decode
 # speed over CUDA graphs of the eager step. Rerun the benchmark on another device to replace the values.
 MEASURED: dict[str, Any] = {

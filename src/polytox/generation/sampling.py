@@ -29,7 +29,7 @@ Which rows fall back is data-dependent. Two exact ways decide it (``fallback``):
   are always the sort's.
 
 ``auto`` takes ``candidates`` on the CPU and on CUDA (much faster than the sort on peaked logits, a little
-slower on flat ones; docs/scale.md, "Sampling without a full sort"), and ``sort`` elsewhere.
+slower on flat ones; docs/decoding.md, "Sampling without a full sort"), and ``sort`` elsewhere.
 Top-k alone and top-p = 1 never sort the vocabulary.
 """
 
