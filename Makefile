@@ -171,7 +171,7 @@ test-helm: helm-venv
 	$(INTEG_TEST_ENV) $(HELM_PY) -m pytest -q tests/integrations/test_helm.py
 
 # CI runs all three; INTEGRATION_TESTS="test-lm-eval test-inspect" leaves out HELM's virtualenv (the slowest
-# install, docs/integrations.md "Versions, install sizes and CI time").
+# install, docs/integrations-cost.md "Versions, install sizes and CI time").
 INTEGRATION_TESTS ?= test-lm-eval test-inspect test-helm
 test-integrations: $(INTEGRATION_TESTS)
 	$(if $(PRUNE_VENVS),rm -rf $(INTEG_VENV) $(HELM_VENV))
