@@ -1,10 +1,11 @@
-"""Every relative link and image in the project's Markdown resolves.
+"""Every relative link and image in the project's Markdown resolves, and the README and docs pages stay short.
 
 Scans README.md, docs/**/*.md and research/**/*.md. A relative link (or image) must name a file or folder
 that exists; a link with an anchor into a Markdown file must name one of that file's headings, slugged as
 GitHub slugs them (lower case, punctuation other than ``-`` and ``_`` dropped, each space a ``-``, ``-1``,
 ``-2``... for repeats). Links inside fenced code blocks and inline code are examples, not links, and are
-skipped; so are absolute URLs (``http:``, ``mailto:``...).
+skipped; so are absolute URLs (``http:``, ``mailto:``...). README.md holds at most 250 lines and each docs/
+page at most 400: reference beyond that goes to a page of its own.
 """
 
 from __future__ import annotations
@@ -141,3 +142,37 @@ def test_good_links_and_code_are_not_reported(tmp_path: Path) -> None:
         "`[not a link](missing.md)`\n\n```\n[also not](missing.md)\n```\n\n[ref]: other.md\n[bad]: gone.md\n",
         encoding="utf-8")
     assert broken_links([page], tmp_path) == ["page.md:11: gone.md (no such file)"]
+
+
+README_LINES = 250  # the front door: what polytox is, the two commands, one example per capability
+PAGE_LINES = 400  # a docs/ page; reference beyond it goes to a page of its own
+
+
+def oversized(files: list[Path], root: Path = ROOT) -> list[str]:
+    """``file: N lines (limit L)`` for README.md over README_LINES and every docs/ page over PAGE_LINES."""
+    out = []
+    for md in files:
+        rel = md.relative_to(root)
+        limit = README_LINES if rel == Path("README.md") else PAGE_LINES if rel.parts[0] == "docs" else None
+        n = len(md.read_text(encoding="utf-8").splitlines())
+        if limit is not None and n > limit:
+            out.append(f"{rel}: {n} lines (limit {limit})")
+    return out
+
+
+def test_the_readme_and_every_docs_page_stay_short() -> None:
+    files = markdown_files()
+    assert sum(f.relative_to(ROOT).parts[0] == "docs" for f in files) >= 20
+    problems = oversized(files)
+    assert not problems, "move reference material to a docs/ page of its own:\n" + "\n".join(problems)
+
+
+def test_an_oversized_page_is_reported(tmp_path: Path) -> None:
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "README.md").write_text("line\n" * (README_LINES + 1), encoding="utf-8")
+    (tmp_path / "docs" / "ok.md").write_text("line\n" * PAGE_LINES, encoding="utf-8")
+    (tmp_path / "docs" / "long.md").write_text("line\n" * (PAGE_LINES + 1), encoding="utf-8")
+    assert oversized(markdown_files(tmp_path), tmp_path) == [
+        f"README.md: {README_LINES + 1} lines (limit {README_LINES})",
+        f"docs/long.md: {PAGE_LINES + 1} lines (limit {PAGE_LINES})",
+    ]
