@@ -88,3 +88,33 @@ def test_cli_writes_the_corpus_and_reports_each_dataset(files: dict[str, Path], 
     assert len(corpus.train) + len(corpus.heldout) == 14
     assert main(["detox", "corpus", "--out", str(out), "--source", f"{files['scored']}:score=x"]) == 2
     assert "polytox: error:" in capsys.readouterr().err
+
+
+def test_the_default_corpus_reads_the_data_folder_given(files: dict[str, Path], tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """Without --source the default sources and excluded prompts come from --data, else $POLYTOX_DATA, else
+    the project's data folder beside a checkout; with none of them, one error line says what to give."""
+    from polytox.cli.detox_cmd import DATA_ENV, data_folder
+
+    monkeypatch.chdir(tmp_path)  # no ../shared/data here
+    monkeypatch.delenv(DATA_ENV, raising=False)
+    with pytest.raises(PolytoxError, match="--data DIR"):
+        data_folder(None)
+    assert main(["detox", "corpus", "--out", str(tmp_path / "c0")]) == 2
+    assert "--data DIR (or POLYTOX_DATA)" in capsys.readouterr().err
+    monkeypatch.setenv(DATA_ENV, str(tmp_path / "env"))
+    assert data_folder(None) == tmp_path / "env" and data_folder("given") == Path("given")
+    data = tmp_path / "data"
+    (data / "scorer-train").mkdir(parents=True)
+    (data / "rtp").mkdir()
+    scored = [json.loads(line) for line in files["scored"].read_text().splitlines()]
+    _jsonl(data / "scorer-train" / "en-perspective.jsonl", [{**r, "source": "p"} for r in scored])
+    _jsonl(data / "scorer-train" / "en-human.jsonl", [json.loads(x) for x in files["human"].read_text().splitlines()])
+    _jsonl(data / "scorer-train" / "multilingual-human.jsonl", [{"text": "mlma", "toxic": True, "lang": "en"}])
+    for name in ("toxic.jsonl", "nontoxic.jsonl"):
+        (data / "rtp" / name).write_text(files["prompts"].read_text())
+    assert main(["detox", "corpus", "--data", str(data), "--out", str(tmp_path / "c1")]) == 0
+    stats = json.loads((tmp_path / "c1" / "corpus.json").read_text())
+    assert stats["n_overlapping_prompts_removed"] >= 1  # the data folder's RTP prompts were excluded
+    assert any("en-perspective" in name for name in stats["datasets"])
