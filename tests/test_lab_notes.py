@@ -75,6 +75,7 @@ def test_the_description_is_written_for_users(command: str) -> None:
         pytest.xfail("its parser is rewritten with the settings table")
     module = importlib.import_module(SUBCOMMANDS[command])
     parser = {p.prog: p for p in parsers(build_parser())}[f"polytox {command}"]
-    assert parser.description == module.DESCRIPTION
-    assert parser.description.strip() and parser.description != module.__doc__
-    assert "``" not in parser.description  # reST markup belongs to the developer docstring
+    description = parser.description or ""
+    assert description == module.DESCRIPTION
+    assert description.strip() and description != module.__doc__
+    assert "``" not in description  # reST markup belongs to the developer docstring
