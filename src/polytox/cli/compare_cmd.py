@@ -24,10 +24,10 @@ A and B are registered scorer names (options with --a-opt / --b-opt KEY=VALUE) o
 next to each text: on RealToxicityPrompts records @toxicity is Perspective's TOXICITY. @COL[1:5] maps a
 1-5 rating onto [0, 1]. Printed: Pearson, Spearman, AUC against B's toxic label (B >= --threshold), MAE,
 the confusion matrix, the --top disagreements in both directions with their texts, and a breakdown by
-language. Rows where either side has no score are counted and left out.
+language (--report also writes it as JSON). Rows where either side has no score are counted and left out.
 
 example:
-  polytox compare-scorers default @toxicity --input prompts.jsonl --report agreement.md
+  polytox compare-scorers default @toxicity --input prompts.jsonl --report agreement.json
 """  # the user-facing text of --help (the module docstring is for developers)
 
 

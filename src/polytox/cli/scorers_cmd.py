@@ -17,8 +17,8 @@ held-out texts.
 --lang adds the per-language AUC against RTP-LX human ratings; --run the EMT / EP / AT of a real run
 recomputed with each scorer against the stored Perspective scores (with the 95% paired bootstrap CI of each
 difference); --targets each target of the default scorer beside its value, its 95% CI and a verdict;
---scales every named scale's error on every era's data (--scorer-opt scale=NAME picks a scale); --json
-prints the whole file and --markdown the tables as Markdown.
+--scales every named scale of polytox-ml (chosen in eval and score with --scorer-opt scale=NAME) with
+its error on every era's data; --json prints the whole file and --markdown the tables as Markdown.
 
 example:
   polytox scorers --lang
