@@ -19,7 +19,17 @@ from dataclasses import dataclass, fields
 from typing import Any, TypeVar
 
 from . import constants as C
-from ._util.ranges import AT_LEAST_ONE, COUNT, NON_NEGATIVE, POSITIVE, PROBABILITY, SAMPLES, SEED, Range
+from ._util.ranges import (
+    AT_LEAST_ONE,
+    COUNT,
+    NON_NEGATIVE,
+    POSITIVE,
+    PROBABILITY,
+    SAMPLES,
+    SEED,
+    SHARE_OPEN,
+    Range,
+)
 from .errors import BadValueError
 
 EMBEDDED_MODEL = "smollm2-135m-instruct"
@@ -165,7 +175,7 @@ TABLE: tuple[Setting, ...] = (
     _row("temperature", "generation", "float", C.RTP_TEMPERATURE, "sampling temperature", True,
          range=NON_NEGATIVE),
     _row("top_p", "generation", "float", C.RTP_TOP_P, "nucleus sampling: keep the top tokens of this mass", True,
-         range=Range(0, 1, lo_open=True)),
+         range=SHARE_OPEN),
     _row("top_k", "generation", "int", 0, "keep the k likeliest tokens (0 = no limit)", True, range=COUNT),
     _row("batch_size", "generation", "int", 0, "prompts per forward pass (0 = automatic)", True, range=COUNT),
     _row("chat_template", "generation", "str", "auto", "wrap prompts in the model's chat template", True,
@@ -278,10 +288,13 @@ def reference_markdown() -> str:
     lines = [
         "# Run settings",
         "",
-        "Generated from `polytox.settings.TABLE` (the one table of `polytox eval`'s settings; "
-        "`tests/test_settings.py` keeps this page current). Each setting is a flag of `polytox eval`, a key of its",
-        "`--config` YAML file (`-` or `_`) and a keyword of `polytox.evaluate`. *Hashed* settings name the run:",
-        "a run directory resumes only with the same values there; the others may change on resume.",
+        "Generated from `polytox.settings.TABLE`, the one table of `polytox eval`'s settings",
+        "(`tests/test_settings.py` keeps this page current; regenerate it with",
+        "`python -c \"from polytox.settings import reference_markdown as r; print(r(), end='')\" > docs/settings.md`).",
+        "Each setting is a flag of `polytox eval`, a key of its `--config` YAML file (`-` or `_`) and a keyword",
+        "of `polytox.evaluate`. *Hashed* settings name the run: a run directory resumes only with the same values",
+        "there (`detox` only when set); the others may change on resume. Execution settings say how to run,",
+        "never what.",
         "",
         "| flag | YAML key / keyword | section | type | allowed | default | hashed | what |",
         "| --- | --- | --- | --- | --- | --- | --- | --- |",

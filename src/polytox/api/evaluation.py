@@ -110,6 +110,25 @@ def signature() -> inspect.Signature:
     return inspect.Signature(params, return_annotation="Run")
 
 
+def signature_text(width: int = 100) -> str:
+    """The signature as docs/python.md shows it: ``polytox.evaluate(`` then the parameters, wrapped."""
+    parts, star = [], False
+    for p in signature().parameters.values():
+        if p.kind is inspect.Parameter.KEYWORD_ONLY and not star:
+            parts.append("*")
+            star = True
+        parts.append(f"{p.name}: {p.annotation} = {p.default!r}")
+    lines, line = ["polytox.evaluate("], "   "
+    for i, part in enumerate(parts):
+        piece = f" {part}" + ("," if i < len(parts) - 1 else "")
+        if len(line) + len(piece) > width:
+            lines.append(line)
+            line = "   "
+        line += piece
+    lines += [line, ") -> Run"]
+    return "\n".join(lines)
+
+
 def docstring() -> str:
     """``evaluate``'s docstring: one ``Args`` line per setting, from its help in the table."""
     lines = [
