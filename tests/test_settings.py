@@ -97,7 +97,7 @@ def test_the_eval_flags_are_the_rows() -> None:
             assert s.key not in by_dest
             continue
         action = by_dest[s.key]
-        assert s.option in action.option_strings and action.help == s.help
+        assert s.option in action.option_strings and action.help == s.help.replace("%", "%%")
         if s.range is not None:
             assert action.type.checked.rule == s.range  # type: ignore[union-attr]
 

@@ -46,7 +46,7 @@ def add_setting_flags(p: Any, settings: Iterable[S.Setting]) -> None:
     """One flag per row of the settings table: numbers get their range from ``cli.checks.install``."""
     for s in settings:
         names = [s.option, *([s.short] if s.short else [])]
-        extra: dict[str, Any] = {"help": s.help}
+        extra: dict[str, Any] = {"help": s.help.replace("%", "%%")}
         if s.metavar:
             extra["metavar"] = s.metavar
         if s.kind in ("int", "float"):
