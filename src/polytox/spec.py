@@ -3,6 +3,10 @@
 A spec fully determines a run's generations and scores (with the machine), so its hash guards resume:
 a directory is only resumed by the spec that created it. Metric settings are excluded from that
 identity because metrics are recomputed from the stored generations and scores on every run.
+
+Each field's default, range or choices, help and place in the hash are its row of ``polytox.settings.TABLE``;
+this module holds the dataclasses, the rules that tie two settings together, and the conversion of flat keys
+(flags, YAML, keywords) into a spec.
 """
 
 from __future__ import annotations
