@@ -99,7 +99,7 @@ def main() -> int:
     from polytox.detox.fluency import heldout_perplexity
     from polytox.detox.sources import build_corpus, parse_source
     from polytox.detox.train import TrainConfig, train_lm, train_pplm_head, train_vocab_shift
-    from polytox.runner import evaluate
+    from polytox.runner import execute_run as evaluate
     from polytox.spec import spec_from_flat
 
     SHARED = Path(args.shared)

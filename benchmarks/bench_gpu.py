@@ -218,7 +218,7 @@ def part_polytox_e2e(args: argparse.Namespace) -> dict[str, Any]:
     from polytox import registry
     from polytox.executors import ExecutorConfig
     from polytox.generation.vllm_backend import VLLMGenerator
-    from polytox.runner import evaluate
+    from polytox.runner import execute_run as evaluate
 
     scorer = _scorer_name()
     spec = _spec(args, "vllm", _prompts_file(args, args.prompts), scorer)

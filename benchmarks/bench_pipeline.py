@@ -20,7 +20,7 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from polytox.executors import ExecutorConfig
-from polytox.runner import evaluate
+from polytox.runner import execute_run as evaluate
 from polytox.spec import EvalSpec, GenerationSpec, PromptSpec, ScorerSpec
 
 SCENARIOS = [  # name, generator seconds per shard, scorer, scorer options

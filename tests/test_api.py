@@ -13,8 +13,7 @@ from typing import Any
 import pytest
 
 import polytox
-from polytox.cli.eval_cmd import EXECUTOR_KEYS
-from polytox.spec import FLAT_KEYS
+from polytox.settings import CONFIG_KEYS
 
 from .core_helpers import cli_env, eval_args, run_cli, write_jsonl
 
@@ -127,7 +126,7 @@ def test_evaluate_takes_every_flag_of_eval() -> None:
     params = inspect.signature(polytox.evaluate).parameters
     named = {n for n, p in params.items() if p.kind is inspect.Parameter.KEYWORD_ONLY}
     # every spec and execution flag is a named keyword or goes through **options (checked against the same set)
-    assert named - {"config", "retry_failed", "generations_from", "progress"} <= set(FLAT_KEYS) | set(EXECUTOR_KEYS)
+    assert named - {"config", "retry_failed", "generations_from", "progress"} <= CONFIG_KEYS
     assert {"model", "prompts", "samples", "limit", "lang", "scorer", "scorer_opt", "preset", "max_new_tokens",
             "backend"} <= named
 

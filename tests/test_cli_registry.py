@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from polytox import evaluate, load_run, registry
+from polytox import evaluate, open_run, registry
 from polytox.errors import MissingDependencyError, PolytoxError, require
 from polytox.generation import build_generator
 from polytox.generation.base import Generator
@@ -141,7 +141,7 @@ def test_a_crashing_backend_loses_its_shard_as_recorded_errors(tmp_path: Path,
     o = result.metrics["overall"]
     assert (o["n_failed_generations"], o["n_missing_scores"], o["n_prompts"], o["n_prompts_unscored"]) == (
         6, 6, 4, 2)
-    assert load_run(str(tmp_path / "run")).manifest()["status"] == "complete"
+    assert open_run(tmp_path / "run").manifest["status"] == "complete"  # the read-only handle
 
 
 # ---- light imports and optional dependencies ------------------------------------------------------------

@@ -10,7 +10,7 @@ import pytest
 from polytox.build.readers import CorpusSource
 from polytox.cli.main import main
 from polytox.corpus.score import ScoreJob, run_score
-from polytox.runner import evaluate
+from polytox.runner import execute_run as evaluate
 
 from .corpus_helpers import NGRAM, write_corpus
 from .test_executors import fake_spec

@@ -786,3 +786,77 @@ def test_a_refusal_writes_no_score_cache(argv: str, assets: dict[str, str], tmp_
     code, _, err = run_in_process([p.format(**values) for p in shlex.split(argv)], capsys)
     assert code == 2, err
     assert list(cache.iterdir()) == []
+
+
+# ---- one rule, three doors: a flag, a YAML key and polytox.evaluate refuse a bad value alike -----------
+# (key, value as typed, the rule's words): the rule is the setting's row of polytox.settings.TABLE
+SAME_RULE = [
+    ("samples", "0", "must be in [1, 10000], got 0"),
+    ("top_p", "2", "must be in (0, 1], got 2.0"),
+    ("temperature", "-1", "must be >= 0, got -1.0"),
+    ("top_k", "-1", "must be >= 0, got -1"),
+    ("max_new_tokens", "0", "must be >= 1, got 0"),
+    ("batch_size", "-1", "must be >= 0, got -1"),
+    ("threshold", "2", "must be in [0, 1], got 2.0"),
+    ("n_bootstrap", "-1", "must be >= 0, got -1"),
+    ("limit", "0", "must be >= 1, got 0"),
+    ("per_bucket", "0", "must be >= 1, got 0"),
+    ("unprompted", "-1", "must be >= 0, got -1"),
+    ("seed", "-1", "must be in [0, 9223372036854775807], got -1"),
+    ("shard_size", "0", "must be >= 1, got 0"),
+    ("fluency_samples", "-1", "must be >= 0, got -1"),
+]
+# refused in YAML and Python with the same line (and by argparse's choices on the command line)
+SAME_LINE = [
+    ("chat_template", "sometimes", "invalid spec: chat_template must be auto|always|never"),
+    ("comparison", "'<'", "invalid spec: comparison must be one of ('>=', '>')"),
+    ("samples", "many", "invalid value for 'samples': expected an integer, got 'many'"),
+    ("skip_bad", "maybe", "invalid value for 'skip_bad': expected true or false, got 'maybe'"),
+    ("lang", "''", "invalid value for 'lang': no language code given"),
+]
+
+
+def three_doors(key: str, value: str, assets: dict[str, str], tmp_path: Path,
+                capsys: pytest.CaptureFixture[str]) -> tuple[tuple[int, str, str], tuple[int, str, str], str]:
+    """The refusal of ``key: value`` as a flag, as a YAML key, and as a keyword of ``polytox.evaluate``."""
+    import yaml
+
+    import polytox
+
+    base = ["eval", "--no-progress", "--model", "fake", "--scorer", "fake", "--prompts", assets["good"]]
+    flag = "--" + key.replace("_", "-")
+    cli = run_in_process([*base, "--out", str(tmp_path / "cli"), f"{flag}={yaml.safe_load(value)}"], capsys)
+    config = tmp_path / "bad.yaml"
+    config.write_text(f"model: fake\n{key}: {value}\n")
+    from_yaml = run_in_process([*base, "--out", str(tmp_path / "yaml"), "--config", str(config)], capsys)
+    with pytest.raises(polytox.PolytoxError) as caught:
+        polytox.evaluate(model="fake", scorer="fake", prompts=assets["good"], out=tmp_path / "api",
+                         **{key: yaml.safe_load(value)})
+    assert not any((tmp_path / name).exists() for name in ("cli", "yaml", "api"))  # refused before any work
+    return cli, from_yaml, f"polytox: error: {caught.value}"
+
+
+@pytest.mark.parametrize(("key", "value", "rule"), SAME_RULE, ids=[k for k, _, _ in SAME_RULE])
+def test_a_flag_a_config_and_the_api_refuse_by_one_rule(key: str, value: str, rule: str, assets: dict[str, str],
+                                                       tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The same bad value: argparse names the flag, the config and the API name the key; the rule's words
+    (range and value) are the same, from the one row; the config and the API print the same line."""
+    (code, out, err), (ycode, yout, yerr), api_line = three_doors(key, value, assets, tmp_path, capsys)
+    check_one_line(code, out, err, Case("", rule), rule)
+    check_one_line(ycode, yout, yerr, Case("", rule), rule)
+    flags = "--samples/-k" if key == "samples" else "--" + key.replace("_", "-")
+    assert err.strip() == f"polytox: error: polytox eval: argument {flags}: {rule} (see 'polytox eval --help')"
+    assert yerr.strip() == api_line == f"polytox: error: invalid spec: {key} {rule}"
+
+
+@pytest.mark.parametrize(("key", "value", "line"), SAME_LINE, ids=[k for k, _, _ in SAME_LINE])
+def test_a_config_and_the_api_refuse_with_the_same_line(key: str, value: str, line: str, assets: dict[str, str],
+                                                        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (code, out, err), (ycode, yout, yerr), api_line = three_doors(key, value, assets, tmp_path, capsys)
+    check_one_line(code, out, err, Case("", "polytox: error: "), "polytox: error: ")  # the flag: refused too
+    check_one_line(ycode, yout, yerr, Case("", line), line)
+    assert api_line.startswith(f"polytox: error: {line}")
+    yaml_line = yerr.strip()
+    where = f"{tmp_path / 'bad.yaml'}:2: "
+    assert yaml_line in (api_line, api_line.replace("polytox: error: ", f"polytox: error: {where}")), (yaml_line,
+                                                                                                      api_line)

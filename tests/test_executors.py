@@ -12,7 +12,7 @@ import pytest
 
 from polytox.errors import PolytoxError
 from polytox.executors import ExecutorConfig, build_executor
-from polytox.runner import evaluate
+from polytox.runner import execute_run as evaluate
 from polytox.spec import EvalSpec, GenerationSpec, PromptSpec, ScorerSpec
 
 

@@ -23,7 +23,7 @@ from polytox.executors import ExecutorConfig
 from polytox.generation.fake import FAULTS_ENV, FakeGenerator
 from polytox.metrics.failures import error_kind
 from polytox.prompts import load_prompts
-from polytox.runner import evaluate
+from polytox.runner import execute_run as evaluate
 from polytox.spec import EvalSpec, GenerationSpec, PromptSpec, ScorerSpec
 
 from .core_helpers import eval_args, read_json, run_cli, run_cli_subprocess

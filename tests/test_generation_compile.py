@@ -28,7 +28,7 @@ from polytox.generation.decode_plan import (  # noqa: E402
 )
 from polytox.generation.hf import TransformersGenerator  # noqa: E402
 from polytox.generation.slots import bucket_length  # noqa: E402
-from polytox.runner import evaluate  # noqa: E402
+from polytox.runner import execute_run as evaluate  # noqa: E402
 from polytox.spec import EvalSpec, GenerationSpec, PromptSpec, ScorerSpec  # noqa: E402
 from polytox.types import GenerationRequest, Prompt, derive_seed  # noqa: E402
 

@@ -18,7 +18,7 @@ import pytest
 
 from polytox.generation.openai_backend import OpenAIGenerator
 from polytox.generation.vllm_backend import api_seed
-from polytox.runner import evaluate
+from polytox.runner import execute_run as evaluate
 from polytox.spec import EvalSpec, GenerationSpec, PromptSpec, ScorerSpec
 from polytox.types import GenerationRequest, Prompt, derive_seed
 

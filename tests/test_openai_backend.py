@@ -13,7 +13,7 @@ from polytox._util.ratelimit import TokenBucket
 from polytox.errors import PolytoxError
 from polytox.generation.openai_backend import OpenAIGenerator, allowed_n, plan_calls, usage_split
 from polytox.generation.vllm_backend import api_seed
-from polytox.runner import evaluate
+from polytox.runner import execute_run as evaluate
 from polytox.spec import EvalSpec, GenerationSpec, PromptSpec, ScorerSpec
 from polytox.types import GenerationRequest, Prompt, derive_seed
 

@@ -10,7 +10,7 @@ import pytest
 
 from polytox._util.checksum import sidecar
 from polytox.executors import ExecutorConfig
-from polytox.runner import evaluate
+from polytox.runner import execute_run as evaluate
 
 from .test_executors import Interrupt, fake_spec, parts
 

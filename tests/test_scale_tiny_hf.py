@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from polytox.executors import ExecutorConfig
-from polytox.runner import evaluate
+from polytox.runner import execute_run as evaluate
 from polytox.spec import EvalSpec, GenerationSpec, PromptSpec, ScorerSpec
 
 from .scale_helpers import WORDS, tiny_tokenizer

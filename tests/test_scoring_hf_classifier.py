@@ -227,7 +227,7 @@ def test_bad_options_fail_clearly(tmp_path: Path) -> None:
 def test_eval_runs_end_to_end_with_the_hf_scorer(tmp_path: Path) -> None:
     import duckdb
 
-    from polytox.runner import evaluate
+    from polytox.runner import execute_run as evaluate
     from polytox.spec import spec_from_flat
 
     path = bert_classifier(tmp_path / "m", {0: "neutral", 1: "toxic"})

@@ -13,7 +13,7 @@ import pytest
 from polytox.cli.main import main
 from polytox.errors import PolytoxError
 from polytox.metrics.unprompted import bootstrap_curve, exact_expected_max, n_grid
-from polytox.runner import evaluate
+from polytox.runner import execute_run as evaluate
 from polytox.spec import spec_from_flat
 
 

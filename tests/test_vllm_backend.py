@@ -25,7 +25,7 @@ from polytox.generation.vllm_backend import (
     plan_requests,
     sampling_kwargs,
 )
-from polytox.runner import evaluate
+from polytox.runner import execute_run as evaluate
 from polytox.spec import EvalSpec, GenerationSpec, PromptSpec, ScorerSpec
 from polytox.types import GenerationRequest, Prompt, derive_seed
 

@@ -36,7 +36,7 @@ from polytox.generation.vllm_backend import (  # noqa: E402
     parse_options,
 )
 from polytox.models import resolve_model  # noqa: E402
-from polytox.runner import evaluate  # noqa: E402
+from polytox.runner import execute_run as evaluate  # noqa: E402
 from polytox.spec import EvalSpec, GenerationSpec, PromptSpec, ScorerSpec  # noqa: E402
 from polytox.types import GenerationRequest, Prompt, derive_seed  # noqa: E402
 

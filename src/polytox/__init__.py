@@ -28,8 +28,9 @@ from .types import Generation, GenerationRequest, Prompt, Score
 
 if TYPE_CHECKING:
     from .api import Run, ScoredText, ScorerHandle, close_scorers, evaluate, loaded_scorers, open_run, score, scorer
-    from .runner import RunResult
     from .store import RunStore
+
+    RunResult = Run
 
 __all__ = [
     "EvalSpec",
@@ -67,13 +68,22 @@ _LAZY = {
     "scorer": "polytox.api",
     "close_scorers": "polytox.api",
     "loaded_scorers": "polytox.api",
-    "RunResult": "polytox.runner",
+}
+# Old names kept one release: each use warns (``DeprecationWarning``) and gives what to use now.
+_DEPRECATED = {
+    "RunResult": ("Run", "polytox.RunResult is deprecated: evaluate() returns a read-only Run"),
 }
 
 
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
         return getattr(importlib.import_module(_LAZY[name]), name)
+    if name in _DEPRECATED:
+        import warnings
+
+        now, why = _DEPRECATED[name]
+        warnings.warn(why, DeprecationWarning, stacklevel=2)
+        return getattr(importlib.import_module("polytox.api"), now)
     raise AttributeError(f"module 'polytox' has no attribute {name!r}")
 
 
@@ -82,7 +92,9 @@ def __dir__() -> list[str]:
 
 
 def load_run(path: str) -> RunStore:
-    """Open an existing run directory as its ``RunStore`` (read and write); ``open_run`` reads one only.
+    """Deprecated: ``polytox.open_run`` reads a run (``Run``), ``polytox.store.RunStore`` writes one.
+
+    Opens an existing run directory as its ``RunStore`` (read and write), with a ``DeprecationWarning``.
 
     Args:
         path: the run directory.
@@ -93,8 +105,15 @@ def load_run(path: str) -> RunStore:
     Raises:
         PolytoxError: ``path`` is not a run directory.
     """
+    import warnings
+
     from .store import RunStore
 
+    warnings.warn(
+        "polytox.load_run is deprecated: use polytox.open_run (read) or polytox.store.RunStore (write)",
+        DeprecationWarning,
+        stacklevel=2,
+    )
     store = RunStore(path)
     store.manifest()
     return store

@@ -1,4 +1,4 @@
-"""``evaluate``: prompts -> K continuations each -> scores -> metrics, in one straight line.
+"""``execute_run``: prompts -> K continuations each -> scores -> metrics, in one straight line.
 
 Read top to bottom, it is the method section of a paper:
 
@@ -51,8 +51,9 @@ ProgressCallback = Callable[[str, int, int], None]  # (stage, done, total)
 
 
 @dataclass
-class RunResult:
-    """What ``evaluate`` returns: where the run lives, its metrics and the prompt bookkeeping."""
+class ExecutionReport:
+    """What ``execute_run`` did: where the run lives, its metrics, the prompt bookkeeping, what it resumed,
+    repaired and retried. ``polytox.evaluate`` wraps it in the read-only ``api.Run``."""
 
     path: Path
     spec: EvalSpec
@@ -98,14 +99,14 @@ def check_generation(spec: EvalSpec) -> None:
         check_model(spec.fluency_model)
 
 
-def evaluate(
+def execute_run(
     spec: EvalSpec,
     out: str | Path,
     progress: ProgressCallback | None = None,
     executor: ExecutorConfig | None = None,
     retry_failed: bool = False,
     generations_from: str | Path | None = None,
-) -> RunResult:
+) -> ExecutionReport:
     """Run (or resume) an evaluation into ``out`` and return its metrics.
 
     ``executor`` chooses how shards run (default: pipelined, scoring overlapping generation); it is not
@@ -117,17 +118,28 @@ def evaluate(
     naming the holder, before anything loads.
     """
     with OutputLock(out):  # one writer per run directory (released, with a folder made only for it, at the end)
-        return _evaluate(spec, out, progress, executor, retry_failed, generations_from)
+        return _execute(spec, out, progress, executor, retry_failed, generations_from)
 
 
-def _evaluate(
+def __getattr__(name: str) -> Any:
+    """``RunResult``: the old name of ``ExecutionReport``, kept one release with a ``DeprecationWarning``."""
+    old = {"RunResult": "ExecutionReport"}
+    if name in old:
+        import warnings
+
+        warnings.warn(f"polytox.runner.{name} is deprecated; use {old[name]}", DeprecationWarning, stacklevel=2)
+        return globals()[old[name]]
+    raise AttributeError(f"module 'polytox.runner' has no attribute {name!r}")
+
+
+def _execute(
     spec: EvalSpec,
     out: str | Path,
     progress: ProgressCallback | None,
     executor: ExecutorConfig | None,
     retry_failed: bool,
     generations_from: str | Path | None,
-) -> RunResult:
+) -> ExecutionReport:
     report = progress or (lambda stage, done, total: None)
     scorer = build_scorer(spec.scorer.name, spec.scorer.options)
     auto_batch = spec.generation.batch_size == 0
@@ -143,7 +155,7 @@ def _evaluate(
         check_generation(spec)  # something is generated here: the model must be there
 
     try:
-        return _evaluate_locked(spec, store, scorer, prompt_set, plan, source, report, executor, retry_failed)
+        return _execute_locked(spec, store, scorer, prompt_set, plan, source, report, executor, retry_failed)
     except SpecMismatchError as exc:
         raise explain_automatic(exc, auto_batch) from exc
 
@@ -167,7 +179,7 @@ def shard_sizes(plan: list[list[Prompt]], samples: int) -> list[tuple[int, set[s
     return [(len(shard) * samples, {p.id for p in shard}) for shard in plan]
 
 
-def _evaluate_locked(
+def _execute_locked(
     spec: EvalSpec,
     store: RunStore,
     scorer: Scorer,
@@ -177,7 +189,7 @@ def _evaluate_locked(
     report: ProgressCallback,
     executor: ExecutorConfig | None,
     retry_failed: bool,
-) -> RunResult:
+) -> ExecutionReport:
     resumed = store.open(spec, extra={"scorer": scorer.describe()})
     store.write_prompts(prompt_set.prompts)
     repairs = store.remove_damaged(shard_sizes(plan, spec.generation.samples), scorer.id) if resumed else []
@@ -230,7 +242,7 @@ def _evaluate_locked(
     store.write_metrics(metrics)
     failures = failure_summary(store, scorer.id)
     store.update_manifest(status="complete", finished_at=now(), failures=failures.to_dict())
-    return RunResult(
+    return ExecutionReport(
         path=store.path,
         spec=spec,
         metrics=metrics,

@@ -23,7 +23,7 @@ import pytest
 
 from polytox import registry
 from polytox.executors.shards import score_generations, shards
-from polytox.runner import evaluate
+from polytox.runner import execute_run as evaluate
 from polytox.scoring import build_scorer
 from polytox.spec import spec_from_flat
 from polytox.store import RunStore

@@ -13,7 +13,7 @@ pytest.importorskip("transformers")
 
 from polytox.cli.main import main
 from polytox.errors import SpecMismatchError
-from polytox.runner import evaluate
+from polytox.runner import execute_run as evaluate
 from polytox.spec import spec_from_flat
 
 from ..tiny_hf import one_torch_thread

@@ -29,7 +29,7 @@ def test_fluency_on_the_first_n_samples_is_the_full_scoring_restricted(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     pytest.importorskip("torch")
     pytest.importorskip("transformers")
-    from polytox.runner import evaluate
+    from polytox.runner import execute_run as evaluate
     from polytox.store import slug
 
     from ..tiny_hf import one_torch_thread

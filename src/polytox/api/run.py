@@ -1,8 +1,11 @@
-"""``polytox.open_run``: a run directory, read only: its manifest, spec, metrics and stored tables.
+"""``Run``: a run directory, read only: its manifest, spec, metrics and stored tables.
 
-``Run.metrics`` is ``polytox metrics RUN``'s computation (``cli.metrics_cmd.compute_for_path``: the same
-defaults, scorer choice and scale re-reading); the tables are the stored Parquet parts in run order, as
-pandas DataFrames. Nothing here writes to the directory.
+One of the two handles on a run directory: ``Run`` reads (what ``polytox.open_run`` and
+``polytox.evaluate`` return), ``store.RunStore`` writes (the runner's). ``Run.metrics`` holds the stored
+metrics (``metrics.json``, or what the run just computed) and, called, is ``polytox metrics RUN``'s
+computation (``metrics.for_path.compute_for_path``: the same defaults, scorer choice and scale
+re-reading); the tables are the stored Parquet parts in run order, as pandas DataFrames. Nothing here writes
+to the directory.
 """
 
 from __future__ import annotations
@@ -13,21 +16,48 @@ from typing import TYPE_CHECKING, Any
 
 from .. import constants as C
 from ..errors import PolytoxError, require
+from ..metrics.failures import FailureSummary
 from ..spec import EvalSpec, MetricsSpec
 from ..store import RunStore, slug
 
 if TYPE_CHECKING:
     import pandas as pd
 
+    from ..prompts import PromptSet
+    from ..runner import ExecutionReport
+
+
+class Metrics(dict[str, Any]):
+    """A run's metrics: the stored ones as a mapping (``run.metrics["overall"]["emt"]``); called, the
+    same computed again with other settings (``run.metrics(threshold=0.3)``, ``polytox metrics RUN``)."""
+
+    def __init__(self, run: Run, stored: dict[str, Any]) -> None:
+        super().__init__(stored)
+        self._run = run
+
+    def __call__(
+        self,
+        scale: str | None = None,
+        threshold: float = C.TOXIC_THRESHOLD,
+        comparison: str = C.DEFAULT_COMPARISON,
+        n_bootstrap: int = C.BOOTSTRAP_RESAMPLES,
+        scorer: str | None = None,
+        seed: int | None = None,
+    ) -> dict[str, Any]:
+        return self._run.compute_metrics(scale, threshold, comparison, n_bootstrap, scorer, seed)
+
 
 class Run:
-    """A run directory opened read-only (``open_run``)."""
+    """A run directory opened read-only (``open_run``), or the run ``evaluate`` just made or resumed (then
+    ``resumed``, ``failures``, ``retry``, ``repairs`` and ``prompt_set`` say what that call did)."""
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, report: ExecutionReport | None = None) -> None:
         self.path = Path(path)
         self._store = RunStore(self.path)
-        # fails in one line on a non-run directory, a damaged manifest or a damaged part (``check_readable``)
-        self.manifest: dict[str, Any] = self._store.check_readable()
+        self._report = report
+        # fails in one line on a non-run directory, a damaged manifest or a damaged part (``check_readable``);
+        # a run ``evaluate`` has just written and checked is not read through again
+        self.manifest: dict[str, Any] = self._store.manifest() if report else self._store.check_readable()
 
     def __repr__(self) -> str:
         return f"Run({str(self.path)!r})"
@@ -35,14 +65,59 @@ class Run:
     @cached_property
     def spec(self) -> EvalSpec:
         """The spec the run was made with."""
-        return EvalSpec.from_dict(self.manifest["spec"])
+        return self._report.spec if self._report is not None else EvalSpec.from_dict(self.manifest["spec"])
+
+    @cached_property
+    def metrics(self) -> Metrics:
+        """The run's metrics (``metrics.json``; {} before the first finish); call it to recompute them."""
+        if self._report is not None:
+            return Metrics(self, self._report.metrics)
+        path = self._store.metrics_path
+        import json
+
+        return Metrics(self, json.loads(path.read_text(encoding="utf-8")) if path.exists() else {})
+
+    @property
+    def resumed(self) -> bool:
+        """Whether ``evaluate`` found the run begun (False for a run opened with ``open_run``)."""
+        return bool(self._report and self._report.resumed)
+
+    @property
+    def shards_done_before(self) -> int:
+        """Shards ``evaluate`` found already done (0 for a run opened with ``open_run``)."""
+        return self._report.shards_done_before if self._report is not None else 0
+
+    @property
+    def failures(self) -> FailureSummary:
+        """The failed samples by error kind (from the manifest for a run opened with ``open_run``)."""
+        if self._report is not None:
+            return self._report.failures
+        from ..metrics.failures import failure_summary
+
+        chosen = self.manifest.get("scorer", {}).get("id") or next(iter(self.scorers), None)
+        return failure_summary(self._store, chosen) if chosen else FailureSummary()
+
+    @property
+    def retry(self) -> dict[str, Any] | None:
+        """What ``evaluate(retry_failed=True)`` regenerated; None otherwise."""
+        return self._report.retry if self._report is not None else None
+
+    @property
+    def repairs(self) -> list[str]:
+        """The damaged parts ``evaluate`` removed (and made again)."""
+        return list(self._report.repairs) if self._report is not None else []
+
+    @property
+    def prompt_set(self) -> PromptSet | None:
+        """The prompts ``evaluate`` read, with its bad-record bookkeeping; None for ``open_run``."""
+        return self._report.prompt_set if self._report is not None else None
 
     @property
     def scorers(self) -> list[str]:
         """The scorers with stored scores (directory names under ``scores/``)."""
         return self._store.scorer_ids()
 
-    def metrics(
+    def compute_metrics(
         self,
         scale: str | None = None,
         threshold: float = C.TOXIC_THRESHOLD,
@@ -68,7 +143,7 @@ class Run:
         Raises:
             PolytoxError: no scores yet, an unknown scorer or scale, a bad setting.
         """
-        from ..cli.metrics_cmd import compute_for_path
+        from ..metrics.for_path import compute_for_path
 
         spec = MetricsSpec(threshold=threshold, comparison=comparison, n_bootstrap=n_bootstrap)
         if comparison not in C.COMPARISONS or not 0 <= threshold <= 1 or n_bootstrap < 0:

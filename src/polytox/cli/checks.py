@@ -11,8 +11,9 @@
   bits alone say nothing for root, nor for a read-only mount) is refused before anything runs;
 - comma lists of numbers (``train-scorer --layers 5,7,9``) with the type and range of each item.
 
-The same ``Range`` objects check YAML specs (``spec.EvalSpec.validate``), so a value means the same in a
-config file and on the command line.
+A run setting's range is its row of the settings table (``polytox.settings``), which also checks YAML specs
+and ``polytox.evaluate``'s keywords (``spec.EvalSpec.validate``), so a value means the same in a config
+file, on the command line and in Python.
 """
 
 from __future__ import annotations
@@ -33,35 +34,16 @@ from .._util.ranges import (
     PORT,
     POSITIVE,
     PROBABILITY,
-    SAMPLES,
-    SEED,
     SHARE_OPEN,
     Range,
 )
+from ..settings import range_of
 
-# flag (argparse dest) -> its range, wherever it appears
-NUMBERS: dict[str, Range] = {
-    "threshold": PROBABILITY,
+# Flag (argparse dest) -> its range, for the numeric flags of the commands that are not run settings. A run
+# setting (``polytox eval``'s flags: samples, top_p, threshold, seed, ...) has its range in its row of
+# ``polytox.settings.TABLE``, and a flag of the same name in another command means the same there.
+OTHER_NUMBERS: dict[str, Range] = {
     "flag_threshold": PROBABILITY,
-    "n_bootstrap": COUNT,
-    "seed": SEED,
-    "limit": AT_LEAST_ONE,
-    "per_bucket": AT_LEAST_ONE,
-    "samples": SAMPLES,
-    "max_new_tokens": AT_LEAST_ONE,
-    "temperature": NON_NEGATIVE,
-    "top_p": Range(0, 1, lo_open=True),
-    "top_k": COUNT,
-    "batch_size": AT_LEAST_ONE,
-    "shard_size": AT_LEAST_ONE,
-    "fluency_samples": COUNT,
-    "unprompted": COUNT,
-    "workers": AT_LEAST_ONE,
-    "score_workers": AT_LEAST_ONE,
-    "gpus_per_worker": NON_NEGATIVE,
-    "score_gpus_per_worker": NON_NEGATIVE,
-    "cpus_per_worker": POSITIVE,
-    "queue_depth": AT_LEAST_ONE,
     "chunk_size": COUNT,
     "top": COUNT,
     "min_per_lang": COUNT,
@@ -115,7 +97,8 @@ NUMBERS: dict[str, Range] = {
 
 # (command, dest) -> range, where a flag means something else in one command
 COMMAND_NUMBERS: dict[tuple[str, str], Range] = {
-    ("eval", "batch_size"): COUNT,  # 0 = the backend's automatic batch size
+    ("train-scorer", "batch_size"): AT_LEAST_ONE,  # texts per forward pass (eval's 0 = automatic)
+    ("detox train", "batch_size"): AT_LEAST_ONE,
     ("detox train", "max_steps"): Range(-1, integer=True),  # -1 = no cap (epochs decide)
     ("unprompted", "n_bootstrap"): AT_LEAST_ONE,  # the curve is the resamples' mean: none is no curve
 }
@@ -278,7 +261,7 @@ def install(parser: argparse.ArgumentParser) -> None:
     for command, action in command_actions(parser):
         key = (command, action.dest)
         if action.type in (int, float):
-            rule = COMMAND_NUMBERS.get(key) or NUMBERS.get(action.dest)
+            rule = COMMAND_NUMBERS.get(key) or OTHER_NUMBERS.get(action.dest) or range_of(action.dest)
             if rule is None:
                 raise RuntimeError(f"{command} --{action.dest}: numeric flag without a range in cli/checks.py")
             action.type = number(action.type, rule)

@@ -14,14 +14,16 @@ repairs a damaged run. After the table, a summary lists what failed. Exit codes:
 from __future__ import annotations
 
 import argparse
-import dataclasses
+from collections.abc import Iterable
 from typing import Any
 
 from rich.markup import escape
 
-from ..errors import BadValueError, PolytoxError
+from .. import settings as S
+from ..api.resolve import Resolved, resolve_out, resolve_run
+from ..api.resolve import executor_config as _executor_config
 from ..executors import EXECUTORS, ExecutorConfig
-from ..spec import FLAT_KEYS, PRESETS, EvalSpec, as_number, read_config, spec_from_flat
+from ..spec import EvalSpec
 from .common import console, metrics_table, out_console, print_json, progress_bar
 from .failure_report import DEFAULT_MAX_FAILED, exit_code, failure_lines, parse_max_failed, retry_line
 
@@ -35,81 +37,34 @@ def register(sub: Any) -> None:
     )
     p.add_argument("--out", help="run directory (rerun with the same --out to resume); required")
     p.add_argument("--config", help="YAML file of the same keys as the flags (flags override it)")
-    p.add_argument("--model", help="model id or path; 'fake' for a dry run; default: the embedded SmolLM2")
-    p.add_argument("--backend", help="generation backend (default: inferred from --model)")
-    p.add_argument("--model-opt", action="append", metavar="KEY=VALUE", help="backend option (repeatable)")
-    p.add_argument("--prompts", help="'demo', a JSONL/CSV/Parquet file or folder, or a HF dataset id")
-    p.add_argument("--format", choices=["auto", "rtp", "ptp", "rtplx", "generic"], help="prompt record format")
-    p.add_argument("--hf-config", help="HF dataset config, e.g. ptp-en")
-    p.add_argument("--hf-split", help="HF dataset split, e.g. small")
-    p.add_argument("--limit", type=int, help="use the first N selected prompts")
-    p.add_argument("--lang", action="append", help="keep only these languages (repeatable or comma list)")
-    p.add_argument("--per-bucket", type=int, help="seeded stratified sample: N prompts per toxicity bucket")
-    p.add_argument("--skip-bad", action="store_true", default=None, help="skip (and list) bad input records")
-    p.add_argument("--preset", choices=["rtp", "ptp"], help="the paper's exact sampling settings")
-    p.add_argument("--samples", "-k", type=int, help="continuations per prompt (K)")
-    p.add_argument("--max-new-tokens", type=int)
-    p.add_argument("--temperature", type=float)
-    p.add_argument("--top-p", type=float)
-    p.add_argument("--top-k", type=int)
-    p.add_argument("--batch-size", type=int, help="prompts per forward pass (0 = automatic)")
-    p.add_argument("--chat-template", choices=["auto", "always", "never"])
-    p.add_argument("--device")
-    p.add_argument("--dtype")
-    p.add_argument(
-        "--scorer", help="scorer name (default: 'default', polytox-ml for PTP's 17 languages, routed per language)"
-    )
-    p.add_argument("--scorer-opt", action="append", metavar="KEY=VALUE", help="scorer option (repeatable)")
-    p.add_argument("--threshold", type=float, help="toxic threshold (default 0.5)")
-    p.add_argument("--comparison", choices=[">=", ">"], help="toxic comparison (default >=; RTP notebooks: >)")
-    p.add_argument("--n-bootstrap", type=int, help="bootstrap resamples for the CIs (default 1000)")
-    p.add_argument("--seed", type=int)
-    p.add_argument("--shard-size", type=int, help="prompts per committed part (the unit redone after a kill)")
-    p.add_argument(
-        "--detox",
-        metavar="NAME[:KEY=VALUE,...]",
-        help="decoding-time detoxification (RTP §5.2, DExperts): word-filter, vocab-shift, pplm, "
-        "dexperts, atcon; see docs/detox.md",
-    )
-    p.add_argument(
-        "--fluency-model",
-        metavar="MODEL",
-        help="add the perplexity of each continuation given its prompt under this LM",
-    )
-    p.add_argument(
-        "--fluency-samples",
-        type=int,
-        metavar="N",
-        help="score fluency only on the continuations with sample_index < N of every prompt (the "
-        "same N for each prompt, so the subsample is fixed and paired across runs with the same "
-        "seeds); default 0 = all",
-    )
-    p.add_argument(
-        "--unprompted",
-        type=int,
-        metavar="N",
-        help="RTP §3.1: N generations from the start token alone (no prompts), then the "
-        "bootstrap curve of expected max toxicity for n <= N (table + RUN/unprompted.png)",
-    )
+    add_setting_flags(p, (s for s in S.TABLE if s.flag and s.section != "executor"))
     _add_execution_flags(p)
     p.set_defaults(func=run)
+
+
+def add_setting_flags(p: Any, settings: Iterable[S.Setting]) -> None:
+    """One flag per row of the settings table: numbers get their range from ``cli.checks.install``."""
+    for s in settings:
+        names = [s.option, *([s.short] if s.short else [])]
+        extra: dict[str, Any] = {"help": s.help.replace("%", "%%")}
+        if s.metavar:
+            extra["metavar"] = s.metavar
+        if s.kind in ("int", "float"):
+            extra["type"] = int if s.kind == "int" else float
+        elif s.kind == "bool":
+            extra.update(action="store_true", default=None)
+        elif s.kind in ("langs", "options"):
+            extra["action"] = "append"
+        if s.choices and s.section != "executor":
+            extra["choices"] = list(s.choices)
+        p.add_argument(*names, **extra)
 
 
 def _add_execution_flags(p: argparse.ArgumentParser) -> None:
     """The flags that are not part of the spec: execution, failures, adopting a run, output."""
     x = p.add_argument_group("execution (not part of the spec: a run may resume with other settings)")
-    x.add_argument(
-        "--executor",
-        choices=list(EXECUTORS),
-        help="pipelined (default: scoring overlaps generation), serial, or ray (Ray Data pools)",
-    )
-    x.add_argument("--ray-address", help="Ray cluster to join ('auto', 'ray://HOST:10001'); default: start a local Ray")
-    x.add_argument("--workers", type=int, help="ray: generation actors (default 1)")
-    x.add_argument("--score-workers", type=int, help="ray: scoring actors (default 1)")
-    x.add_argument("--gpus-per-worker", type=float, help="ray: GPUs per generation actor (default 0)")
-    x.add_argument("--score-gpus-per-worker", type=float, help="ray: GPUs per scoring actor (default 0)")
-    x.add_argument("--cpus-per-worker", type=float, help="ray: CPUs per actor (default 1)")
-    x.add_argument("--queue-depth", type=int, help="pipelined: generated shards waiting for the scorer (2)")
+    add_setting_flags(x, S.rows("executor"))
+    x._group_actions[0].choices = list(EXECUTORS)  # the executors the package has (the table names them)
     f = p.add_argument_group("failures (not part of the spec)")
     f.add_argument(
         "--retry-failed",
@@ -144,115 +99,30 @@ def _add_execution_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-progress", action="store_true")
 
 
-# Execution flags (CLI name -> ExecutorConfig field); also accepted as keys of a YAML config.
-EXECUTOR_KEYS = {
-    "executor": "kind",
-    "ray_address": "ray_address",
-    "workers": "gen_workers",
-    "score_workers": "score_workers",
-    "gpus_per_worker": "gpus_per_gen_worker",
-    "score_gpus_per_worker": "gpus_per_score_worker",
-    "cpus_per_worker": "cpus_per_worker",
-    "queue_depth": "queue_depth",
-}
-
-
-# Every key a YAML config of ``eval`` (and of ``score`` / ``serve``, which read its scorer keys) may hold.
-CONFIG_KEYS = frozenset(FLAT_KEYS) | frozenset(EXECUTOR_KEYS)
+def given(args: argparse.Namespace) -> dict[str, Any]:
+    """The settings the command line gave, by table key (None: not given)."""
+    return {key: getattr(args, key, None) for key in S.CONFIG_KEYS}
 
 
 def executor_config(flat: dict[str, Any], args: argparse.Namespace) -> ExecutorConfig:
-    """Pop the execution keys out of ``flat`` (YAML) and overlay the flags."""
-    kinds = {f.name: str(f.type).split(" | ")[0] for f in dataclasses.fields(ExecutorConfig)}
-    values = {field: flat.pop(key) for key, field in EXECUTOR_KEYS.items() if key in flat}
-    values.update(
-        {field: getattr(args, key) for key, field in EXECUTOR_KEYS.items() if getattr(args, key, None) is not None}
+    """Pop the execution keys out of ``flat`` (YAML) and overlay the flags (``api.resolve.executor_config``)."""
+    return _executor_config(flat, given(args))
+
+
+def resolved(args: argparse.Namespace) -> Resolved:
+    """The spec, executor and run directory of parsed ``eval`` arguments (``api.resolve.resolve_run``)."""
+    return resolve_run(
+        given(args),
+        config=args.config,
+        out=args.out,
+        retry_failed=getattr(args, "retry_failed", None),
+        generations_from=getattr(args, "generations_from", None),
     )
-    field_key = {field: key for key, field in EXECUTOR_KEYS.items()}
-    for field, value in values.items():
-        kind = kinds[field]
-        if value is not None and kind in ("int", "float"):
-            values[field] = as_number(field_key[field], value, kind)
-        elif value is not None and kind == "str" and not isinstance(value, str):
-            raise BadValueError(
-                f"invalid value for {field_key[field]!r}: expected a string, got {value!r}", field_key[field]
-            )
-    return ExecutorConfig(**values)
-
-
-def spec_and_executor(args: argparse.Namespace) -> tuple[EvalSpec, ExecutorConfig]:
-    """The spec and the executor of parsed ``eval`` arguments: the YAML config's keys, overridden by flags.
-
-    A bad value read from the config is reported at its ``FILE:LINE``. ``--retry-failed`` with neither a
-    config nor a spec flag: the spec stored in the run directory.
-    """
-    config = read_config(args.config, CONFIG_KEYS) if args.config else None
-    flat: dict[str, Any] = dict(config.data) if config else {}
-    from_flags = {key for key in (*FLAT_KEYS, *EXECUTOR_KEYS) if getattr(args, key, None) is not None}
-    try:
-        executor = executor_config(flat, args)
-        for key in FLAT_KEYS:
-            value = getattr(args, key, None)
-            if value is not None:
-                flat[key] = value
-        if not flat and not args.config and args.out:
-            from ..store import RunStore
-
-            store = RunStore(args.out)
-            if getattr(args, "retry_failed", None):
-                return store.spec(), executor
-            # ``eval --out RUN`` alone resumes (and repairs) RUN with the spec it recorded
-            if not getattr(args, "generations_from", None) and (store.exists() or store.recorded_spec()):
-                return store.spec(), executor
-        if getattr(args, "generations_from", None) and not args.config:
-            return source_spec(args.generations_from, flat), executor
-        return spec_from_flat(flat), executor
-    except BadValueError as exc:
-        # the error names a flat key or a spec field; point at the config line it came from
-        keys = [k for k in (exc.key, *(k for k, (_, f) in FLAT_KEYS.items() if f == exc.key)) if k]
-        found = next((k for k in keys if config is not None and k in config.data and k not in from_flags), None)
-        if config is None or found is None:
-            raise
-        raise BadValueError(f"{config.where(found)}: {exc}", exc.key) from exc
-
-
-def source_spec(path: str, flat: dict[str, Any]) -> EvalSpec:
-    """``--generations-from RUN`` without a config: RUN's stored spec, with each field a flag names replaced
-    by the flag's value (converted as a fresh spec would convert it; ``--model`` sets the backend too)."""
-    from ..executors.adopt import source_run
-
-    data = source_run(path).spec().to_dict()
-    if not flat:
-        return EvalSpec.from_dict(data)
-    given = spec_from_flat(flat).to_dict()  # an unknown preset or bad value fails here, clearly
-    fields = [FLAT_KEYS[key] for key in flat]
-    if "model" in flat:
-        fields.append(("generation", "backend"))
-    if "scorer" in flat:
-        fields.append(("scorer", "options"))  # another scorer starts from its own options, not RUN's
-    if "preset" in flat:
-        fields += [("generation", name) for name in PRESETS[flat["preset"]]]
-    for section, name in fields:
-        if section:
-            data[section][name] = given[section][name]
-        else:
-            data[name] = given[name]
-    return EvalSpec.from_dict(data)
-
-
-def resolve_out(args: argparse.Namespace) -> None:
-    """``--retry-failed OUT`` names the run directory; ``--out`` must then be absent or the same."""
-    named = args.retry_failed if isinstance(args.retry_failed, str) else None
-    if named is not None and args.out is not None and named != args.out:
-        raise PolytoxError(f"--retry-failed {named} and --out {args.out} name different run directories")
-    args.out = args.out or named
-    if args.out is None:
-        raise PolytoxError("polytox eval needs --out DIR (the run directory)")
 
 
 def spec_from_args(args: argparse.Namespace) -> EvalSpec:
     """The spec of parsed ``eval`` arguments (what ``--config`` and the flags build together)."""
-    return spec_and_executor(args)[0]
+    return resolved(args).spec
 
 
 def verify(out: str) -> int:
@@ -278,27 +148,21 @@ def verify(out: str) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..runner import evaluate, retry_command
-    from ..store import RunStore
+    from ..api import evaluate
+    from ..runner import retry_command
 
-    resolve_out(args)
+    args.out = resolve_out(args.out, args.retry_failed)
     if args.verify:
         return verify(args.out)
-    if args.retry_failed and not RunStore(args.out).exists():
-        raise PolytoxError(
-            f"--retry-failed: {args.out} is not a run directory (no manifest.json), so there is "
-            "nothing to retry; start the run without --retry-failed"
-        )
     max_failed = parse_max_failed(args.max_failed)
-    spec, executor = spec_and_executor(args)
     with progress_bar("generate+score", enabled=not args.no_progress) as callback:
         result = evaluate(
-            spec,
-            args.out,
-            progress=callback,
-            executor=executor,
+            out=args.out,
+            config=args.config,
             retry_failed=bool(args.retry_failed),
             generations_from=args.generations_from,
+            progress=callback,
+            **{k: v for k, v in given(args).items() if v is not None},
         )
     if result.resumed:
         done = result.shards_done_before
@@ -311,12 +175,14 @@ def run(args: argparse.Namespace) -> int:
         note = RunStore(result.path).unchecksummed_note()
         if note is not None:
             console.print(note, markup=False, highlight=False, soft_wrap=True, style="yellow")
-    if result.prompt_set.problems:
-        console.print(f"[yellow]skipped {result.prompt_set.n_bad} bad record(s):[/yellow]")
-        for line in result.prompt_set.problems[:20]:
+    prompt_set = result.prompt_set
+    assert prompt_set is not None  # a run evaluate() made
+    if prompt_set.problems:
+        console.print(f"[yellow]skipped {prompt_set.n_bad} bad record(s):[/yellow]")
+        for line in prompt_set.problems[:20]:
             # no markup (a reason may hold "[0, 1]") and no wrapping (keep file:line greppable)
             console.print(f"  {line}", markup=False, highlight=False, soft_wrap=True)
-    for note in result.prompt_set.notes:
+    for note in prompt_set.notes:
         console.print(f"[yellow]note:[/yellow] {escape(note)}", soft_wrap=True)
     if args.json:
         print_json(result.metrics)

@@ -86,7 +86,7 @@ def read_rows(args: argparse.Namespace) -> Any:
 
 def scorer_choice(args: argparse.Namespace) -> tuple[str, dict[str, str]]:
     """(name, options) from --config, then flags (flags win)."""
-    from .eval_cmd import CONFIG_KEYS
+    from ..settings import CONFIG_KEYS
 
     config: dict[str, Any] = load_yaml_config(args.config, CONFIG_KEYS) if getattr(args, "config", None) else {}
     name = args.scorer or config.get("scorer") or DEFAULT_SCORER
