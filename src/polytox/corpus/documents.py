@@ -1,6 +1,6 @@
 """A corpus as a stream of ``CorpusDoc`` rows, with a defined status for every kind of bad input.
 
-Sources are the build readers' (``polytox.build.readers``: JSONL / Parquet / CSV files and folders, a
+Sources are the build readers' (``polytox.promptset.readers``: JSONL / Parquet / CSV files and folders, a
 Hugging Face dataset streamed by id, with a ``FieldMap`` for the field names), plus folders of ``.txt``
 files, one document per file (OpenWebText's extracted form). The stream order is stable, so the n-th
 document is the same on every run, which is what makes the shard plan of ``corpus score`` resumable.
@@ -29,7 +29,11 @@ from pathlib import Path
 from typing import Any
 
 from .._util.textutil import utf8_len
-from ..build.readers import (
+from ..errors import PolytoxError
+from ..langs import UnknownLanguageError, normalize_lang
+from ..prompts.readers import RawRecord, file_kind, read_records
+from ..prompts.records import dig, short_hash
+from ..promptset.readers import (
     ID_FIELDS,
     LANG_FIELDS,
     TEXT_FIELDS,
@@ -38,10 +42,6 @@ from ..build.readers import (
     FieldMap,
     read_hf_documents,
 )
-from ..errors import PolytoxError
-from ..langs import UnknownLanguageError, normalize_lang
-from ..prompts.readers import RawRecord, file_kind, read_records
-from ..prompts.records import dig, short_hash
 from .domains import domain_of
 
 UNKNOWN_LANG = "und"

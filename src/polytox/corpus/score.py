@@ -21,10 +21,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._util.runlock import OutputLock
-from ..build.scoring import open_scorer
 from ..errors import PolytoxError
 from ..executors import ExecutorConfig
 from ..prompts.readers import RawRecord
+from ..promptset.scoring import open_scorer
 from .documents import STATUSES, iter_raw
 from .shard import ScoreJob, score_shard
 from .store import ScoreStore
