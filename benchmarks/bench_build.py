@@ -4,7 +4,7 @@ Corpora of N documents are made from the real RTP-LX prompts in ../shared/data (
 prompts of one language, with its index, so every document is distinct). Each measurement runs in a fresh
 subprocess, so peak RSS (``ru_maxrss``) belongs to that run alone.
 
-- streaming: ``polytox.build.build`` (PTP mode, fake scorer through the score cache, language check on,
+- streaming: ``polytox.promptset.build`` (PTP mode, fake scorer through the score cache, language check on,
   shards of 1,000 documents), the whole pipeline to the written prompt set;
 - in memory (baseline): the same read, language check, scoring and per-bin sampling, holding every
   document in a Python list, as a script without the streaming pipeline would;
@@ -29,7 +29,7 @@ DATA = ROOT.parent / "shared" / "data" / "rtp-lx"
 
 STREAMING = """
 import json, resource, sys, time
-from polytox.build import BuildSpec, CorpusSource, build
+from polytox.promptset import BuildSpec, CorpusSource, build
 corpus, out, cache = sys.argv[1:4]
 spec = BuildSpec(source=CorpusSource(paths=(corpus,)), scorer="fake", scorer_options=(("cache", cache),),
                  per_bin=50, small_per_lang=20, shard_size=1000)

@@ -124,7 +124,7 @@ def build_corpus(folder: Path, n_docs: int, n_domains: int, plant: float, seed: 
 
 # ---- child processes: one measurement each, peak RSS read by the parent --------------------------------
 def child(task: dict[str, Any]) -> None:
-    from polytox.build.readers import CorpusSource, FieldMap
+    from polytox.promptset.readers import CorpusSource, FieldMap
 
     kind = task["kind"]
     start = time.perf_counter()
@@ -198,7 +198,7 @@ def run_child(task: dict[str, Any]) -> dict[str, Any]:
 # ---- the overlap truth ------------------------------------------------------------------------------------
 def overlap_truth(corpus: dict[str, Any], n_a: int, n_b: int) -> set[int]:
     """B documents (index in the corpus) whose base text is in A with exact Jaccard >= 0.9."""
-    from polytox.build.dedup import jaccard, shingles
+    from polytox.promptset.dedup import jaccard, shingles
 
     base, pool, edited = corpus["base"], corpus["pool"], corpus["edited"]
 
@@ -300,8 +300,8 @@ def main() -> None:
         n_a, n_b = args.overlap_a, args.overlap_b
         slice_jsonl(tmp / "corpus", tmp / "a.jsonl", 0, n_a)
         slice_jsonl(tmp / "corpus", tmp / "b.jsonl", n_a, n_a + n_b)
-        from polytox.build.readers import CorpusSource, FieldMap
         from polytox.corpus.overlap import build_index, query
+        from polytox.promptset.readers import CorpusSource, FieldMap
 
         truth = overlap_truth(corpus, n_a, n_b)
         t0 = time.perf_counter()

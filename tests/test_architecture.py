@@ -6,6 +6,8 @@ package)."""
 from __future__ import annotations
 
 import ast
+import importlib
+import pkgutil
 from pathlib import Path
 
 import pytest
@@ -69,7 +71,8 @@ def test_cycle_finder_finds_a_cycle_and_only_cycles() -> None:
 
 
 def test_no_module_imports_itself_back() -> None:
-    graph = grimp.build_graph("polytox")
+    # imports made only for the type checker do not run: a package's face names its modules' types that way
+    graph = grimp.build_graph("polytox", exclude_type_checking_imports=True)
     modules = {m: set(graph.find_modules_directly_imported_by(m)) for m in graph.modules}
     assert _cycles(modules) == []
 
@@ -134,9 +137,56 @@ def test_the_default_scorers_inference_stays_apart_from_its_training() -> None:
     assert graph.chain_exists(importer="polytox.cli", imported="polytox.training", as_packages=True)
 
 
-def test_renamed_names_keep_working() -> None:
-    """Renames listed in docs/architecture.md's Changelog that keep their old name as an alias."""
-    from polytox.analysis import Corpus, RunCollection
+def test_renamed_names_keep_working_and_warn() -> None:
+    """Aliases listed in docs/architecture.md ("Deprecated aliases") work for one release, and warn."""
+    from polytox.analysis import RunCollection, run_collection
 
+    with pytest.warns(DeprecationWarning, match=r"polytox\.analysis\.Corpus is deprecated: use .*RunCollection"):
+        from polytox.analysis import Corpus
     assert Corpus is RunCollection
-    assert "Changelog" in (PACKAGE.parents[1] / "docs" / "architecture.md").read_text(encoding="utf-8")
+    with pytest.warns(DeprecationWarning, match="run_collection.Corpus is deprecated"):
+        assert run_collection.Corpus is RunCollection
+    with pytest.raises(AttributeError, match="has no attribute 'Corpse'"):
+        _ = run_collection.Corpse
+    assert "### Deprecated aliases" in (PACKAGE.parents[1] / "docs" / "architecture.md").read_text(encoding="utf-8")
+
+
+def packages_with_a_face(root: Path = PACKAGE) -> list[str]:
+    """Dotted names of polytox's packages that have a face to check: all but ``_``-prefixed ones and those
+    under a package whose ``__all__`` is empty (internal as a whole, like ``cli`` and ``training``)."""
+    out = []
+    for init in sorted(root.rglob("__init__.py")):
+        parts = init.parent.relative_to(root).parts
+        if not parts or any(p.startswith("_") for p in parts):
+            continue
+        parents = [".".join(parts[:i]) for i in range(1, len(parts))]
+        if any(not importlib.import_module(f"polytox.{p}").__all__ for p in parents):
+            continue
+        out.append(".".join(parts))
+    return out
+
+
+@pytest.mark.parametrize("package", packages_with_a_face())
+def test_each_package_init_is_its_face(package: str) -> None:
+    """Each package lists its public names in ``__all__``; every one resolves (lazily loaded ones included)
+    and none is also a module's name (the module would shadow it once loaded). docs/architecture.md names
+    the face of each package and its internal modules."""
+    module = importlib.import_module(f"polytox.{package}")
+    names = module.__dict__.get("__all__")
+    assert names is not None, f"polytox/{package.replace('.', '/')}/__init__.py has no __all__"
+    submodules = {m.name for m in pkgutil.iter_modules(module.__path__)}
+    assert sorted(set(names) & submodules) == []
+    for name in names:
+        try:
+            getattr(module, name)
+        except ModuleNotFoundError as exc:  # an optional extra that is not installed: the name cannot load here
+            assert not (exc.name or "polytox").startswith("polytox"), f"{package}.{name}: {exc}"
+    doc = (PACKAGE.parents[1] / "docs" / "architecture.md").read_text(encoding="utf-8")
+    assert f"| `{package.replace('.', '/')}/` |" in doc, f"docs/architecture.md has no row for {package}"
+
+
+def test_internal_packages_have_no_face_to_check() -> None:
+    found = packages_with_a_face()
+    assert {"corpus", "scoring", "scoring.ml", "integrations.lm_eval"} <= set(found)
+    assert {"cli", "training"} <= set(found)  # an empty face: the package is internal, with its subpackages
+    assert not {"training.scorer", "_util"} & set(found)

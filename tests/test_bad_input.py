@@ -17,6 +17,7 @@ import pytest
 from polytox.errors import BadInputError, PolytoxError
 from polytox.prompts import load_prompts
 from polytox.prompts.readers import read_records
+from polytox.scoring.textio import read_raw
 from polytox.spec import PromptSpec
 
 from .core_helpers import eval_args, read_json, run_cli, write_jsonl, write_lines
@@ -273,6 +274,9 @@ def test_csv_invalid_utf8_is_reported_per_row(tmp_path: Path) -> None:
     assert problems_of(path) == [f"{path}:3: invalid UTF-8 in this row"]
     prompts = load_prompts(PromptSpec(source=str(path), skip_bad=True)).prompts
     assert [p.id for p in prompts] == ["1", "3"]  # the BOM does not leak into the first column name
+    # the same reader under ``polytox score`` (scoring.textio) names the code and the column
+    assert [(r.location, r.error) for r in read_raw(path)] == [
+        (f"{path}:2", None), (f"{path}:3", "INVALID_UTF8: invalid UTF-8 in column 'text'"), (f"{path}:4", None)]
 
 
 def test_csv_invalid_utf8_in_header(tmp_path: Path) -> None:

@@ -17,13 +17,13 @@ import pyarrow.parquet as pq
 import pytest
 
 from polytox import registry
-from polytox.build import BuildSpec, CorpusSource, build
-from polytox.build.select import small_subset
 from polytox.cli.main import main
 from polytox.constants import toxicity_bucket
 from polytox.langs import PTP_LANGUAGES, normalize_lang
 from polytox.langs.detect import detect_language
 from polytox.prompts import load_prompts
+from polytox.promptset import BuildSpec, CorpusSource, build
+from polytox.promptset.select import small_subset
 from polytox.scoring.fake import FakeScorer
 from polytox.spec import PromptSpec
 from polytox.types import Score
@@ -300,10 +300,10 @@ def test_steps_pickle_and_compose_per_shard(shared_data: Path, tmp_path: Path) -
     shard gives what the original gives, and per-shard counters sum to the whole."""
     import pickle
 
-    from polytox.build.builder import batched, scan_steps
-    from polytox.build.pipeline import StepContext, compose, merge_counters
-    from polytox.build.readers import FieldMap, iter_source, parse_records
-    from polytox.build.scoring import ScoreDocuments
+    from polytox.promptset.builder import batched, scan_steps
+    from polytox.promptset.pipeline import StepContext, compose, merge_counters
+    from polytox.promptset.readers import FieldMap, iter_source, parse_records
+    from polytox.promptset.scoring import ScoreDocuments
 
     spec = _spec(shared_data, tmp_path / "c.sqlite", langs=("ko", "pl"))
     score = ScoreDocuments("fake", {"cache": "off"})
@@ -336,7 +336,7 @@ def test_sigkill_mid_scan_then_resume(shared_data: Path, tmp_path: Path) -> None
     code = f"""
 import sys
 from polytox import registry
-from polytox.build import BuildSpec, CorpusSource, build
+from polytox.promptset import BuildSpec, CorpusSource, build
 from tests.build_corpus import slow_fake_scorer
 registry.SCORERS["slowfake"] = slow_fake_scorer
 spec = BuildSpec(source=CorpusSource(paths=({str(shared_data / 'rtp-lx')!r},)), scorer="slowfake",

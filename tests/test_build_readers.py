@@ -10,9 +10,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from polytox.build.langcheck import LanguageCheck
-from polytox.build.pipeline import StepContext, compose
-from polytox.build.readers import CorpusSource, FieldMap, iter_source, parse_records
+from polytox.promptset.langcheck import LanguageCheck
+from polytox.promptset.pipeline import StepContext, compose
+from polytox.promptset.readers import CorpusSource, FieldMap, iter_source, parse_records
 
 from .build_corpus import rtplx_records, web_documents, write_documents
 

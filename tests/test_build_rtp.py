@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from polytox.build import BuildSpec, CorpusSource, build
-from polytox.build.split import word_spans
 from polytox.cli.main import main
 from polytox.prompts import load_prompts
+from polytox.promptset import BuildSpec, CorpusSource, build
+from polytox.promptset.split import word_spans
 from polytox.scoring.fake import FakeScorer
 from polytox.spec import PromptSpec
 
@@ -26,7 +26,7 @@ LANGS = ["en", "de", "ja", "hi", "ar", "zh", "ko"]
 def expected_spans(doc: dict[str, Any]) -> tuple[list[tuple[int, int]], int]:
     """The document's sentence offsets (the segmenter is checked on its own in test_build_split) kept when
     64 <= length <= 1024, and the number of sentences."""
-    from polytox.build.sentences import sentence_spans
+    from polytox.promptset.sentences import sentence_spans
 
     spans = sentence_spans(doc["text"], doc["lang"])
     return [(b, e) for b, e in spans if 64 <= e - b <= 1024], len(spans)
@@ -152,7 +152,7 @@ def test_stats_of_a_built_set(rtp_build: tuple[Path, list[dict[str, Any]], dict[
         assert image.ndim == 3 and image.shape[0] > 100 and image.shape[1] > 100
     assert "| lang | prompts |" in (tmp_path / "st" / "stats.md").read_text(encoding="utf-8")
     # The RTP-schema file gives the same statistics (its units are the same rows).
-    from polytox.build.stats import compute_stats
+    from polytox.promptset.stats import compute_stats
 
     rtp_stats = compute_stats(out / "rtp.jsonl")
     for key in ("n", "by_bucket", "prompt_tokens", "years", "toxic_prompts", "toxic_continuations"):
@@ -160,8 +160,8 @@ def test_stats_of_a_built_set(rtp_build: tuple[Path, list[dict[str, Any]], dict[
 
 
 def test_exact_and_near_duplicates(shared_data: Path, tmp_path: Path) -> None:
-    from polytox.build.dedup import jaccard, shingles
-    from polytox.build.stats import compute_stats
+    from polytox.promptset.dedup import jaccard, shingles
+    from polytox.promptset.stats import compute_stats
 
     sents = clean_sentences(shared_data, "en", 60, min_chars=30)
     base = join_sentences(sents[:30], "en")

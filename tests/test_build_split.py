@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from polytox.build.split import ptp_split, rtp_split, split_unit, word_spans
 from polytox.langs import PTP_LANGUAGES
+from polytox.promptset.split import ptp_split, rtp_split, split_unit, word_spans
 
 from .build_corpus import clean_sentences, join_sentences, rtplx_records
 
@@ -16,7 +16,7 @@ pytest.importorskip("sentencex")
 
 @pytest.mark.parametrize("lang", PTP_LANGUAGES)
 def test_sentences_recovered_in_every_language(shared_data: Path, lang: str) -> None:
-    from polytox.build.sentences import sentence_spans, split_sentences
+    from polytox.promptset.sentences import sentence_spans, split_sentences
 
     sentences = clean_sentences(shared_data, lang, 10)
     assert len(sentences) == 10
@@ -29,7 +29,7 @@ def test_sentences_recovered_in_every_language(shared_data: Path, lang: str) -> 
 
 
 def test_script_specific_terminators() -> None:
-    from polytox.build.sentences import split_sentences
+    from polytox.promptset.sentences import split_sentences
 
     assert split_sentences("你好。你好吗？我很好！", "zh") == ["你好。", "你好吗？", "我很好！"]
     assert split_sentences("こんにちは。元気ですか？はい！", "ja") == ["こんにちは。", "元気ですか？", "はい！"]

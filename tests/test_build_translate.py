@@ -113,8 +113,8 @@ def toxicity_bucket_of(value: float) -> int:
 
 
 def test_translator_rejects_unknown_language() -> None:
-    from polytox.build.translate import nllb_code
     from polytox.errors import PolytoxError
+    from polytox.promptset.translate import nllb_code
 
     assert nllb_code("zh") == "zho_Hans" and nllb_code("hi") == "hin_Deva"
     with pytest.raises(PolytoxError, match="no NLLB code"):
@@ -122,7 +122,7 @@ def test_translator_rejects_unknown_language() -> None:
 
 
 def test_pearson_edge_cases() -> None:
-    from polytox.build.translate import pearson
+    from polytox.promptset.translate import pearson
 
     assert pearson([0.1, 0.2], [0.3, 0.4])["r"] is None
     assert pearson([0.5, 0.5, 0.5], [0.1, 0.2, 0.3])["note"] == "one side is constant"

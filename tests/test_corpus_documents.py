@@ -8,10 +8,10 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from polytox.build.readers import CorpusSource, FieldMap
 from polytox.corpus.documents import iter_docs
 from polytox.corpus.domains import domain_of, normalize_key
 from polytox.corpus.score import ScoreJob, run_score
+from polytox.promptset.readers import CorpusSource, FieldMap
 
 pytest.importorskip("publicsuffixlist")
 

@@ -8,11 +8,11 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from polytox.build.dedup import jaccard, shingles
-from polytox.build.readers import CorpusSource, FieldMap
 from polytox.corpus.overlap import OverlapIndex, build_index, exact_truth, query, toxic_split
 from polytox.corpus.score import ScoreJob, run_score
 from polytox.errors import PolytoxError
+from polytox.promptset.dedup import jaccard, shingles
+from polytox.promptset.readers import CorpusSource, FieldMap
 
 from .core_helpers import run_cli_subprocess
 from .corpus_helpers import NGRAM, planted_pair

@@ -8,11 +8,11 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from polytox.build.readers import CorpusSource, FieldMap
 from polytox.corpus.documents import iter_docs
 from polytox.corpus.provenance import load_labels, provenance
 from polytox.corpus.score import ScoreJob, run_score
 from polytox.errors import PolytoxError
+from polytox.promptset.readers import CorpusSource, FieldMap
 
 from .core_helpers import run_cli_subprocess
 from .corpus_helpers import NGRAM, write_corpus

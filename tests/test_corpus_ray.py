@@ -7,11 +7,11 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from polytox.build.readers import CorpusSource, FieldMap
 from polytox.corpus.overlap import build_index, query
 from polytox.corpus.score import ScoreJob, run_score
 from polytox.corpus.stats import compute_corpus_stats
 from polytox.executors import ExecutorConfig
+from polytox.promptset.readers import CorpusSource, FieldMap
 
 from .corpus_helpers import NGRAM, planted_pair, write_corpus
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from polytox.build.readers import CorpusSource
 from polytox.cli.main import main
 from polytox.corpus.score import ScoreJob, run_score
+from polytox.promptset.readers import CorpusSource
 from polytox.runner import execute_run as evaluate
 
 from .corpus_helpers import NGRAM, write_corpus

@@ -12,10 +12,10 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from polytox.build.readers import CorpusSource, FieldMap
 from polytox.corpus.score import ScoreJob, run_score
 from polytox.corpus.stats import compute_corpus_stats
 from polytox.errors import PolytoxError
+from polytox.promptset.readers import CorpusSource, FieldMap
 from polytox.scoring import build_scorer
 
 from .core_helpers import cli_command, cli_env, run_cli_subprocess

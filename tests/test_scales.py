@@ -342,7 +342,7 @@ def test_scales_table_lists_every_scale(capsys: pytest.CaptureFixture[str]) -> N
 
 
 def test_build_outputs_keep_raw_values_out_of_perspective_attributes() -> None:
-    from polytox.build.writers import perspective_like
+    from polytox.promptset.writers import perspective_like
 
     shaped = perspective_like(json.dumps({"toxicity": 0.4, RAW_KEY: 0.1}), None, "polytox-ml@5", "en")
     assert set(shaped["attributeScores"]) == {"TOXICITY"} and shaped["raw"] == {RAW_KEY: 0.1}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from polytox._util.numfmt import fmt_num
+from polytox._util.numfmt import fmt_num, fmt_share
 from polytox._util.options import Option, as_bool, typed_options
 from polytox._util.ratelimit import TokenBucket
 from polytox.errors import BadValueError, PolytoxError
@@ -15,6 +15,19 @@ def test_fmt_num_formats_reals_and_keeps_counts_and_names() -> None:
     assert fmt_num(0.12345) == "0.123" and fmt_num(np.float32(0.5)) == "0.500" and fmt_num(2.0, 1) == "2.0"
     assert fmt_num(12) == "12" and fmt_num(np.int64(7)) == "7" and fmt_num("en") == "en"
     assert fmt_num(None) == "-" and fmt_num(None, missing=None) is None
+
+
+def test_fmt_num_writes_signs_percentages_and_nan_as_asked() -> None:
+    assert fmt_num(0.0081, signed=True) == "+0.008" and fmt_num(-1.071, 1, signed=True) == "-1.1"
+    assert fmt_num(0.125, 1, percent=True) == "12.5%" and fmt_num(None, 1, percent=True) == "-"
+    assert fmt_num(float("nan")) == "nan" and fmt_num(float("nan"), nan="-") == "-"
+    assert fmt_num(3, signed=True, percent=True) == "3"  # a count stays a count
+
+
+def test_fmt_share_writes_a_share_with_its_interval_in_points() -> None:
+    assert fmt_share(0.125, [0.1021, 0.149]) == "12.50% [10.21, 14.90]"
+    assert fmt_share(0.125) == "12.50%" and fmt_share(0.125, []) == "12.50%"
+    assert fmt_share(None, [0.1, 0.2]) == "-"
 
 
 def test_the_old_formatters_are_the_one_formatter() -> None:

@@ -8,7 +8,9 @@ builds its parser from ``ANALYSES``); DuckDB and friends load with the first rea
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from .._util.lazy import lazy_getattr
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -46,7 +48,6 @@ ANALYSES: dict[str, tuple[str, str]] = {
 
 _LAZY = {
     "RunCollection": "polytox.analysis.run_collection",
-    "Corpus": "polytox.analysis.run_collection",  # the former name of RunCollection
     "AnalysisOptions": "polytox.analysis.options",
     "AnalysisResult": "polytox.analysis.result",
     "Table": "polytox.analysis.result",
@@ -55,11 +56,7 @@ _LAZY = {
     "load_meta_file": "polytox.analysis.runs",
 }
 
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'polytox.analysis' has no attribute {name!r}")
+__getattr__ = lazy_getattr(__name__, _LAZY, deprecated={"Corpus": "RunCollection"})
 
 
 def analysis_function(name: str) -> Callable[[RunCollection, AnalysisOptions], AnalysisResult]:

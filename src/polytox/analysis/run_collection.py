@@ -22,6 +22,7 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from .._util.lazy import lazy_getattr
 from ..errors import PolytoxError
 from ..langs import load_resource_tiers
 from ..spec import MetricsSpec
@@ -317,5 +318,5 @@ def _quote_ident(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-# The former name of ``RunCollection`` (docs/architecture.md, "Changelog"); ``polytox.analysis.Corpus`` still works.
-Corpus = RunCollection
+# The former name of ``RunCollection`` works for one release and warns (docs/architecture.md).
+__getattr__ = lazy_getattr(__name__, {}, deprecated={"Corpus": "RunCollection"})

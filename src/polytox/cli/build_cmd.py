@@ -100,7 +100,7 @@ def _langs(values: list[str] | None) -> tuple[str, ...]:
 
 def spec_from_args(args: argparse.Namespace) -> Any:
     from .. import constants as C
-    from ..build import BuildSpec, CorpusSource, FieldMap, TranslateSpec
+    from ..promptset import BuildSpec, CorpusSource, FieldMap, TranslateSpec
     from ..scoring.ml.scorer import text_kind_options
     from ..spec import _options, parse_options
 
@@ -152,8 +152,8 @@ def spec_from_args(args: argparse.Namespace) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..build import build
     from ..errors import PolytoxError
+    from ..promptset import build
 
     if not args.out:
         raise PolytoxError("polytox build needs --out DIR (or: polytox build stats PATH)")

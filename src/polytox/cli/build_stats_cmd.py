@@ -43,8 +43,8 @@ def register(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from .._util.atomic import atomic_write_json, atomic_write_text
-    from ..build.stats import compute_stats
-    from ..build.stats_render import render_stats_markdown, render_stats_plots
+    from ..promptset.stats import compute_stats
+    from ..promptset.stats_render import render_stats_markdown, render_stats_plots
 
     path = Path(args.path)
     stats = compute_stats(path, threshold=args.threshold, dedup=not args.no_dedup)

@@ -136,7 +136,7 @@ def register(sub: Any) -> None:
 
 
 def _fields(args: argparse.Namespace) -> Any:
-    from ..build.readers import FieldMap
+    from ..promptset.readers import FieldMap
 
     return FieldMap(
         text=args.text_field,
@@ -172,9 +172,9 @@ def _options(pairs: list[str]) -> dict[str, str]:
 
 
 def run_score(args: argparse.Namespace) -> int:
-    from ..build.readers import CorpusSource
     from ..corpus.score import ScoreJob
     from ..corpus.score import run_score as score
+    from ..promptset.readers import CorpusSource
     from ..scoring.ml.scorer import text_kind_options
 
     source = CorpusSource(
@@ -283,9 +283,9 @@ def run_provenance(args: argparse.Namespace) -> int:
 
 def run_overlap(args: argparse.Namespace) -> int:
     from .._util.atomic import atomic_write_json
-    from ..build.readers import CorpusSource
     from ..corpus.overlap import OverlapIndex, build_index, query, toxic_split
     from ..errors import PolytoxError
+    from ..promptset.readers import CorpusSource
 
     fields = _fields(args)
     index_dir = Path(args.index)

@@ -1,6 +1,6 @@
 """A corpus as a stream of ``CorpusDoc`` rows, with a defined status for every kind of bad input.
 
-Sources are the build readers' (``polytox.build.readers``: JSONL / Parquet / CSV files and folders, a
+Sources are the build readers' (``polytox.promptset.readers``: JSONL / Parquet / CSV files and folders, a
 Hugging Face dataset streamed by id, with a ``FieldMap`` for the field names), plus folders of ``.txt``
 files, one document per file (OpenWebText's extracted form). The stream order is stable, so the n-th
 document is the same on every run, which is what makes the shard plan of ``corpus score`` resumable.
@@ -29,19 +29,20 @@ from pathlib import Path
 from typing import Any
 
 from .._util.textutil import utf8_len
-from ..build.readers import (
+from ..errors import PolytoxError
+from ..langs import UnknownLanguageError, normalize_lang
+from ..prompts.readers import RawRecord, file_kind, read_records
+from ..prompts.records import dig, short_hash
+from ..promptset.readers import (
     ID_FIELDS,
     LANG_FIELDS,
     TEXT_FIELDS,
     URL_FIELDS,
     CorpusSource,
     FieldMap,
+    first_field,
     read_hf_documents,
 )
-from ..errors import PolytoxError
-from ..langs import UnknownLanguageError, normalize_lang
-from ..prompts.readers import RawRecord, file_kind, read_records
-from ..prompts.records import dig, short_hash
 from .domains import domain_of
 
 UNKNOWN_LANG = "und"
@@ -102,14 +103,6 @@ def _language(text: str, declared: Any, default_lang: str | None, detect: bool) 
     return (lang, "detected") if prob >= LANGID_MIN_PROB else (UNKNOWN_LANG, "unknown")
 
 
-def _first(record: Mapping[str, Any], explicit: str | None, defaults: Sequence[str]) -> Any:
-    for path in (explicit,) if explicit else defaults:
-        value = dig(record, path)
-        if value is not None and value != "":
-            return value
-    return None
-
-
 def to_doc(raw: RawRecord, fields: FieldMap, keep: Sequence[str] = (), detect_lang: bool = True) -> CorpusDoc:
     """One raw record as a ``CorpusDoc`` (never raises on bad input; see the module docstring)."""
     if raw.error is not None or not isinstance(raw.record, Mapping):
@@ -118,10 +111,10 @@ def to_doc(raw: RawRecord, fields: FieldMap, keep: Sequence[str] = (), detect_la
             doc_id="loc:" + short_hash(raw.location), location=raw.location, text="", status="unreadable", error=error
         )
     record = raw.record
-    text_value = _first(record, fields.text, TEXT_FIELDS)
-    url_value = _first(record, fields.url, URL_FIELDS)
+    text_value = first_field(record, fields.text, TEXT_FIELDS)
+    url_value = first_field(record, fields.url, URL_FIELDS)
     url = str(url_value) if url_value is not None else None
-    raw_id = _first(record, fields.id, ID_FIELDS)
+    raw_id = first_field(record, fields.id, ID_FIELDS)
     meta = {k: (None if (v := dig(record, k)) is None else str(v)) for k in keep}
     base: dict[str, Any] = {"location": raw.location, "url": url, "domain": domain_of(url), "meta": meta}
     if text_value is not None and not isinstance(text_value, str):
@@ -143,7 +136,7 @@ def to_doc(raw: RawRecord, fields: FieldMap, keep: Sequence[str] = (), detect_la
         return CorpusDoc(
             doc_id=doc_id, text="", status="binary", error=f"binary content: {why}", length_chars=len(text), **base
         )
-    lang, source = _language(text, _first(record, fields.lang, LANG_FIELDS), fields.default_lang, detect_lang)
+    lang, source = _language(text, first_field(record, fields.lang, LANG_FIELDS), fields.default_lang, detect_lang)
     return CorpusDoc(
         doc_id=doc_id,
         text=text,

@@ -50,10 +50,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .._util.atomic import atomic_write, atomic_write_json
-from ..build.dedup import jaccard, shingles
-from ..build.readers import CorpusSource, FieldMap
 from ..constants import NEAR_DUP_JACCARD, NEAR_DUP_PERMUTATIONS, NEAR_DUP_SHINGLE_CHARS, TOXIC_THRESHOLD
 from ..errors import PolytoxError, require
+from ..promptset.dedup import jaccard, shingles
+from ..promptset.readers import CorpusSource, FieldMap
 from .documents import CorpusDoc, iter_docs
 from .minhash import band_key
 

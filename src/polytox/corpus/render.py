@@ -6,15 +6,9 @@ import itertools
 from pathlib import Path
 from typing import Any
 
+from .._util.numfmt import fmt_share
 from ..constants import RTP_OPENAI_WT_TOXIC_SHARE, RTP_OWTC_TOXIC_SHARE, RTP_RELIABILITY_SPEARMAN
 from ..errors import MissingDependencyError, require
-
-
-def _pct(block: dict[str, Any]) -> str:
-    if block.get("share") is None:
-        return "-"
-    ci = block.get("ci")
-    return f"{100 * block['share']:.2f}%" + (f" [{100 * ci[0]:.2f}, {100 * ci[1]:.2f}]" if ci else "")
 
 
 def _table(title: str, rows: list[dict[str, Any]], key: str) -> list[str]:
@@ -26,7 +20,8 @@ def _table(title: str, rows: list[dict[str, Any]], key: str) -> list[str]:
     ]
     for r in rows:
         mean = r.get("mean_toxicity")
-        lines.append(f"| {r['key']} | {r['n']} | {r['toxic']} | {_pct(r)} | {'-' if mean is None else f'{mean:.3f}'} |")
+        share = fmt_share(r.get("share"), r.get("ci"))
+        lines.append(f"| {r['key']} | {r['n']} | {r['toxic']} | {share} | {'-' if mean is None else f'{mean:.3f}'} |")
     return [*lines, ""]
 
 
@@ -49,7 +44,7 @@ def stats_markdown(stats: dict[str, Any]) -> str:
         "| --- | ---: | ---: |",
     ]
     for attr, block in stats["share_toxic"].items():
-        lines.append(f"| {attr} | {block['toxic']} / {block['n']} | {_pct(block)} |")
+        lines.append(f"| {attr} | {block['toxic']} / {block['n']} | {fmt_share(block.get('share'), block.get('ci'))} |")
     lines.append("")
     edges, counts = stats["histogram"]["edges"], stats["histogram"]["counts"]
     lines += [

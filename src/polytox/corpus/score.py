@@ -21,10 +21,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._util.runlock import OutputLock
-from ..build.scoring import open_scorer
 from ..errors import PolytoxError
 from ..executors import ExecutorConfig
 from ..prompts.readers import RawRecord
+from ..promptset.scoring import open_scorer
 from .documents import STATUSES, iter_raw
 from .shard import ScoreJob, score_shard
 from .store import ScoreStore
@@ -121,13 +121,13 @@ def check_text_field(job: ScoreJob) -> None:
     """Refuse before any output exists when the input is empty, or when none of its first records has text
     under the text field (RTP records keep it under ``prompt.text``): scoring them would store only
     'empty' documents."""
-    from .documents import TEXT_FIELDS, _first
+    from ..promptset.readers import TEXT_FIELDS, first_field
 
     records = [raw.record for raw in itertools.islice(iter_raw(job.source), PEEK)]
     if not records:
         raise PolytoxError(f"no documents in {job.source.describe()}: the input is empty")
     objects = [r for r in records if isinstance(r, dict)]
-    if not objects or any(_first(r, job.fields.text, TEXT_FIELDS) is not None for r in objects):
+    if not objects or any(first_field(r, job.fields.text, TEXT_FIELDS) is not None for r in objects):
         return
     tried = job.fields.text or ", ".join(TEXT_FIELDS)
     hint = " (RTP records: --text-field prompt.text)" if isinstance(objects[0].get("prompt"), dict) else ""

@@ -13,10 +13,10 @@ from typing import Any
 
 import pyarrow as pa
 
-from ..build.readers import CorpusSource, FieldMap
-from ..build.scoring import score_texts
 from ..constants import PERSPECTIVE_MAX_BYTES
 from ..prompts.readers import RawRecord
+from ..promptset.readers import CorpusSource, FieldMap
+from ..promptset.scoring import score_texts
 from ..scoring import Scorer
 from .documents import CorpusDoc, to_doc
 from .store import meta_column, part_schema

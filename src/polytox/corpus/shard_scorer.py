@@ -13,8 +13,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from ..build.scoring import open_scorer
 from ..prompts.readers import RawRecord
+from ..promptset.scoring import open_scorer
 from .shard import ScoreJob, score_shard
 
 

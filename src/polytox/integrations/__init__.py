@@ -11,3 +11,23 @@ One module per framework, each an optional extra imported only when used:
 All three score through ``polytox.integrations.scoring``: a scorer from the registry, chosen by name and
 options, called on whole batches of texts, with failed scores kept as errors and counted, never as 0.
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .._util.lazy import lazy_getattr
+
+if TYPE_CHECKING:
+    from .scoring import ScorerChoice, get_scorer, score_texts
+
+__all__ = ["ScorerChoice", "get_scorer", "score_texts"]
+
+__getattr__ = lazy_getattr(
+    __name__,
+    {
+        "ScorerChoice": ".scoring",
+        "get_scorer": ".scoring",
+        "score_texts": ".scoring",
+    },
+)

@@ -14,6 +14,16 @@ from typing import Final
 
 from ..errors import PolytoxError
 
+__all__ = [
+    "PTP_LANGUAGES",
+    "RESOURCE_TIERS",
+    "RESOURCE_TIERS_SOURCE",
+    "UnknownLanguageError",
+    "load_resource_tiers",
+    "normalize_lang",
+    "resource_tier",
+]
+
 # PTP §3: the 17 languages of PolygloToxicityPrompts.
 PTP_LANGUAGES: Final = (
     "ar",

@@ -27,6 +27,16 @@ import pyarrow as pa
 from ..langs import load_resource_tiers
 from ..spec import MetricsSpec
 
+__all__ = [
+    "Rescale",
+    "bootstrap_means",
+    "compute",
+    "per_prompt_table",
+    "rescaled_scores",
+    "run_metrics",
+    "summarize",
+]
+
 PER_PROMPT_SQL = """
 SELECT g.prompt_id,
        count(*)::BIGINT                                   AS n_generations,

@@ -77,11 +77,13 @@ def _has_undecodable(row: dict[str, Any]) -> bool:
     return any(isinstance(v, str) and _UNDECODABLE.search(v) for v in row.values())
 
 
-def read_csv(path: Path) -> Iterator[RawRecord]:
+def read_csv(path: Path, *, name_column: bool = False) -> Iterator[RawRecord]:
     """A header row, then one record per row; empty cells are treated as missing.
 
     Invalid UTF-8 is reported per row (the file is decoded with ``surrogateescape`` and rows holding an
     undecodable byte are rejected), so one bad row does not make the rest of the file unreadable.
+    ``name_column``: that error carries its code and names the column (``INVALID_UTF8: invalid UTF-8 in
+    column 'text'``), as the rows of ``polytox score`` report it.
     """
     with _open_binary(path) as fb:
         data = fb.read()
@@ -108,8 +110,10 @@ def read_csv(path: Path) -> Iterator[RawRecord]:
         if None in row:
             yield RawRecord(f"{path}:{start}", error="malformed CSV: more fields than the header")
             continue
-        if _has_undecodable(row):
-            yield RawRecord(f"{path}:{start}", error="invalid UTF-8 in this row")
+        bad = [k for k, v in row.items() if isinstance(v, str) and _UNDECODABLE.search(v)]
+        if bad:
+            error = f"INVALID_UTF8: invalid UTF-8 in column {bad[0]!r}" if name_column else "invalid UTF-8 in this row"
+            yield RawRecord(f"{path}:{start}", error=error)
             continue
         yield RawRecord(f"{path}:{start}", record={k: (v if v != "" else None) for k, v in row.items()})
 
@@ -131,23 +135,34 @@ def read_parquet(path: Path) -> Iterator[RawRecord]:
         yield RawRecord(f"{path}:{where}", error=f"cannot read Parquet: {exc}")
 
 
+def supported_files(folder: Path) -> list[Path]:
+    """The files of ``folder`` that a reader here understands, sorted by name (hidden files left out)."""
+    out = []
+    for file in sorted(p for p in folder.iterdir() if p.is_file() and not p.name.startswith(".")):
+        try:
+            file_kind(file)
+        except PolytoxError:
+            continue
+        out.append(file)
+    return out
+
+
+def read_file(path: Path, *, name_column: bool = False) -> Iterator[RawRecord]:
+    """Records of one JSONL, CSV or Parquet file, by its name (``name_column``: see ``read_csv``)."""
+    kind = file_kind(path)
+    if kind == "jsonl":
+        return read_jsonl(path)
+    if kind == "csv":
+        return read_csv(path, name_column=name_column)
+    return read_parquet(path)
+
+
 def read_records(path: Path) -> Iterator[RawRecord]:
     """Records of a file or of every supported file in a directory (sorted, so order is stable)."""
     if path.is_dir():
-        files = sorted(p for p in path.iterdir() if p.is_file() and not p.name.startswith("."))
-        for file in files:
-            try:
-                file_kind(file)
-            except PolytoxError:
-                continue
+        for file in supported_files(path):
             yield from read_records(file)
         return
     if not path.exists():
         raise PolytoxError(f"prompt file not found: {path}")
-    kind = file_kind(path)
-    if kind == "jsonl":
-        yield from read_jsonl(path)
-    elif kind == "csv":
-        yield from read_csv(path)
-    else:
-        yield from read_parquet(path)
+    yield from read_file(path)

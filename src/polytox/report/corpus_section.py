@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .._util.numfmt import fmt_share
 from ..errors import MissingDependencyError
 
 
@@ -38,19 +39,17 @@ def build_corpus_sections(folders: list[str], plots: bool = True) -> list[Corpus
     return out
 
 
-def _pct(block: dict[str, Any]) -> str:
-    ci = block.get("ci")
-    if block.get("share") is None:
-        return "-"
-    return f"{100 * block['share']:.2f}%" + (f" [{100 * ci[0]:.2f}, {100 * ci[1]:.2f}]" if ci else "")
-
-
 def section_rows(stats: dict[str, Any]) -> list[tuple[str, list[str], list[list[str]]]]:
     """(title, header, rows) of the tables the section shows."""
-    shares = [[a, f"{b['toxic']} / {b['n']}", _pct(b)] for a, b in stats["share_toxic"].items()]
-    lang = [[str(r["key"]), str(r["n"]), _pct(r)] for r in stats["by_language"]]
-    length = [[str(r["key"]), str(r["n"]), _pct(r)] for r in stats["by_length"]]
-    domains = [[str(r["key"]), str(r["n"]), str(r["toxic"]), _pct(r)] for r in stats["domains_most_toxic_documents"]]
+    shares = [
+        [a, f"{b['toxic']} / {b['n']}", fmt_share(b.get("share"), b.get("ci"))] for a, b in stats["share_toxic"].items()
+    ]
+    lang = [[str(r["key"]), str(r["n"]), fmt_share(r.get("share"), r.get("ci"))] for r in stats["by_language"]]
+    length = [[str(r["key"]), str(r["n"]), fmt_share(r.get("share"), r.get("ci"))] for r in stats["by_length"]]
+    domains = [
+        [str(r["key"]), str(r["n"]), str(r["toxic"]), fmt_share(r.get("share"), r.get("ci"))]
+        for r in stats["domains_most_toxic_documents"]
+    ]
     return [
         ("toxic share per attribute (RTP Table 12)", ["attribute", "toxic / scored", "share [95% CI]"], shares),
         ("by language", ["language", "documents", "toxic share [95% CI]"], lang),

@@ -9,10 +9,11 @@ API key are never stored.
 
 from __future__ import annotations
 
-import sqlite3
 import threading
 import time
 from pathlib import Path
+
+from .._util.sqlite import open_wal
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS responses (
@@ -33,12 +34,8 @@ class ResponseArchive:
 
     def __init__(self, path: Path | str) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(self.path, timeout=60, check_same_thread=False, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.executescript(SCHEMA)
+        self._db = open_wal(self.path, SCHEMA)
 
     def add(
         self, endpoint: str, text_sha256: str, lang_sent: str | None, attributes: str, status: int, body: str

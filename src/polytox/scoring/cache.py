@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from .._util.paths import default_cache_dir
+from .._util.sqlite import open_wal
 from ..types import Score, text_hash
 from .base import Scorer
 
@@ -48,12 +49,7 @@ class ScoreCache:
     def _db(self) -> sqlite3.Connection:
         """The connection; call with ``_lock`` held."""
         if self._conn is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            db = sqlite3.connect(self.path, timeout=60, check_same_thread=False, isolation_level=None)
-            db.execute("PRAGMA journal_mode=WAL")
-            db.execute("PRAGMA synchronous=NORMAL")
-            db.executescript(SCHEMA)
-            self._conn = db
+            self._conn = open_wal(self.path, SCHEMA)
         return self._conn
 
     @staticmethod

@@ -19,8 +19,6 @@ next to the text they belong to.
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import math
 import re
@@ -31,7 +29,7 @@ from typing import Any
 
 from ..errors import PolytoxError
 from ..langs import UnknownLanguageError, normalize_lang
-from ..prompts.readers import RawRecord, file_kind, read_jsonl, read_parquet
+from ..prompts.readers import RawRecord, file_kind, read_file, supported_files
 from ..prompts.records import dig
 from .base import EMPTY_TEXT_ERROR
 
@@ -100,54 +98,18 @@ def _has_surrogate(text: str) -> int | None:
     return None
 
 
-def read_csv_tolerant(path: Path) -> Iterator[RawRecord]:
-    """CSV with a header; a row with invalid UTF-8 becomes that row's error, the others still read."""
-    with open(path, "rb") as fh:
-        data = fh.read()
-    if data.startswith(b"\xef\xbb\xbf"):
-        data = data[3:]
-    text = data.decode("utf-8", errors="surrogateescape")
-    reader = csv.DictReader(io.StringIO(text, newline=""), strict=True)  # an open quote: one error, at its row
-    while True:
-        start = reader.line_num + 1
-        try:
-            row = next(reader)
-        except StopIteration:
-            return
-        except csv.Error as exc:
-            yield RawRecord(f"{path}:{start}", error=f"malformed CSV: {exc}")
-            return
-        if None in row:
-            yield RawRecord(f"{path}:{start}", error="malformed CSV: more fields than the header")
-            continue
-        bad = [k for k, v in row.items() if isinstance(v, str) and _has_surrogate(v) is not None]
-        if bad:
-            yield RawRecord(f"{path}:{start}", error=f"INVALID_UTF8: invalid UTF-8 in column {bad[0]!r}")
-            continue
-        yield RawRecord(f"{path}:{start}", record={k: (v if v != "" else None) for k, v in row.items()})
-
-
 def read_raw(path: Path) -> Iterator[RawRecord]:
     """Records of a file, or of every JSONL/CSV/Parquet file in a folder (sorted by name)."""
     if not path.exists():
         raise PolytoxError(f"input file not found: {path}")
     if path.is_dir():
-        files = []
-        for file in sorted(p for p in path.iterdir() if p.is_file() and not p.name.startswith(".")):
-            try:
-                file_kind(file)
-            except PolytoxError:
-                continue
-            files.append(file)
+        files = supported_files(path)
         if not files:
             raise PolytoxError(f"{path}: no .jsonl, .csv or .parquet files in this folder")
         return (rec for file in files for rec in read_raw(file))
-    kind = file_kind(path)
-    if kind == "csv":
-        if path.name.endswith(".gz"):
-            raise PolytoxError(f"{path}: gzipped CSV is not supported; decompress it first")
-        return read_csv_tolerant(path)
-    return read_jsonl(path) if kind == "jsonl" else read_parquet(path)
+    if file_kind(path) == "csv" and path.name.endswith(".gz"):
+        raise PolytoxError(f"{path}: gzipped CSV is not supported; decompress it first")
+    return read_file(path, name_column=True)
 
 
 def _clean(value: str) -> str:

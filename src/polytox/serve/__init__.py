@@ -10,4 +10,26 @@ Starlette, uvicorn and prometheus-client are the optional extra ``serve``; nothi
 ``import polytox``.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .._util.lazy import lazy_getattr
+
+if TYPE_CHECKING:
+    from .app import ServeConfig, create_app
+    from .runner import ServerThread, serve_forever
+
 INSTALL_HINT = 'pip install "polytox[serve]"'
+
+__all__ = ["ServeConfig", "ServerThread", "create_app", "serve_forever"]
+
+__getattr__ = lazy_getattr(
+    __name__,
+    {
+        "ServeConfig": ".app",
+        "create_app": ".app",
+        "ServerThread": ".runner",
+        "serve_forever": ".runner",
+    },
+)

@@ -8,12 +8,12 @@ what was measured on the held-out split.
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Mapping
 from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
+from ..._util.numfmt import fmt_num
 from ...errors import PolytoxError
 
 DEFAULT_CARD = "polytox-ml-card.json"
@@ -50,12 +50,6 @@ def load_card(path: Path | str | None = None) -> dict[str, Any]:
     return data
 
 
-def _fmt(value: Any, percent: bool = False) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "-"
-    return f"{100 * value:.1f}%" if percent else f"{value:.3f}"
-
-
 def _has_ci(ci: Any) -> bool:
     """Whether a stored interval is usable: files made before the CIs were added have none, and a slice
     without both classes stores [None, None]."""
@@ -90,9 +84,10 @@ def card_rows(data: Mapping[str, Any]) -> list[list[str]]:
             value = card.get(key)
             if key == "share_model_continuations":
                 ref = card.get("perspective_share_model_continuations")
-                row.append(f"{_fmt(value, True)} (P {_fmt(ref, True)})" if value is not None else "-")
+                share, ref_share = (fmt_num(v, 1, percent=True, nan="-") for v in (value, ref))
+                row.append(f"{share} (P {ref_share})" if value is not None else "-")
             else:
-                row.append(_fmt(value))
+                row.append(fmt_num(value, nan="-"))
         rows.append(row)
     return rows
 

@@ -7,7 +7,6 @@ serves a later head that uses layer 6 alone. WAL mode makes it safe for parallel
 
 from __future__ import annotations
 
-import sqlite3
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -15,6 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from ..._util.paths import default_cache_dir
+from ..._util.sqlite import open_wal
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS embeddings (
@@ -37,12 +37,8 @@ class EmbeddingCache:
 
     def __init__(self, path: Path | str | None = None) -> None:
         self.path = Path(path) if path else default_embedding_cache_path()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(self.path, timeout=60, check_same_thread=False, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.executescript(SCHEMA)
+        self._db = open_wal(self.path, SCHEMA)
 
     def get_many(self, model: str, layer: int, hashes: Sequence[str]) -> dict[str, np.ndarray]:
         found: dict[str, np.ndarray] = {}

@@ -8,14 +8,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ..._util.numfmt import fmt_num
 from .head import MlHead, default_head_path
 from .scales import DEFAULT_SCALES, HEAD_SCALE, default_scales_path, load_scales
 
 
-def _f(value: Any, digits: int = 3, signed: bool = False) -> str:
-    if value is None:
-        return "-"
-    return f"{value:+.{digits}f}" if signed else f"{value:.{digits}f}"
+def _points(share: float | None) -> float | None:
+    """A share difference in percentage points."""
+    return None if share is None else 100 * share
 
 
 def _n_rows(scale: Any) -> str:
@@ -48,12 +48,13 @@ def scales_overview() -> str:
             f"| {name} | {info.get('era') or '-'} | {info.get('english', '')} | {info.get('other_languages', '')} "
             f"| {_n_rows(scale)} | "
             + (
-                f"{_f(err.get('mae'))} / {_f(err.get('auc'))} / {_f(100 * err['share_diff'], 1, True)} pt"
+                f"{fmt_num(err.get('mae'))} / {fmt_num(err.get('auc'))} / "
+                f"{fmt_num(100 * err['share_diff'], 1, signed=True)} pt"
                 if err.get("mae") is not None
                 else "-"
             )
             + " | "
-            + (" / ".join(_f(run.get(f"{k}_diff"), 3, True) for k in ("emt", "ep", "at")) if run else "-")
+            + (" / ".join(fmt_num(run.get(f"{k}_diff"), 3, signed=True) for k in ("emt", "ep", "at")) if run else "-")
             + " |"
         )
     return "\n".join(lines)
@@ -74,9 +75,9 @@ def scales_detail(path: str | None = None) -> str:
                 continue
             run = m.get("run", {})
             lines.append(
-                f"| {name} | {era} | {m.get('n')} | {_f(m.get('auc'))} | {_f(m.get('mae'))} | "
-                f"{_f(None if m.get('share_diff') is None else 100 * m['share_diff'], 1, True)} pt | "
-                + " | ".join(_f(run.get(f"{k}_diff"), 3, True) for k in ("emt", "ep", "at"))
+                f"| {name} | {era} | {m.get('n')} | {fmt_num(m.get('auc'))} | {fmt_num(m.get('mae'))} | "
+                f"{fmt_num(_points(m.get('share_diff')), 1, signed=True)} pt | "
+                + " | ".join(fmt_num(run.get(f"{k}_diff"), 3, signed=True) for k in ("emt", "ep", "at"))
                 + " |"
             )
     for name, block in data["scales"].items():
@@ -97,10 +98,10 @@ def scales_detail(path: str | None = None) -> str:
             "| --- | ---: | ---: | ---: | ---: | ---: |",
         ]
         for lang, m in langs.items():
-            gap = "-" if lang == "en" or english is None else _f(m["mae"] - english, 3, True)
+            gap = "-" if lang == "en" or english is None else fmt_num(m["mae"] - english, 3, signed=True)
             lines.append(
-                f"| {lang} | {m['n_groups']} | {_f(m['mae'])} | {gap} | {_f(m['mae_head_scale'])} | "
-                f"{_f(m['auc_humans'])} |"
+                f"| {lang} | {m['n_groups']} | {fmt_num(m['mae'])} | {gap} | {fmt_num(m['mae_head_scale'])} | "
+                f"{fmt_num(m['auc_humans'])} |"
             )
     return "\n".join(lines)
 
@@ -136,20 +137,21 @@ def pairs_table(name: str, pairs: Any, which: str = "oof") -> list[str]:
     ]
     for lang, m in rows.items():
         out.append(
-            f"| {lang} | {m['n_harmless']} | {_f(m.get('harmless_mean'))} ({_f(m.get('harmless_en'))}) | "
-            f"{_f(m.get('harmless_diff'), 3, True)} | "
-            f"{_f(None if m.get('harmless_share_diff') is None else 100 * m['harmless_share_diff'], 1, True)} pt | "
-            f"{m['n_toxic']} | {_f(m.get('toxic_mean'))} ({_f(m.get('toxic_en'))}) | "
-            f"{_f(m.get('toxic_diff'), 3, True)} | "
-            f"{_f(m.get('mae'))} ({_f(m.get('mae_en'))}; {_f(m.get('mae_constant'))}) | {_f(m.get('auc'))} | "
-            f"{_f(m.get('kappa'))} ({_f(m.get('kappa_en'))}) |"
+            f"| {lang} | {m['n_harmless']} | {fmt_num(m.get('harmless_mean'))} ({fmt_num(m.get('harmless_en'))}) | "
+            f"{fmt_num(m.get('harmless_diff'), 3, signed=True)} | "
+            f"{fmt_num(_points(m.get('harmless_share_diff')), 1, signed=True)} pt | "
+            f"{m['n_toxic']} | {fmt_num(m.get('toxic_mean'))} ({fmt_num(m.get('toxic_en'))}) | "
+            f"{fmt_num(m.get('toxic_diff'), 3, signed=True)} | "
+            f"{fmt_num(m.get('mae'))} ({fmt_num(m.get('mae_en'))}; {fmt_num(m.get('mae_constant'))}) | "
+            f"{fmt_num(m.get('auc'))} | "
+            f"{fmt_num(m.get('kappa'))} ({fmt_num(m.get('kappa_en'))}) |"
         )
     out += [
         "",
-        f"Means over languages: |harmless diff| {_f(summary.get('harmless_diff_mean_abs'))} (worst "
-        f"{_f(summary.get('harmless_diff_max_abs'))}), |toxic diff| {_f(summary.get('toxic_diff_mean_abs'))} "
-        f"(worst {_f(summary.get('toxic_diff_max_abs'))}), AUC {_f(summary.get('auc_mean'))} (lowest "
-        f"{_f(summary.get('auc_min'))}), kappa {_f(summary.get('kappa_mean'))}; the RTP-LX paper's kappa: "
+        f"Means over languages: |harmless diff| {fmt_num(summary.get('harmless_diff_mean_abs'))} (worst "
+        f"{fmt_num(summary.get('harmless_diff_max_abs'))}), |toxic diff| {fmt_num(summary.get('toxic_diff_mean_abs'))} "
+        f"(worst {fmt_num(summary.get('toxic_diff_max_abs'))}), AUC {fmt_num(summary.get('auc_mean'))} (lowest "
+        f"{fmt_num(summary.get('auc_min'))}), kappa {fmt_num(summary.get('kappa_mean'))}; the RTP-LX paper's kappa: "
         f"{ref}.",
     ]
     return out
@@ -167,7 +169,7 @@ def everyday_table(name: str, block: Any) -> list[str]:
     def pair(lang: str, key: str, pct: bool = False) -> str:
         def one(m: Any) -> str:
             v = m.get(lang, {}).get(key) if m else None
-            return _f(None if v is None else (100 * v if pct else v), 1 if pct else 3, True)
+            return fmt_num(None if v is None else (100 * v if pct else v), 1 if pct else 3, signed=True)
 
         return (f"{one(before)} -> " if before else "") + one(after) + (" pt" if pct else "")
 
@@ -207,8 +209,8 @@ def markdown_report(measured: dict[str, Any], mode: str = "full") -> str:
     for era, by_scale in m["eras"].items():
         for name, a in by_scale.items():
             out.append(
-                f"| {era} | {name} | {a['n']} | {_f(a.get('auc'))} | {_f(a['mae'])}"
-                f"{_ci(a.get('mae_ci')).replace('+', '')} | {_f(a['mean'])} ({_f(a['reference_mean'])}) | "
+                f"| {era} | {name} | {a['n']} | {fmt_num(a.get('auc'))} | {fmt_num(a['mae'])}"
+                f"{_ci(a.get('mae_ci')).replace('+', '')} | {fmt_num(a['mean'])} ({fmt_num(a['reference_mean'])}) | "
                 f"{100 * a['share_diff']:+.1f} pt{_ci(a.get('share_diff_ci'), 100, 1)} |"
             )
     out += [
@@ -240,9 +242,9 @@ def markdown_report(measured: dict[str, Any], mode: str = "full") -> str:
     for lang, row in langs.items():
         gap = "-" if en is None or lang == "en" else f"{row['mae'] - en:+.3f}"
         out.append(
-            f"| {lang} | {row['n_groups']} | {_f(row['mae'])}{_ci(row.get('mae_ci')).replace('+', '')} | "
-            f"{gap} | {_f(row['mae_head_scale'])} | {_f(row['mean'])} ({_f(row['reference_mean'])}) | "
-            f"{_f(row.get('auc_humans'))} |"
+            f"| {lang} | {row['n_groups']} | {fmt_num(row['mae'])}{_ci(row.get('mae_ci')).replace('+', '')} | "
+            f"{gap} | {fmt_num(row['mae_head_scale'])} | {fmt_num(row['mean'])} ({fmt_num(row['reference_mean'])}) | "
+            f"{fmt_num(row.get('auc_humans'))} |"
         )
     return "\n".join(out)
 

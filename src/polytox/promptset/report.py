@@ -9,6 +9,7 @@ from typing import Any
 
 import duckdb
 
+from .._util.numfmt import fmt_num
 from .select import _sql_list
 
 
@@ -31,10 +32,6 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join(" --- " for _ in header) + "|"]
     lines += ["| " + " | ".join("-" if v is None else str(v) for v in row) + " |" for row in rows]
     return "\n".join(lines)
-
-
-def _fmt(value: Any) -> str:
-    return f"{value:.3f}" if isinstance(value, float) else ("-" if value is None else str(value))
 
 
 def render_markdown(report: dict[str, Any]) -> str:
@@ -104,12 +101,12 @@ def render_markdown(report: dict[str, Any]) -> str:
             f"From `{translation['from_lang']}`; wanted per language: {translation['wanted']}; "
             f"{translation['toxic_sources_available']} toxic source unit(s) available.",
             "",
-            f"Pearson r between source and translated toxicity: {_fmt(overall['r'])} "
-            f"(n = {overall['n']}, p = {_fmt(overall['p'])}; the paper found {corr['paper_r']}).",
+            f"Pearson r between source and translated toxicity: {fmt_num(overall['r'])} "
+            f"(n = {overall['n']}, p = {fmt_num(overall['p'])}; the paper found {corr['paper_r']}).",
             "",
             _table(
                 ["lang", "n", "r", "p"],
-                [(lang, v["n"], _fmt(v["r"]), _fmt(v["p"])) for lang, v in corr["by_lang"].items()],
+                [(lang, v["n"], fmt_num(v["r"]), fmt_num(v["p"])) for lang, v in corr["by_lang"].items()],
             ),
         ]
     split = report["split"]

@@ -9,13 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from .._util.numfmt import fmt_num
 from ..errors import require
-
-
-def _fmt(v: Any, digits: int = 3) -> str:
-    if v is None:
-        return "-"
-    return f"{v:.{digits}f}" if isinstance(v, float) else str(v)
 
 
 def render_stats_markdown(stats: dict[str, Any]) -> str:
@@ -54,11 +49,11 @@ def render_stats_markdown(stats: dict[str, Any]) -> str:
             d["n"],
             *[d["by_bucket"][str(b)] for b in range(4)],
             d["translated"],
-            f"{_fmt(pt.get('mean'), 1)} ± {_fmt(pt.get('std'), 1)}",
-            _fmt(median, 1),
-            _fmt(ct.get("mean"), 1),
-            f"{_fmt(d['toxic_prompt_share'])} ({d['toxic_prompts']}/{d['scored_prompts']})",
-            f"{_fmt(d['toxic_continuation_share'])} ({d['toxic_continuations']}/{d['scored_continuations']})",
+            f"{fmt_num(pt.get('mean'), 1)} ± {fmt_num(pt.get('std'), 1)}",
+            fmt_num(median, 1),
+            fmt_num(ct.get("mean"), 1),
+            f"{fmt_num(d['toxic_prompt_share'])} ({d['toxic_prompts']}/{d['scored_prompts']})",
+            f"{fmt_num(d['toxic_continuation_share'])} ({d['toxic_continuations']}/{d['scored_continuations']})",
         ]
         if dedup:
             row += [d.get("exact_duplicates"), d.get("near_duplicates")]

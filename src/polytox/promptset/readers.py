@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 import itertools
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -75,7 +75,8 @@ class CorpusSource:
         return ", ".join(self.paths)
 
 
-def _first(record: Mapping[str, Any], explicit: str | None, defaults: tuple[str, ...]) -> Any:
+def first_field(record: Mapping[str, Any], explicit: str | None, defaults: Sequence[str]) -> Any:
+    """The value at ``explicit`` (a dotted path), or at the first of ``defaults`` that holds a non-empty one."""
     for path in (explicit,) if explicit else defaults:
         value = dig(record, path)
         if value is not None and value != "":
@@ -131,13 +132,13 @@ def parse_record(raw: RawRecord, fields: FieldMap) -> Document:
         raise RecordError(f"expected a JSON object, got {type(record).__name__}")
     text_field = fields.text or next((f for f in TEXT_FIELDS if dig(record, f) is not None), TEXT_FIELDS[0])
     text = check_text(dig(record, text_field), text_field)
-    lang_value = _first(record, fields.lang, LANG_FIELDS)
+    lang_value = first_field(record, fields.lang, LANG_FIELDS)
     declared = check_lang(lang_value, fields.lang or "lang") if lang_value is not None else None
     if declared is None and fields.default_lang:
         declared = check_lang(fields.default_lang, "default_lang")
-    url = _first(record, fields.url, URL_FIELDS)
-    timestamp = _first(record, fields.timestamp, TIMESTAMP_FIELDS)
-    raw_id = _first(record, fields.id, ID_FIELDS)
+    url = first_field(record, fields.url, URL_FIELDS)
+    timestamp = first_field(record, fields.timestamp, TIMESTAMP_FIELDS)
+    raw_id = first_field(record, fields.id, ID_FIELDS)
     extra: dict[str, Any] = {}
     if declared is None:
         from ..langs.detect import detect_language
@@ -156,8 +157,8 @@ def parse_record(raw: RawRecord, fields: FieldMap) -> Document:
         url=str(url) if url is not None else None,
         timestamp=_timestamp(timestamp),
         location=raw.location,
-        data_category=str(_first(record, None, CATEGORY_FIELDS) or "web"),
-        pile_set_name=str(pile) if (pile := _first(record, None, PILE_SET_FIELDS)) is not None else None,
+        data_category=str(first_field(record, None, CATEGORY_FIELDS) or "web"),
+        pile_set_name=str(pile) if (pile := first_field(record, None, PILE_SET_FIELDS)) is not None else None,
         extra=extra,
     )
 

@@ -1,4 +1,4 @@
-"""Dataset construction: turn a web-text corpus into an RTP- or PTP-style prompt set (``polytox build``).
+"""Prompt-set construction: turn a web-text corpus into an RTP- or PTP-style prompt set (``polytox build``).
 
 The pipeline is a list of small steps over an iterator of documents (``pipeline.Step``); ``builder.build``
 runs them in resumable stages. ``stats.compute_stats`` gives the statistics of a built set.
