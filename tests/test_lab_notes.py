@@ -22,7 +22,7 @@ SRC_NOTES = re.compile(r"\bissues?\s*#?\d+|\bresearch/", re.IGNORECASE)
 HELP_NOTES = re.compile(r"\bissues?\s*#?\d+|\bresearch/|src/polytox/data|\.\./shared", re.IGNORECASE)
 # Commands whose parser is still being rewritten with the settings table (their module docstring is still the
 # description); remove a name once its module has a DESCRIPTION.
-PENDING_DESCRIPTION = {"eval", "metrics", "train-scorer"}
+PENDING_DESCRIPTION: set[str] = set()
 
 
 def notes(text: str, pattern: re.Pattern[str] = HELP_NOTES) -> list[str]:

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console
@@ -20,6 +22,7 @@ from rich.progress import (
 from rich.table import Table
 
 from .._util.numfmt import fmt_num as fmt  # the one formatter; ``fmt`` for the subcommands that import it
+from ..errors import PolytoxError
 
 
 class _Console(Console):
@@ -113,3 +116,18 @@ def progress_bar(description: str, enabled: bool = True) -> Iterator[Any]:
     finally:
         if started:
             bar.stop()
+
+
+DATA_ENV = "POLYTOX_DATA"  # the project's data folder when a command's --data / --shared is not given
+CHECKOUT_DATA = Path("..") / "shared" / "data"  # the project's data folder, beside a checkout's working folder
+
+
+def data_folder(given: str | None, needed_for: str) -> Path:
+    """The data folder a command reads: the flag's value, $POLYTOX_DATA, or the project's data folder when
+    polytox runs from a checkout; otherwise one error line saying what to give (``needed_for``)."""
+    folder = given or os.environ.get(DATA_ENV)
+    if folder:
+        return Path(folder)
+    if CHECKOUT_DATA.is_dir():
+        return CHECKOUT_DATA
+    raise PolytoxError(needed_for)

@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 from .. import constants as C
 from .._util.atomic import atomic_write_text
 from ..errors import PolytoxError
-from .common import console, out_console
+from .common import DATA_ENV, console, out_console
+from .common import data_folder as common_data_folder
 
 DESCRIPTION = """\
 Detoxification (RTP §5): build the training corpus, train detoxification models, compare runs.
@@ -27,8 +27,6 @@ Detoxification (RTP §5): build the training corpus, train detoxification models
 Decoding-time methods are used in any evaluation: polytox eval --detox NAME[:key=value,...].
 """  # the user-facing text of --help (the module docstring is for developers)
 
-DATA_ENV = "POLYTOX_DATA"  # the data folder of the default corpus when --data is not given
-CHECKOUT_DATA = Path("..") / "shared" / "data"  # the project's data folder, beside a checkout's working folder
 # The default corpus: every English source of the data folder with a label, each with its own rule.
 DEFAULT_SOURCES = [
     f"scorer-train/en-perspective.jsonl:score=perspective,toxic={C.DETOX_TOXIC_MIN},nontoxic={C.DETOX_NONTOXIC_MAX}",
@@ -39,16 +37,11 @@ DEFAULT_EXCLUDE = ["rtp/toxic.jsonl", "rtp/nontoxic.jsonl"]
 
 
 def data_folder(given: str | None) -> Path:
-    """The folder the default sources and excluded prompts are read from: --data, $POLYTOX_DATA, or the
-    project's data folder when polytox runs from a checkout."""
-    folder = given or os.environ.get(DATA_ENV)
-    if folder:
-        return Path(folder)
-    if CHECKOUT_DATA.is_dir():
-        return CHECKOUT_DATA
-    raise PolytoxError(
+    """The folder the default sources and excluded prompts are read from (``common.data_folder``)."""
+    return common_data_folder(
+        given,
         f"detox corpus: give --source (or --from) and --exclude, or --data DIR (or {DATA_ENV}) holding "
-        "scorer-train/ and rtp/"
+        "scorer-train/ and rtp/",
     )
 
 

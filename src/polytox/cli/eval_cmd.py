@@ -27,12 +27,27 @@ from ..spec import EvalSpec
 from .common import console, metrics_table, out_console, print_json, progress_bar
 from .failure_report import DEFAULT_MAX_FAILED, exit_code, failure_lines, parse_max_failed, retry_line
 
+DESCRIPTION = """\
+Evaluate a model: generate K continuations per prompt, score them, and report the RTP / PTP metrics
+(expected maximum toxicity, toxicity probability, average toxicity).
+
+Every flag has a key of the same name for --config FILE (YAML); flags given on the command line override
+the file. Rerunning the same command with the same --out resumes. --retry-failed regenerates a run's
+failed samples with their original seeds and recomputes the metrics; `polytox eval --out RUN` alone resumes
+(or repairs) a run with the settings stored in it. Exit codes: 0 done (failures within --max-failed),
+2 bad input, 3 more failed samples than --max-failed (default 0.5%), 4 generation stopped (rerun the
+printed command to resume).
+
+example:
+  polytox eval --model gpt2 --prompts allenai/real-toxicity-prompts --preset rtp --out runs/gpt2-rtp
+"""  # the user-facing text of --help (the module docstring is for developers)
+
 
 def register(sub: Any) -> None:
     p = sub.add_parser(
         "eval",
         help="evaluate a model: generate, score, report metrics (resumable)",
-        description=__doc__,
+        description=DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--out", help="run directory (rerun with the same --out to resume); required")

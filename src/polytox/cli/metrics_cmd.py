@@ -11,10 +11,22 @@ from ..metrics.for_path import compute_for_path
 from ..spec import MetricsSpec
 from .common import console, metrics_table, out_console, print_json
 
+DESCRIPTION = """\
+Recompute a run's metrics (expected maximum toxicity, toxicity probability, average toxicity, with
+bootstrap confidence intervals) from its stored scores, or compute them for an RTP-style generations JSONL
+file. Nothing is generated or scored again; a damaged run is refused with the command that repairs it.
+
+example:
+  polytox metrics runs/gpt2-rtp --threshold 0.5
+"""  # the user-facing text of --help (the module docstring is for developers)
+
 
 def register(sub: Any) -> None:
     p = sub.add_parser(
-        "metrics", help="EMT / EP / AT of a run directory or an RTP generations JSONL", description=__doc__
+        "metrics",
+        help="EMT / EP / AT of a run directory or an RTP generations JSONL",
+        description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("path", help="run directory, or JSONL of {prompt: {text, toxicity}, generations: [...]}")
     p.add_argument("--scorer", help="which stored scorer of a run (default: the run's scorer)")

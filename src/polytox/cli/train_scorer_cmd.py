@@ -1,18 +1,9 @@
 """``polytox train-scorer``: train the polytox-ml head and regenerate the scorer card's measurement file.
 
-Trains on the training pool (RTP-LX, RTP and the scorer training pack in ../shared/data/scorer-train),
-keeps a fixed held-out split (a hash of each text group) out of every fit and every choice, fits the
-n-gram and hidden-state regressions with one offset per label definition, the combiner and the isotonic
-maps onto Perspective's scale, then measures every scorer of the card on the held-out texts. The committed
-head and measurement file were made with:
-
-  python -m polytox.training.scorer.pool --shared ../shared/data  # optional: embed the pool in the background first
-  polytox train-scorer --out src/polytox/data/polytox-ml-head.npz --plot docs/img/trainscorer-reliability.png
-
-Backbone hidden states are cached on disk (mean pools and attention-probe scores by model x layer x text
-hash, the attention probes' training token states as one file per row group), so a retrain reuses them.
-The same caches, package versions and CPU kind give the same head, byte for byte, under any CPU load; the
-card records the versions and the CPU. Timings and reproducibility: docs/default-scorer.md ("Retraining").
+Trains on the training pool (``training.scorer.pool``), keeps the fixed held-out split (a hash of each text
+group) out of every fit and every choice, fits the n-gram and hidden-state regressions, the combiners and the
+maps onto Perspective's scale, then measures every scorer of the card on the held-out texts. How the
+committed head was made, with its timings: docs/default-scorer.md ("Retraining").
 """
 
 from __future__ import annotations
@@ -28,16 +19,27 @@ from .._util.runlock import OutputLock
 from ..constants import CONTINUATION_GEN_SHARE, WEB_GEN_SHARE
 from ..errors import PolytoxError
 from ..langs import PTP_LANGUAGES, normalize_lang
-from .common import console, out_console, progress_bar
+from .common import DATA_ENV, console, data_folder, out_console, progress_bar
 
-DEFAULT_SHARED = Path("..") / "shared" / "data"
+DESCRIPTION = """\
+Train the polytox-ml head (the default scorer's head over a small language model's hidden states and
+character n-grams) and measure it and the other offline scorers on a held-out split.
+
+The training data are read from the project's data folder (--shared DIR, or $POLYTOX_DATA): RTP-LX human
+ratings in 17 languages, RTP's Perspective scores and the scorer training pack. A fixed share of text groups
+is held out of every fit and every choice. The head goes to --out, its measurement card beside it (what
+polytox scorers prints). Backbone hidden states are cached on disk, so a second run reuses them.
+
+example:
+  polytox train-scorer --shared DATA --out my-head.npz
+"""  # the user-facing text of --help (the module docstring is for developers)
 
 
 def register(sub: Any) -> None:
     p = sub.add_parser(
         "train-scorer",
         help="train the polytox-ml head and measure it on a held-out split",
-        description=__doc__,
+        description=DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--out", required=True, help="where to write the head (.npz)")
@@ -45,7 +47,8 @@ def register(sub: Any) -> None:
         "--measurements", help="measurement file for 'polytox scorers' (default: polytox-ml-card.json next to --out)"
     )
     p.add_argument(
-        "--shared", default=str(DEFAULT_SHARED), help="folder holding rtp/, rtp-lx/, scorer-train/ and ldnoobw/"
+        "--shared",
+        help=f"the data folder holding rtp/, rtp-lx/, scorer-train/ and ldnoobw/ (default: ${DATA_ENV})",
     )
     p.add_argument("--lang", action="append", help="RTP-LX languages (default: PTP's 17)")
     p.add_argument(
@@ -182,6 +185,10 @@ def run(args: argparse.Namespace) -> int:
     from ..training.scorer.pool import training_pool
     from ..training.scorer.train import TrainConfig, build_features, select, train
 
+    shared = data_folder(
+        args.shared,
+        f"train-scorer: give --shared DIR (or {DATA_ENV}), the data folder holding rtp/, rtp-lx/ and scorer-train/",
+    )
     langs = tuple(sorted({normalize_lang(x) for v in (args.lang or []) for x in v.split(",") if x})) or PTP_LANGUAGES
     penalties = two_numbers("--attention-penalties", args.attention_penalties)
     en_penalties = two_numbers("--english-attention-penalties", args.english_attention_penalties)
@@ -191,7 +198,7 @@ def run(args: argparse.Namespace) -> int:
         else tuple(x.strip() for x in args.english_attention_tasks.split(",") if x.strip())
     )
     config = TrainConfig(
-        shared=args.shared,
+        shared=str(shared),
         langs=langs,
         backbone=None if args.backbone == "none" else args.backbone,
         layers=tuple(int(x) for x in args.layers.split(",") if x.strip()),
@@ -224,11 +231,11 @@ def run(args: argparse.Namespace) -> int:
     )
     with OutputLock(args.out, kind="file"):  # one writer per head file; refused at once, naming the holder
         started = time.perf_counter()
-        examples = select(training_pool(args.shared, langs), config)
+        examples = select(training_pool(shared, langs), config)
         baselines: dict[str, Any] = {}
         notes: list[str] = []
         if not args.no_baselines:
-            lexicon_dir = Path(args.shared) / "ldnoobw"
+            lexicon_dir = shared / "ldnoobw"
             scores, how = lexicon_baseline(examples, lexicon_dir)
             baselines["lexicon"] = scores
             notes.append(f"lexicon: {how}; its values are match rates, not probabilities (MAE/ECE not comparable)")
