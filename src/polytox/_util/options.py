@@ -279,10 +279,16 @@ def with_defaults(
 
 def option_rows(schema: Mapping[str, Option]) -> list[tuple[str, str, str, str, str]]:
     """(name, kind, allowed values, default, help) of each option, in declaration order."""
-    return [
-        (name, option.kind, option.allowed(), "-" if option.default is None else str(option.default), option.help)
-        for name, option in schema.items()
-    ]
+    return [(name, option.kind, option.allowed(), _shown(option.default), option.help) for name, option in schema.items()]
+
+
+def _shown(default: Any) -> str:
+    """A default as a listing shows it: ``-`` for none (worked out at run time), ``""`` for the empty text."""
+    if default is None:
+        return "-"
+    if isinstance(default, bool):
+        return "true" if default else "false"
+    return '""' if default == "" else str(default)
 
 
 def format_options(title: str, schema: Mapping[str, Option] | None) -> str:
@@ -295,5 +301,6 @@ def format_options(title: str, schema: Mapping[str, Option] | None) -> str:
     widths = [max(len(row[i]) for row in rows) for i in range(4)]
     lines = [title]
     for row in rows:
-        lines.append("  " + "  ".join(cell.ljust(width) for cell, width in zip(row[:4], widths, strict=True)) + "  " + row[4])
+        cells = [cell.ljust(width) for cell, width in zip(row[:4], widths, strict=True)]
+        lines.append("  " + "  ".join([*cells, row[4]]))
     return "\n".join(line.rstrip() for line in lines)
