@@ -279,7 +279,7 @@ def with_defaults(
 
 def option_rows(schema: Mapping[str, Option]) -> list[tuple[str, str, str, str, str]]:
     """(name, kind, allowed values, default, help) of each option, in declaration order."""
-    return [(name, option.kind, option.allowed(), _shown(option.default), option.help) for name, option in schema.items()]
+    return [(name, o.kind, o.allowed(), _shown(o.default), o.help) for name, o in schema.items()]
 
 
 def _shown(default: Any) -> str:
