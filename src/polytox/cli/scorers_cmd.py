@@ -9,6 +9,10 @@ verdict (for MAE also its floor: the best any monotone map of the score reaches 
 them and, more honestly, on the other folds of them), ``--json`` prints the whole file. The named scales
 of polytox-ml (``--scorer-opt scale=NAME``) follow the card (unless a section flag is given), each with its
 fitting data, size and held-out error; ``--scales`` adds every scale's error on every era's data.
+``--options`` lists instead every scorer's options (``--scorer-opt KEY=VALUE``) with type, allowed values,
+default and help; ``--options generators`` lists the backends' ``--model-opt`` options, ``--options detox``
+those of the ``--detox NAME:KEY=VALUE`` methods. A value outside an option's range is refused before any
+work starts.
 """
 
 from __future__ import annotations
@@ -40,9 +44,40 @@ def register(sub: Any) -> None:
         help="also print each target beside the default scorer's value, its 95%% CI and a verdict",
     )
     p.add_argument("--scales", action="store_true", help="also print every scale's held-out error on every era's data")
+    p.add_argument(
+        "--options",
+        nargs="?",
+        const="scorers",
+        choices=OPTION_KINDS,
+        help="list the options of every scorer (default), generator backend or detox method: type, allowed "
+        "values, default, help",
+    )
     p.add_argument("--markdown", action="store_true", help="print the card as a Markdown table")
     p.add_argument("--json", action="store_true", help="print the whole measurement file")
     p.set_defaults(func=run)
+
+
+OPTION_KINDS = ("scorers", "generators", "detox")
+
+
+def options_listing(kind: str) -> str:
+    """Every declared option of each scorer, generator backend or detox method (``polytox._util.options``)."""
+    from .._util.options import declared_options, format_options
+    from ..registry import names, resolve
+
+    if kind == "scorers":
+        from ..scoring import scorer_schema
+
+        tables = [format_options(f"scorer {n}", scorer_schema(resolve("scorer", n))) for n in names("scorer")]
+    elif kind == "generators":
+        tables = [
+            format_options(f"backend {n}", declared_options(resolve("generator", n))) for n in names("generator")
+        ]
+    else:
+        from ..detox.methods import METHODS
+
+        tables = [format_options(f"detox {n}", options) for n, (_, _, options) in METHODS.items()]
+    return "\n\n".join(tables)
 
 
 def language_table(data: dict[str, Any]) -> str:
@@ -90,6 +125,9 @@ def run_table(data: dict[str, Any]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.options:
+        print(options_listing(args.options))
+        return 0
     from ..scoring.ml.card import load_card, markdown_card, markdown_targets, text_card
 
     try:
