@@ -176,3 +176,11 @@ def test_every_declared_range_refuses_a_value_outside_it(kind: str, name: str, k
     lines = [x for x in err.splitlines() if x.strip()]
     assert code == 2 and lines == [line], (argv, err)
     assert stdout == "" and not out.exists() and not Path(f"{out}.jsonl").exists()
+
+
+def test_the_options_page_is_current() -> None:
+    """``docs/options.md`` is what ``polytox scorers --options all --markdown`` prints (regenerate it so)."""
+    from polytox.cli.scorers_cmd import options_listing
+
+    page = Path(__file__).resolve().parents[1] / "docs" / "options.md"
+    assert page.read_text(encoding="utf-8") == options_listing("all", markdown=True) + "\n"

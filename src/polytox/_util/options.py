@@ -304,3 +304,16 @@ def format_options(title: str, schema: Mapping[str, Option] | None) -> str:
         cells = [cell.ljust(width) for cell, width in zip(row[:4], widths, strict=True)]
         lines.append("  " + "  ".join([*cells, row[4]]))
     return "\n".join(line.rstrip() for line in lines)
+
+
+def markdown_options(title: str, schema: Mapping[str, Option] | None) -> str:
+    """``schema`` as a Markdown table under a ``###`` heading (the generated ``docs/options.md``)."""
+    if schema is None:
+        return f"### {title}\n\nTakes any option (declares none)."
+    if not schema:
+        return f"### {title}\n\nNo options."
+    lines = [f"### {title}", "", "| option | type | allowed | default | meaning |", "| --- | --- | --- | --- | --- |"]
+    for name, kind, allowed, default, text in option_rows(schema):
+        cells = [f"`{name}`", kind, f"`{allowed}`".replace("|", "\\|"), f"`{default}`", text.replace("|", "\\|")]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)

@@ -52,31 +52,50 @@ def register(sub: Any) -> None:
         help="list the options of every scorer (default), generator backend or detox method: type, allowed "
         "values, default, help",
     )
-    p.add_argument("--markdown", action="store_true", help="print the card as a Markdown table")
+    p.add_argument("--markdown", action="store_true", help="print the card (or the options) as Markdown tables")
     p.add_argument("--json", action="store_true", help="print the whole measurement file")
     p.set_defaults(func=run)
 
 
-OPTION_KINDS = ("scorers", "generators", "detox")
+OPTION_KINDS = ("scorers", "generators", "detox", "all")
+SECTIONS = {"scorers": "Scorers (`--scorer-opt`)", "generators": "Generation backends (`--model-opt`)",
+            "detox": "Detox methods (`--detox NAME:KEY=VALUE`)"}
+PAGE_HEAD = """# Options of scorers, backends and detox methods
+
+Generated from the options each component declares (`polytox scorers --options all --markdown`; a test
+keeps this page current). A value is checked against its option's type and range before any work starts;
+a wrong one stops the command with one line naming the component, the option, what it takes and the value
+given. `-` as a default: none, or worked out at run time. Every scorer also takes `cache=PATH|off` and
+`calibration=FILE` ([scorers.md](scorers.md))."""
 
 
-def options_listing(kind: str) -> str:
-    """Every declared option of each scorer, generator backend or detox method (``polytox._util.options``)."""
-    from .._util.options import declared_options, format_options
-    from ..registry import names, resolve
+def options_listing(kind: str, markdown: bool = False) -> str:
+    """Every declared option of each scorer, generator backend or detox method (``polytox._util.options``),
+    as plain-text tables or (``markdown``) as the Markdown of ``docs/options.md``."""
+    from .._util.options import declared_options, format_options, markdown_options
+    from ..registry import GENERATORS, SCORERS, names, resolve
 
+    render = markdown_options if markdown else format_options
+    if kind == "all":
+        parts = [PAGE_HEAD] if markdown else []
+        for one, title in SECTIONS.items():
+            parts += [f"## {title}" if markdown else title, options_listing(one, markdown)]
+        return "\n\n".join(parts)
+    # the page lists polytox's own components; the terminal listing plugins as well
+    listed = {
+        k: sorted(n for n, target in table.items() if target.startswith("polytox.")) if markdown else names(k)
+        for k, table in (("scorer", SCORERS), ("generator", GENERATORS))
+    }
     if kind == "scorers":
         from ..scoring import scorer_schema
 
-        tables = [format_options(f"scorer {n}", scorer_schema(resolve("scorer", n))) for n in names("scorer")]
+        tables = [render(f"scorer {n}", scorer_schema(resolve("scorer", n))) for n in listed["scorer"]]
     elif kind == "generators":
-        tables = [
-            format_options(f"backend {n}", declared_options(resolve("generator", n))) for n in names("generator")
-        ]
+        tables = [render(f"backend {n}", declared_options(resolve("generator", n))) for n in listed["generator"]]
     else:
         from ..detox.methods import METHODS
 
-        tables = [format_options(f"detox {n}", options) for n, (_, _, options) in METHODS.items()]
+        tables = [render(f"detox {n}", options) for n, (_, _, options) in METHODS.items()]
     return "\n\n".join(tables)
 
 
@@ -126,7 +145,7 @@ def run_table(data: dict[str, Any]) -> str:
 
 def run(args: argparse.Namespace) -> int:
     if args.options:
-        print(options_listing(args.options))
+        print(options_listing(args.options, args.markdown))
         return 0
     from ..scoring.ml.card import load_card, markdown_card, markdown_targets, text_card
 
