@@ -17,7 +17,9 @@ METHODS: dict[str, tuple[str, str, dict[str, Option]]] = {
         "word_filter",
         "WordFilter",
         {
-            "list": Option("str", help="word list: a file or a built-in list's name (default: LDNOOBW English)"),
+            "list": Option(
+                "str", help="a word-list file or glin-profanity:LANG (default: $POLYTOX_LEXICON_DIR/en.txt, else :en)"
+            ),
             "end": Option(choices=("eager", "exact"), default="eager", help="where a banned word may end"),
         },
     ),
