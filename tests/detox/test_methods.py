@@ -255,7 +255,7 @@ def test_pplm_look_ahead_reads_the_expected_next_embedding(tiny: Path, tmp_path:
     history = torch.tensor([[3, 4, 5, 6], [7, 8, 9, 10]])
     a, b = h0._steered_logits(model, history), h1._steered_logits(model, history)  # type: ignore[union-attr]
     assert torch.isfinite(a).all() and not torch.allclose(a, b)  # the look-ahead changes the gradient
-    with pytest.raises(PolytoxError, match="horizon must be"):
+    with pytest.raises(PolytoxError, match=r"^--detox pplm option horizon='-1': horizon takes an integer >= 0$"):
         gen(tiny, f"pplm:head={tmp_path},horizon=-1")
 
 

@@ -1,11 +1,14 @@
-"""Validate ``KEY=VALUE`` options (``--scorer-opt``, ``--model-opt``) against a schema before any work.
+"""Declared options of scorers, generators and detox methods, checked before any work and listed for users.
 
-One mechanism for every scorer and backend: the schema is derived from the factory's signature (each
-keyword parameter is an option; its annotation says what it accepts: ``int``, ``float``, ``bool``,
-``Literal[...]``, ``str``; a string default such as ``"auto"`` is accepted beside a number) or declared as a
-mapping of ``Option``s. A number is range-checked as a flag is (``_util.ranges``): by the range its
-``Option`` declares, else by the range ``NAMED_RANGES`` gives its name (``fail_rate`` a probability,
-``delay`` >= 0, ...), else a float must be finite. An unknown option names the valid ones; a wrong type or
+One mechanism for every component that takes ``KEY=VALUE`` options (``--scorer-opt``, ``--model-opt``,
+``--detox NAME:k=v``): the component declares a mapping ``OPTIONS`` of name -> ``Option`` (its kind,
+range or choices, default and help), exactly once, and ``check_options`` / ``typed_options`` /
+``with_defaults`` read it; ``option_rows`` / ``format_options`` list it (``polytox scorers --options``).
+A number is range-checked as a flag is (``_util.ranges``): by the range its ``Option`` declares, else a
+float must be finite. Only a plugin's factory that declares no ``OPTIONS`` has its schema derived from its
+signature (each keyword parameter is an option; its annotation says what it accepts: ``int``, ``float``,
+``bool``, ``Literal[...]``, ``str``; a string default such as ``"auto"`` is accepted beside a number; a
+number named in ``NAMED_RANGES`` takes that range). An unknown option names the valid ones; a wrong type or
 value names the option and what it accepts. Values arrive as strings (flags) or YAML scalars;
 ``check_options`` checks them without converting them (a scorer factory receives exactly the strings it was
 given), ``typed_options`` checks them and converts each to its option's kind (a backend that keeps a dict of
@@ -19,7 +22,7 @@ import ast
 import difflib
 import inspect
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..errors import BadValueError, PolytoxError
@@ -33,13 +36,17 @@ KINDS = ("bool", "int", "float", "str")
 @dataclass(frozen=True)
 class Option:
     """What one option accepts: a kind (``bool``, ``int``, ``float``, ``str``), and for a number the words
-    allowed beside it (e.g. ``auto``); for a string a closed set of ``choices`` when it has one."""
+    allowed beside it (e.g. ``auto``); for a string a closed set of ``choices`` when it has one. ``default``
+    (the value used when the option is not given; None: none, or worked out at run time) and ``help`` are
+    what a listing shows; they take no part in comparing two options' schemas."""
 
     kind: str = "str"
     words: tuple[str, ...] = ()
     choices: tuple[str, ...] = ()
     # a number's allowed values (``_util.ranges``, as for flags); None: a float any finite number, an int any
     range: R.Range | None = None
+    default: Any = field(default=None, compare=False)
+    help: str = field(default="", compare=False)
 
     def accepts(self) -> str:
         """Words for the error message: what a value of this option may be."""
@@ -54,7 +61,20 @@ class Option:
         """This option with the range ``NAMED_RANGES`` gives ``name`` when it declares none (a number only)."""
         if self.range is not None or self.kind not in ("int", "float") or name not in NAMED_RANGES:
             return self
-        return Option(self.kind, self.words, self.choices, NAMED_RANGES[name])
+        return replace(self, range=NAMED_RANGES[name])
+
+    def allowed(self) -> str:
+        """The allowed values in a listing's words: ``[0, 1]``, ``>= 0``, ``a|b``, ``true/false``."""
+        if self.choices:
+            return "|".join(self.choices)
+        if self.kind == "bool":
+            return "true/false"
+        if self.kind == "str":
+            return "text"
+        text = self.range.describe().removeprefix("in ") if self.range is not None else "any"
+        if self.kind == "float" and self.range is None:
+            text = "finite"
+        return text + "".join(f" or {w}" for w in self.words)
 
     def valid(self, value: Any) -> bool:
         if isinstance(value, Mapping | list | tuple | set):
@@ -220,7 +240,6 @@ def check_options(
         raise PolytoxError(f"{owner} has no {flag} {', '.join(repr(u) for u in unknown)}{hint}; its options: {listed}")
     for key, value in given.items():
         option = schema.get(key)
-        option = option.ranged(key) if option is not None else None
         if option is not None and not option.valid(value):
             raise BadValueError(f"{owner} {flag} {key}={value!r}: {key} takes {option.accepts()}", key)
 
@@ -241,3 +260,60 @@ def typed_options(
     """
     check_options(owner, schema, given, flag=flag)
     return {key: convert(schema[key], value) for key, value in given.items()}
+
+
+def declared_options(component: Any) -> Mapping[str, Option] | None:
+    """The ``OPTIONS`` a scorer, generator or detox class declares; None when it declares none."""
+    options = getattr(component, "OPTIONS", None)
+    return options if isinstance(options, Mapping) else None
+
+
+def with_defaults(
+    owner: str, schema: Mapping[str, Option], given: Mapping[str, Any], flag: str = "option"
+) -> dict[str, Any]:
+    """Every option of ``schema``: the given ones checked and typed (``typed_options``), the others at their
+    declared default (None where the default is worked out at run time)."""
+    typed = typed_options(owner, schema, given, flag=flag)
+    return {key: typed.get(key, option.default) for key, option in schema.items()} | typed
+
+
+def option_rows(schema: Mapping[str, Option]) -> list[tuple[str, str, str, str, str]]:
+    """(name, kind, allowed values, default, help) of each option, in declaration order."""
+    return [(name, o.kind, o.allowed(), _shown(o.default), o.help) for name, o in schema.items()]
+
+
+def _shown(default: Any) -> str:
+    """A default as a listing shows it: ``-`` for none (worked out at run time), ``""`` for the empty text."""
+    if default is None:
+        return "-"
+    if isinstance(default, bool):
+        return "true" if default else "false"
+    return '""' if default == "" else str(default)
+
+
+def format_options(title: str, schema: Mapping[str, Option] | None) -> str:
+    """A plain-text table of ``schema`` under ``title`` (what ``polytox scorers --options`` prints)."""
+    if schema is None:
+        return f"{title}: takes any option (declares none)"
+    if not schema:
+        return f"{title}: no options"
+    rows = [("option", "type", "allowed", "default", "help"), *option_rows(schema)]
+    widths = [max(len(row[i]) for row in rows) for i in range(4)]
+    lines = [title]
+    for row in rows:
+        cells = [cell.ljust(width) for cell, width in zip(row[:4], widths, strict=True)]
+        lines.append("  " + "  ".join([*cells, row[4]]))
+    return "\n".join(line.rstrip() for line in lines)
+
+
+def markdown_options(title: str, schema: Mapping[str, Option] | None) -> str:
+    """``schema`` as a Markdown table under a ``###`` heading (the generated ``docs/options.md``)."""
+    if schema is None:
+        return f"### {title}\n\nTakes any option (declares none)."
+    if not schema:
+        return f"### {title}\n\nNo options."
+    lines = [f"### {title}", "", "| option | type | allowed | default | meaning |", "| --- | --- | --- | --- | --- |"]
+    for name, kind, allowed, default, text in option_rows(schema):
+        cells = [f"`{name}`", kind, f"`{allowed}`".replace("|", "\\|"), f"`{default}`", text.replace("|", "\\|")]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)

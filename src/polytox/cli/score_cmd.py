@@ -40,7 +40,12 @@ def register(sub: Any) -> None:
         help="scorer name (default, polytox-ml, perspective, svm, lexicon, hf, ...); "
         "default: 'default', the best measured offline scorer per language",
     )
-    p.add_argument("--scorer-opt", action="append", metavar="KEY=VALUE", help="scorer option (repeatable)")
+    p.add_argument(
+        "--scorer-opt",
+        action="append",
+        metavar="KEY=VALUE",
+        help="scorer option (repeatable; polytox scorers --options lists them)",
+    )
     p.add_argument("--config", help="YAML with 'scorer' and 'scorer_opt' (e.g. an eval config); flags win")
     p.add_argument("--input", required=True, help="JSONL, CSV or Parquet with a text column")
     p.add_argument("--out", required=True, help="output .jsonl or .parquet")

@@ -19,6 +19,9 @@ recomputed with each scorer against the stored Perspective scores (with the 95% 
 difference); --targets each target of the default scorer beside its value, its 95% CI and a verdict;
 --scales every named scale of polytox-ml (chosen in eval and score with --scorer-opt scale=NAME) with
 its error on every era's data; --json prints the whole file and --markdown the tables as Markdown.
+--options lists instead every scorer's options (--scorer-opt KEY=VALUE) with type, allowed values, default
+and help; --options generators the backends' --model-opt options, --options detox those of the --detox
+NAME:KEY=VALUE methods. A value outside an option's range is refused before any work starts.
 
 example:
   polytox scorers --lang
@@ -45,9 +48,59 @@ def register(sub: Any) -> None:
         help="also print each target beside the default scorer's value, its 95%% CI and a verdict",
     )
     p.add_argument("--scales", action="store_true", help="also print every scale's held-out error on every era's data")
-    p.add_argument("--markdown", action="store_true", help="print the card as a Markdown table")
+    p.add_argument(
+        "--options",
+        nargs="?",
+        const="scorers",
+        choices=OPTION_KINDS,
+        help="list the options of every scorer (default), generator backend or detox method: type, allowed "
+        "values, default, help",
+    )
+    p.add_argument("--markdown", action="store_true", help="print the card (or the options) as Markdown tables")
     p.add_argument("--json", action="store_true", help="print the whole measurement file")
     p.set_defaults(func=run)
+
+
+OPTION_KINDS = ("scorers", "generators", "detox", "all")
+SECTIONS = {"scorers": "Scorers (`--scorer-opt`)", "generators": "Generation backends (`--model-opt`)",
+            "detox": "Detox methods (`--detox NAME:KEY=VALUE`)"}
+PAGE_HEAD = """# Options of scorers, backends and detox methods
+
+Generated from the options each component declares (`polytox scorers --options all --markdown`; a test
+keeps this page current). A value is checked against its option's type and range before any work starts;
+a wrong one stops the command with one line naming the component, the option, what it takes and the value
+given. `-` as a default: none, or worked out at run time. Every scorer also takes `cache=PATH|off` and
+`calibration=FILE` ([scorers.md](scorers.md))."""
+
+
+def options_listing(kind: str, markdown: bool = False) -> str:
+    """Every declared option of each scorer, generator backend or detox method (``polytox._util.options``),
+    as plain-text tables or (``markdown``) as the Markdown of ``docs/options.md``."""
+    from .._util.options import declared_options, format_options, markdown_options
+    from ..registry import GENERATORS, SCORERS, names, resolve
+
+    render = markdown_options if markdown else format_options
+    if kind == "all":
+        parts = [PAGE_HEAD] if markdown else []
+        for one, title in SECTIONS.items():
+            parts += [f"## {title}" if markdown else title, options_listing(one, markdown)]
+        return "\n\n".join(parts)
+    # the page lists polytox's own components; the terminal listing plugins as well
+    listed = {
+        k: sorted(n for n, target in table.items() if target.startswith("polytox.")) if markdown else names(k)
+        for k, table in (("scorer", SCORERS), ("generator", GENERATORS))
+    }
+    if kind == "scorers":
+        from ..scoring import scorer_schema
+
+        tables = [render(f"scorer {n}", scorer_schema(resolve("scorer", n))) for n in listed["scorer"]]
+    elif kind == "generators":
+        tables = [render(f"backend {n}", declared_options(resolve("generator", n))) for n in listed["generator"]]
+    else:
+        from ..detox.methods import METHODS
+
+        tables = [render(f"detox {n}", options) for n, (_, _, options) in METHODS.items()]
+    return "\n\n".join(tables)
 
 
 def language_table(data: dict[str, Any]) -> str:
@@ -95,6 +148,9 @@ def run_table(data: dict[str, Any]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.options:
+        print(options_listing(args.options, args.markdown))
+        return 0
     from ..scoring.ml.card import load_card, markdown_card, markdown_targets, text_card
 
     try:

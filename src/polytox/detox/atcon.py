@@ -20,8 +20,8 @@ class AttributeToken(LogitsAdjuster):
 
     name = "atcon"
 
-    def __init__(self, generator: Any, options: dict[str, str]) -> None:
-        self.token = options.get("token") or C.ATCON_NONTOXIC_TOKEN
+    def __init__(self, generator: Any, options: dict[str, Any]) -> None:
+        self.token = options["token"] or C.ATCON_NONTOXIC_TOKEN
         ids = generator.tokenizer.convert_tokens_to_ids([self.token])
         unk = generator.tokenizer.unk_token_id
         if not ids or ids[0] is None or (unk is not None and ids[0] == unk):

@@ -40,17 +40,7 @@ class LogitsAdjuster:
         return {"method": self.name}
 
 
-def option(options: dict[str, str], key: str, default: Any, kind: type) -> Any:
-    """``options[key]`` converted to ``kind`` (a clear error otherwise), or ``default``."""
-    if key not in options:
-        return default
-    try:
-        return kind(options[key])
-    except ValueError:
-        raise PolytoxError(f"detox option {key}={options[key]!r}: expected {kind.__name__}") from None
-
-
-def need(options: dict[str, str], key: str, method: str, hint: str) -> str:
+def need(options: dict[str, Any], key: str, method: str, hint: str) -> str:
     """A required option, or a clear error naming how to produce it."""
     if not options.get(key):
         raise PolytoxError(f"--detox {method} needs {key}=... ({hint})")

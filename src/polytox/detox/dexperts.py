@@ -13,11 +13,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from .. import constants as C
 from ..errors import PolytoxError, require
 from ..generation.hf_cache import cache_kw, cache_of
 from ..generation.prompting import left_padded
-from .base import LogitsAdjuster, need, option
+from .base import LogitsAdjuster, need
 
 
 def load_lm(path: str, device: str, dtype: Any) -> tuple[Any, Any]:
@@ -137,10 +136,10 @@ class DExperts(LogitsAdjuster):
 
     name = "dexperts"
 
-    def __init__(self, generator: Any, options: dict[str, str]) -> None:
+    def __init__(self, generator: Any, options: dict[str, Any]) -> None:
         self.expert_path = need(options, "expert", self.name, "an LM trained on non-toxic text")
         self.anti_path = need(options, "anti", self.name, "an LM trained on toxic text")
-        self.alpha = option(options, "alpha", C.DEXPERTS_ALPHA, float)
+        self.alpha = float(options["alpha"])
         self.expert, tok_e = load_lm(self.expert_path, generator.device, generator.dtype)
         self.anti, tok_a = load_lm(self.anti_path, generator.device, generator.dtype)
         self.expert_logits = IncrementalLogits(self.expert, generator.pad_id, generator.device)

@@ -4,21 +4,67 @@ from __future__ import annotations
 
 from typing import Any
 
+from .. import constants as C
+from .._util import ranges as R
+from .._util.options import Option, check_options, with_defaults
 from ..errors import PolytoxError
 from .base import LogitsAdjuster
 
-# name -> (module, class, known option keys)
-METHODS: dict[str, tuple[str, str, tuple[str, ...]]] = {
-    "word-filter": ("word_filter", "WordFilter", ("list", "end")),
-    "vocab-shift": ("vocab_shift", "VocabShift", ("path", "beta")),
-    "dexperts": ("dexperts", "DExperts", ("expert", "anti", "alpha")),
-    "atcon": ("atcon", "AttributeToken", ("token",)),
-    "pplm": ("pplm", "PPLM", ("head", "step_size", "iterations", "gamma", "gm_scale", "kl_scale", "top_k", "horizon")),
+# name -> (module, class, its options): each method's options declared once (``polytox._util.options``), with
+# their kinds, ranges and defaults; the class receives them typed, every one present (its default when not given).
+METHODS: dict[str, tuple[str, str, dict[str, Option]]] = {
+    "word-filter": (
+        "word_filter",
+        "WordFilter",
+        {
+            "list": Option(
+                "str", help="a word-list file or glin-profanity:LANG (default: $POLYTOX_LEXICON_DIR/en.txt, else :en)"
+            ),
+            "end": Option(choices=("eager", "exact"), default="eager", help="where a banned word may end"),
+        },
+    ),
+    "vocab-shift": (
+        "vocab_shift",
+        "VocabShift",
+        {
+            "path": Option("str", help="required: a folder from polytox detox train vocab-shift"),
+            "beta": Option("float", range=R.NON_NEGATIVE, default=C.VOCAB_SHIFT_BETA, help="shift strength"),
+        },
+    ),
+    "dexperts": (
+        "dexperts",
+        "DExperts",
+        {
+            "expert": Option("str", help="required: an LM trained on non-toxic text"),
+            "anti": Option("str", help="required: an LM trained on toxic text"),
+            "alpha": Option("float", range=R.NON_NEGATIVE, default=C.DEXPERTS_ALPHA, help="steering strength"),
+        },
+    ),
+    "atcon": (
+        "atcon",
+        "AttributeToken",
+        {"token": Option("str", default=C.ATCON_NONTOXIC_TOKEN, help="the control token put before the prompt")},
+    ),
+    "pplm": (
+        "pplm",
+        "PPLM",
+        {
+            "head": Option("str", help="required: a folder from polytox detox train pplm-head"),
+            "step_size": Option("float", range=R.NON_NEGATIVE, default=C.PPLM_STEP_SIZE, help="gradient step"),
+            "iterations": Option("int", range=R.COUNT, default=C.PPLM_NUM_ITERATIONS, help="steps per token"),
+            "gamma": Option("float", range=R.NON_NEGATIVE, default=C.PPLM_GAMMA, help="gradient norm exponent"),
+            "gm_scale": Option("float", range=R.PROBABILITY, default=C.PPLM_GM_SCALE, help="steered share"),
+            "kl_scale": Option("float", range=R.NON_NEGATIVE, default=C.PPLM_KL_SCALE, help="KL penalty weight"),
+            "top_k": Option("int", range=R.COUNT, default=C.PPLM_TOP_K, help="sampling top-k (0: none)"),
+            "horizon": Option("int", range=R.COUNT, default=C.PPLM_HORIZON, help="look-ahead positions"),
+        },
+    ),
 }
 
 
 def parse_detox(value: str) -> tuple[str, dict[str, str]]:
-    """``NAME[:k=v,...]`` -> (name, options); unknown names and keys are clear errors."""
+    """``NAME[:k=v,...]`` -> (name, options as written); unknown names and keys, and values the method's
+    declared options do not accept, are clear errors."""
     name, _, rest = value.strip().partition(":")
     name = name.strip().lower().replace("_", "-")
     if name not in METHODS:
@@ -32,7 +78,13 @@ def parse_detox(value: str) -> tuple[str, dict[str, str]]:
         if key not in METHODS[name][2]:
             raise PolytoxError(f"--detox {name}: unknown option {key!r}; known: {', '.join(METHODS[name][2])}")
         options[key] = val.strip()
+    check_options(f"--detox {name}", METHODS[name][2], options)
     return name, options
+
+
+def method_options(name: str, options: dict[str, str]) -> dict[str, Any]:
+    """Every option of method ``name``: the given ones typed, the others at their declared default."""
+    return with_defaults(f"--detox {name}", METHODS[name][2], options)
 
 
 def canonical_detox(value: str) -> str:
@@ -61,5 +113,5 @@ def build_adjuster(spec: Any, generator: Any) -> LogitsAdjuster | None:
     name, options = parse_detox(spec.detox)
     module, cls, _ = METHODS[name]
     klass = getattr(importlib.import_module(f"{__package__}.{module}"), cls)
-    adjuster: LogitsAdjuster = klass(generator, options)
+    adjuster: LogitsAdjuster = klass(generator, method_options(name, options))
     return adjuster

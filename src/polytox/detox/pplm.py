@@ -22,12 +22,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .. import constants as C
 from ..errors import PolytoxError
 from ..generation.hf_cache import cache_kw, cache_of
 from ..generation.sampling import row_uniforms, sample_next
 from ..types import Generation
-from .base import LogitsAdjuster, need, option
+from .base import LogitsAdjuster, need
 
 HEAD_WEIGHTS = "pplm_head.safetensors"
 NONTOXIC = 0
@@ -63,7 +62,7 @@ class PPLM(LogitsAdjuster):
     name = "pplm"
     owns_decoding = True
 
-    def __init__(self, generator: Any, options: dict[str, str]) -> None:
+    def __init__(self, generator: Any, options: dict[str, Any]) -> None:
         self.head_path = need(options, "head", self.name, "a folder from polytox detox train pplm-head")
         self.head = load_head(self.head_path).to(generator.device)
         hidden = int(getattr(generator.model.config, "hidden_size", 0) or self.head.in_features)
@@ -71,15 +70,13 @@ class PPLM(LogitsAdjuster):
             raise PolytoxError(
                 f"pplm: head {self.head_path} expects hidden size {self.head.in_features}, the model has {hidden}"
             )
-        self.step_size = option(options, "step_size", C.PPLM_STEP_SIZE, float)
-        self.iterations = option(options, "iterations", C.PPLM_NUM_ITERATIONS, int)
-        self.gamma = option(options, "gamma", C.PPLM_GAMMA, float)
-        self.gm_scale = option(options, "gm_scale", C.PPLM_GM_SCALE, float)
-        self.kl_scale = option(options, "kl_scale", C.PPLM_KL_SCALE, float)
-        self.top_k = option(options, "top_k", C.PPLM_TOP_K, int)
-        self.horizon = option(options, "horizon", C.PPLM_HORIZON, int)
-        if self.horizon < 0:
-            raise PolytoxError(f"pplm: horizon must be >= 0, got {self.horizon}")
+        self.step_size = float(options["step_size"])
+        self.iterations = int(options["iterations"])
+        self.gamma = float(options["gamma"])
+        self.gm_scale = float(options["gm_scale"])
+        self.kl_scale = float(options["kl_scale"])
+        self.top_k = int(options["top_k"])
+        self.horizon = int(options["horizon"])
         meta = Path(self.head_path) / "detox.json"
         self.trained_on = json.loads(meta.read_text()).get("base_model") if meta.is_file() else None
 

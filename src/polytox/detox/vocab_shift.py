@@ -13,9 +13,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .. import constants as C
 from ..errors import PolytoxError
-from .base import LogitsAdjuster, need, option
+from .base import LogitsAdjuster, need
 
 WEIGHTS = "vocab_shift.safetensors"
 NONTOXIC, TOXIC = 0, 1
@@ -36,9 +35,9 @@ class VocabShift(LogitsAdjuster):
 
     name = "vocab-shift"
 
-    def __init__(self, generator: Any, options: dict[str, str]) -> None:
+    def __init__(self, generator: Any, options: dict[str, Any]) -> None:
         self.path = need(options, "path", self.name, "a folder from polytox detox train vocab-shift")
-        self.beta = option(options, "beta", C.VOCAB_SHIFT_BETA, float)
+        self.beta = float(options["beta"])
         self.W = load_shift(self.path)
         meta = Path(self.path) / "detox.json"
         self.base = json.loads(meta.read_text()).get("base_model") if meta.is_file() else None

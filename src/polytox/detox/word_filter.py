@@ -26,7 +26,6 @@ import unicodedata
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from ..errors import PolytoxError
 from .base import LogitsAdjuster
 from .wordlists import default_list, read_list
 
@@ -158,11 +157,9 @@ class WordFilter(LogitsAdjuster):
 
     name = "word-filter"
 
-    def __init__(self, generator: Any, options: dict[str, str]) -> None:
-        self.source = options.get("list") or default_list()
-        self.end = options.get("end", "eager")
-        if self.end not in ("eager", "exact"):
-            raise PolytoxError(f"--detox word-filter: end must be eager or exact, got {self.end!r}")
+    def __init__(self, generator: Any, options: dict[str, Any]) -> None:
+        self.source = options["list"] or default_list()
+        self.end = options["end"]  # eager | exact (``methods.METHODS`` checked it)
         terms = read_list(self.source)
         self.tokenizer = generator.tokenizer
         self.blocklist = compile_blocklist(terms, self.tokenizer, generator.eos_ids)

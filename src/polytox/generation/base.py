@@ -34,7 +34,9 @@ class Generator(ABC):
     def generate(self, requests: Sequence[GenerationRequest]) -> list[Generation]:
         """One generation per request, in the same order."""
 
-    # Declared ``--model-opt`` options (``polytox._util.options``); None: the backend checks its own (or takes none).
+    # The ``--model-opt`` options, each declared once (``polytox._util.options``: kind, range or choices,
+    # default, help); checked before any work and listed by ``polytox scorers --options generators``. None: a
+    # plugin backend that checks its own options.
     OPTIONS: ClassVar[Mapping[str, Option] | None] = None
 
     @classmethod

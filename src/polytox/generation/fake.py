@@ -25,7 +25,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from .._util.options import Option
+from .._util import ranges as R
+from .._util.options import Option, with_defaults
 from ..errors import FatalGenerationError, PolytoxError
 from ..spec import GenerationSpec
 from ..types import Generation, GenerationRequest
@@ -58,17 +59,21 @@ def injected_faults() -> dict[str, float]:
 class FakeGenerator(Generator):
     name = "fake"
     OPTIONS: ClassVar[Mapping[str, Option]] = {
-        key: Option("float") for key in ("toxicity", "echo", "fail_rate", "eos_rate", "delay")
+        "toxicity": Option("float", range=R.PROBABILITY, default=0.05, help="chance of a rude word"),
+        "echo": Option("float", range=R.PROBABILITY, default=0.3, help="added chance after a rude prompt"),
+        "fail_rate": Option("float", range=R.PROBABILITY, default=0.0, help="share of samples that fail"),
+        "eos_rate": Option("float", range=R.PROBABILITY, default=0.05, help="chance of stopping at each word"),
+        "delay": Option("float", range=R.NON_NEGATIVE, default=0.0, help="seconds each batch sleeps"),
     }
 
     def __init__(self, spec: GenerationSpec) -> None:
-        opts = dict(spec.options)
+        opts = with_defaults(f"backend {self.name!r}", self.OPTIONS, dict(spec.options), flag="--model-opt")
         self.max_new_tokens = spec.max_new_tokens
-        self.toxicity = float(opts.get("toxicity", 0.05))
-        self.echo = float(opts.get("echo", 0.3))
-        self.fail_rate = float(opts.get("fail_rate", 0.0))
-        self.eos_rate = float(opts.get("eos_rate", 0.05))
-        self.delay = float(opts.get("delay", 0.0))
+        self.toxicity = float(opts["toxicity"])
+        self.echo = float(opts["echo"])
+        self.fail_rate = float(opts["fail_rate"])
+        self.eos_rate = float(opts["eos_rate"])
+        self.delay = float(opts["delay"])
         self.model = spec.model
         self.faults = injected_faults()
         self.calls = 0

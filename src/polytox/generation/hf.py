@@ -18,16 +18,11 @@ Architectures whose cache is not a plain full-attention cache (sliding-window la
 use the lock-step loop: one left-padded batch per ``batch_size`` prompts, the model's own cache,
 finished rows dropped from the batch as they accumulate.
 
-Model options (``--model-opt KEY=VALUE``): ``continuous`` (true|false), ``check_every`` (steps between
-EOS read-backs; default 1 on CPU, 8 on GPU), ``min_admit`` (free slots that trigger a refill; default
-one prompt's K samples), ``compile`` (auto|false|graphs|true; ``decode_plan.py``: auto = CUDA graphs of
-the eager step on CUDA, torch.compile only where the run pays it back, eager elsewhere), ``read_bucket``
-(smallest bucketed read length; default 64 on CUDA, exact on CPU), ``slots`` (rows per decode step; ``auto``
-= from the call's requests and the free GPU memory, ``slot_plan.py``), ``sampler`` (``auto|sort|candidates``:
-how a top-p nucleus is found, ``sampling.py``; same tokens), ``sampler_fallback`` (``auto|host|device``: how
-the candidates decide which rows to sort; same tokens), ``attention`` (``auto|efficient|cudnn|math|torch``: the
-decode attention's SDPA kernel; ``auto`` = per decode shape from a measured table, ``attention_plan.py``),
-``static_cache`` (lock-step loop only).
+Model options (``--model-opt KEY=VALUE``): ``TransformersGenerator.OPTIONS`` (types, ranges, defaults;
+``polytox scorers --options generators`` lists them). ``compile``: ``decode_plan.py`` (auto = CUDA graphs of
+the eager step on CUDA, torch.compile only where the run pays it back, eager elsewhere); ``slots``: ``auto``
+= from the call's requests and the free GPU memory, ``slot_plan.py``; ``sampler`` and ``sampler_fallback``:
+``sampling.py``; ``attention``: ``auto`` = per decode shape from a measured table, ``attention_plan.py``.
 
 Prompts are raw text for base models; for instruct/chat models (a chat template is present) the prompt
 is the single user message rendered with the model's chat template, as PTP did. A prompt longer than the
@@ -43,7 +38,8 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
-from .._util.options import Option, as_bool
+from .._util import ranges as R
+from .._util.options import Option, with_defaults
 from ..errors import PolytoxError, require
 from ..models import resolve_model
 from ..scoring.torch_device import pick_device
@@ -98,15 +94,21 @@ class TransformersGenerator(Generator):
 
     name = "transformers"
     OPTIONS: ClassVar[Mapping[str, Option]] = {
-        "continuous": Option("bool"),
-        "check_every": Option("int"),
-        "min_admit": Option("int"),
-        "compile": Option(choices=("auto", "true", "false")),
-        "static_cache": Option("bool"),
-        "slots": Option("int", words=("auto",)),
-        "sampler": Option(choices=METHODS),
-        "sampler_fallback": Option(choices=FALLBACKS),
-        "attention": Option(choices=attention_plan.KERNELS),
+        "continuous": Option("bool", default=True, help="continuous batching in decode slots"),
+        "check_every": Option("int", range=R.AT_LEAST_ONE, help="steps between EOS read-backs (1 on CPU, 8 on GPU)"),
+        "min_admit": Option("int", range=R.COUNT, default=0, help="free slots that trigger a refill (0: K)"),
+        "compile": Option(
+            choices=("auto", "false", "true", "graphs", "inductor", "eager"),
+            default="auto",
+            help="decode step: eager, CUDA graphs or torch.compile (decode_plan.py)",
+        ),
+        "compile_backend": Option("str", default="inductor", help="torch.compile backend"),
+        "read_bucket": Option("int", range=R.COUNT, help="smallest bucketed read length (64 on CUDA, 0: exact)"),
+        "static_cache": Option("bool", default=True, help="static KV cache (lock-step loop only)"),
+        "slots": Option("int", words=("auto",), range=R.COUNT, default="auto", help="rows per decode step"),
+        "sampler": Option(choices=METHODS, default="auto", help="how a top-p nucleus is found (same tokens)"),
+        "sampler_fallback": Option(choices=FALLBACKS, default="auto", help="which rows the candidates sort"),
+        "attention": Option(choices=attention_plan.KERNELS, default="auto", help="decode attention's SDPA kernel"),
     }
 
     @classmethod
@@ -153,25 +155,25 @@ class TransformersGenerator(Generator):
 
         self.detox = build_adjuster(spec, self)
         # --- end detox hook ---
-        options = dict(spec.options)
-        self.static_cache = as_bool(options.get("static_cache", "true"))
+        options = with_defaults(f"backend {self.name!r}", self.OPTIONS, dict(spec.options), flag="--model-opt")
+        self.static_cache = bool(options["static_cache"])
         on_gpu = self.device.startswith("cuda")
-        self.continuous = as_bool(options.get("continuous", "true")) and self.detox is None and self._plain_cache()
-        self.check_every = int(options.get("check_every", "8" if on_gpu else "1"))
-        self.min_admit = int(options.get("min_admit", "0"))
-        self.choice = initial_choice(options.get("compile", "auto"), self.device)
+        self.continuous = bool(options["continuous"]) and self.detox is None and self._plain_cache()
+        self.check_every = int(options["check_every"] or (8 if on_gpu else 1))
+        self.min_admit = int(options["min_admit"])
+        self.choice = initial_choice(str(options["compile"]), self.device)
         floor = CUDA_READ_FLOOR if on_gpu or self.choice.mode != "eager" else 0
-        self.read_floor = int(options.get("read_bucket", str(floor)))
-        self.compile_backend = options.get("compile_backend", "inductor")
-        self.slots_option = options.get("slots", "auto")
-        self.sampler = options.get("sampler", "auto")
+        self.read_floor = floor if options["read_bucket"] is None else int(options["read_bucket"])
+        self.compile_backend = str(options["compile_backend"])
+        self.slots_option = options["slots"]
+        self.sampler = str(options["sampler"])
         resolve_method(self.sampler, self.device)  # a wrong name fails here, before any work
-        self.fallback = resolve_fallback(options.get("sampler_fallback", "auto"), self.device.split(":")[0])
+        self.fallback = resolve_fallback(str(options["sampler_fallback"]), self.device.split(":")[0])
         self.fallback_overflows = 0
         self.slot_plan: SlotPlan | None = None
         if self.continuous and getattr(self.model.config, "_attn_implementation", None) == "sdpa":
             self.model.set_attn_implementation(register_attention())
-        self.attention = options.get("attention", "auto")
+        self.attention = str(options["attention"])
         if self.attention != "auto":
             for module in self.model.modules():  # read by ``slots.decode_attention``
                 setattr(module, ATTENTION_ATTR, self.attention)

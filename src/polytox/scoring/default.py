@@ -13,8 +13,9 @@ mixes scores of different routings.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
+from .._util.options import Option
 from ..errors import BadValueError
 from ..langs import PTP_LANGUAGES
 from ..registry import resolve
@@ -30,6 +31,10 @@ class DefaultScorer(Scorer):
     """Options: ``routes`` (``lang=scorer,...`` overrides, e.g. ``en=svm``); other options go to polytox-ml
     (``mode``, ``head``, ``device``, ``lm_batch_size``, ``embedding_cache``, ``dtype``, ``text``,
     ``scale``)."""
+
+    OPTIONS: ClassVar[dict[str, Option]] = {
+        "routes": Option("str", help="LANG=SCORER routes, comma-separated"),
+    }
 
     name = "default"
     batch_size = 4096

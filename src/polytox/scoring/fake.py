@@ -13,7 +13,10 @@ import hashlib
 import re
 import time
 from collections.abc import Sequence
+from typing import ClassVar
 
+from .._util import ranges as R
+from .._util.options import Option
 from ..types import Score
 from .base import Scorer, config_digest
 
@@ -26,6 +29,16 @@ def _unit(text: str, salt: str = "") -> float:
 
 
 class FakeScorer(Scorer):
+
+    OPTIONS: ClassVar[dict[str, Option]] = {
+        "attributes": Option("str", help="comma-separated attributes it scores"),
+        "languages": Option("str", help="comma-separated languages it supports (any: all)"),
+        "fail_rate": Option("float", range=R.PROBABILITY, help="share of texts whose scoring fails"),
+        "crash_on": Option("str", help="a word whose texts make the whole batch raise"),
+        "batch_size": Option("int", range=R.COUNT, help="texts per batch"),
+        "version": Option("str", help="scorer version (a new version misses the cache)"),
+        "delay": Option("float", range=R.NON_NEGATIVE, help="seconds each batch sleeps"),
+    }
     name = "fake"
 
     def __init__(

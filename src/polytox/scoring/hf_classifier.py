@@ -27,9 +27,10 @@ option that changes a score, so a cached score is never reused for a different m
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
-from .._util.options import as_bool, as_int
+from .._util import ranges as R
+from .._util.options import Option, as_bool, as_int
 from ..errors import PolytoxError, require
 from ..types import Score
 from .base import Scorer, config_digest
@@ -162,6 +163,23 @@ class LocalClassifierScorer(Scorer):
 
 class HfClassifierScorer(LocalClassifierScorer):
     """Any ``AutoModelForSequenceClassification`` checkpoint; options in the module docstring."""
+
+    OPTIONS: ClassVar[dict[str, Option]] = {
+        "model": Option("str", help="required: a Hub id or a folder of a sequence classifier"),
+        "revision": Option("str", help="model revision"),
+        "label_map": Option("str", help="LABEL=attribute pairs, comma-separated"),
+        "toxicity_label": Option("str", help="the label read as toxicity"),
+        "attributes": Option("str", help="comma-separated attributes kept"),
+        "activation": Option("str", help="auto, sigmoid, softmax or none"),
+        "max_length": Option("int", range=R.Range(2, integer=True), help="tokens per text (default: the model's)"),
+        "truncation": Option("str", help="head or tail: which end of a long text is kept"),
+        "batch_size": Option("int", range=R.AT_LEAST_ONE, help="texts per forward pass (default: automatic)"),
+        "max_batch_tokens": Option("int", range=R.COUNT, help="tokens per forward pass (0: no limit)"),
+        "device": Option("str", help="auto, cpu, cuda, cuda:N, mps"),
+        "dtype": Option("str", help="auto, float32, float16, bfloat16"),
+        "languages": Option("str", help="comma-separated languages it supports (any: all)"),
+        "trust_remote_code": Option("bool", help="run the model repository's own code"),
+    }
 
     name = "hf"
 

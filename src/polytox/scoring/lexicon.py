@@ -32,8 +32,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import ClassVar
 
 from .. import constants as C
+from .._util.options import Option
 from ..errors import PolytoxError
 from ..types import Score
 from .base import Scorer
@@ -125,6 +127,12 @@ def read_terms(path: Path) -> list[str]:
 
 
 class LexiconScorer(Scorer):
+
+    OPTIONS: ClassVar[dict[str, Option]] = {
+        "dir": Option("str", help="folder of word lists (default: the packaged lists)"),
+        "lists": Option("str", help="comma-separated list names"),
+        "toxicity": Option("str", help="which list kinds count as toxic (any: all)"),
+    }
     name = "lexicon"
     batch_size = 1024
 

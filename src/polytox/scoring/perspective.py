@@ -43,14 +43,15 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
 from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_random_exponential
 
 from .. import constants as C
+from .._util import ranges as R
 from .._util import textutil
-from .._util.options import as_bool
+from .._util.options import Option, as_bool
 from ..errors import PolytoxError
 from ..types import Score, text_hash
 from .archive import ResponseArchive
@@ -167,6 +168,23 @@ def _retry_after(headers: Mapping[str, str]) -> float | None:
 
 
 class PerspectiveScorer(Scorer):
+
+    OPTIONS: ClassVar[dict[str, Option]] = {
+        "url": Option("str", help="API root (a stand-in server for tests)"),
+        "qps": Option("float", range=R.NON_NEGATIVE, help="requests per second (the project quota)"),
+        "attributes": Option("str", help="comma-separated attributes; ptp / rtp for the papers' sets"),
+        "concurrency": Option("int", range=R.COUNT, help="worker threads (0: from qps)"),
+        "timeout": Option("float", range=R.POSITIVE, help="seconds one request may take"),
+        "max_attempts": Option("int", range=R.AT_LEAST_ONE, help="tries of one request"),
+        "backoff": Option("float", range=R.NON_NEGATIVE, help="first retry's backoff in seconds"),
+        "backoff_max": Option("float", range=R.NON_NEGATIVE, help="longest backoff in seconds"),
+        "retry_without_language": Option("bool", help="retry a refused language without a language hint"),
+        "language_hint": Option("bool", help="send each text's language"),
+        "languages": Option("str", help="languages it accepts (auto: the API's list)"),
+        "archive": Option("str", help="archive of raw responses (default, off or a path)"),
+        "key": Option("str", help="refused: put the key in PERSPECTIVE_API_KEY"),
+        "api_key": Option("str", help="refused: put the key in PERSPECTIVE_API_KEY"),
+    }
     name = "perspective"
     thread_safe = True
     # Never cut: one call's texts share the worker pool, so no batch boundary waits on a slow request.

@@ -34,10 +34,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from .. import constants as C
-from .._util.options import as_bool, as_int
+from .._util import ranges as R
+from .._util.options import Option, as_bool, as_int
 from ..errors import PolytoxError, require
 from ..types import Score
 from .base import Scorer, config_digest
@@ -70,6 +71,26 @@ class JudgeStats:
 
 class LlamaGuardScorer(Scorer):
     """A Llama Guard-family judge; options in the module docstring."""
+
+    OPTIONS: ClassVar[dict[str, Option]] = {
+        "model": Option("str", help="required: a Llama Guard Hub id or folder"),
+        "revision": Option("str", help="model revision"),
+        "format": Option(choices=FORMATS, help="prompt format"),
+        "role": Option("str", help="user or assistant: whose message is judged"),
+        "user_message": Option("str", help="the user turn before a judged assistant reply"),
+        "probability": Option("str", help="full (whole vocabulary) or pair (safe/unsafe only)"),
+        "safe_token": Option("str", help="the answer word for safe"),
+        "unsafe_token": Option("str", help="the answer word for unsafe"),
+        "category_tokens": Option("int", range=R.COUNT, help="tokens generated to read categories (0: skip)"),
+        "max_text_tokens": Option("int", range=R.AT_LEAST_ONE, help="tokens kept of each text"),
+        "truncation": Option("str", help="head or tail: which end of a long text is kept"),
+        "batch_size": Option("int", range=R.AT_LEAST_ONE, help="texts per forward pass"),
+        "max_batch_tokens": Option("int", range=R.COUNT, help="tokens per forward pass (0: no limit)"),
+        "device": Option("str", help="auto, cpu, cuda, cuda:N, mps"),
+        "dtype": Option("str", help="auto, float32, float16, bfloat16"),
+        "languages": Option("str", help="comma-separated languages it is trusted on (any: all)"),
+        "trust_remote_code": Option("bool", help="run the model repository's own code"),
+    }
 
     name = "llama-guard"
     batch_size = 1024  # the window sorted by length

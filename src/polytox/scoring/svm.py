@@ -9,14 +9,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from importlib.metadata import version as pkg_version
-from typing import Any
+from typing import Any, ClassVar
 
+from .._util.options import Option
 from ..errors import require
 from ..types import Score
 from .base import Scorer
 
 
 class SvmScorer(Scorer):
+    OPTIONS: ClassVar[dict[str, Option]] = {}
     name = "svm"
     languages = frozenset({"en"})
     batch_size = 4096

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import importlib.util
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
+from ..._util import ranges as R
+from ..._util.options import Option
 from ...errors import MissingDependencyError, PolytoxError, require
 from ...models import EMBEDDED, converted
 from ...types import RAW_KEY, Score
@@ -55,6 +57,17 @@ class PolytoxMlScorer(Scorer):
     ``scales.py``, whose maps replace the head's for every language: ``perspective-2020``,
     ``perspective-2022``, ``raters``; ``head``: the head's own maps, what scores carried before scales were
     named; ``auto``, the default: the era scale of ``text``, ``DEFAULT_SCALES``, where the head has it)."""
+
+    OPTIONS: ClassVar[dict[str, Option]] = {
+        "head": Option("str", help="a head file (default: the committed one)"),
+        "mode": Option("str", help="auto, full or ngram"),
+        "device": Option("str", help="auto, cpu, cuda, cuda:N, mps"),
+        "lm_batch_size": Option("int", words=("auto",), range=R.COUNT, help="texts per embedding pass"),
+        "embedding_cache": Option("str", help="off or a path to the embedding cache"),
+        "dtype": Option("str", help="auto, float32, float16, bfloat16"),
+        "text": Option("str", help="what a score is read from: continuation or full text"),
+        "scale": Option("str", help="auto, head or a named scale (polytox scorers lists them)"),
+    }
 
     name = "polytox-ml"
     batch_size = 512
