@@ -104,6 +104,13 @@ def _add_probe_flags(p: argparse.ArgumentParser) -> None:
         "rows weigh 1; 0: RTP-LX alone)",
     )
     p.add_argument(
+        "--everyday-weight",
+        type=float,
+        default=0.0,
+        help="weight per row of the everyday sentences' trainable fit part (ud-sentences/, presumed "
+        "harmless in every language) in the ridges, the non-English combiner and probe (0: left out)",
+    )
+    p.add_argument(
         "--english-attention",
         action=argparse.BooleanOptionalAction,
         default=True,
@@ -210,6 +217,7 @@ def run(args: argparse.Namespace) -> int:
         attention_alpha_w=penalties[0],
         attention_alpha_v=penalties[1],
         attention_human_weight=args.attention_human_weight or None,
+        everyday_weight=args.everyday_weight or None,
         english_attention=args.english_attention,
         english_attention_alpha_w=en_penalties[0],
         english_attention_alpha_v=en_penalties[1],
@@ -224,7 +232,7 @@ def run(args: argparse.Namespace) -> int:
     )
     with OutputLock(args.out, kind="file"):  # one writer per head file; refused at once, naming the holder
         started = time.perf_counter()
-        examples = select(training_pool(args.shared, langs), config)
+        examples = select(training_pool(args.shared, langs, everyday=config.everyday_weight is not None), config)
         baselines: dict[str, Any] = {}
         notes: list[str] = []
         if not args.no_baselines:
