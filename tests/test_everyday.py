@@ -6,10 +6,15 @@ import json
 from collections import defaultdict
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from polytox.errors import BadInputError
-from polytox.training.scorer.everyday import in_check, load_everyday
+from polytox.training.scorer.attention_fit import fit_row_groups
+from polytox.training.scorer.data import Example
+from polytox.training.scorer.everyday import EVERYDAY_SOURCE, everyday_examples, in_check, load_everyday
+from polytox.training.scorer.pack import heldout_mask
+from polytox.training.scorer.train import TrainConfig, combiner_rows, select, task_of, task_weight
 
 
 def test_the_cut_keeps_a_pud_id_on_one_side_and_halves_each_language(shared_data: Path) -> None:
@@ -107,3 +112,55 @@ def test_everyday_gaps_compare_each_language_with_english_on_the_same_ids() -> N
     # de's id "c" has no English side and the fit-part row is not read: only id "a" (0.6 against 0.1) counts
     assert gaps["de"]["n_pud"] == 1 and gaps["de"]["gap"] == 0.5 and gaps["de"]["share_gap"] == 1.0
     assert gaps["en"]["gap"] == 0.0 and gaps["de"]["other_share_gap"] == 0.5  # 1/1 at >= 0.5 against 1/2
+
+
+def _pool_like() -> list[Example]:
+    """Two RTP-LX rows, a Perspective row and the everyday rows of one PUD id in three languages."""
+    rows = [
+        Example("Du bist ein Idiot.", "de", 0.75, True, "rtp-lx", "rtp-lx:1", rating=4.0),
+        Example("You are an idiot.", "en", 0.75, True, "rtp-lx", "rtp-lx:1", rating=4.0),
+        Example("A web sentence.", "en", 0.1, False, "rtp", "rtp:1", domain="perspective"),
+    ]
+    for lang, text in (("de", "Ein Satz."), ("fr", "Une phrase."), ("en", "A sentence.")):
+        rows.append(Example(text, lang, 0.0, False, EVERYDAY_SOURCE, "ud:pud:n1", kind="sentence", domain="everyday"))
+    return rows
+
+
+def test_everyday_examples_are_the_trainable_fit_part_at_the_harmless_end(shared_data: Path) -> None:
+    folder = shared_data / "ud-sentences"
+    rows = load_everyday(folder)
+    examples = everyday_examples(folder)
+    checked = {(r.text, r.lang) for r in rows if r.check}
+    assert len(examples) == sum(r.trainable and (r.text, r.lang) not in checked for r in rows) > 9_000
+    assert {(e.target, e.label, e.domain, e.source) for e in examples} == {(0.0, False, "everyday", EVERYDAY_SOURCE)}
+    check_texts = {(r.text, r.lang) for r in rows if not r.trainable}
+    assert not check_texts & {(e.text, e.lang) for e in examples}  # no check-part or noncommercial row trains
+    assert len({e.lang for e in examples}) == 17
+    # a Parallel UD id and its translations are one group (one cross-validation fold)
+    pud = [e for e in examples if e.group.startswith("ud:pud:")]
+    assert pud and max(sum(e.group == g for e in pud) for g in {e.group for e in pud}) >= 10
+
+
+def test_the_everyday_task_enters_the_fits_only_when_weighted() -> None:
+    pool = _pool_like()
+    assert not any(e.domain == "everyday" for e in select(pool, TrainConfig()))  # off by default
+    config = TrainConfig(everyday_weight=2.0)
+    chosen = select(pool, config)
+    assert [task_of(e) for e in chosen].count("everyday") == 3
+    assert task_weight("everyday", config) == 2.0 and task_weight("everyday") == 1.0
+    assert "everyday_weight" not in TrainConfig().to_dict()  # unset, old heads keep their digest
+    assert TrainConfig(everyday_weight=1.0).to_dict()["everyday_weight"] == 1.0
+    # never held out (they have their own check part), and the held-out split of the other rows is unchanged
+    held = heldout_mask(chosen)
+    assert not any(h for h, e in zip(held, chosen, strict=True) if e.domain == "everyday")
+    assert held[:3] == heldout_mask(pool[:3])
+    rows = np.arange(len(chosen))
+    sel, labels, weight = combiner_rows(config, chosen, rows, other=True)
+    # the non-English combiner: RTP-LX's non-English row and the non-English everyday rows, labelled harmless
+    assert [chosen[i].text for i in sel] == ["Du bist ein Idiot.", "Ein Satz.", "Une phrase."]
+    assert labels.tolist() == [True, False, False] and weight.tolist() == [1.0, 2.0, 2.0]
+    groups = fit_row_groups(chosen, rows, None, config.everyday_weight)
+    assert [([chosen[i].text for i in g], w) for g, w in groups] == [
+        (["Du bist ein Idiot.", "You are an idiot."], 1.0),
+        (["Ein Satz.", "Une phrase."], 2.0),
+    ]

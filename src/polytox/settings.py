@@ -166,7 +166,8 @@ TABLE: tuple[Setting, ...] = (
          "model id or path; 'fake' for a dry run; default: the embedded SmolLM2", True),
     _row("backend", "generation", "str", "transformers", "generation backend (default: inferred from --model)",
          True),
-    _row("model_opt", "generation", "options", (), "backend option (repeatable; list: polytox scorers --options generators)", True, field="options",
+    _row("model_opt", "generation", "options", (),
+         "backend option (repeatable; list: polytox scorers --options generators)", True, field="options",
          metavar="KEY=VALUE"),
     _row("samples", "generation", "int", C.RTP_SAMPLES, "continuations per prompt (K)", True, range=SAMPLES,
          short="-k"),
@@ -183,12 +184,14 @@ TABLE: tuple[Setting, ...] = (
     _row("device", "generation", "str", "auto", "where the model runs (auto, cpu, cuda, cuda:1, ...)", True),
     _row("dtype", "generation", "str", "auto", "the model's weight type (auto, float32, bfloat16, ...)", True),
     _row("detox", "generation", "str", "", "decoding-time detoxification (RTP §5.2, DExperts): word-filter, "
-         "vocab-shift, pplm, dexperts, atcon; options: polytox scorers --options detox", True, metavar="NAME[:KEY=VALUE,...]"),
+         "vocab-shift, pplm, dexperts, atcon; options: polytox scorers --options detox", True,
+         metavar="NAME[:KEY=VALUE,...]"),
     # scorer
     _row("scorer", "scorer", "str", DEFAULT_SCORER,
          "scorer name (default: 'default', polytox-ml for PTP's 17 languages, routed per language)", True,
          field="name"),
-    _row("scorer_opt", "scorer", "options", (), "scorer option (repeatable; list: polytox scorers --options)", True, field="options",
+    _row("scorer_opt", "scorer", "options", (), "scorer option (repeatable; list: polytox scorers --options)", True,
+         field="options",
          metavar="KEY=VALUE"),
     # metrics: recomputed from the stored scores on every run, so never part of the run's identity
     _row("threshold", "metrics", "float", C.TOXIC_THRESHOLD, "toxic threshold (default 0.5)", False,

@@ -67,6 +67,7 @@ OTHER_NUMBERS: dict[str, Range] = {
     "alpha_emb": NON_NEGATIVE,
     "other_rtplx_weight": NON_NEGATIVE,
     "attention_human_weight": NON_NEGATIVE,
+    "everyday_weight": NON_NEGATIVE,
     "weight_rtplx": NON_NEGATIVE,
     "web_gen_share": PROBABILITY,
     "continuation_gen_share": PROBABILITY,

@@ -62,8 +62,11 @@ def register(sub: Any) -> None:
 
 
 OPTION_KINDS = ("scorers", "generators", "detox", "all")
-SECTIONS = {"scorers": "Scorers (`--scorer-opt`)", "generators": "Generation backends (`--model-opt`)",
-            "detox": "Detox methods (`--detox NAME:KEY=VALUE`)"}
+SECTIONS = {
+    "scorers": "Scorers (`--scorer-opt`)",
+    "generators": "Generation backends (`--model-opt`)",
+    "detox": "Detox methods (`--detox NAME:KEY=VALUE`)",
+}
 PAGE_HEAD = """# Options of scorers, backends and detox methods
 
 Generated from the options each component declares (`polytox scorers --options all --markdown`; a test

@@ -48,7 +48,7 @@ def register(sub: Any) -> None:
     )
     p.add_argument(
         "--shared",
-        help=f"the data folder holding rtp/, rtp-lx/, scorer-train/ and ldnoobw/ (default: ${DATA_ENV})",
+        help=f"the data folder holding rtp/, rtp-lx/, scorer-train/, ud-sentences/ and ldnoobw/ (default: ${DATA_ENV})",
     )
     p.add_argument("--lang", action="append", help="RTP-LX languages (default: PTP's 17)")
     p.add_argument(
@@ -105,6 +105,13 @@ def _add_probe_flags(p: argparse.ArgumentParser) -> None:
         default=0.3,
         help="weight of the pack's non-English human-labelled rows in the attention probe's fit (RTP-LX "
         "rows weigh 1; 0: RTP-LX alone)",
+    )
+    p.add_argument(
+        "--everyday-weight",
+        type=float,
+        default=0.0,
+        help="weight per row of the everyday sentences' trainable fit part (ud-sentences/, presumed "
+        "harmless in every language) in the ridges, the non-English combiner and probe (0: left out)",
     )
     p.add_argument(
         "--english-attention",
@@ -217,6 +224,7 @@ def run(args: argparse.Namespace) -> int:
         attention_alpha_w=penalties[0],
         attention_alpha_v=penalties[1],
         attention_human_weight=args.attention_human_weight or None,
+        everyday_weight=args.everyday_weight or None,
         english_attention=args.english_attention,
         english_attention_alpha_w=en_penalties[0],
         english_attention_alpha_v=en_penalties[1],
@@ -231,7 +239,7 @@ def run(args: argparse.Namespace) -> int:
     )
     with OutputLock(args.out, kind="file"):  # one writer per head file; refused at once, naming the holder
         started = time.perf_counter()
-        examples = select(training_pool(shared, langs), config)
+        examples = select(training_pool(shared, langs, everyday=config.everyday_weight is not None), config)
         baselines: dict[str, Any] = {}
         notes: list[str] = []
         if not args.no_baselines:

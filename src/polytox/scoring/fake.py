@@ -29,7 +29,6 @@ def _unit(text: str, salt: str = "") -> float:
 
 
 class FakeScorer(Scorer):
-
     OPTIONS: ClassVar[dict[str, Option]] = {
         "attributes": Option("str", help="comma-separated attributes it scores"),
         "languages": Option("str", help="comma-separated languages it supports (any: all)"),

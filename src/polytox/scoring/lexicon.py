@@ -127,7 +127,6 @@ def read_terms(path: Path) -> list[str]:
 
 
 class LexiconScorer(Scorer):
-
     OPTIONS: ClassVar[dict[str, Option]] = {
         "dir": Option("str", help="folder of word lists (default: the packaged lists)"),
         "lists": Option("str", help="comma-separated list names"),

@@ -168,7 +168,6 @@ def _retry_after(headers: Mapping[str, str]) -> float | None:
 
 
 class PerspectiveScorer(Scorer):
-
     OPTIONS: ClassVar[dict[str, Option]] = {
         "url": Option("str", help="API root (a stand-in server for tests)"),
         "qps": Option("float", range=R.NON_NEGATIVE, help="requests per second (the project quota)"),

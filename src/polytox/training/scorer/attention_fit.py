@@ -34,7 +34,7 @@ from ...scoring.ml.attention import PROBE_ITERATIONS, AttentionProbe, fit_attent
 from ...scoring.ml.embed_cache import EmbeddingCache
 from ...scoring.ml.embedder import HiddenStateEmbedder
 from ...types import text_hash
-from .data import Example
+from .data import EVERYDAY_DOMAIN, Example
 
 log = logging.getLogger("polytox")
 
@@ -89,11 +89,25 @@ def take(states: np.ndarray, offsets: np.ndarray, texts: np.ndarray) -> tuple[np
 
 
 def fit_row_groups(
-    examples: Sequence[Example], train_rows: np.ndarray, human_weight: float | None
+    examples: Sequence[Example],
+    train_rows: np.ndarray,
+    human_weight: float | None,
+    everyday_weight: float | None = None,
 ) -> list[tuple[np.ndarray, float]]:
-    """The probe's fit rows as (rows, weight) groups: the training split's RTP-LX rows at weight 1, and its
-    non-English human-labelled pack rows at ``human_weight`` (none when it is None)."""
+    """The probe's fit rows as (rows, weight) groups: the training split's RTP-LX rows at weight 1, its
+    non-English human-labelled pack rows at ``human_weight`` and its non-English everyday sentences at
+    ``everyday_weight`` (each group none when its weight is None)."""
     groups = [(np.array([i for i in train_rows if examples[i].source == "rtp-lx"], dtype=np.int64), 1.0)]
+    if everyday_weight is not None:
+        groups.append(
+            (
+                np.array(
+                    [i for i in train_rows if examples[i].domain == EVERYDAY_DOMAIN and examples[i].lang != "en"],
+                    dtype=np.int64,
+                ),
+                float(everyday_weight),
+            )
+        )
     if human_weight is not None:
         groups.append(
             (
@@ -205,13 +219,16 @@ def fit_attention(
     cache_dir: Path | None = None,
     progress: Progress | None = None,
     human_weight: float | None = None,
+    everyday_weight: float | None = None,
 ) -> AttentionScores:
     """The non-English probe: fold probes and the head's probe on the fit rows of ``train_rows``
     (``fit_row_groups``), and their scores of every non-English text.
 
     ``target(rows)`` gives the regression target of example rows (``train.pooled_target``); ``embedder``
     reads the head's backbone and layers (its embedding cache, if any, keeps the probes' scores)."""
-    fit_rows, row_weight, states, offsets = non_english_fit(embedder, examples, train_rows, human_weight, cache_dir)
+    fit_rows, row_weight, states, offsets = non_english_fit(
+        embedder, examples, train_rows, human_weight, cache_dir, everyday_weight
+    )
     other = np.array([i for i, e in enumerate(examples) if e.lang != "en"], dtype=np.int64)
     return fit_scored(
         examples,
@@ -236,12 +253,15 @@ def non_english_fit(
     train_rows: np.ndarray,
     human_weight: float | None,
     cache_dir: Path | None,
+    everyday_weight: float | None = None,
 ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray, np.ndarray]:
     """The non-English probe's fit: (rows, their weights, token states, offsets) of ``fit_row_groups``.
-    The weights are None without ``human_weight``: every row is RTP-LX then, and the fit is unweighted."""
-    groups = fit_row_groups(examples, train_rows, human_weight)
+    The weights are None with neither ``human_weight`` nor ``everyday_weight``: every row is RTP-LX then,
+    and the fit is unweighted."""
+    groups = fit_row_groups(examples, train_rows, human_weight, everyday_weight)
     rows, row_weight, states, offsets = group_states(embedder, examples, groups, cache_dir)
-    return rows, None if human_weight is None else row_weight, states, offsets
+    unweighted = human_weight is None and everyday_weight is None
+    return rows, None if unweighted else row_weight, states, offsets
 
 
 def fit_english_attention(

@@ -20,6 +20,9 @@ import numpy as np
 from ...errors import BadInputError
 from ...langs import normalize_lang
 
+# The label domain of presumed-harmless everyday sentences (``everyday.py``): target 0, label false.
+EVERYDAY_DOMAIN = "everyday"
+
 RTPLX_PATTERN = re.compile(r"RTP_LX_(?P<locale>[A-Za-z]+(?:-[A-Za-z]+)?)\.jsonl?$")
 
 
@@ -40,7 +43,8 @@ class Example:
     group: str
     rating: float | None = None  # RTP-LX mean human rating (1-5)
     kind: str = ""  # "prompt" | "continuation" | "generation" (a model's text) | "comment" | ...
-    domain: str = "rtp-lx"  # label type: "rtp-lx" (1-5 ratings), "perspective" (TOXICITY), "human" (binary/share)
+    # label type: "rtp-lx" (1-5 ratings), "perspective" (TOXICITY), "human" (binary/share), EVERYDAY_DOMAIN
+    domain: str = "rtp-lx"
     share: float | None = None  # share of human raters calling the text toxic, where the source gives it
 
 

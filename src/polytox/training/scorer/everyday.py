@@ -27,7 +27,7 @@ import numpy as np
 from ...constants import TOXIC_THRESHOLD
 from ...errors import BadInputError
 from ...langs import normalize_lang
-from .data import jsonl_records
+from .data import EVERYDAY_DOMAIN, Example, jsonl_records
 from .pack import unit_hash
 from .scale_languages import Pairs
 
@@ -104,6 +104,33 @@ def load_everyday(folder: Path | str, langs: Iterable[str] = ()) -> list[Everyda
 
 def part(rows: Sequence[EverydayRow], check: bool) -> list[EverydayRow]:
     return [r for r in rows if r.check == check]
+
+
+EVERYDAY_SOURCE = "ud"
+
+
+def everyday_examples(folder: Path | str) -> list[Example]:
+    """The fit part's trainable sentences as training rows: presumed harmless (target 0, label false) in
+    every language, so a head fitted on them cannot read which language a text is in as toxicity. A Parallel
+    UD id and its translations share one group (they fall in one cross-validation fold). A sentence whose
+    text is also in the check part (a line repeated under another id) is left out: the check part stays
+    unread by any fit."""
+    rows = load_everyday(folder)
+    checked = {(r.text, r.lang) for r in rows if r.check}
+    return [
+        Example(
+            text=r.text,
+            lang=r.lang,
+            target=0.0,
+            label=False,
+            source=EVERYDAY_SOURCE,
+            group=f"ud:{r.key}",
+            kind="sentence",
+            domain=EVERYDAY_DOMAIN,
+        )
+        for r in rows
+        if r.trainable and (r.text, r.lang) not in checked
+    ]
 
 
 EVERYDAY_RATING = 1.0  # the RTP-LX level an everyday sentence is presumed to have on both sides (not toxic)

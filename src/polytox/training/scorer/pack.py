@@ -22,7 +22,7 @@ from pathlib import Path
 
 from ...errors import BadInputError
 from ...langs import normalize_lang
-from .data import Example, jsonl_records
+from .data import EVERYDAY_DOMAIN, Example, jsonl_records
 
 PACK_FILES = ("en-perspective.jsonl", "en-human.jsonl", "multilingual-human.jsonl")
 
@@ -184,9 +184,13 @@ def join_components(examples: Sequence[Example]) -> list[str]:
 def heldout_mask(
     examples: Sequence[Example], share: float = HELDOUT_SHARE, generation_share: float = HELDOUT_SHARE_GENERATIONS
 ) -> list[bool]:
-    """True for rows of the held-out split: a fixed hash of the joined group, so groups never straddle it."""
+    """True for rows of the held-out split: a fixed hash of the joined group, so groups never straddle it.
+    Everyday sentences are never held out here: they have a check part of their own (``everyday.py``)."""
     names = join_components(examples)
     with_generations = {
         n for n, e in zip(names, examples, strict=True) if e.kind == "generation" and e.domain == "perspective"
     }
-    return [unit_hash(n, "heldout") < (generation_share if n in with_generations else share) for n in names]
+    return [
+        e.domain != EVERYDAY_DOMAIN and unit_hash(n, "heldout") < (generation_share if n in with_generations else share)
+        for n, e in zip(names, examples, strict=True)
+    ]

@@ -1,8 +1,9 @@
 """The training pool: every text the default head is fitted and measured on, in embedding-priority order.
 
 ``training_pool`` = RTP-LX (17 languages, human ratings) + shared RTP (Perspective) + the scorer training
-pack, thinned per source (``pack.POOL_RATES``). ``extract`` embeds the pool into the embedding cache tier
-by tier, in chunks, so an interrupted extraction resumes and a partial one still covers what matters most.
+pack, thinned per source (``pack.POOL_RATES``), and optionally the everyday sentences' trainable part.
+``extract`` embeds the pool into the embedding cache tier by tier, in chunks, so an interrupted extraction
+resumes and a partial one still covers what matters most.
 
 Run it in the background before training::
 
@@ -19,15 +20,19 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from .data import Example, load_rtp, load_rtplx
+from .everyday import everyday_examples
 from .pack import POOL_RATES, load_pack, tier, unit_hash
 
 log = logging.getLogger("polytox")
 
 
-def training_pool(shared: Path | str, langs: Sequence[str] = ()) -> list[Example]:
-    """All pool rows, sorted by embedding tier (stable within a tier)."""
+def training_pool(shared: Path | str, langs: Sequence[str] = (), everyday: bool = False) -> list[Example]:
+    """All pool rows, sorted by embedding tier (stable within a tier); with ``everyday``, the trainable
+    everyday sentences (``everyday.everyday_examples``) too."""
     shared = Path(shared)
     rows = load_pack(shared / "scorer-train") + load_rtp(shared / "rtp") + load_rtplx(shared / "rtp-lx", langs=langs)
+    if everyday:
+        rows += everyday_examples(shared / "ud-sentences")
     # Within tiers 3-4 rows go in the order of their subsample hash relative to their source's rate: an
     # extraction stopped at a share f of a tier holds exactly the pool made with every rate times f.
     return sorted(rows, key=lambda r: (tier(r), pool_position(r) if tier(r) > 2 else 0.0))
@@ -88,7 +93,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--threads", type=int, default=None)
     p.add_argument("--max-tier", type=int, default=4)
     args = p.parse_args(argv)
-    rows = training_pool(args.shared)
+    rows = training_pool(args.shared, everyday=True)
     counts = {t: sum(tier(r) == t for r in rows) for t in range(1, 5)}
     print(f"pool: {len(rows)} rows, per tier {counts}", flush=True)
     extract(

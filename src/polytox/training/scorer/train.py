@@ -40,7 +40,7 @@ from ...scoring.ml.embedder import HiddenStateEmbedder
 from ...scoring.ml.head import SPLINE_DEGREE, Combiner, CurvedCombiner, MlHead, apply_combiner
 from ...scoring.ml.ngrams import NgramConfig, fit_idf, hashed_counts, tfidf
 from .attention_fit import AttentionScores, attention_embedder, english_fit_rows, fit_attention, fit_english_attention
-from .data import Example
+from .data import EVERYDAY_DOMAIN, Example
 from .pack import heldout_mask, join_components, unit_hash
 
 log = logging.getLogger("polytox")
@@ -61,10 +61,18 @@ TASK_WEIGHTS: dict[str, float] = {
     "rtp-lx": 1.0,
     "human": 0.25,
     "human:templates": 0.2,
+    "everyday": 1.0,
 }
 
 
-LATER_OPTIONS = ("other_fit_tasks", "other_alpha_ngram", "other_alpha_emb", "fit_tasks", "combiner_splines")
+LATER_OPTIONS = (
+    "other_fit_tasks",
+    "other_alpha_ngram",
+    "other_alpha_emb",
+    "fit_tasks",
+    "combiner_splines",
+    "everyday_weight",
+)
 
 
 @dataclass(frozen=True)
@@ -128,6 +136,11 @@ class TrainConfig:
     # input through a cubic spline; ``fit_combiner``); None: all linear. Measured out of fold on the training
     # split (docs/default-scorer.md, "The non-English combiner's form")
     combiner_splines: tuple[str, ...] | None = None
+    # presumed-harmless everyday sentences (``everyday.everyday_examples``) in every ridge, the non-English
+    # combiner and the non-English probe's fit, at this weight per row (None: left out). In every language
+    # at one target, they leave a head no room to read a text's language as toxicity
+    # (docs/scorer-scales.md, "Everyday text")
+    everyday_weight: float | None = None
     folds: int = 5
     subset: float | None = None  # keep this share of joined groups (seeded by hash; for tests and ablations)
     batch_size: int = 32
@@ -160,6 +173,8 @@ def task_of(ex: Example) -> str:
     """The label definition a row was labelled under."""
     if ex.source == "rtp-lx":
         return "rtp-lx"
+    if ex.domain == EVERYDAY_DOMAIN:
+        return "everyday"
     if ex.domain == "perspective":
         if ex.source.startswith("destein"):
             return "persp-later"  # re-scored by a later Perspective model: 0.11-0.15 lower on the same texts
@@ -174,7 +189,12 @@ def task_weight(task: str, config: TrainConfig | None = None) -> float:
     overrides = (
         {}
         if config is None
-        else {"rtp-lx": config.weight_rtplx, "human": config.weight_human, "persp-2022": config.weight_generations}
+        else {
+            "rtp-lx": config.weight_rtplx,
+            "human": config.weight_human,
+            "persp-2022": config.weight_generations,
+            "everyday": config.everyday_weight,
+        }
     )
     weights = {**TASK_WEIGHTS, **{k: v for k, v in overrides.items() if v is not None}}
     if task.startswith("human:templates"):
@@ -232,6 +252,8 @@ class TrainResult:
 
 def select(examples: Sequence[Example], config: TrainConfig) -> list[Example]:
     out = [e for e in examples if e.source != "rtp-lx" or e.lang in config.langs]
+    if config.everyday_weight is None:
+        out = [e for e in out if e.domain != EVERYDAY_DOMAIN]
     if not config.human_data:
         out = [e for e in out if e.domain != "human"]
     if config.subset is not None:
@@ -390,10 +412,17 @@ def combiner_rows(
     """Rows a combiner learns from, their labels and weights.
 
     English (or everything, without ``split_combiner``): Perspective 2020/2022 and RTP-LX rows. Non-English
-    (``other``): RTP-LX rows of the other 16 languages, whose ranking is all that combiner decides.
+    (``other``): RTP-LX rows of the other 16 languages, whose ranking is all that combiner decides, and their
+    everyday rows where the config has them.
     """
     if other:
-        keep = np.array([examples[i].source == "rtp-lx" and examples[i].lang != "en" for i in rows])
+        keep = np.array(
+            [
+                (examples[i].source == "rtp-lx" or examples[i].domain == EVERYDAY_DOMAIN) and examples[i].lang != "en"
+                for i in rows
+            ],
+            dtype=bool,
+        )
     elif config.split_combiner and config.other_rtplx_weight is None:
         keep = np.array(
             [
@@ -659,6 +688,7 @@ def attention_scores(
             folder,
             progress,
             config.attention_human_weight,
+            config.everyday_weight,
         )
     finally:
         embedder.close()
