@@ -37,10 +37,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from .._util import ranges as R
 from .._util.options import Option
 from ..errors import PolytoxError, require
-from .hf_classifier import LocalClassifierScorer, as_languages, check_truncation, load_sequence_classifier
+from .hf_classifier import (
+    ENGINE_OPTIONS,
+    LocalClassifierScorer,
+    as_languages,
+    check_truncation,
+    load_sequence_classifier,
+)
 from .labels import LabelPlan, normalize_label
 from .model_identity import checkpoint_identity, local_fingerprint
 from .torch_device import dtype_name, pick_device, pick_dtype, quiet_transformers
@@ -120,12 +125,7 @@ class DetoxifyScorer(LocalClassifierScorer):
         "checkpoint": Option("str", help="a checkpoint URL or file"),
         "hf_config": Option("str", help="the transformers config the checkpoint needs"),
         "revision": Option("str", help="model revision"),
-        "max_length": Option("int", range=R.Range(2, integer=True), help="tokens per text (default: the model's)"),
-        "truncation": Option("str", help="head or tail: which end of a long text is kept"),
-        "batch_size": Option("int", range=R.AT_LEAST_ONE, help="texts per forward pass (default: automatic)"),
-        "max_batch_tokens": Option("int", range=R.COUNT, help="tokens per forward pass (0: no limit)"),
-        "device": Option("str", help="auto, cpu, cuda, cuda:N, mps"),
-        "dtype": Option("str", help="auto, float32, float16, bfloat16"),
+        **ENGINE_OPTIONS,
         "languages": Option("str", help="comma-separated languages (default: the model's)"),
     }
 

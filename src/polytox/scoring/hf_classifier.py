@@ -88,6 +88,17 @@ def load_sequence_classifier(
     return clf.eval(), tokenizer
 
 
+# The engine's options, the same for every local classifier (``hf``, ``detoxify``): declared once here.
+ENGINE_OPTIONS: dict[str, Option] = {
+    "max_length": Option("int", range=R.Range(2, integer=True), help="tokens per text (default: the model's)"),
+    "truncation": Option("str", help="head or tail: which end of a long text is kept"),
+    "batch_size": Option("int", range=R.AT_LEAST_ONE, help="texts per forward pass (default: automatic)"),
+    "max_batch_tokens": Option("int", range=R.COUNT, help="tokens per forward pass (0: no limit)"),
+    "device": Option("str", help="auto, cpu, cuda, cuda:N, mps"),
+    "dtype": Option("str", help="auto, float32, float16, bfloat16"),
+}
+
+
 class LocalClassifierScorer(Scorer):
     """Shared by ``hf`` and ``detoxify``: a ``SequenceClassifier`` engine behind the scorer contract."""
 
@@ -171,12 +182,7 @@ class HfClassifierScorer(LocalClassifierScorer):
         "toxicity_label": Option("str", help="the label read as toxicity"),
         "attributes": Option("str", help="comma-separated attributes kept"),
         "activation": Option("str", help="auto, sigmoid, softmax or none"),
-        "max_length": Option("int", range=R.Range(2, integer=True), help="tokens per text (default: the model's)"),
-        "truncation": Option("str", help="head or tail: which end of a long text is kept"),
-        "batch_size": Option("int", range=R.AT_LEAST_ONE, help="texts per forward pass (default: automatic)"),
-        "max_batch_tokens": Option("int", range=R.COUNT, help="tokens per forward pass (0: no limit)"),
-        "device": Option("str", help="auto, cpu, cuda, cuda:N, mps"),
-        "dtype": Option("str", help="auto, float32, float16, bfloat16"),
+        **ENGINE_OPTIONS,
         "languages": Option("str", help="comma-separated languages it supports (any: all)"),
         "trust_remote_code": Option("bool", help="run the model repository's own code"),
     }
