@@ -150,9 +150,12 @@ class _LoadFails(FakeGenerator):
 def test_a_model_that_fails_to_load_stops_the_run_with_its_cause(tmp_path: Path) -> None:
     registry.register("generator", "fake-load-fails", _LoadFails)  # type: ignore[arg-type]
     broken = dataclasses.replace(spec(), generation=dataclasses.replace(spec().generation, backend="fake-load-fails"))
-    with pytest.raises(RunStoppedError, match=r"the model failed to load \(fake-load-fails backend, fake\): "
-                                              r"OSError: model.safetensors: no such file; 0 of 6 shard"):
-        evaluate(broken, tmp_path / "run")
+    try:
+        with pytest.raises(RunStoppedError, match=r"the model failed to load \(fake-load-fails backend, fake\): "
+                                                  r"OSError: model.safetensors: no such file; 0 of 6 shard"):
+            evaluate(broken, tmp_path / "run")
+    finally:
+        registry.unregister("generator", "fake-load-fails")
 
 
 # ---- the command line: summary, exit codes ---------------------------------------------------------------

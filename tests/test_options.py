@@ -33,6 +33,8 @@ def components() -> list[tuple[str, str, str, Mapping[str, Option]]]:
     out: list[tuple[str, str, str, Mapping[str, Option]]] = []
     for kind, table in (("scorer", SCORERS), ("generator", GENERATORS)):
         for name, target in table.items():
+            if not isinstance(target, str):  # registered at run time (a test's plug-in), not a built-in
+                continue
             declared = declared_options(resolve(kind, name))
             assert declared is not None, f"{kind} {name!r} declares no OPTIONS"
             out.append((kind, name, target.split(":")[0], declared))

@@ -37,9 +37,13 @@ SCORERS: dict[str, str] = {
 _GROUPS = {"generator": ("polytox.generators", GENERATORS), "scorer": ("polytox.scorers", SCORERS)}
 
 
+# Registered at run time (tests, notebooks): kept apart, so the built-in tables list polytox's own only.
+_RUNTIME: dict[str, dict[str, str | Callable[..., Any]]] = {"generator": {}, "scorer": {}}
+
+
 def _table(kind: str) -> dict[str, str | Callable[..., Any]]:
     group, builtins = _GROUPS[kind]
-    table: dict[str, str | Callable[..., Any]] = dict(builtins)
+    table: dict[str, str | Callable[..., Any]] = {**builtins, **_RUNTIME[kind]}
     for ep in entry_points(group=group):
         table.setdefault(ep.name, ep.value)
     return table
@@ -52,7 +56,13 @@ def names(kind: str) -> list[str]:
 
 def register(kind: str, name: str, target: str) -> None:
     """Register ``name`` -> ``"module:attr"`` at run time (tests, notebooks)."""
-    _GROUPS[kind][1][name] = target
+    _table(kind)  # an unknown kind fails here
+    _RUNTIME[kind][name] = target
+
+
+def unregister(kind: str, name: str) -> None:
+    """Drop a run-time registration (a no-op for names never registered)."""
+    _RUNTIME[kind].pop(name, None)
 
 
 def resolve(kind: str, name: str) -> Callable[..., Any]:
