@@ -9,12 +9,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from polytox.constants import EVERYDAY_WEIGHT
 from polytox.errors import BadInputError
 from polytox.training.scorer.attention_fit import fit_row_groups
 from polytox.training.scorer.data import Example
 from polytox.training.scorer.everyday import EVERYDAY_SOURCE, everyday_examples, in_check, load_everyday
 from polytox.training.scorer.pack import heldout_mask
-from polytox.training.scorer.train import TrainConfig, combiner_rows, select, task_of, task_weight
+from polytox.training.scorer.train import TrainConfig, combiner_rows, select, task_of, task_weight, training_data
 
 
 def test_the_cut_keeps_a_pud_id_on_one_side_and_halves_each_language(shared_data: Path) -> None:
@@ -143,12 +144,14 @@ def test_everyday_examples_are_the_trainable_fit_part_at_the_harmless_end(shared
 
 def test_the_everyday_task_enters_the_fits_only_when_weighted() -> None:
     pool = _pool_like()
-    assert not any(e.domain == "everyday" for e in select(pool, TrainConfig()))  # off by default
+    assert not any(e.domain == "everyday" for e in select(pool, TrainConfig(everyday_weight=None)))  # off when unset
+    assert [task_of(e) for e in select(pool, TrainConfig())].count("everyday") == 3  # on by default
     config = TrainConfig(everyday_weight=2.0)
     chosen = select(pool, config)
     assert [task_of(e) for e in chosen].count("everyday") == 3
     assert task_weight("everyday", config) == 2.0 and task_weight("everyday") == 1.0
-    assert "everyday_weight" not in TrainConfig().to_dict()  # unset, old heads keep their digest
+    assert "everyday_weight" not in TrainConfig(everyday_weight=None).to_dict()  # unset: old heads keep their digest
+    assert TrainConfig().to_dict()["everyday_weight"] == EVERYDAY_WEIGHT  # the default trains on them
     assert TrainConfig(everyday_weight=1.0).to_dict()["everyday_weight"] == 1.0
     # never held out (they have their own check part), and the held-out split of the other rows is unchanged
     held = heldout_mask(chosen)
@@ -164,3 +167,10 @@ def test_the_everyday_task_enters_the_fits_only_when_weighted() -> None:
         (["Du bist ein Idiot.", "You are an idiot."], 1.0),
         (["Ein Satz.", "Une phrase."], 2.0),
     ]
+
+
+def test_the_training_data_are_named_in_the_head() -> None:
+    tasks = {"persp-2020": 5, "persp-later": 2, "rtp-lx": 3, "human:cold": 2, "human:templates-de": 1}
+    assert training_data(tasks) == "persp.rtplx.human"
+    assert training_data({**tasks, "everyday": 9}) == "persp.rtplx.human.ud"
+    assert training_data({**tasks, "everyday": 0, "rtp-lx": 0}) == "persp.human"

@@ -178,7 +178,7 @@ def test_small_retrain_is_deterministic_and_never_reads_heldout_labels(
                if h else e for e, h in zip(examples, heldout, strict=True)]
     assert train(config, flipped, feats=feats).head.save(tmp_path / "c.npz") == digest  # type: ignore[arg-type]
     loaded = MlHead.load(tmp_path / "a.npz")
-    assert loaded.meta["version"] == "5" and set(loaded.scale) == {"ngram"}
+    assert loaded.meta["version"] == "6" and set(loaded.scale) == {"ngram"}
     assert set(PTP_LANGUAGES) <= set(loaded.languages)
 
 
@@ -557,7 +557,9 @@ def test_train_with_backbone_and_full_mode_scorer(shared_data: Path, pool: list[
     assert again.head.save(tmp_path / "again.npz") == result.head.digest  # a rerun from the caches: same bytes
     scorer = PolytoxMlScorer(head=str(path), dtype="float32")  # the float32 embedder below is the reference
     assert scorer.mode == "full" and set(PTP_LANGUAGES) <= scorer.languages
-    assert scorer.version.startswith("5-full-")  # a new head version: scores cached for older heads are not reused
+    # the head version and the training data lead the id: scores cached for other heads are not reused
+    assert result.head.meta["data"] == "persp.rtplx.human"
+    assert scorer.version.startswith("6-persp.rtplx.human-full-")
     sample = examples[:15] + [e for e in examples if e.lang != "en"][:5]
     texts = [e.text for e in sample]
     langs = [e.lang for e in sample]
@@ -715,7 +717,8 @@ def test_committed_head_is_small_calibrated_and_covers_17_languages() -> None:
     path = default_head_path()
     assert path.exists() and path.stat().st_size < 2_000_000
     head = MlHead.load(path)
-    assert set(PTP_LANGUAGES) <= set(head.languages) and head.meta["version"] == "5"
+    assert set(PTP_LANGUAGES) <= set(head.languages) and head.meta["version"] == "6"
+    assert head.meta["data"] == "persp.rtplx.human.ud" and head.meta["n_train_by_task"]["everyday"] > 9_000
     assert head.backbone == "gemma-3-270m" and head.has_embeddings
     # two attention probes read the embedding part's layers: the non-English combiner weighs one, the English
     # combiner the other

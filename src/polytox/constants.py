@@ -187,3 +187,8 @@ DISTINCT_N: Final = (1, 2, 3)
 # Perspective's, against +0.058 / +0.039 / +0.037 with the single 50/50 map used before.
 CONTINUATION_GEN_SHARE: Final = 0.95
 WEB_GEN_SHARE: Final = 0.0
+# Weight per row of the everyday sentences (ud-sentences' fit part), presumed harmless in every language,
+# in the default scorer's training (``training/scorer/everyday.py``): they leave the head no room to read a
+# text's language as toxicity. Chosen by the rule written before any result (research/scorer/log.md,
+# "Everyday text and the language prior"; docs/scorer-scales.md, "Everyday text").
+EVERYDAY_WEIGHT: Final = 1.0

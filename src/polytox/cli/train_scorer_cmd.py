@@ -16,7 +16,7 @@ from typing import Any
 
 from .._util.atomic import atomic_write
 from .._util.runlock import OutputLock
-from ..constants import CONTINUATION_GEN_SHARE, WEB_GEN_SHARE
+from ..constants import CONTINUATION_GEN_SHARE, EVERYDAY_WEIGHT, WEB_GEN_SHARE
 from ..errors import PolytoxError
 from ..langs import PTP_LANGUAGES, normalize_lang
 from .common import DATA_ENV, console, data_folder, out_console, progress_bar
@@ -109,9 +109,10 @@ def _add_probe_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--everyday-weight",
         type=float,
-        default=0.0,
+        default=EVERYDAY_WEIGHT,
         help="weight per row of the everyday sentences' trainable fit part (ud-sentences/, presumed "
-        "harmless in every language) in the ridges, the non-English combiner and probe (0: left out)",
+        f"harmless in every language) in the ridges, the non-English combiner and probe (default: "
+        f"{EVERYDAY_WEIGHT:g}; 0: left out)",
     )
     p.add_argument(
         "--english-attention",

@@ -97,7 +97,9 @@ class PolytoxMlScorer(Scorer):
             raise PolytoxError(f"polytox-ml text must be one of {', '.join(TEXT_KINDS)}, got {text!r}")
         self.text = text
         self.languages = frozenset(self.head.languages)
-        self.version = f"{self.head.meta.get('version', '1')}-{mode}-{self.head.digest}"
+        # head version, training data (heads from version 6 record it), mode and digest
+        data = self.head.meta.get("data")
+        self.version = f"{self.head.meta.get('version', '1')}-{f'{data}-' if data else ''}{mode}-{self.head.digest}"
         # what the raw score depends on (head, mode, backbone dtype): the score cache's key (``raw_id``), so
         # a cached raw score serves every scale and text kind, mapped when read (``from_cached``)
         self.raw_version = self.version

@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from ...constants import CONTINUATION_GEN_SHARE, WEB_GEN_SHARE
+from ...constants import CONTINUATION_GEN_SHARE, EVERYDAY_WEIGHT, WEB_GEN_SHARE
 from ...errors import PolytoxError, require
 from ...langs import PTP_LANGUAGES
 from ...scoring.ml.calib import CONTINUATION, WEB, ScaleMaps, fit_scale_maps
@@ -48,7 +48,10 @@ log = logging.getLogger("polytox")
 # RTP-LX (de Wynter et al. 2024), as DATA.md records it: prompts with Index >= 1000 are culturally
 # specific additions per language, not translations of a shared source prompt.
 CULTURAL_INDEX_START = 1000
-HEAD_VERSION = "5"  # part of the scorer version: bumped so scores cached for older heads are not reused
+HEAD_VERSION = "6"  # part of the scorer version: bumped so scores cached for older heads are not reused
+# The training data's families, as the scorer id names them (``training_data``): the task prefix of each
+# row (``task_of``) -> its short name.
+DATA_FAMILIES = {"persp": "persp", "rtp-lx": "rtplx", "human": "human", "everyday": "ud"}
 
 Progress = Callable[[str, int, int], None]
 
@@ -140,7 +143,7 @@ class TrainConfig:
     # combiner and the non-English probe's fit, at this weight per row (None: left out). In every language
     # at one target, they leave a head no room to read a text's language as toxicity
     # (docs/scorer-scales.md, "Everyday text")
-    everyday_weight: float | None = None
+    everyday_weight: float | None = EVERYDAY_WEIGHT
     folds: int = 5
     subset: float | None = None  # keep this share of joined groups (seeded by hash; for tests and ablations)
     batch_size: int = 32
@@ -155,6 +158,20 @@ class TrainConfig:
             if data[key] is None:
                 data.pop(key)
         return data
+
+
+def training_data(n_by_task: dict[str, int]) -> str:
+    """The families of a head's training rows, joined by "." in ``DATA_FAMILIES``' order (e.g.
+    ``persp.rtplx.human.ud``): recorded in the head and named in the scorer id, so heads trained on other
+    data never share an id even where their version does."""
+    present = {
+        family
+        for task, n in n_by_task.items()
+        if n
+        for prefix, family in DATA_FAMILIES.items()
+        if task == prefix or task.startswith(prefix + ":") or task.startswith(prefix + "-")
+    }
+    return ".".join(family for family in DATA_FAMILIES.values() if family in present)
 
 
 def other_config(config: TrainConfig) -> TrainConfig:
@@ -776,6 +793,7 @@ def train(
         scale={m: s.to_json() for m, s in maps.items()},
         meta={
             "version": HEAD_VERSION,
+            "data": training_data(n_by_task),
             "config": config.to_dict(),
             "n_train": len(train_rows),
             "n_heldout": int(heldout.sum()),
