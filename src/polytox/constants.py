@@ -189,6 +189,6 @@ CONTINUATION_GEN_SHARE: Final = 0.95
 WEB_GEN_SHARE: Final = 0.0
 # Weight per row of the everyday sentences (ud-sentences' fit part), presumed harmless in every language,
 # in the default scorer's training (``training/scorer/everyday.py``): they leave the head no room to read a
-# text's language as toxicity. Chosen by the rule written before any result (research/scorer/log.md,
-# "Everyday text and the language prior"; docs/scorer-scales.md, "Everyday text").
+# text's language as toxicity. Chosen by a rule written before any result, on the check part of the
+# everyday sentences (docs/scorer-scales.md, "Everyday text").
 EVERYDAY_WEIGHT: Final = 1.0

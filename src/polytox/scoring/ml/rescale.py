@@ -1,7 +1,8 @@
 """Re-read a stored run on another scale: the map of a named scale, found from the run's scorer id.
 
 A run scored by ``polytox-ml`` (or ``default``, which routes to it) keeps each score's raw value
-(``toxicity_raw``). The scorer id names the head (``polytox-ml@<version>-<mode>-<digest>...``), so the
+(``toxicity_raw``). The scorer id names the head (``polytox-ml@<version>-[<training data>-]<mode>-<digest>...``;
+heads from version 6 name their training data, e.g. ``persp.rtplx.human.ud``), so the
 scales fitted for that head (``scales.py``) can map the stored raw values onto any of them:
 ``polytox metrics RUN --scale NAME``, the leaderboard and the report use this.
 """
@@ -21,7 +22,9 @@ from .calib import CONTINUATION, TEXT_KINDS, ScaleMaps
 from .head import MlHead, default_head_path
 from .scales import HEAD_SCALE, load_scales
 
-ML_ID = re.compile(r"^polytox-ml[@_](?P<version>[^-]+)-(?P<mode>full|ngram)-(?P<digest>[0-9a-f]{12})(?P<rest>.*)$")
+ML_ID = re.compile(
+    r"^polytox-ml[@_](?P<version>[^-]+)-(?:(?P<data>[a-z.]+)-)?(?P<mode>full|ngram)-(?P<digest>[0-9a-f]{12})(?P<rest>.*)$"
+)
 
 
 def ml_ids(manifest: Mapping[str, Any], scorer_id: str) -> list[str]:

@@ -71,7 +71,7 @@ def scales_detail(path: str | None = None) -> str:
     ]
     for name, block in data["scales"].items():
         for era, m in block.get("heldout", {}).items():
-            if era == "languages":
+            if era in ("languages", "pairs", "everyday"):  # not eras: their own tables below
                 continue
             run = m.get("run", {})
             lines.append(
