@@ -90,11 +90,7 @@ def options_listing(kind: str, markdown: bool = False) -> str:
         return "\n\n".join(parts)
     # the page lists polytox's own components; the terminal listing plugins as well
     listed = {
-        k: (
-            sorted(n for n, target in table.items() if isinstance(target, str) and target.startswith("polytox."))
-            if markdown
-            else names(k)
-        )
+        k: sorted(n for n, target in table.items() if target.startswith("polytox.")) if markdown else names(k)
         for k, table in (("scorer", SCORERS), ("generator", GENERATORS))
     }
     if kind == "scorers":
