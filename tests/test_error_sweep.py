@@ -90,6 +90,8 @@ def assets(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     (root / "nullvalue.yaml").write_text("model: fake\nscorer: fake\nsamples:\n")
     (root / "dupkey.yaml").write_text("model: fake\nscorer: fake\nsamples: 2\nsamples: 3\n")
     (root / "lockrun" / ".polytox.lock").mkdir(parents=True)
+    (root / "recursive.yaml").write_text("model: fake\nscorer: fake\nmodel_opt: &r [*r]\n")
+    (root / "deep.yaml").write_text("model: fake\nmodel_opt: " + "[" * 600 + "]" * 600 + "\n")
     (root / "scored.jsonl").write_text("".join(json.dumps({"id": f"s{i}", "text": f"scored text {i}", "lang": "en",
                                                            "toxicity": i / 10}) + "\n" for i in range(10)))
     return {"tmp": str(root), "missing": str(root / "nosuch.jsonl"), "empty": str(root / "empty.jsonl"),
@@ -103,7 +105,8 @@ def assets(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
             "closed": f"http://127.0.0.1:{free_port()}/v1", "busy": str(busy_port(root)),
             "deep": str(root / "deep.jsonl"), "openquote": str(root / "openquote.csv"),
             "nullvalue": str(root / "nullvalue.yaml"), "dupkey": str(root / "dupkey.yaml"),
-            "lockrun": str(root / "lockrun")}
+            "lockrun": str(root / "lockrun"), "recursive": str(root / "recursive.yaml"),
+            "deepyaml": str(root / "deep.yaml")}
 
 
 EVAL = "eval --out {tmp}/run-{n} --no-progress --model fake --scorer fake --prompts {good}"
@@ -199,6 +202,9 @@ CASES: dict[str, list[Case]] = {
         Case(EVAL + " --config {dupkey}", "dupkey.yaml:4: duplicate key 'samples' (first at line 3)"),
         Case("eval --out {lockrun} --no-progress --model fake --scorer fake --prompts {good}",
              "its write lock {lockrun}/.polytox.lock is a folder"),
+        # YAML read with limits (issue 62): a self-referring alias hung, 600 levels were a RecursionError
+        Case(EVAL + " --config {recursive}", "recursive.yaml:3:16: invalid YAML: alias *r refers to its own anchor"),
+        Case(EVAL + " --config {deepyaml}", "deep.yaml:2:111: invalid YAML: nested deeper than 100 levels"),
     ],
     "metrics": [
         Case("metrics {missing}", "nosuch.jsonl"),
@@ -223,6 +229,8 @@ CASES: dict[str, list[Case]] = {
         Case(SCORE + " --config {badyaml}", "invalid YAML"),
         Case(SCORE + " --config {scoreropt}", "scorer 'fake' has no option 'colour'"),
         Case(SCORE + " --config {unknownkey}", "unknown config key 'sampels'"),
+        Case(SCORE + " --config {recursive}", "recursive.yaml:3:16: invalid YAML: alias *r refers to its own anchor"),
+        Case(SCORE + " --config {deepyaml}", "deep.yaml:2:111: invalid YAML: nested deeper than 100 levels"),
         Case(SCORE + " --layout weird", "argument --layout: invalid choice"),
         Case("score --input {good} --out {good} --no-progress --scorer fake", "is the --input file itself"),
         Case(SCORE + " --scorer fake --scorer-opt fail_rate=2", "fail_rate takes a number in [0, 1]"),
@@ -324,6 +332,8 @@ CASES: dict[str, list[Case]] = {
         Case("serve --scorer fake --keys-file {missing}", "nosuch.jsonl"),
         Case("serve --scorer fake --max-batch 0", "--max-batch"),
         Case("serve --open --config {badyaml}", "invalid YAML"),
+        Case("serve --open --config {recursive}", "recursive.yaml:3:16: invalid YAML: alias *r refers to its own"),
+        Case("serve --open --config {deepyaml}", "deep.yaml:2:111: invalid YAML: nested deeper than 100 levels"),
         Case("serve --open --scorer fake --port 70000", "argument --port: must be in [1, 65535], got 70000"),
         Case("serve --open --scorer fake --port {busy}", "cannot listen on 127.0.0.1:{busy}: Address already in use"),
         Case("serve --open --scorer fake --host no-such-host.invalid", "--host no-such-host.invalid: cannot resolve"),
