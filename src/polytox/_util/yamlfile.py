@@ -73,16 +73,17 @@ def _limited_loader(text: str) -> Any:
 
         def compose_node(self, parent: Any, index: Any) -> Any:
             event = self.peek_event()
+            mark: Any = event.start_mark
             if isinstance(event, yaml.AliasEvent):
                 self.aliases += 1
                 if event.anchor in self.open_anchors:
-                    raise ComposerError(None, None, f"alias *{event.anchor} refers to its own anchor", event.start_mark)
+                    raise ComposerError(None, None, f"alias *{event.anchor} refers to its own anchor", mark)
                 if self.aliases > MAX_ALIASES:
-                    raise ComposerError(None, None, f"more than {MAX_ALIASES} aliases", event.start_mark)
+                    raise ComposerError(None, None, f"more than {MAX_ALIASES} aliases", mark)
                 return super().compose_node(parent, index)
             self.depth += 0 if isinstance(event, yaml.ScalarEvent) else 1  # levels of lists and mappings
             if self.depth > MAX_DEPTH:
-                raise ComposerError(None, None, f"nested deeper than {MAX_DEPTH} levels", event.start_mark)
+                raise ComposerError(None, None, f"nested deeper than {MAX_DEPTH} levels", mark)
             self.open_anchors.append(getattr(event, "anchor", None))
             try:
                 return super().compose_node(parent, index)
