@@ -90,6 +90,7 @@ def assets(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     (root / "nullvalue.yaml").write_text("model: fake\nscorer: fake\nsamples:\n")
     (root / "dupkey.yaml").write_text("model: fake\nscorer: fake\nsamples: 2\nsamples: 3\n")
     (root / "lockrun" / ".polytox.lock").mkdir(parents=True)
+    (root / "nboot.yaml").write_text("model: fake\nscorer: fake\nn_bootstrap: 2000000000\n")
     (root / "recursive.yaml").write_text("model: fake\nscorer: fake\nmodel_opt: &r [*r]\n")
     (root / "deep.yaml").write_text("model: fake\nmodel_opt: " + "[" * 600 + "]" * 600 + "\n")
     (root / "scored.jsonl").write_text("".join(json.dumps({"id": f"s{i}", "text": f"scored text {i}", "lang": "en",
@@ -106,6 +107,7 @@ def assets(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
             "deep": str(root / "deep.jsonl"), "openquote": str(root / "openquote.csv"),
             "nullvalue": str(root / "nullvalue.yaml"), "dupkey": str(root / "dupkey.yaml"),
             "lockrun": str(root / "lockrun"), "recursive": str(root / "recursive.yaml"),
+            "nboot": str(root / "nboot.yaml"),
             "deepyaml": str(root / "deep.yaml")}
 
 
@@ -202,6 +204,9 @@ CASES: dict[str, list[Case]] = {
         Case(EVAL + " --config {dupkey}", "dupkey.yaml:4: duplicate key 'samples' (first at line 3)"),
         Case("eval --out {lockrun} --no-progress --model fake --scorer fake --prompts {good}",
              "its write lock {lockrun}/.polytox.lock is a folder"),
+        Case(EVAL + " --n-bootstrap 99999999999999999999999",
+             "argument --n-bootstrap: must be in [0, 100000], got 99999999999999999999999"),
+        Case(EVAL + " --config {nboot}", "invalid spec: n_bootstrap must be in [0, 100000], got 2000000000"),
         # YAML read with limits (issue 62): a self-referring alias hung, 600 levels were a RecursionError
         Case(EVAL + " --config {recursive}", "recursive.yaml:3:16: invalid YAML: alias *r refers to its own anchor"),
         Case(EVAL + " --config {deepyaml}", "deep.yaml:2:111: invalid YAML: nested deeper than 100 levels"),
@@ -213,6 +218,7 @@ CASES: dict[str, list[Case]] = {
         Case("metrics {bad}", "bad.jsonl:2", lines=3),
         Case("metrics {good} --threshold high", "argument --threshold: invalid float value"),
         Case("metrics {tmp}", "is not a polytox run directory (no manifest.json)"),
+        Case("metrics {tmp} --n-bootstrap 2000000000", "--n-bootstrap: must be in [0, 100000], got 2000000000"),
     ],
     "score": [
         Case("score --input {missing} --out {tmp}/s.jsonl --no-progress", "nosuch.jsonl"),
@@ -282,6 +288,7 @@ CASES: dict[str, list[Case]] = {
         Case("unprompted {missing}", "nosuch.jsonl"),
         Case("unprompted {emptydir}", "emptydir"),
         Case("unprompted {emptydir} --n-bootstrap x", "invalid int value"),
+        Case("unprompted {emptydir} --n-bootstrap 2000000000", "--n-bootstrap: must be in [1, 100000], got 2000000000"),
         Case("unprompted {emptydir} --plot {tmp}/x.txt", "--plot {tmp}/x.txt: the plot is written as .png, .svg, .pdf"),
     ],
     "build": [
@@ -316,6 +323,7 @@ CASES: dict[str, list[Case]] = {
     "corpus stats": [
         Case("corpus stats {missing}", "nosuch.jsonl"),
         Case("corpus stats {emptydir}", "emptydir"),
+        Case("corpus stats {emptydir} --n-bootstrap 100001", "--n-bootstrap: must be in [0, 100000], got 100001"),
     ],
     "corpus provenance": [
         Case("corpus provenance {emptydir} --labels {labels}", "emptydir"),
@@ -808,7 +816,8 @@ SAME_RULE = [
     ("max_new_tokens", "0", "must be >= 1, got 0"),
     ("batch_size", "-1", "must be >= 0, got -1"),
     ("threshold", "2", "must be in [0, 1], got 2.0"),
-    ("n_bootstrap", "-1", "must be >= 0, got -1"),
+    ("n_bootstrap", "-1", "must be in [0, 100000], got -1"),
+    ("n_bootstrap", "2000000000", "must be in [0, 100000], got 2000000000"),
     ("limit", "0", "must be >= 1, got 0"),
     ("per_bucket", "0", "must be >= 1, got 0"),
     ("unprompted", "-1", "must be >= 0, got -1"),
@@ -846,7 +855,7 @@ def three_doors(key: str, value: str, assets: dict[str, str], tmp_path: Path,
     return cli, from_yaml, f"polytox: error: {caught.value}"
 
 
-@pytest.mark.parametrize(("key", "value", "rule"), SAME_RULE, ids=[k for k, _, _ in SAME_RULE])
+@pytest.mark.parametrize(("key", "value", "rule"), SAME_RULE, ids=[f"{k}={v}" for k, v, _ in SAME_RULE])
 def test_a_flag_a_config_and_the_api_refuse_by_one_rule(key: str, value: str, rule: str, assets: dict[str, str],
                                                        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """The same bad value: argparse names the flag, the config and the API name the key; the rule's words

@@ -12,6 +12,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from .._util.ranges import RESAMPLES_AT_LEAST_ONE, check_range
+
 N_BOOTSTRAP = 2000
 
 
@@ -75,6 +77,7 @@ def prompt_groups(run: str | Path) -> dict[str, str]:
 def _interval(diff: Any, n_bootstrap: int, seed: int) -> dict[str, Any]:
     import numpy as np
 
+    check_range("n_bootstrap", n_bootstrap, RESAMPLES_AT_LEAST_ONE)
     rng = np.random.default_rng(seed)
     means = diff[rng.integers(0, len(diff), size=(n_bootstrap, len(diff)))].mean(axis=1)
     low, high = np.percentile(means, [2.5, 97.5])

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import constants as C
+from .._util.ranges import RESAMPLES
 from ..errors import PolytoxError, require
 from ..metrics.failures import FailureSummary
 from ..spec import EvalSpec, MetricsSpec
@@ -146,10 +147,10 @@ class Run:
         from ..metrics.for_path import compute_for_path
 
         spec = MetricsSpec(threshold=threshold, comparison=comparison, n_bootstrap=n_bootstrap)
-        if comparison not in C.COMPARISONS or not 0 <= threshold <= 1 or n_bootstrap < 0:
+        if comparison not in C.COMPARISONS or not 0 <= threshold <= 1 or not RESAMPLES.contains(n_bootstrap):
             raise PolytoxError(
                 f"metrics: threshold must be in [0, 1], comparison one of {C.COMPARISONS} and "
-                f"n_bootstrap >= 0; got {threshold}, {comparison!r}, {n_bootstrap}"
+                f"n_bootstrap {RESAMPLES.describe()}; got {threshold}, {comparison!r}, {n_bootstrap}"
             )
         return compute_for_path(self.path, spec, scorer, seed, scale=scale)
 

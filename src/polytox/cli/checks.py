@@ -34,6 +34,7 @@ from .._util.ranges import (
     PORT,
     POSITIVE,
     PROBABILITY,
+    RESAMPLES_AT_LEAST_ONE,
     SHARE_OPEN,
     Range,
 )
@@ -101,7 +102,7 @@ COMMAND_NUMBERS: dict[tuple[str, str], Range] = {
     ("train-scorer", "batch_size"): AT_LEAST_ONE,  # texts per forward pass (eval's 0 = automatic)
     ("detox train", "batch_size"): AT_LEAST_ONE,
     ("detox train", "max_steps"): Range(-1, integer=True),  # -1 = no cap (epochs decide)
-    ("unprompted", "n_bootstrap"): AT_LEAST_ONE,  # the curve is the resamples' mean: none is no curve
+    ("unprompted", "n_bootstrap"): RESAMPLES_AT_LEAST_ONE,  # the curve is the resamples' mean: none is no curve
 }
 
 # (command, dest) -> "file" | "dir" | "file-or-stdout"

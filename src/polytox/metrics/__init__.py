@@ -24,6 +24,7 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
+from .._util.ranges import RESAMPLES, check_range
 from ..langs import load_resource_tiers
 from ..spec import MetricsSpec
 
@@ -83,6 +84,7 @@ def bootstrap_means(columns: list[np.ndarray], n_boot: int, level: float, seed: 
     per column (3-6x less memory traffic). A 0/1 column (EP's "any toxic") is gathered as booleans and
     counted: its mean is an exact integer divided by n, so the result is bit-identical to the mean.
     """
+    check_range("n_bootstrap", n_boot, RESAMPLES)
     n = len(columns[0])
     if n == 0 or n_boot <= 0:
         return [[float("nan"), float("nan")] for _ in columns]
