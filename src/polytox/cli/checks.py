@@ -111,6 +111,7 @@ OUTPUTS: dict[tuple[str, str], str] = {
     ("build", "out"): "dir",
     ("build stats", "stats_out"): "dir",
     ("score", "out"): "file",
+    ("import", "out"): "dir",
     ("calibrate", "out"): "file",
     ("compare-scorers", "report"): "file",
     ("leaderboard", "csv"): "file",
