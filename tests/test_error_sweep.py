@@ -256,6 +256,9 @@ CASES: dict[str, list[Case]] = {
         Case("import {good} --framework inspect --out {tmp}/imp-{n}", "not a readable inspect log"),
         Case("import {emptydir} --framework helm --out {tmp}/imp-{n}", "not readable as HELM output"),
         Case("import {good} --framework nosuch --out {tmp}/imp-{n}", "invalid choice: 'nosuch'"),
+        Case("import {lockrun} --out {lockrun}", "{lockrun} is the output being imported; import into a new directory"),
+        Case("import {missing} --out {tmp}", "{tmp} is not empty ("),
+        Case("import {missing} --out {good}", "argument --out: {good} is a file"),
     ],
     "calibrate": [
         Case("calibrate fake @toxicity --input {missing} --out {tmp}/cal.json --no-progress", "nosuch.jsonl"),
