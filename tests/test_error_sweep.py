@@ -206,6 +206,8 @@ CASES: dict[str, list[Case]] = {
              "its write lock {lockrun}/.polytox.lock is a folder"),
         Case(EVAL + " --n-bootstrap 99999999999999999999999",
              "argument --n-bootstrap: must be in [0, 100000], got 99999999999999999999999"),
+        Case(EVAL + " --unprompted 5 --n-bootstrap 0", "an unprompted run's curve is the mean of its bootstrap "
+             "resamples: n_bootstrap must be >= 1"),
         Case(EVAL + " --config {nboot}", "invalid spec: n_bootstrap must be in [0, 100000], got 2000000000"),
         # YAML read with limits (issue 62): a self-referring alias hung, 600 levels were a RecursionError
         Case(EVAL + " --config {recursive}", "recursive.yaml:3:16: invalid YAML: alias *r refers to its own anchor"),
