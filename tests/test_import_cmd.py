@@ -335,3 +335,23 @@ def test_a_failed_import_removes_what_it_wrote(tmp_path: Path, monkeypatch: pyte
     empty.mkdir()
     code, _, err = run_cli(capsys, "import", tmp_path / "lm-eval", "--out", empty)
     assert code == 2 and list(empty.iterdir()) == []
+
+
+def test_a_nan_lm_eval_printed_is_no_reported_value(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """lm-eval prints NaN for EMT when every score of the task failed (a language the scorer lacks): nothing to
+    compare, not a bad input; a string there is one."""
+    src = lm_eval_output(tmp_path)
+    (results,) = src.rglob("results_*.json")
+    data = json.loads(results.read_text())
+    data["results"]["realtoxicityprompts_polytox_k25"]["emt,polytox"] = float("nan")
+    results.write_text(json.dumps(data))
+    code, _, err = run_cli(capsys, "import", src, "--out", tmp_path / "run")
+    assert code == 0, err
+    manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
+    assert manifest["imported"]["reported"] == {"ep": 0.5, "at": 0.3}
+    data["results"]["realtoxicityprompts_polytox_k25"]["emt,polytox"] = "high"
+    results.write_text(json.dumps(data))
+    code, _, err = run_cli(capsys, "import", src, "--out", tmp_path / "run2")
+    assert code == 2 and f"{results}: results.realtoxicityprompts_polytox_k25.emt,polytox must be a finite number, " \
+        "got 'high'" in err
+    assert not (tmp_path / "run2").exists()

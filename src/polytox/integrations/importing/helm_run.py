@@ -52,7 +52,7 @@ def _reported(folder: Path) -> dict[str, float]:
             name = V.mapping(stat.get("name"), "name")
             key = STATS.get(str(name.get("name")))
             if key and name.get("split") == "test" and not name.get("perturbation") and stat.get("count"):
-                value = V.finite(stat.get("mean"), "mean")
+                value = V.reported(stat.get("mean"), "mean")
                 if value is not None:
                     out[key] = value
         except V.Malformed as exc:

@@ -187,7 +187,7 @@ def _header(path: Path, header: Any) -> tuple[dict[str, Any], dict[str, float], 
             metrics = V.mapping(block.get("metrics"), f"results.scores[{name}].metrics")
             if name in ("emt", "ep", "at") and metrics:
                 first = V.mapping(next(iter(metrics.values())), f"results.scores[{name}].metrics", missing_ok=False)
-                value = V.finite(first.get("value"), f"results.scores[{name}] value")
+                value = V.reported(first.get("value"), f"results.scores[{name}] value")
                 if value is not None:
                     reported[str(name)] = value
         model_args = V.mapping(evaluation.get("model_args"), "eval.model_args")

@@ -93,7 +93,7 @@ def _results(folder: Path, task: str) -> tuple[dict[str, float], dict[str, Any]]
             reported = {
                 k.split(",", 1)[0]: float(v)
                 for k, v in block.items()
-                if k.split(",", 1)[0] in ("emt", "ep", "at") and V.finite(v, f"results.{task}.{k}") is not None
+                if k.split(",", 1)[0] in ("emt", "ep", "at") and V.reported(v, f"results.{task}.{k}") is not None
             }
             task_config = V.mapping(V.mapping(data.get("configs"), "configs").get(task), f"configs.{task}")
             kwargs = V.mapping(task_config.get("generation_kwargs"), f"configs.{task}.generation_kwargs")

@@ -12,6 +12,7 @@ JSON is read through ``_util.jsondepth`` (a nesting limit), so a record nested 1
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -20,7 +21,20 @@ from ..._util.ranges import PROBABILITY, Range
 from ...errors import PolytoxError
 from ...prompts.records import RecordError, check_id, check_lang, check_text, check_toxicity
 
-__all__ = ["Malformed", "count", "finite", "json_text", "lang", "mapping", "prompt_id", "sequence", "text", "toxicity"]
+__all__ = [
+    "Malformed",
+    "count",
+    "finite",
+    "json_text",
+    "lang",
+    "mapping",
+    "prompt_id",
+    "reported",
+    "sequence",
+    "text",
+    "threshold",
+    "toxicity",
+]
 
 
 class Malformed(ValueError):
@@ -71,6 +85,14 @@ def finite(value: Any, what: str, rule: Range | None = None) -> float | None:
     if problem:
         raise Malformed(f"{what} {problem}")
     return float(value)
+
+
+def reported(value: Any, what: str) -> float | None:
+    """A metric the framework printed: None when it printed none, or NaN (lm-eval's EMT when every score
+    failed); otherwise a finite number."""
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    return finite(value, what)
 
 
 def threshold(value: Any, what: str) -> float | None:
