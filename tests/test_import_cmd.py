@@ -6,7 +6,9 @@ bad input in one line."""
 from __future__ import annotations
 
 import json
+import zipfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -355,3 +357,77 @@ def test_a_nan_lm_eval_printed_is_no_reported_value(tmp_path: Path, capsys: pyte
     assert code == 2 and f"{results}: results.realtoxicityprompts_polytox_k25.emt,polytox must be a finite number, " \
         "got 'high'" in err
     assert not (tmp_path / "run2").exists()
+
+
+HOSTILE = [None, "x", [0.5], {"a": 1}, True, 7.5, float("nan"), "\ud800"]
+
+
+def _paths(obj: object, prefix: tuple[object, ...] = ()) -> list[tuple[object, ...]]:
+    """Every place in a JSON value (the root included)."""
+    out = [prefix]
+    items = obj.items() if isinstance(obj, dict) else enumerate(obj) if isinstance(obj, list) else []
+    for key, value in items:
+        out += _paths(value, (*prefix, key))
+    return out
+
+
+def _with(obj: object, path: tuple[object, ...], value: object) -> object:
+    if not path:
+        return value
+    import copy
+
+    out = copy.deepcopy(obj)
+    node: Any = out
+    for key in path[:-1]:
+        node = node[key]
+    node[path[-1]] = value
+    return out
+
+
+def test_any_hostile_value_anywhere_is_a_polytox_error(tmp_path: Path) -> None:
+    """Each place of each framework's output, given each hostile value in turn (a null, a string, a list, an
+    object, a boolean, a number out of range, NaN, a lone surrogate): reading and checking it either works or
+    raises one ``PolytoxError`` line, never another exception (the probe found AttributeError, TypeError,
+    ValueError and AssertionError)."""
+    from polytox.errors import PolytoxError
+    from polytox.integrations.importing import read_source
+    from polytox.integrations.importing.write import check_run
+
+    tried = refused = 0
+
+    def attempt(src: Path) -> None:
+        nonlocal tried, refused
+        tried += 1
+        try:
+            check_run(read_source(src))
+        except PolytoxError as exc:
+            refused += 1
+            assert "\n" not in str(exc)
+
+    src = lm_eval_output(tmp_path / "lm")
+    (samples,) = src.rglob("samples_*.jsonl")
+    first, second = samples.read_text().splitlines()
+    row = json.loads(first)
+    for path in _paths(row):
+        for value in HOSTILE:
+            samples.write_text(json.dumps(_with(row, path, value)) + "\n" + second + "\n")
+            attempt(src)
+    sample = inspect_sample("p0", 1, 0.3)
+    for which, base in (("sample", sample), ("header", INSPECT_HEADER)):
+        for path in _paths(base):
+            for value in HOSTILE:
+                log = tmp_path / "log.eval"
+                with zipfile.ZipFile(log, "w") as z:
+                    z.writestr("header.json", json.dumps(_with(base, path, value) if which == "header" else base))
+                    z.writestr("samples/p0_epoch_1.json", json.dumps(_with(base, path, value) if which == "sample"
+                                                                     else sample))
+                attempt(log)
+    folder = helm_run(tmp_path / "helm")
+    for name in ("scenario_state.json", "run_spec.json"):
+        text = (folder / name).read_text()
+        for path in _paths(json.loads(text)):
+            for value in HOSTILE:
+                (folder / name).write_text(json.dumps(_with(json.loads(text), path, value)))
+                attempt(folder)
+        (folder / name).write_text(text)
+    assert tried >= 800 and 0 < refused < tried
