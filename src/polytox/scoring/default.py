@@ -82,6 +82,11 @@ class DefaultScorer(Scorer):
                     out[i] = score
         return out
 
+    def supports_attribute(self, attribute: str, lang: str) -> bool:
+        """As the language's route scores it (polytox-ml's per-attribute language lists)."""
+        route = self.scorers.get(self.routes.get(lang, ""))
+        return attribute.lower() in self.attributes and route is not None and route.supports_attribute(attribute, lang)
+
     def describe(self) -> dict[str, Any]:
         out = {**super().describe(), "routes": {lang: self.scorers[s].id for lang, s in sorted(self.routes.items())}}
         ml = self.scorers.get("polytox-ml")
