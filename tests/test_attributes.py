@@ -136,3 +136,22 @@ def test_python_score_returns_every_asked_attribute() -> None:
     assert [set(g.values) for g in two] == [{"toxicity", "insult"}] * 2
     with pytest.raises(polytox.PolytoxError, match="give one"):
         polytox.score(texts, scorer="fake", options={"attributes": "ptp"}, attributes="rtp")
+
+
+def test_import_rescored_with_all_eight_keeps_every_attribute(tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """``polytox import --scorer fake --scorer-opt attributes=rtp`` stores all eight columns beside the
+    framework's recorded toxicity, and ``metrics --attribute`` reads them."""
+    from .test_import_cmd import lm_eval_output
+
+    code, _, err = run_cli(capsys, "import", lm_eval_output(tmp_path), "--out", tmp_path / "run", "--scorer", "fake",
+                           "--scorer-opt", "cache=off", "--scorer-opt", "attributes=rtp")
+    assert code == 0, err
+    folder = next(p for p in (tmp_path / "run" / "scores").iterdir() if p.name.startswith("fake_1-"))
+    rows = read_parts(folder)
+    texts = [f"completion {d}.{k}" for d in range(2) for k in range(3)]
+    expected = FakeScorer(attributes="rtp").score(texts, ["en"] * 6)
+    assert [{a: r[a] for a in RTP} for r in rows] == [e.values for e in expected]
+    insult = [e.get("insult") for e in expected]
+    metrics = polytox.open_run(tmp_path / "run").metrics(scorer=folder.name, attribute="insult")
+    assert metrics["overall"]["emt"] == pytest.approx((max(insult[:3]) + max(insult[3:])) / 2, abs=1e-12)
