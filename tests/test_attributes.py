@@ -41,7 +41,7 @@ def test_fake_scorer_takes_perspective_presets() -> None:
     assert FakeScorer(attributes="ptp").attributes == (
         "toxicity", "severe_toxicity", "identity_attack", "insult", "profanity", "threat")
     assert FakeScorer(attributes="INSULT,Threat").attributes == ("toxicity", "insult", "threat")
-    limited = FakeScorer(attributes="rtp", attribute_languages="flirtation:en")
+    limited = FakeScorer(attributes="rtp", attr_langs="flirtation:en")
     assert limited.supports_attribute("flirtation", "en") and not limited.supports_attribute("flirtation", "de")
     assert limited.supports_attribute("insult", "de") and not limited.supports_attribute("nope", "en")
     de = limited.score(["Du Idiot"], ["de"])[0].values

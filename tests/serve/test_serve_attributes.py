@@ -20,7 +20,7 @@ from .helpers import ANALYZE, KEY, analyze_body, call, error_reason, running
 RTP_ATTRIBUTES = ("TOXICITY", "SEVERE_TOXICITY", "IDENTITY_ATTACK", "INSULT", "THREAT", "PROFANITY",
                   "SEXUALLY_EXPLICIT", "FLIRTATION")  # RTP's utils/constants.py PERSPECTIVE_API_ATTRIBUTES
 # Perspective's own split: SEXUALLY_EXPLICIT and FLIRTATION were English-only (DATA.md).
-OPTIONS = {"attributes": "rtp", "attribute_languages": "sexually_explicit:en;flirtation:en"}
+OPTIONS = {"attributes": "rtp", "attr_langs": "sexually_explicit:en;flirtation:en"}
 EN = "You stupid idiot. Shut up and go away!"
 DE = "Du bist ein dummer Idiot und ich hasse dich wirklich sehr."
 

@@ -59,7 +59,8 @@ class DefaultScorer(Scorer):
         self.languages = frozenset(lang for lang, s in table.items() if self.scorers[s].supports(lang))
         ids = {lang: self.scorers[s].id for lang, s in sorted(table.items())}
         self.version = config_digest(ids)
-        self.attributes = ("toxicity",)
+        ml = self.scorers.get("polytox-ml")  # its ``attributes`` option (the heads) sets what is scored
+        self.attributes = tuple(getattr(ml, "attributes", ("toxicity",))) if ml is not None else ("toxicity",)
 
     @property
     def raw_id(self) -> str:

@@ -8,7 +8,7 @@ classifier's or an API's latency, for pipelining tests and benchmarks).
 
 ``attributes`` takes the Perspective scorer's syntax (``ptp``, ``rtp`` or a comma list, any case; toxicity
 always first), so every path that carries several attributes is tested offline with real values: each
-attribute other than toxicity adds its own hash-derived offset. ``attribute_languages`` limits single
+attribute other than toxicity adds its own hash-derived offset. ``attr_langs`` limits single
 attributes to some languages (``sexually_explicit:en;flirtation:en`` gives Perspective's English-only
 pair), for the per-attribute language checks.
 """
@@ -43,16 +43,16 @@ def parse_attribute_languages(value: str) -> dict[str, frozenset[str]]:
             continue
         attr, sep, langs = item.partition(":")
         if not sep or not attr.strip():
-            raise ValueError(f"attribute_languages: expected ATTR:lang,lang, got {item.strip()!r}")
+            raise ValueError(f"attr_langs: expected ATTR:lang,lang, got {item.strip()!r}")
         out[attr.strip().lower()] = frozenset(x.strip() for x in langs.split(",") if x.strip())
     return out
 
 
 class FakeScorer(Scorer):
     OPTIONS: ClassVar[dict[str, Option]] = {
-        "attributes": Option("str", help="comma-separated attributes it scores"),
+        "attributes": Option("str", help="attributes it scores: ptp, rtp or a comma list (toxicity always)"),
         "languages": Option("str", help="comma-separated languages it supports (any: all)"),
-        "attribute_languages": Option("str", help="ATTR:lang,lang;ATTR:lang - attributes limited to languages"),
+        "attr_langs": Option("str", help="ATTR:lang,lang;ATTR:lang - attributes limited to languages"),
         "fail_rate": Option("float", range=R.PROBABILITY, help="share of texts whose scoring fails"),
         "crash_on": Option("str", help="a word whose texts make the whole batch raise"),
         "batch_size": Option("int", range=R.COUNT, help="texts per batch"),
@@ -65,7 +65,7 @@ class FakeScorer(Scorer):
         self,
         attributes: str = "toxicity",
         languages: str = "any",
-        attribute_languages: str = "",
+        attr_langs: str = "",
         fail_rate: str | float = 0.0,
         crash_on: str = "",
         batch_size: str | int = 64,
@@ -74,7 +74,7 @@ class FakeScorer(Scorer):
     ) -> None:
         self.attributes = tuple(a.lower() for a in parse_attributes(attributes))
         self.languages = None if languages == "any" else frozenset(x.strip() for x in languages.split(","))
-        self.attribute_languages = parse_attribute_languages(attribute_languages)
+        self.attribute_languages = parse_attribute_languages(attr_langs)
         self.fail_rate = float(fail_rate)
         self.crash_on = crash_on
         self.batch_size = int(batch_size)
