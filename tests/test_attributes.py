@@ -123,7 +123,9 @@ def test_leaderboard_analyze_report_read_the_attribute(run: Path, tmp_path: Path
     assert not (tmp_path / "r.html").exists()
     code, _, _ = run_cli(capsys, "report", str(run), "--out", str(tmp_path / "r.html"), "--no-plots",
                          "--attribute", "insult", "--analyses", "language")
-    assert code == 0 and (tmp_path / "r.html").exists()
+    assert code == 0 and "attribute: insult" in (tmp_path / "r.html").read_text(encoding="utf-8")
+    code, out, _ = run_cli(capsys, "leaderboard", str(run), "--attribute", "insult")
+    assert code == 0 and "attribute insult" in " ".join(out.split())  # the caption names it
 
 
 def test_python_score_returns_every_asked_attribute() -> None:
