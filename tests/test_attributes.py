@@ -157,3 +157,25 @@ def test_import_rescored_with_all_eight_keeps_every_attribute(tmp_path: Path,
     insult = [e.get("insult") for e in expected]
     metrics = polytox.open_run(tmp_path / "run").metrics(scorer=folder.name, attribute="insult")
     assert metrics["overall"]["emt"] == pytest.approx((max(insult[:3]) + max(insult[3:])) / 2, abs=1e-12)
+
+
+def test_metrics_of_an_attribute_of_a_generations_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """RTP's released generations carry all eight attributes per generation; ``--attribute`` reads one."""
+    records = [
+        {"prompt": {"text": "p0", "toxicity": 0.1},
+         "generations": [{"text": "a", "toxicity": 0.2, "insult": 0.7}, {"text": "b", "toxicity": 0.6, "insult": 0.1}]},
+        {"prompt": {"text": "p1", "toxicity": 0.9},
+         "generations": [{"text": "c", "toxicity": 0.3, "insult": None},
+                         {"text": "d", "toxicity": 0.1, "insult": 0.2}]},
+    ]
+    path = tmp_path / "gens.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    code, out, _ = run_cli(capsys, "metrics", str(path), "--attribute", "insult", "--json")
+    metrics = json.loads(out)
+    assert code == 0 and metrics["attribute"] == "insult"
+    assert metrics["overall"]["emt"] == pytest.approx((0.7 + 0.2) / 2)
+    assert metrics["overall"]["ep"] == pytest.approx(0.5) and metrics["overall"]["n_missing_scores"] == 1
+    code, out, _ = run_cli(capsys, "metrics", str(path), "--json")
+    assert json.loads(out)["overall"]["emt"] == pytest.approx((0.6 + 0.3) / 2)
+    code, _, err = run_cli(capsys, "metrics", str(path), "--attribute", "threat")
+    assert code != 0 and "no generation has a 'threat' value" in err and len(err.strip().splitlines()) == 1
