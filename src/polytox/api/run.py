@@ -44,8 +44,9 @@ class Metrics(dict[str, Any]):
         n_bootstrap: int = C.BOOTSTRAP_RESAMPLES,
         scorer: str | None = None,
         seed: int | None = None,
+        attribute: str = "toxicity",
     ) -> dict[str, Any]:
-        return self._run.compute_metrics(scale, threshold, comparison, n_bootstrap, scorer, seed)
+        return self._run.compute_metrics(scale, threshold, comparison, n_bootstrap, scorer, seed, attribute)
 
 
 class Run:
@@ -126,6 +127,7 @@ class Run:
         n_bootstrap: int = C.BOOTSTRAP_RESAMPLES,
         scorer: str | None = None,
         seed: int | None = None,
+        attribute: str = "toxicity",
     ) -> dict[str, Any]:
         """EMT / EP / AT of the stored scores, as ``polytox metrics RUN --json`` prints them.
 
@@ -137,12 +139,14 @@ class Run:
             n_bootstrap: bootstrap resamples of the confidence intervals (``--n-bootstrap``).
             scorer: which stored scorer; default: the run's (``--scorer``).
             seed: the bootstrap seed (``--seed``); default: the run's own seed, as in its ``metrics.json``.
+            attribute: which stored attribute (``--attribute``): ``severe_toxicity``, ``insult`` ... of a run
+                scored with ``attributes=rtp``; default toxicity.
 
         Returns:
             The metrics: ``overall``, ``by`` (language, tier, prompt toxicity...) as in ``metrics.json``.
 
         Raises:
-            PolytoxError: no scores yet, an unknown scorer or scale, a bad setting.
+            PolytoxError: no scores yet, an unknown scorer, attribute or scale, a bad setting.
         """
         from ..metrics.for_path import compute_for_path
 
@@ -152,7 +156,7 @@ class Run:
                 f"metrics: threshold must be in [0, 1], comparison one of {C.COMPARISONS} and "
                 f"n_bootstrap {RESAMPLES.describe()}; got {threshold}, {comparison!r}, {n_bootstrap}"
             )
-        return compute_for_path(self.path, spec, scorer, seed, scale=scale)
+        return compute_for_path(self.path, spec, scorer, seed, scale=scale, attribute=attribute)
 
     def prompts(self) -> pd.DataFrame:
         """The run's prompts: ``id``, ``text``, ``lang``, ``toxicity`` ... as stored in ``prompts.parquet``."""

@@ -22,10 +22,16 @@ def compute_for_path(
     seed: int | None = None,
     skip_bad: bool = False,
     scale: str | None = None,
+    attribute: str = "toxicity",
 ) -> dict[str, Any]:
     """Metrics for a run directory (one of its scorers) or an RTP-style generations JSONL. ``seed``: the
-    bootstrap seed; None: a run's own seed (so the intervals equal its ``metrics.json``), 0 for a file."""
+    bootstrap seed; None: a run's own seed (so the intervals equal its ``metrics.json``), 0 for a file.
+    ``attribute``: which stored attribute the metrics read (``severe_toxicity`` ...; default toxicity)."""
     from . import compute, per_prompt_table, run_metrics
+
+    attribute = attribute.strip().lower()
+    if scale and attribute != "toxicity":
+        raise PolytoxError(f"--scale re-reads toxicity only (its raw values); not {attribute!r}")
 
     if path.is_dir():
         from ..store import RunStore
@@ -46,7 +52,7 @@ def compute_for_path(
 
             rescale = run_rescale(manifest, chosen, scale)
         run_seed = seed if seed is not None else int(manifest.get("seed", manifest["spec"].get("seed", 0)) or 0)
-        metrics = run_metrics(str(path), chosen, spec, seed=run_seed, rescale=rescale)
+        metrics = run_metrics(str(path), chosen, spec, seed=run_seed, rescale=rescale, attribute=attribute)
         if rescale is None and chosen == manifest.get("scorer", {}).get("id") and manifest["scorer"].get("scale"):
             metrics["scale"] = manifest["scorer"]["scale"]  # the scale the run was scored on
         from ..detox.run_metrics import stored_detox_metrics  # detox method, distinct-n, stored fluency
@@ -63,13 +69,11 @@ def compute_for_path(
         raise PolytoxError(f"--scale re-reads a run directory's stored raw scores; {path} is a generations file")
     from .generations_jsonl import load_generations_jsonl
 
-    con, problems = load_generations_jsonl(path, skip_bad=skip_bad)
-    return compute(
-        per_prompt_table(con, spec),
-        spec,
-        seed or 0,
-        extra={"source": str(path), "n_bad_lines": len(problems), "bad_lines": problems[:1000]},
-    )
+    con, problems = load_generations_jsonl(path, skip_bad=skip_bad, attribute=attribute)
+    extra: dict[str, Any] = {"source": str(path), "n_bad_lines": len(problems), "bad_lines": problems[:1000]}
+    if attribute != "toxicity":
+        extra["attribute"] = attribute
+    return compute(per_prompt_table(con, spec), spec, seed or 0, extra=extra)
 
 
 def incomplete(store: Any, manifest: dict[str, Any], scorer: str) -> dict[str, Any]:

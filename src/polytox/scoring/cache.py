@@ -128,6 +128,9 @@ class CachedScorer(Scorer):
     def describe(self) -> dict[str, object]:
         return {**self.inner.describe(), "cache": str(self.cache.path)}
 
+    def supports_attribute(self, attribute: str, lang: str) -> bool:
+        return self.inner.supports_attribute(attribute, lang)
+
     def score_batch(self, texts: Sequence[str], langs: Sequence[str]) -> list[Score]:
         return self.score(texts, langs)
 

@@ -1,7 +1,9 @@
 """Perspective's ``comments:analyze`` contract (DATA.md), answered by a polytox scorer.
 
 Request: ``comment.text`` (at most 20,480 UTF-8 bytes, else 400 ``COMMENT_TOO_LONG``), ``comment.type``
-(``PLAIN_TEXT``), ``requestedAttributes`` (names the scorer provides; else ``ATTRIBUTE_NOT_SUPPORTED``),
+(``PLAIN_TEXT``), ``requestedAttributes`` (names the scorer provides; else ``ATTRIBUTE_NOT_SUPPORTED``; a
+provided attribute the scorer does not give in the request's language: ``LANGUAGE_NOT_SUPPORTED_BY_ATTRIBUTE``
+naming that attribute, as Perspective answered SEXUALLY_EXPLICIT for German),
 ``languages`` (omitted: detected with py3langid), ``doNotStore`` (accepted; the server stores scores only
 in polytox's own score cache, which keeps values, never texts), ``spanAnnotations``, ``clientToken``,
 ``sessionId``, ``communityId``, ``context``.
@@ -100,6 +102,14 @@ def _languages(
             f"(scorer {scorer.id} scores: {', '.join(sorted(scorer.languages or ()))})",
             "LANGUAGE_NOT_SUPPORTED_BY_ATTRIBUTE",
         )
+    for attr in attributes:  # per-attribute lists (Perspective: SEXUALLY_EXPLICIT in English only)
+        bad = [code for code in wanted if not scorer.supports_attribute(attr.lower(), code)]
+        if bad:
+            raise invalid(
+                f"Attribute {attr} does not support request languages: {','.join(bad)} "
+                f"(scorer {scorer.id} gives {attr} in other languages only)",
+                "LANGUAGE_NOT_SUPPORTED_BY_ATTRIBUTE",
+            )
     return wanted[0], echo, detected
 
 
