@@ -21,6 +21,7 @@ from .._util.paths import default_cache_dir
 from .._util.sqlite import open_wal
 from ..types import Score, text_hash
 from .base import Scorer
+from .storing import storing
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS scores (
@@ -156,6 +157,9 @@ class CachedScorer(Scorer):
         self.hits += len(keys) - len(miss)
         self.misses += len(miss)
         fresh = self.inner.score([texts[i] for i in miss], [langs[i] for i in miss]) if miss else []
+        if not storing():  # a doNotStore request: read the cache, write nothing
+            results = dict(zip(miss, fresh, strict=True))
+            return [results[i] if i in results else found[k] for i, k in enumerate(keys)]
         self.cache.put_many(
             [
                 (keys[i], texts[i] or "", langs[i], cache_id, self.inner.attributes, s)

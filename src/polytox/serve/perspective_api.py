@@ -42,6 +42,7 @@ REQUEST_FIELDS = frozenset(
         "communityId",
     }
 )
+ATTRIBUTE_FIELDS = frozenset({"scoreType", "scoreThreshold"})  # an AttributeParameters message
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+")
 
 
@@ -185,9 +186,14 @@ def parse_analyze(
                 f"Attribute {name} {what} scorer {scorer.id} (it provides: {', '.join(have)}).",
                 "ATTRIBUTE_NOT_SUPPORTED",
             )
-        options = options or {}
-        if not isinstance(options, dict):
-            raise invalid(f"Invalid value at 'requestedAttributes.{name}': expected an object.")
+        if not isinstance(options, dict):  # [] and null too: an attribute's spec is an object, {} at least
+            raise invalid(f"Invalid value at 'requestedAttributes.{name}' (TYPE_MESSAGE): expected an object.")
+        extra = sorted(set(options) - ATTRIBUTE_FIELDS)
+        if extra:
+            raise invalid(
+                f'Invalid JSON payload received. Unknown name "{extra[0]}" at '
+                f"'requestedAttributes.{name}': Cannot find field."
+            )
         if options.get("scoreType", "PROBABILITY") != "PROBABILITY":
             raise invalid(f"scoreType {options['scoreType']!r} is not supported; only PROBABILITY.")
         if "scoreThreshold" in options:
