@@ -142,7 +142,8 @@ def test_20480_bytes_is_still_accepted(srv: ServerThread) -> None:
      'Unknown name "scoreTreshold" at \'requestedAttributes.TOXICITY\''),
 ])
 def test_bad_bodies(srv: ServerThread, raw: bytes, content_type: str | None, needle: str) -> None:
-    status, _, out = call(srv.url, PATH, raw=raw, headers={} if content_type is None else {"Content-Type": content_type})
+    headers = {} if content_type is None else {"Content-Type": content_type}
+    status, _, out = call(srv.url, PATH, raw=raw, headers=headers)
     assert status == 400, out
     assert out["error"]["status"] == "INVALID_ARGUMENT" and needle in out["error"]["message"], out
 
