@@ -345,3 +345,25 @@ def test_a_client_disconnect_is_one_log_line(caplog: pytest.LogCaptureFixture) -
     assert len(lines) == 1 and "\n" not in lines[0], lines
     assert not any(r.exc_info or "Traceback" in r.getMessage() or "Exception in ASGI" in r.getMessage()
                    for r in caplog.records)
+
+
+def test_do_not_store_writes_nothing_to_the_score_cache(tmp_path: Any) -> None:
+    """doNotStore: true -> the texts (and their sentences) are scored but never written to the cache; a text
+    already cached is still read from it (same value)."""
+    scorer = build_scorer("svm", {"cache": str(tmp_path / "scores.sqlite")})
+    with running(scorer) as server:
+        private = analyze_body("Private. You idiot.", languages=["en"], doNotStore=True, spanAnnotations=True)
+        status, _, out = call(server.url, PATH, private)
+        assert status == 200, out
+        assert len(scorer.cache) == 0  # type: ignore[attr-defined]
+        status, _, stored = call(server.url, PATH, analyze_body("Public text.", languages=["en"], doNotStore=False))
+        assert status == 200 and len(scorer.cache) == 1  # type: ignore[attr-defined]
+        status, _, again = call(server.url, PATH, analyze_body("Public text.", languages=["en"], doNotStore=True))
+        assert status == 200 and len(scorer.cache) == 1  # type: ignore[attr-defined]
+        status, _, repeat = call(server.url, PATH, private)
+    scorer.close()
+    value = lambda body: body["attributeScores"]["TOXICITY"]["summaryScore"]["value"]  # noqa: E731
+    assert value(again) == value(stored) and value(repeat) == value(out)
+    assert len(out["attributeScores"]["TOXICITY"]["spanScores"]) == 2
+    # warm-up 1, private 3 (text and two sentences) twice, public 1; the one hit is the cached public text
+    assert (scorer.hits, scorer.misses) == (1, 1 + 3 + 1 + 3)  # type: ignore[attr-defined]

@@ -29,6 +29,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from .._util import jsondepth
 from ..scoring.base import Scorer
+from ..scoring.storing import no_store
 from . import INSTALL_HINT
 from .batch_http import SubRequest, build_batch_response, parse_batch
 from .batcher import MicroBatcher, Overloaded, Shed
@@ -102,7 +103,8 @@ class Server:
         self.detect("warm up")
         langs = sorted(self.scorer.languages) if self.scorer.languages is not None else ["en"]
         lang = "en" if "en" in langs else langs[0]
-        self.scorer.score(["polytox serve warm-up"], [lang])
+        with no_store():  # the warm-up text is nobody's: it stays out of the score cache
+            self.scorer.score(["polytox serve warm-up"], [lang])
 
     # ---- plumbing ----------------------------------------------------------------------------------
     def headers(self, extra: dict[str, str] | None = None) -> dict[str, str]:
