@@ -3,8 +3,10 @@
 Key: (text hash, language, scorer@version, attributes); a scorer that keeps its raw score (``polytox-ml``,
 ``default``) is keyed by the identity of its raw scores and maps a cached raw score onto its scale when
 read, so one entry serves every scale. Successful scores and permanent errors (an
-API's 400 with its reason) are kept forever; transient errors (timeouts, quota, crashes) never are, so a
-rerun retries them. For a scorer like Perspective, whose models changed silently over the years and which
+API's 400 with its reason) are kept until retried; transient errors (timeouts, quota, crashes) are never
+kept, so a rerun retries them. ``polytox eval --retry-failed`` retries the permanent ones too
+(``retrying_errors``): a 400 whose cause has since been fixed is asked again, and the new answer
+replaces it. For a scorer like Perspective, whose models changed silently over the years and which
 shuts down on 31 Dec 2026, this cache is the permanent record of every response received.
 """
 
@@ -14,7 +16,8 @@ import json
 import sqlite3
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 from .._util.paths import default_cache_dir
@@ -117,6 +120,9 @@ class CachedScorer(Scorer):
         self.thread_safe = inner.thread_safe
         self.hits = 0
         self.misses = 0
+        # True while a run's failed scores are retried (``retrying_errors``): a cached error is a miss, so a
+        # permanent error whose cause was fixed (a Perspective 400) is asked again and replaced.
+        self.retry_errors = False
 
     @property
     def id(self) -> str:
@@ -153,6 +159,8 @@ class CachedScorer(Scorer):
             self.cache.key(t or "", lang, cache_id, self.inner.attributes) for t, lang in zip(texts, langs, strict=True)
         ]
         found = self._read_back(keys, langs, self.cache.get_many(keys))
+        if self.retry_errors:
+            found = {k: score for k, score in found.items() if score.ok}
         miss = [i for i, k in enumerate(keys) if k not in found]
         self.hits += len(keys) - len(miss)
         self.misses += len(miss)
@@ -171,3 +179,20 @@ class CachedScorer(Scorer):
 
     def close(self) -> None:
         self.inner.close()
+
+
+@contextmanager
+def retrying_errors(scorer: Scorer) -> Iterator[None]:
+    """Within this block the score cache under ``scorer`` (its own or a wrapped one's, through ``.inner``)
+    treats cached errors as misses: ``--retry-failed`` scores them again instead of replaying them."""
+    cached = scorer
+    while not isinstance(cached, CachedScorer) and getattr(cached, "inner", None) is not None:
+        cached = cached.inner  # type: ignore[attr-defined]
+    if not isinstance(cached, CachedScorer):
+        yield
+        return
+    before, cached.retry_errors = cached.retry_errors, True
+    try:
+        yield
+    finally:
+        cached.retry_errors = before
