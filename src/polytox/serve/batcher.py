@@ -8,11 +8,15 @@ one batch runs at a time.
 
 The queue is bounded twice, so overload is shed instead of answered late:
 
-- in time: with ``max_queue_wait_s`` > 0, a request whose estimated wait (the texts ahead of it and its
-  own, divided by the measured throughput, an exponential average of texts per batch cycle) is over
-  the bound is refused at once (``Shed`` -> 429 with Retry-After); a text that nevertheless waited longer
-  than the bound (the estimate lags a sudden slow-down) is refused when the worker takes it, so no
-  answered request waited in the queue longer than the bound;
+- in time: with ``max_queue_wait_s`` > 0, a request whose estimated wait is over the bound is refused
+  at once (``Shed`` -> 429 with Retry-After). The estimate is the number of batches ahead of its last
+  text (texts queued or being scored, plus its own, over ``max_batch``, rounded up) times the measured
+  batch cycle (an exponential average of the time from a batch's first text to its scores). Counting in
+  batches, not texts per second, keeps the estimate from feeding on itself: shedding makes batches
+  small, and small batches would make a texts-per-second rate look low and shed still more. A text that
+  would nevertheless be scored after the bound (its wait so far plus one batch cycle: the estimate lags a
+  sudden slow-down) is refused when the worker takes it, so an answered request spent at most about the
+  bound in the queue and the scorer together;
 - in texts: a request that would overflow ``max_queue`` is refused at once (``Shed`` too) instead of
   growing memory.
 
@@ -24,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -34,7 +39,7 @@ from ..scoring.storing import no_store
 from ..types import Score
 from .metrics import Metrics
 
-RATE_SMOOTHING = 0.2  # weight of the newest batch in the throughput average
+CYCLE_SMOOTHING = 0.2  # weight of the newest batch in the average batch cycle
 
 
 class Overloaded(Exception):
@@ -77,7 +82,7 @@ class MicroBatcher:
         self.max_wait_s = max_wait_s
         self.max_queue = max_queue
         self.max_queue_wait_s = max_queue_wait_s  # 0: no bound in time
-        self.rate = 0.0  # measured texts per second (0: not measured yet)
+        self.cycle_s = 0.0  # measured seconds per batch cycle (0: not measured yet)
         self.shed = 0  # texts refused for overload
         self.metrics = metrics
         self._queue: asyncio.Queue[_Item] | None = None
@@ -103,8 +108,9 @@ class MicroBatcher:
         self._task = asyncio.get_running_loop().create_task(self._run(), name="polytox-batcher")
 
     def estimated_wait(self, n: int) -> float:
-        """Seconds ``n`` more texts would wait before being scored (0 before any throughput is measured)."""
-        return (self._outstanding + n) / self.rate if self.rate > 0 else 0.0
+        """Seconds until ``n`` more texts would be scored: the batches ahead of them times the batch cycle
+        (0 before any batch is measured)."""
+        return math.ceil((self._outstanding + n) / self.max_batch) * self.cycle_s
 
     def _admit(self, n: int) -> None:
         """Refuse ``n`` texts (``Shed``) that the queue cannot hold or serve within ``max_queue_wait_s``."""
@@ -115,8 +121,9 @@ class MicroBatcher:
         wait = self.estimated_wait(n)
         if self.max_queue_wait_s and wait > self.max_queue_wait_s:
             raise Shed(
-                f"the server is overloaded: the estimated wait ({wait:.1f} s at {self.rate:.0f} texts/s) is "
-                f"over the bound of {self.max_queue_wait_s:g} s (--max-queue-wait); retry later",
+                f"the estimated wait ({wait:.1f} s: {self._outstanding} texts ahead, a batch of up to "
+                f"{self.max_batch} every {self.cycle_s:.2f} s) is over the bound of {self.max_queue_wait_s:g} s "
+                f"(--max-queue-wait); retry later",
                 wait - self.max_queue_wait_s,
             )
 
@@ -188,8 +195,11 @@ class MicroBatcher:
             if item.future.done():
                 continue
             waited = now - item.queued
-            if self.max_queue_wait_s and waited > self.max_queue_wait_s:
-                message = f"the request waited {waited:.1f} s for the scorer, over --max-queue-wait; retry later"
+            if self.max_queue_wait_s and waited + self.cycle_s > self.max_queue_wait_s:  # scored too late
+                message = (
+                    f"the request waited {waited:.1f} s for the scorer and would be scored after the bound of "
+                    f"{self.max_queue_wait_s:g} s (--max-queue-wait); retry later"
+                )
                 item.future.set_exception(Shed(message, max(1.0, self.estimated_wait(0))))
                 self._count_shed(1)
                 continue
@@ -209,12 +219,10 @@ class MicroBatcher:
             out.update(zip(group, scores, strict=True))
         return [out[i] for i in range(len(items))]
 
-    def _measure(self, n: int) -> None:
-        """Fold one batch cycle (collecting and scoring ``n`` texts) into the throughput average."""
+    def _measure(self) -> None:
+        """Fold one batch cycle (from its first text taken to its scores) into the average."""
         cycle = time.monotonic() - self._cycle_start
-        if cycle > 0:
-            sample = n / cycle
-            self.rate = sample if self.rate == 0 else (1 - RATE_SMOOTHING) * self.rate + RATE_SMOOTHING * sample
+        self.cycle_s = cycle if self.cycle_s == 0 else (1 - CYCLE_SMOOTHING) * self.cycle_s + CYCLE_SMOOTHING * cycle
 
     async def _run(self) -> None:
         loop = asyncio.get_running_loop()
@@ -228,7 +236,7 @@ class MicroBatcher:
                 scores = await loop.run_in_executor(self._executor, self._score_sync, live)
             except Exception as exc:  # Scorer.score turns crashes into errors; anything else fails the batch
                 scores = [Score.failed(f"SCORER_CRASHED: {type(exc).__name__}: {exc}", transient=True)] * len(live)
-            self._measure(len(live))
+            self._measure()
             self.batches += 1
             self.scored += len(live)
             if self.metrics is not None:

@@ -80,7 +80,7 @@ def retry_after(seconds: float) -> dict[str, str]:
 
 def shed(message: str, retry_after_s: float) -> ApiError:
     """429 for overload: the queue already holds more than the server can answer within its bound."""
-    return ApiError(429, f"The server is overloaded: {message}.", "SERVER_OVERLOADED", retry_after(retry_after_s))
+    return ApiError(429, f"The server is overloaded: {message}", "SERVER_OVERLOADED", retry_after(retry_after_s))
 
 
 def overloaded(message: str) -> ApiError:
