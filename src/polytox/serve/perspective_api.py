@@ -2,8 +2,8 @@
 
 Request: ``comment.text`` (at most 20,480 UTF-8 bytes, else 400 ``COMMENT_TOO_LONG``), ``comment.type``
 (``PLAIN_TEXT``), ``requestedAttributes`` (names the scorer provides; else ``ATTRIBUTE_NOT_SUPPORTED``),
-``languages`` (omitted: detected with py3langid), ``doNotStore`` (accepted; the server stores scores only
-in polytox's own score cache, which keeps values, never texts), ``spanAnnotations``, ``clientToken``,
+``languages`` (omitted: detected with py3langid), ``doNotStore`` (honoured by the app: such a request's
+texts are scored without writing the score cache), ``spanAnnotations``, ``clientToken``,
 ``sessionId``, ``communityId``, ``context``.
 
 Response: ``attributeScores.<ATTR>.summaryScore = {"value": v, "type": "PROBABILITY"}`` with the
