@@ -367,3 +367,19 @@ def test_do_not_store_writes_nothing_to_the_score_cache(tmp_path: Any) -> None:
     assert len(out["attributeScores"]["TOXICITY"]["spanScores"]) == 2
     # warm-up 1, private 3 (text and two sentences) twice, public 1; the one hit is the cached public text
     assert (scorer.hits, scorer.misses) == (1, 1 + 3 + 1 + 3)  # type: ignore[attr-defined]
+
+
+@pytest.mark.slow
+def test_30_mb_chunked_body_against_the_default_limit_is_413() -> None:
+    """The probe's case at full size: 30 MB chunked against the default 1 MiB limit (drained, then 413)."""
+    import socket
+
+    with running("svm") as server, socket.create_connection(("127.0.0.1", server.port), timeout=60) as sock:
+        sock.sendall(f"POST {PATH} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                     "Transfer-Encoding: chunked\r\n\r\n".encode())
+        chunk = b"x" * (1 << 20)
+        for _ in range(30):
+            sock.sendall(b"%x\r\n" % len(chunk) + chunk + b"\r\n")
+        sock.sendall(b"0\r\n\r\n")
+        reply = _read_response(sock)
+    assert reply.startswith("HTTP/1.1 413") and "exceeds the limit: 1048576 bytes" in reply
