@@ -77,8 +77,9 @@ def test_cli_refuses_to_serve_without_keys(monkeypatch: pytest.MonkeyPatch,
 
 
 def test_batcher_estimates_the_wait_in_batch_cycles() -> None:
-    """The wait is counted in batches ahead (texts over max_batch, rounded up) times the measured cycle, and
-    a request over the bound is refused with Shed before anything is queued."""
+    """The wait is counted in batches ahead (texts over max_batch, rounded up, less the request's own batch)
+    times the measured cycle; a request over the bound is refused with Shed before anything is queued, and
+    a request that fits an idle batch is admitted however slow the scorer."""
     import asyncio
 
     from polytox.scoring import build_scorer
@@ -91,12 +92,15 @@ def test_batcher_estimates_the_wait_in_batch_cycles() -> None:
         assert batcher.estimated_wait(50) == 0.0  # nothing measured yet: admitted
         await batcher.score(["a", "b"], ["en", "en"])
         assert batcher.cycle_s > 0
-        batcher.cycle_s = 0.25  # pin the measurement: 4 batches fit in the bound
-        assert batcher.estimated_wait(16) == 1.0 and batcher.estimated_wait(17) == 1.25
+        batcher.cycle_s = 0.25  # pin the measurement: 4 batches ahead fit in the bound
+        assert batcher.estimated_wait(4) == 0.0 and batcher.estimated_wait(20) == 1.0
+        assert batcher.estimated_wait(21) == 1.25
         with pytest.raises(Shed, match=r"over the bound of 1 s \(--max-queue-wait\)") as err:
-            await batcher.score(["x"] * 17, ["en"] * 17)
-        assert err.value.retry_after_s == pytest.approx(0.25) and batcher.shed == 17 and batcher.pending == 0
-        assert len(await batcher.score(["x"] * 16, ["en"] * 16)) == 16
+            await batcher.score(["x"] * 21, ["en"] * 21)
+        assert err.value.retry_after_s == pytest.approx(0.25) and batcher.shed == 21 and batcher.pending == 0
+        assert len(await batcher.score(["x"] * 20, ["en"] * 20)) == 20
+        batcher.cycle_s = 30.0  # a scorer far slower than the bound still serves a request on an idle server
+        assert len(await batcher.score(["y"] * 4, ["en"] * 4)) == 4
         await batcher.close()
 
     asyncio.run(scenario())

@@ -8,15 +8,16 @@ one batch runs at a time.
 
 The queue is bounded twice, so overload is shed instead of answered late:
 
-- in time: with ``max_queue_wait_s`` > 0, a request whose estimated wait is over the bound is refused
-  at once (``Shed`` -> 429 with Retry-After). The estimate is the number of batches ahead of its last
-  text (texts queued or being scored, plus its own, over ``max_batch``, rounded up) times the measured
-  batch cycle (an exponential average of the time from a batch's first text to its scores). Counting in
-  batches, not texts per second, keeps the estimate from feeding on itself: shedding makes batches
-  small, and small batches would make a texts-per-second rate look low and shed still more. A text that
-  would nevertheless be scored after the bound (its wait so far plus one batch cycle: the estimate lags a
-  sudden slow-down) is refused when the worker takes it, so an answered request spent at most about the
-  bound in the queue and the scorer together;
+- in time: with ``max_queue_wait_s`` > 0, a request whose estimated wait for the scorer is over the
+  bound is refused at once (``Shed`` -> 429 with Retry-After). The estimate is the number of batches
+  that must finish before its last text's batch starts (texts queued or being scored, plus its own, over
+  ``max_batch``, rounded up, less its own batch) times the measured batch cycle (an exponential average
+  of the time from a batch's first text to its scores). Counting in batches, not texts per second, keeps
+  the estimate from feeding on itself: shedding makes batches small, and small batches would make a
+  texts-per-second rate look low and shed still more. A request that fits one batch on an idle server
+  is always admitted, however slow the scorer, so a scorer slower than the bound still serves. A text
+  that nevertheless waited longer than the bound (the estimate lags a sudden slow-down) is refused when
+  the worker takes it, so an answered request waited at most the bound, plus its own batch's scoring;
 - in texts: a request that would overflow ``max_queue`` is refused at once (``Shed`` too) instead of
   growing memory.
 
@@ -108,9 +109,9 @@ class MicroBatcher:
         self._task = asyncio.get_running_loop().create_task(self._run(), name="polytox-batcher")
 
     def estimated_wait(self, n: int) -> float:
-        """Seconds until ``n`` more texts would be scored: the batches ahead of them times the batch cycle
-        (0 before any batch is measured)."""
-        return math.ceil((self._outstanding + n) / self.max_batch) * self.cycle_s
+        """Seconds before the batch of the last of ``n`` more texts would start: the batches ahead of it
+        times the batch cycle (0 before any batch is measured, and for texts that fit an idle batch)."""
+        return max(0, math.ceil((self._outstanding + n) / self.max_batch) - 1) * self.cycle_s
 
     def _admit(self, n: int) -> None:
         """Refuse ``n`` texts (``Shed``) that the queue cannot hold or serve within ``max_queue_wait_s``."""
@@ -195,9 +196,9 @@ class MicroBatcher:
             if item.future.done():
                 continue
             waited = now - item.queued
-            if self.max_queue_wait_s and waited + self.cycle_s > self.max_queue_wait_s:  # scored too late
+            if self.max_queue_wait_s and waited > self.max_queue_wait_s:
                 message = (
-                    f"the request waited {waited:.1f} s for the scorer and would be scored after the bound of "
+                    f"the request waited {waited:.1f} s for the scorer, over the bound of "
                     f"{self.max_queue_wait_s:g} s (--max-queue-wait); retry later"
                 )
                 item.future.set_exception(Shed(message, max(1.0, self.estimated_wait(0))))
