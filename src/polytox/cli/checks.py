@@ -86,6 +86,7 @@ OTHER_NUMBERS: dict[str, Range] = {
     "max_batch": AT_LEAST_ONE,
     "max_wait_ms": NON_NEGATIVE,
     "max_queue": AT_LEAST_ONE,
+    "max_queue_wait": NON_NEGATIVE,
     "max_body_bytes": AT_LEAST_ONE,
     "graceful_seconds": NON_NEGATIVE,
     # detox
