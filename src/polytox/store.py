@@ -382,7 +382,7 @@ class RunStore:
         checksums must agree with it, unless the run's generation parts were made for the manifest's spec
         and not for the recorded one."""
         recorded = self.recorded_spec()
-        if recorded is None or MANIFEST_DIGEST in data:
+        if recorded is None or data.get(MANIFEST_DIGEST) is not None:
             return None
         try:
             reference = EvalSpec.from_dict(recorded)
@@ -656,7 +656,7 @@ class RunStore:
             return None
         if checksum.recorded(path) is not None:
             return checksum.problem(path)
-        if MANIFEST_DIGEST in manifest:
+        if manifest.get(MANIFEST_DIGEST) is not None:
             return f"has no checksum ({checksum.sidecar(path).name} is missing)"
         try:
             read_json_file(path)
@@ -670,8 +670,9 @@ class RunStore:
             return {}
         why = self.metrics_problem(self.manifest())
         if why is not None:
-            raise DamagedRunError(f"{self.metrics_path} {why}; repair it with: {repair_command(self.path)}",
-                                  self.metrics_path)
+            raise DamagedRunError(
+                f"{self.metrics_path} {why}; repair it with: {repair_command(self.path)}", self.metrics_path
+            )
         return read_json_file(self.metrics_path)
 
     def leftovers(self) -> list[Path]:

@@ -32,17 +32,22 @@ def _fsync_dir(path: Path) -> None:
 TMP_PREFIX = ".tmp-"  # a temporary file's name starts with it; one left behind means its writer was killed
 
 
-@functools.cache
 def file_mode() -> int:
     """The mode ``open`` gives a new file: 0666 less the process's umask (read without changing it on Linux;
-    elsewhere set and restored once, then remembered)."""
+    elsewhere set and restored once, then remembered: changing it is not thread-safe)."""
     try:
         with open("/proc/self/status", encoding="ascii") as fh:
             mask = next(int(line.split()[1], 8) for line in fh if line.startswith("Umask:"))
     except (OSError, StopIteration, ValueError, IndexError):
-        mask = os.umask(0o022)
-        os.umask(mask)
+        mask = _umask_once()
     return 0o666 & ~mask
+
+
+@functools.cache
+def _umask_once() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def atomic_write(path: Path, write: Callable[[str], None]) -> None:

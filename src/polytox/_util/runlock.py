@@ -7,7 +7,7 @@ next writer simply gets it, and no pid-liveness guess (fooled by pid reuse) is n
 the holder's pid, host and start time, read only to name the holder in the refusal.
 
 A SIGTERM (``kill``, a batch system's time limit) ends the holder as an exception would (exit 143), so
-the release, and every writer's clean-up of its temporary file, runs; the handler is installed only while
+every writer's clean-up of its temporary file runs, and the release (at the latest at interpreter exit); the handler is installed only while
 the lock is held, from the main thread, and only where SIGTERM still has its default action.
 
 The lock file is removed on release (unlinked while still locked; an acquirer that locked an unlinked
@@ -18,6 +18,7 @@ part is written to a temporary name and renamed, so a reader sees committed part
 
 from __future__ import annotations
 
+import atexit
 import datetime as dt
 import fcntl
 import json
@@ -168,12 +169,14 @@ class OutputLock:
             raise SystemExit(128 + signum)
 
         self._sigterm = signal.signal(signal.SIGTERM, stop)
+        atexit.register(self.release)  # a holder that never reaches ``release`` (no ``with``) still frees it
 
     def release(self) -> None:
         if self._fd is None:
             return
         if self._sigterm is not None:
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            atexit.unregister(self.release)
             self._sigterm = None
         try:
             self.lock_path.unlink(missing_ok=True)
