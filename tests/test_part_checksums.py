@@ -176,6 +176,7 @@ def damage_cases(run: Path) -> dict[str, tuple[Callable[[], None], Path]]:
     gen1, score2 = store.generation_part(1), scores / "part-00002.parquet"
     stray = store.generation_part(9)
     manifest = store.manifest_path
+    other_seed = run.parent / "seed7" / "prompts.parquet"  # the same prompts, recorded for another spec
     return {
         "generation truncated": (lambda: _truncate(gen1), gen1),
         "generation empty": (lambda: gen1.write_bytes(b""), gen1),
@@ -214,8 +215,7 @@ def damage_cases(run: Path) -> dict[str, tuple[Callable[[], None], Path]]:
         "metrics.json emt edited": (lambda: _edit_metrics(store), store.metrics_path),
         "metrics.json checksum missing": (lambda: sidecar(store.metrics_path).unlink(), store.metrics_path),
         "prompts checksum missing": (lambda: sidecar(store.prompts_path).unlink(), store.prompts_path),
-        "prompts of another seed's run": (lambda: _swap_in(store.prompts_path, run.parent / "seed7" / "prompts.parquet"),
-                                          store.prompts_path),
+        "prompts of another seed's run": (lambda: _swap_in(store.prompts_path, other_seed), store.prompts_path),
     }
 
 
@@ -318,7 +318,7 @@ def test_a_copy_without_dot_files_is_repaired_once_and_for_all(clean_runs: dict[
 def test_leftover_temporary_files_are_reported_by_verify_and_removed_by_the_resume(
     clean_runs: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    run, store, scores = copy(clean_runs["serial"], tmp_path)
+    run, _, scores = copy(clean_runs["serial"], tmp_path)
     left = [run / "generations" / ".tmp-part-00001.parquet-k2j3", scores / ".tmp-.part-00002.parquet.sha256-x9",
             run / ".tmp-manifest.json-a1"]
     for path in left:

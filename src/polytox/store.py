@@ -645,7 +645,11 @@ class RunStore:
     def write_metrics(self, metrics: dict[str, Any]) -> None:
         """Write ``metrics.json`` atomically, with its checksum beside it (``.metrics.json.sha256``)."""
         text = json.dumps(metrics, indent=2, default=str) + "\n"
-        checksum.commit(self.metrics_path, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))
+
+        def write(tmp: str) -> None:
+            Path(tmp).write_text(text, encoding="utf-8")
+
+        checksum.commit(self.metrics_path, write)
 
     def metrics_problem(self, manifest: dict[str, Any]) -> str | None:
         """Why ``metrics.json`` cannot be read as the run's metrics (None: absent, or sound). Its checksum must

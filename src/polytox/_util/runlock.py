@@ -7,8 +7,9 @@ next writer simply gets it, and no pid-liveness guess (fooled by pid reuse) is n
 the holder's pid, host and start time, read only to name the holder in the refusal.
 
 A SIGTERM (``kill``, a batch system's time limit) ends the holder as an exception would (exit 143), so
-every writer's clean-up of its temporary file runs, and the release (at the latest at interpreter exit); the handler is installed only while
-the lock is held, from the main thread, and only where SIGTERM still has its default action.
+every writer's clean-up of its temporary file runs, and the release (at the latest at interpreter exit);
+the handler is installed only while the lock is held, from the main thread, and only where SIGTERM still
+has its default action.
 
 The lock file is removed on release (unlinked while still locked; an acquirer that locked an unlinked
 file sees that its inode is no longer the path's and tries again), and so is a folder created only to
