@@ -53,6 +53,7 @@ import pyarrow.parquet as pq
 
 from ._util import checksum, runlock
 from ._util.atomic import TMP_PREFIX, atomic_write_json
+from ._util.verified import VerifiedFiles
 from .errors import DamagedRunError, PolytoxError, SpecMismatchError
 from .spec import EvalSpec
 from .types import Generation, Prompt, Score, raw_name
@@ -214,6 +215,8 @@ def part_problem(
     key: tuple[str, str] | None = None,
     full: bool = True,
     checksummed: bool = False,
+    verified: VerifiedFiles | None = None,
+    trust: bool = False,
 ) -> str | None:
     """Why a stored part cannot be trusted, or None.
 
@@ -222,9 +225,11 @@ def part_problem(
     open (``full``: every column of every row is decoded, not only the footer). Then, either way, it must
     hold ``rows`` rows of the prompts ``ids`` and carry the hash ``key`` = (name, value) when it records one
     (parts written before hashes were recorded carry none), so another shard's or another run's part,
-    even with its own checksum, is not read as this shard's."""
+    even with its own checksum, is not read as this shard's. ``verified`` and ``trust``: as in
+    ``checksum.problem`` (a reader trusts a part remembered unchanged since it matched; ``--verify`` and the
+    resume hash every part)."""
     if checksum.recorded(path) is not None:
-        why = checksum.problem(path)
+        why = checksum.problem(path, verified, trust)
         if why is not None:
             return why
         full = False  # the bytes are those written: the footer and the ids say the rest
@@ -321,6 +326,7 @@ class RunStore:
         self.spec_hash: str | None = None
         self.generation_key: str | None = None
         self.spec_record: str | None = None
+        self.verified = VerifiedFiles()  # parts verified unchanged since: a reader does not hash them again
 
     def _meta(self, *names: str) -> dict[str, str]:
         values = {"spec": self.spec_record, "spec_hash": self.spec_hash, "generation_key": self.generation_key}
@@ -730,6 +736,7 @@ class RunStore:
         scorer_ids: Sequence[str],
         own_scorer: str | None = None,
         full: bool = True,
+        trust: bool = False,
     ) -> list[tuple[int, Path, str]]:
         """(shard, part, why) for every stored part that cannot be trusted: ``sizes`` gives each shard's
         expected row count and prompt ids; the parts of ``scorer_ids`` are checked beside the generations
@@ -746,7 +753,8 @@ class RunStore:
             parts += [(self.score_part(s, shard), ("spec_hash", self.spec_hash if s == own else None)) for s in scorers]
             for part, (name, value) in parts:
                 if part.exists():
-                    why = part_problem(part, rows, ids, (name, value) if value else None, full, checksummed)
+                    key = (name, value) if value else None
+                    why = part_problem(part, rows, ids, key, full, checksummed, self.verified, trust)
                     if why is not None:
                         found.append((shard, part, why))
             if not generations.exists():
@@ -789,24 +797,26 @@ class RunStore:
         self.spec_hash, self.generation_key = spec.spec_hash(), generation_key(spec)
         own = manifest["scorer"].get("id")
         scorers = [scorer_id] if scorer_id is not None else self.scorer_ids()
-        problems = self.file_problems(manifest)
+        problems = self.file_problems(manifest, trust=True)
         sizes = self.stored_plan(spec) if not any(p == self.prompts_path for p, _ in problems) else None
         if sizes is not None:
-            problems += [(part, why) for _, part, why in self.part_problems(sizes, scorers, own)]
+            problems += [(part, why) for _, part, why in self.part_problems(sizes, scorers, own, trust=True)]
         if problems:
             part, why = problems[0]
             more = f" (and {len(problems) - 1} more damaged file(s))" if len(problems) > 1 else ""
             raise DamagedRunError(f"{part} {why}{more}; repair it with: {repair_command(self.path)}", part)
         return manifest
 
-    def file_problems(self, manifest: dict[str, Any]) -> list[tuple[Path, str]]:
+    def file_problems(self, manifest: dict[str, Any], trust: bool = False) -> list[tuple[Path, str]]:
         """(file, why) for ``prompts.parquet`` and ``metrics.json``: the prompts must match their checksum and
         have been recorded for the manifest's spec (a prompts file swapped in from another run is found by
         its spec hash, checksum and all); ``metrics.json`` as ``metrics_problem`` says."""
         problems: list[tuple[Path, str]] = []
         if self.prompts_path.exists():
             key = ("spec_hash", self.spec_hash) if self.spec_hash else None
-            why = part_problem(self.prompts_path, key=key, checksummed=self.checksummed())
+            why = part_problem(
+                self.prompts_path, key=key, checksummed=self.checksummed(), verified=self.verified, trust=trust
+            )
             if why is not None:
                 problems.append((self.prompts_path, why))
         elif self.scorer_ids() or any(self.path.glob("generations/part-*.parquet")):
