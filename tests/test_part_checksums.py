@@ -16,6 +16,7 @@ import json
 import os
 import shutil
 import stat
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -23,6 +24,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from polytox import open_run
+from polytox._util import checksum, verified
 from polytox._util.checksum import file_sha256, sidecar
 from polytox.cli.main import main
 from polytox.errors import DamagedRunError
@@ -348,3 +350,34 @@ def test_run_files_honour_the_umask(umask: int, tmp_path: Path) -> None:
     files = [p for p in (tmp_path / "run").rglob("*") if p.is_file()]
     assert len(files) >= 2 * 9 + 2  # parts, their checksums, manifest, metrics.json
     assert {p.name: stat.S_IMODE(p.stat().st_mode) for p in files} == {p.name: 0o666 & ~umask for p in files}
+
+
+def test_a_reader_hashes_an_unchanged_part_once_and_still_refuses_a_later_flip(
+    clean_runs: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Readers remember a part verified unchanged (``_util.verified``) and do not hash it again; a part
+    changed since, in any byte, has another stat and is hashed (and refused); ``--verify`` hashes all."""
+    run, store, scores = copy(clean_runs["serial"], tmp_path)
+    hashed: list[str] = []
+    real = checksum.file_sha256
+    monkeypatch.setattr(checksum, "file_sha256", lambda p: hashed.append(Path(p).name) or real(p))
+    RunStore(run).check_readable()
+    RunStore(run).check_readable()  # just written (copied): not settled, so not remembered
+    assert sorted(hashed).count("prompts.parquet") == 2 and len(hashed) == 2 * (1 + 8 + 1)  # and metrics.json
+    monkeypatch.setattr(verified, "SETTLED_SECONDS", 0.05)  # instead of waiting the default 2 s
+    time.sleep(0.1)
+    hashed.clear()
+    RunStore(run).check_readable()  # hashes once more, and remembers
+    assert len(hashed) == 10
+    hashed.clear()
+    RunStore(run).check_readable()
+    assert hashed == ["metrics.json"]  # the parts and the prompts are not read again
+    for part in (store.generation_part(1), scores / "part-00003.parquet"):
+        original = part.read_bytes()
+        for offsets in offset_classes(part).values():
+            flip(part, offsets[0])
+            one_error_line(*run_cli_exit(capsys, "metrics", str(run)), part, run)
+            part.write_bytes(original)
+    hashed.clear()
+    _, problems = RunStore(run).verify()
+    assert problems == [] and len(hashed) == 10  # --verify hashes every file
