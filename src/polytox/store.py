@@ -21,15 +21,18 @@ bytes do not match is damaged, even when it still decodes. A run made before che
 back to the checks below, and says so once. Besides, each part records in its Parquet metadata the hash
 it was made for (generation parts: ``generation_key``, the spec without its scorer and prompt source,
 which ``eval --generations-from`` may change; score parts: the spec hash), and ``prompts.parquet`` records
-the whole spec. On resume ``remove_damaged`` checks every stored part (its checksum, or without one that
+the whole spec and its hash. That recorded spec is the reference: the manifest carries its own checksum
+(``manifest_sha256``) and must agree with it, and ``metrics.json`` has a checksum beside it like a part. On resume ``remove_damaged`` checks every stored part (its checksum, or without one that
 it opens; that it holds the shard's prompts times K rows and was made for this spec; that a score part has
 its generation part; that no part lies past the last shard); a damaged part is removed so the shard is
 made again (generation: the same seeds, so the same text; a damaged generation part takes its score part
-with it). An unreadable ``manifest.json``, or one without a spec, is rebuilt from the spec recorded in
-``prompts.parquet`` when that is the requested spec (the parts are then checked as on any resume), and is
-one clear error when nothing records the spec.
+with it). An unreadable, edited or missing ``manifest.json``, or one without a spec, is rebuilt from the spec recorded
+in ``prompts.parquet`` when that is the requested spec (the parts are then checked as on any resume; the
+repair never regenerates from the damaged manifest's spec), and is one clear error when nothing records the
+spec. A resume also removes temporary files a killed writer left (``--verify`` lists them).
 Only writers repair, under the run's lock (``_util.runlock``); every reader calls ``check_readable`` first,
-which reports the first damaged file in one line with the repair command (``polytox eval --out RUN``).
+which reports the first damaged file in one line with the repair command (``polytox eval --out RUN``); it
+does not hash again a part remembered unchanged since its checksum matched (``_util.verified``).
 """
 
 from __future__ import annotations
