@@ -390,8 +390,10 @@ class RunStore:
         from another run is then the damage, which ``check_readable`` names); a manifest from before
         checksums must agree with it, unless the run's generation parts were made for the manifest's spec
         and not for the recorded one."""
+        if data.get(MANIFEST_DIGEST) is not None:
+            return None
         recorded = self.recorded_spec()
-        if recorded is None or data.get(MANIFEST_DIGEST) is not None:
+        if recorded is None:
             return None
         try:
             reference = EvalSpec.from_dict(recorded)
