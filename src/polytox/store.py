@@ -22,17 +22,19 @@ back to the checks below, and says so once. Besides, each part records in its Pa
 it was made for (generation parts: ``generation_key``, the spec without its scorer and prompt source,
 which ``eval --generations-from`` may change; score parts: the spec hash), and ``prompts.parquet`` records
 the whole spec and its hash. That recorded spec is the reference: the manifest carries its own checksum
-(``manifest_sha256``) and must agree with it, and ``metrics.json`` has a checksum beside it like a part. On resume ``remove_damaged`` checks every stored part (its checksum, or without one that
-it opens; that it holds the shard's prompts times K rows and was made for this spec; that a score part has
-its generation part; that no part lies past the last shard); a damaged part is removed so the shard is
-made again (generation: the same seeds, so the same text; a damaged generation part takes its score part
-with it). An unreadable, edited or missing ``manifest.json``, or one without a spec, is rebuilt from the spec recorded
-in ``prompts.parquet`` when that is the requested spec (the parts are then checked as on any resume; the
-repair never regenerates from the damaged manifest's spec), and is one clear error when nothing records the
-spec. A resume also removes temporary files a killed writer left (``--verify`` lists them).
+(``manifest_sha256``) and must agree with it, and ``metrics.json`` has a checksum beside it like a part.
+On resume ``remove_damaged`` checks every stored part (its checksum, or without one that it opens; that
+it holds the shard's prompts times K rows and was made for this spec; that a score part has its
+generation part; that no part lies past the last shard); a damaged part is removed so the shard is made
+again (generation: the same seeds, so the same text; a damaged generation part takes its score part with
+it). An unreadable, edited or missing ``manifest.json``, or one without a spec, is rebuilt from the spec
+recorded in ``prompts.parquet`` when that is the requested spec (the parts are then checked as on any
+resume; the repair never regenerates from the damaged manifest's spec), and is one clear error when
+nothing records the spec. A resume also removes temporary files a killed writer left (``--verify`` lists
+them).
 Only writers repair, under the run's lock (``_util.runlock``); every reader calls ``check_readable`` first,
 which reports the first damaged file in one line with the repair command (``polytox eval --out RUN``); it
-does not hash again a part remembered unchanged since its checksum matched (``_util.verified``).
+does not read again a part remembered unchanged since it passed them (``_util.verified``).
 """
 
 from __future__ import annotations
@@ -56,7 +58,7 @@ import pyarrow.parquet as pq
 
 from ._util import checksum, runlock
 from ._util.atomic import TMP_PREFIX, atomic_write_json
-from ._util.verified import VerifiedFiles
+from ._util.verified import VerifiedFiles, stat_of
 from .errors import DamagedRunError, PolytoxError, SpecMismatchError
 from .spec import EvalSpec
 from .types import Generation, Prompt, Score, raw_name
@@ -228,11 +230,40 @@ def part_problem(
     open (``full``: every column of every row is decoded, not only the footer). Then, either way, it must
     hold ``rows`` rows of the prompts ``ids`` and carry the hash ``key`` = (name, value) when it records one
     (parts written before hashes were recorded carry none), so another shard's or another run's part,
-    even with its own checksum, is not read as this shard's. ``verified`` and ``trust``: as in
-    ``checksum.problem`` (a reader trusts a part remembered unchanged since it matched; ``--verify`` and the
-    resume hash every part)."""
+    even with its own checksum, is not read as this shard's.
+
+    With ``verified``, a part that passes is remembered, unchanged since, with its checksum and these
+    expectations (``_util.verified``); with ``trust`` as well (the readers), such a part is not read again.
+    ``--verify`` and the resume read every part."""
+    digest = checksum.recorded(path)
+    token = f"{digest}:{expectation(rows, ids, key)}" if digest and verified is not None else None
+    if token is not None and verified is not None:
+        if trust and verified.known(path, token):
+            return None
+        stat = stat_of(path)  # taken before the bytes are read: a change while they are read is not remembered
+    why = part_checks(path, rows, ids, key, full, checksummed)
+    if why is None and token is not None and verified is not None:
+        verified.remember(path, token, stat)
+    return why
+
+
+def expectation(rows: int | None, ids: set[str] | None, key: tuple[str, str] | None) -> str:
+    """A short hash of what a part was checked against (its row count, prompt ids and spec hash)."""
+    blob = json.dumps([rows, sorted(ids) if ids is not None else None, key], separators=(",", ":"))
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def part_checks(
+    path: Path,
+    rows: int | None,
+    ids: set[str] | None,
+    key: tuple[str, str] | None,
+    full: bool,
+    checksummed: bool,
+) -> str | None:
+    """``part_problem``'s checks, every one of them (see there)."""
     if checksum.recorded(path) is not None:
-        why = checksum.problem(path, verified, trust)
+        why = checksum.problem(path)
         if why is not None:
             return why
         full = False  # the bytes are those written: the footer and the ids say the rest

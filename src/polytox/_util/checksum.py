@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 from .atomic import atomic_write, atomic_write_text
-from .verified import VerifiedFiles, stat_of
 
 SUFFIX = ".sha256"
 
@@ -64,27 +63,19 @@ def recorded(path: Path) -> str | None:
     return digest if ok else ""
 
 
-def problem(path: Path, verified: VerifiedFiles | None = None, trust: bool = False) -> str | None:
-    """Why ``path``'s bytes differ from what was committed (None: they match, or no checksum is kept).
-
-    With ``verified``, a match is remembered for the file as it is now; with ``trust`` as well, a file
-    remembered unchanged since it matched this checksum is not hashed again (``_util.verified``)."""
+def problem(path: Path) -> str | None:
+    """Why ``path``'s bytes differ from what was committed (None: they match, or no checksum is kept)."""
     digest = recorded(path)
     if digest is None:
         return None
     if digest == "":
         return f"has a damaged checksum file ({sidecar(path).name})"
-    if trust and verified is not None and verified.known(path, digest):
-        return None
-    stat = stat_of(path) if verified is not None else None
     try:
         actual = file_sha256(path)
     except OSError as exc:
         return f"cannot be read ({exc.strerror or exc})"
     if actual != digest:
         return "does not match its checksum (its bytes changed after it was written)"
-    if verified is not None:
-        verified.remember(path, digest, stat)
     return None
 
 
