@@ -148,10 +148,3 @@ def rewrite_part(path: Path, table: Any) -> None:
     pq.write_table(table, path)
     sidecar(path).write_text(f"{file_sha256(path)}  {path.name}\n")
 
-
-def reseal_manifest(run: Path, manifest: dict[str, Any]) -> None:
-    """Replace a run's manifest by ``manifest``, with its own checksum recorded anew: a test that edits the
-    manifest on purpose (another scorer id, a status, model metadata) must not look like damage."""
-    from polytox.store import write_manifest_file
-
-    write_manifest_file(run / "manifest.json", manifest)
