@@ -147,3 +147,4 @@ def rewrite_part(path: Path, table: Any) -> None:
 
     pq.write_table(table, path)
     sidecar(path).write_text(f"{file_sha256(path)}  {path.name}\n")
+

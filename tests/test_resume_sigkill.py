@@ -104,6 +104,7 @@ def test_sigkill_at_random_moments_then_resume_equals_uninterrupted(
     _, err = final.communicate(timeout=120)
     assert final.returncode == 0, err.decode()
     assert "resumed" in err.decode()
+    assert list(run.rglob(".tmp-*")) == []  # what the kills left behind, the resume removed
 
     # exactly the uninterrupted run's outputs: every part, row for row, and metrics.json byte for byte
     for sub in ("generations", f"scores/{only_scores_dir(reference).name}"):

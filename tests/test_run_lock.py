@@ -137,3 +137,30 @@ def test_two_writers_many_times(tmp_path: Path) -> None:
     """The issue's target is 0 mixed runs in 50 tries; CI runs POLYTOX_LOCK_TRIES (default 12)."""
     counts = race(tmp_path, int(os.environ.get("POLYTOX_LOCK_TRIES", "12")))
     assert counts["mixed"] == 0 and counts["both_ok"] == 0, counts
+
+
+def test_sigterm_releases_the_lock(tmp_path: Path) -> None:
+    """A holder ended by SIGTERM (``kill``, a batch system's time limit) exits 143 and leaves no lock file."""
+    run = tmp_path / "run"
+    proc = holder(run)
+    assert (run / LOCK_NAME).exists()
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=30) == 143
+    assert not (run / LOCK_NAME).exists() and not run.exists()  # the folder made only for the lock goes too
+
+
+def test_sigterm_mid_run_leaves_neither_lock_nor_temporary_files(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    args = ["eval", "--out", str(run), "--model", "fake", "--scorer", "fake", "--limit", "24", "--shard-size", "3",
+            "--samples", "2", "--model-opt", "delay=0.2", "--no-progress"]
+    proc = subprocess.Popen(cli_command(*args), env=cli_env(tmp_path / "cache"), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    while not list(run.glob("scores/*/part-*.parquet")) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=60) == 143
+    assert proc.stderr is not None and b"Traceback" not in proc.stderr.read()
+    assert not (run / LOCK_NAME).exists()
+    assert [p.name for p in run.rglob(".tmp-*")] == []
+    assert len(list(run.glob("generations/part-*.parquet"))) < 8  # stopped mid-run

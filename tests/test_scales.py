@@ -35,7 +35,7 @@ from polytox.scoring.ml.scales import (
     write_scales,
 )
 from polytox.scoring.ml.scorer import PolytoxMlScorer
-from polytox.store import RunStore
+from polytox.store import RunStore, write_manifest_file
 from polytox.training.scorer.scale_rows import ERA_2020, ERA_2022, ERA_UNKNOWN, RATERS, ScaleRow, era_of
 from polytox.types import RAW_KEY, Generation, Score
 
@@ -293,7 +293,7 @@ def test_named_scale_of_the_committed_head_on_a_full_mode_run(ml_run: Path, tmp_
     (run / "scores" / next((run / "scores").iterdir()).name).rename(run / "scores" / full_id.replace("@", "_"))
     manifest = json.loads((run / "manifest.json").read_text())
     manifest["scorer"]["id"] = full_id
-    (run / "manifest.json").write_text(json.dumps(manifest))
+    write_manifest_file(run / "manifest.json", manifest)  # an edit on purpose: its checksum recorded anew
     prompts, _, raw, langs = _stored(run)
     maps = scales.get(PERSPECTIVE_2020).maps["full"]
     want = np.concatenate([maps.apply_lang(raw[langs == lang], lang) for lang in sorted(set(langs))])

@@ -191,8 +191,9 @@ def _execute_locked(
     retry_failed: bool,
 ) -> ExecutionReport:
     resumed = store.open(spec, extra={"scorer": scorer.describe()})
-    store.write_prompts(prompt_set.prompts)
-    repairs = store.remove_damaged(shard_sizes(plan, spec.generation.samples), scorer.id) if resumed else []
+    repairs = store.remove_leftovers() + store.write_prompts(prompt_set.prompts)
+    if resumed:
+        repairs += store.remove_damaged(shard_sizes(plan, spec.generation.samples), scorer.id)
     store.update_manifest(
         n_records=prompt_set.n_records,
         n_bad_records=prompt_set.n_bad,

@@ -21,15 +21,20 @@ bytes do not match is damaged, even when it still decodes. A run made before che
 back to the checks below, and says so once. Besides, each part records in its Parquet metadata the hash
 it was made for (generation parts: ``generation_key``, the spec without its scorer and prompt source,
 which ``eval --generations-from`` may change; score parts: the spec hash), and ``prompts.parquet`` records
-the whole spec. On resume ``remove_damaged`` checks every stored part (its checksum, or without one that
-it opens; that it holds the shard's prompts times K rows and was made for this spec; that a score part has
-its generation part; that no part lies past the last shard); a damaged part is removed so the shard is
-made again (generation: the same seeds, so the same text; a damaged generation part takes its score part
-with it). An unreadable ``manifest.json``, or one without a spec, is rebuilt from the spec recorded in
-``prompts.parquet`` when that is the requested spec (the parts are then checked as on any resume), and is
-one clear error when nothing records the spec.
+the whole spec and its hash. That recorded spec is the reference: the manifest carries its own checksum
+(``manifest_sha256``) and must agree with it, and ``metrics.json`` has a checksum beside it like a part.
+On resume ``remove_damaged`` checks every stored part (its checksum, or without one that it opens; that
+it holds the shard's prompts times K rows and was made for this spec; that a score part has its
+generation part; that no part lies past the last shard); a damaged part is removed so the shard is made
+again (generation: the same seeds, so the same text; a damaged generation part takes its score part with
+it). An unreadable, edited or missing ``manifest.json``, or one without a spec, is rebuilt from the spec
+recorded in ``prompts.parquet`` when that is the requested spec (the parts are then checked as on any
+resume; the repair never regenerates from the damaged manifest's spec), and is one clear error when
+nothing records the spec. A resume also removes temporary files a killed writer left (``--verify`` lists
+them).
 Only writers repair, under the run's lock (``_util.runlock``); every reader calls ``check_readable`` first,
-which reports the first damaged file in one line with the repair command (``polytox eval --out RUN``).
+which reports the first damaged file in one line with the repair command (``polytox eval --out RUN``); it
+does not read again a part remembered unchanged since it passed them (``_util.verified``).
 """
 
 from __future__ import annotations
@@ -51,8 +56,9 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ._util import checksum
-from ._util.atomic import atomic_write_json
+from ._util import checksum, runlock
+from ._util.atomic import TMP_PREFIX, atomic_write_json
+from ._util.verified import VerifiedFiles, stat_of
 from .errors import DamagedRunError, PolytoxError, SpecMismatchError
 from .spec import EvalSpec
 from .types import Generation, Prompt, Score, raw_name
@@ -96,7 +102,8 @@ VERSIONED_PACKAGES = (
     "tokenizers",
 )
 
-MANIFEST_FORMAT = 1  # the manifest's ``polytox_run``; earlier layouts are read through ``migrate_manifest``
+MANIFEST_FORMAT = 2  # the manifest's ``polytox_run``; earlier layouts are read through ``migrate_manifest``
+MANIFEST_DIGEST = "manifest_sha256"  # the manifest's own checksum (format 2 on), over every other field
 CHECKSUM = "sha256"  # the manifest's ``checksums``: each part has a ``NAME.sha256`` beside it (_util.checksum)
 
 
@@ -155,6 +162,26 @@ def spec_diff(a: Any, b: Any, path: str = "") -> list[str]:
     return [] if same else [f"{path}: stored {a!r}, requested {b!r}"]
 
 
+def write_manifest_file(path: Path, data: dict[str, Any]) -> None:
+    """Write a manifest atomically, in the current format, with its checksum in ``MANIFEST_DIGEST``: the
+    digest is taken over the JSON as it will be read back, so any later edit of any field is found."""
+    plain = json.loads(json.dumps({k: v for k, v in data.items() if k != MANIFEST_DIGEST}, default=str))
+    plain["polytox_run"] = MANIFEST_FORMAT
+    plain[MANIFEST_DIGEST] = checksum.json_digest(plain)
+    atomic_write_json(path, plain)
+
+
+def manifest_problem(data: dict[str, Any]) -> str | None:
+    """Why a parsed manifest cannot be trusted as written (None: its checksum matches, or it predates them)."""
+    digest = data.get(MANIFEST_DIGEST)
+    if digest is None:
+        fmt = data.get("polytox_run", 1)
+        return f"has no checksum ({MANIFEST_DIGEST} is missing)" if not isinstance(fmt, int) or fmt >= 2 else None
+    if checksum.json_digest({k: v for k, v in data.items() if k != MANIFEST_DIGEST}) != digest:
+        return "does not match its checksum (it was edited after it was written)"
+    return None
+
+
 def write_parquet(path: Path, table: pa.Table, meta: dict[str, str] | None = None) -> None:
     if meta:
         table = table.replace_schema_metadata(
@@ -193,6 +220,8 @@ def part_problem(
     key: tuple[str, str] | None = None,
     full: bool = True,
     checksummed: bool = False,
+    verified: VerifiedFiles | None = None,
+    trust: bool = False,
 ) -> str | None:
     """Why a stored part cannot be trusted, or None.
 
@@ -201,7 +230,38 @@ def part_problem(
     open (``full``: every column of every row is decoded, not only the footer). Then, either way, it must
     hold ``rows`` rows of the prompts ``ids`` and carry the hash ``key`` = (name, value) when it records one
     (parts written before hashes were recorded carry none), so another shard's or another run's part,
-    even with its own checksum, is not read as this shard's."""
+    even with its own checksum, is not read as this shard's.
+
+    With ``verified``, a part that passes is remembered, unchanged since, with its checksum and these
+    expectations (``_util.verified``); with ``trust`` as well (the readers), such a part is not read again.
+    ``--verify`` and the resume read every part."""
+    digest = checksum.recorded(path)
+    token = f"{digest}:{expectation(rows, ids, key)}" if digest and verified is not None else None
+    if token is not None and verified is not None:
+        if trust and verified.known(path, token):
+            return None
+        stat = stat_of(path)  # taken before the bytes are read: a change while they are read is not remembered
+    why = part_checks(path, rows, ids, key, full, checksummed)
+    if why is None and token is not None and verified is not None:
+        verified.remember(path, token, stat)
+    return why
+
+
+def expectation(rows: int | None, ids: set[str] | None, key: tuple[str, str] | None) -> str:
+    """A short hash of what a part was checked against (its row count, prompt ids and spec hash)."""
+    blob = json.dumps([rows, sorted(ids) if ids is not None else None, key], separators=(",", ":"))
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def part_checks(
+    path: Path,
+    rows: int | None,
+    ids: set[str] | None,
+    key: tuple[str, str] | None,
+    full: bool,
+    checksummed: bool,
+) -> str | None:
+    """``part_problem``'s checks, every one of them (see there)."""
     if checksum.recorded(path) is not None:
         why = checksum.problem(path)
         if why is not None:
@@ -241,13 +301,16 @@ def migrate_manifest(data: dict[str, Any]) -> dict[str, Any]:
     - ``scorer`` absent: a run whose scorer was never described (stopped before it, or written by another
       tool); it becomes ``{}``, so ``manifest["scorer"].get("id")`` is None there;
     - ``seed`` absent: the spec's seed, the one the run drew with;
-    - ``polytox_run`` absent: format 1.
+    - ``polytox_run`` absent: format 1;
+    - ``manifest_sha256`` absent (format 1): a manifest written before it carried its own checksum; it is
+      checked against the spec ``prompts.parquet`` recorded instead (``RunStore.spec_disagreement``), and
+      gets its checksum on the next write.
 
     Parts written before each part recorded the hash it was made for carry none and are accepted by
     ``part_problem``. The spec is never touched, so the spec hash (and whether a rerun resumes) does not
     change; a writer stores the migrated manifest on its next update."""
     out = dict(data)
-    out.setdefault("polytox_run", MANIFEST_FORMAT)
+    out.setdefault("polytox_run", 1)
     out.setdefault("checksums", None)
     out.setdefault("scorer", {})
     spec = out.get("spec")
@@ -267,10 +330,13 @@ def manifest_spec(path: Path, data: dict[str, Any]) -> EvalSpec:
         if name in data and not isinstance(data[name], kind):
             raise DamagedRunError(f"{path} is damaged ({name!r} is not a {kind.__name__})", path)
     try:
-        return EvalSpec.from_dict(spec)
+        loaded = EvalSpec.from_dict(spec)
     except Exception as exc:  # a spec edited by hand or cut: whatever from_dict raises, it is damage
         why = " ".join(str(exc).split())[:160]
         raise DamagedRunError(f"{path} is damaged (its spec does not load: {why})", path) from exc
+    if "seed" in data and data["seed"] != loaded.seed:
+        raise DamagedRunError(f"{path} is damaged (its seed {data['seed']} is not its spec's {loaded.seed})", path)
+    return loaded
 
 
 def shard_index(part: Path) -> int | None:
@@ -294,6 +360,7 @@ class RunStore:
         self.spec_hash: str | None = None
         self.generation_key: str | None = None
         self.spec_record: str | None = None
+        self.verified = VerifiedFiles()  # parts verified unchanged since: a reader does not hash them again
 
     def _meta(self, *names: str) -> dict[str, str]:
         values = {"spec": self.spec_record, "spec_hash": self.spec_hash, "generation_key": self.generation_key}
@@ -307,13 +374,29 @@ class RunStore:
     def exists(self) -> bool:
         return self.manifest_path.exists()
 
+    def stored_anything(self) -> bool:
+        """Whether the folder holds a run's prompts or parts (with or without its manifest)."""
+        parts = [*self.path.glob("generations/part-*.parquet"), *self.path.glob("scores/*/part-*.parquet")]
+        return self.prompts_path.exists() or bool(parts)
+
     def manifest(self) -> dict[str, Any]:
-        """The manifest; a missing one says this is not a run, a damaged one names the file and the repair."""
+        """The manifest; a missing one says this is not a run (or, beside stored prompts or parts, that the
+        manifest is lost), a damaged one names the file and the repair. Damage is: unparsable, no spec, a
+        checksum that does not match (any field edited by hand), or a spec that disagrees with the one
+        ``prompts.parquet`` recorded (``spec_disagreement``)."""
         if not self.exists():
+            if self.stored_anything():
+                raise DamagedRunError(
+                    f"{self.manifest_path} is missing; repair it with: {repair_command(self.path)}",
+                    self.manifest_path,
+                )
             raise PolytoxError(f"{self.path} is not a polytox run directory (no manifest.json)")
         try:
             data = read_json_file(self.manifest_path)
-            manifest_spec(self.manifest_path, data)
+            spec = manifest_spec(self.manifest_path, data)
+            why = manifest_problem(data) or self.spec_disagreement(data, spec)
+            if why is not None:
+                raise DamagedRunError(f"{self.manifest_path} {why}", self.manifest_path)
         except DamagedRunError as exc:
             raise DamagedRunError(
                 f"{exc}; repair it with: {repair_command(self.path)}",
@@ -331,6 +414,33 @@ class RunStore:
             if recorded is None:
                 raise
             return EvalSpec.from_dict(recorded)
+
+    def spec_disagreement(self, data: dict[str, Any], spec: EvalSpec) -> str | None:
+        """Why the manifest's spec is not the run's, or None. The spec ``prompts.parquet`` recorded at the
+        start is the reference: a manifest whose own checksum matches is trusted over it (a prompts file
+        from another run is then the damage, which ``check_readable`` names); a manifest from before
+        checksums must agree with it, unless the run's generation parts were made for the manifest's spec
+        and not for the recorded one."""
+        if data.get(MANIFEST_DIGEST) is not None:
+            return None
+        recorded = self.recorded_spec()
+        if recorded is None:
+            return None
+        try:
+            reference = EvalSpec.from_dict(recorded)
+        except Exception:  # a recorded spec that no longer loads: prompts.parquet's check reports it
+            return None
+        if reference.spec_hash() == spec.spec_hash():
+            return None
+        try:
+            meta = pq.read_schema(self.generation_part(0)).metadata or {}
+            made_for = meta.get(b"polytox.generation_key", b"").decode()
+        except Exception:  # no part yet, or a torn one: nothing speaks for the manifest
+            made_for = ""
+        if made_for == generation_key(spec) != generation_key(reference):
+            return None
+        diff = "; ".join(spec_diff(reference.identity(), spec.identity())).replace("requested", "manifest")
+        return f"disagrees with the spec prompts.parquet recorded ({diff.replace('stored', 'recorded')})"
 
     def recorded_spec(self) -> dict[str, Any] | None:
         """The spec ``prompts.parquet`` recorded when the run started (None: absent, unreadable or older)."""
@@ -374,7 +484,7 @@ class RunStore:
         self.spec_record = json.dumps(spec.to_dict(), sort_keys=True, default=str)
         stored: dict[str, Any] | None = None
         rebuilt = False
-        if self.exists():
+        if self.exists() or self.stored_anything():
             try:
                 stored = self.manifest()
             except DamagedRunError as exc:
@@ -396,7 +506,7 @@ class RunStore:
             stored["spec"] = spec.to_dict()  # metric settings may change between invocations
             stored.setdefault("resumed_at", []).append(now())
             stored["status"] = "running"
-            atomic_write_json(self.manifest_path, stored)
+            write_manifest_file(self.manifest_path, stored)
             return True
         self._write_new_manifest(spec, extra)
         return False
@@ -419,30 +529,55 @@ class RunStore:
             **(extra or {}),
             **more,
         }
-        atomic_write_json(self.manifest_path, manifest)
+        write_manifest_file(self.manifest_path, manifest)
 
     def update_manifest(self, **fields: Any) -> None:
         data = self.manifest()
         data.update(fields)
-        atomic_write_json(self.manifest_path, data)
+        write_manifest_file(self.manifest_path, data)
 
     # ---- prompts --------------------------------------------------------------------------------
     @property
     def prompts_path(self) -> Path:
         return self.path / "prompts.parquet"
 
-    def write_prompts(self, prompts: Sequence[Prompt]) -> None:
-        """Record the selected prompts once; a resumed run must select exactly the same ids."""
+    def write_prompts(self, prompts: Sequence[Prompt]) -> list[str]:
+        """Record the selected prompts once; a resumed run must select exactly the same ids. Returns one line
+        per repair: a damaged file, or one recorded for another spec, is written again (the prompts derive
+        from the spec alone); one whose checksum is missing gets it back when its rows equal the prompts
+        derived again (else it is written again)."""
         ids = [p.id for p in prompts]
-        if self.prompts_path.exists() and part_problem(self.prompts_path) is None:  # a torn file is rewritten
-            stored = pq.read_table(self.prompts_path, columns=["prompt_id"]).column(0).to_pylist()
+        table = self._prompt_table(prompts)
+        path, name = self.prompts_path, self.prompts_path.name
+        why = part_problem(path, key=("spec_hash", self.spec_hash) if self.spec_hash else None) if path.exists() else ""
+        if why is None:
+            stored = pq.read_table(path, columns=["prompt_id"]).column(0).to_pylist()
             if stored != ids:
                 raise SpecMismatchError(
                     f"{self.path}: the prompt source now yields different prompts than when the run started "
                     f"({len(stored)} stored, {len(ids)} now); refusing to mix them."
                 )
-            return
-        table = pa.Table.from_pydict(
+            if checksum.recorded(path) is not None or not self.manifest_checksummed():
+                return []
+            if pq.read_table(path).equals(table):
+                checksum.record(path)
+                return [f"{name} has no checksum: its rows equal the prompts derived again; checksum restored"]
+            why = "has no checksum and differs from the prompts derived again"
+        # a damaged prompts.parquet is rewritten: the prompts derive from the spec alone
+        write_parquet(path, table, self._meta("spec", "spec_hash"))
+        return [f"{name} {why}: written again"] if why else []
+
+    def manifest_checksummed(self) -> bool:
+        """Whether the manifest says every file of the run has its checksum."""
+        try:
+            return self.manifest().get("checksums") == CHECKSUM
+        except PolytoxError:
+            return False
+
+    def _prompt_table(self, prompts: Sequence[Prompt]) -> pa.Table:
+        """The selected prompts as ``prompts.parquet`` stores them."""
+        ids = [p.id for p in prompts]
+        return pa.Table.from_pydict(
             {
                 "prompt_id": ids,
                 "position": list(range(len(prompts))),
@@ -455,8 +590,6 @@ class RunStore:
             },
             schema=PROMPT_SCHEMA,
         )
-        # a damaged prompts.parquet is rewritten: the prompts derive from the spec alone
-        write_parquet(self.prompts_path, table, self._meta("spec", "spec_hash"))
 
     # ---- generations ----------------------------------------------------------------------------
     def generation_part(self, shard: int) -> Path:
@@ -552,7 +685,55 @@ class RunStore:
         return self.path / "metrics.json"
 
     def write_metrics(self, metrics: dict[str, Any]) -> None:
-        atomic_write_json(self.metrics_path, metrics)
+        """Write ``metrics.json`` atomically, with its checksum beside it (``.metrics.json.sha256``)."""
+        text = json.dumps(metrics, indent=2, default=str) + "\n"
+
+        def write(tmp: str) -> None:
+            Path(tmp).write_text(text, encoding="utf-8")
+
+        checksum.commit(self.metrics_path, write)
+
+    def metrics_problem(self, manifest: dict[str, Any]) -> str | None:
+        """Why ``metrics.json`` cannot be read as the run's metrics (None: absent, or sound). Its checksum must
+        match; a run whose manifest carries its own checksum writes one for ``metrics.json`` too, so a
+        missing one is damage there; an older run's file must at least parse."""
+        path = self.metrics_path
+        if not path.exists():
+            return None
+        if checksum.recorded(path) is not None:
+            return checksum.problem(path)
+        if manifest.get(MANIFEST_DIGEST) is not None:
+            return f"has no checksum ({checksum.sidecar(path).name} is missing)"
+        try:
+            read_json_file(path)
+        except DamagedRunError as exc:
+            return str(exc).removeprefix(f"{path} ")
+        return None
+
+    def read_metrics(self) -> dict[str, Any]:
+        """The stored ``metrics.json`` ({} before the run's first finish); damage is one line with the repair."""
+        if not self.metrics_path.exists():
+            return {}
+        why = self.metrics_problem(self.manifest())
+        if why is not None:
+            raise DamagedRunError(
+                f"{self.metrics_path} {why}; repair it with: {repair_command(self.path)}", self.metrics_path
+            )
+        return read_json_file(self.metrics_path)
+
+    def leftovers(self) -> list[Path]:
+        """Temporary files a killed writer left behind (``.tmp-*`` in the run's folders)."""
+        folders = [self.path, self.path / "generations", *self.path.glob("scores/*")]
+        return sorted(p for folder in folders for p in folder.glob(f"{TMP_PREFIX}*") if p.is_file())
+
+    def remove_leftovers(self) -> list[str]:
+        """Remove what ``leftovers`` finds (a writer holds the run's lock: no temporary file is in use);
+        one line per file."""
+        lines = []
+        for path in self.leftovers():
+            path.unlink(missing_ok=True)
+            lines.append(f"{path.relative_to(self.path)} is a temporary file left by a stopped writer: removed")
+        return lines
 
     def glob(self, what: str, scorer_id: str | None = None) -> str:
         """A glob DuckDB can read: ``generations`` or ``scores`` (of ``scorer_id``)."""
@@ -591,6 +772,7 @@ class RunStore:
         scorer_ids: Sequence[str],
         own_scorer: str | None = None,
         full: bool = True,
+        trust: bool = False,
     ) -> list[tuple[int, Path, str]]:
         """(shard, part, why) for every stored part that cannot be trusted: ``sizes`` gives each shard's
         expected row count and prompt ids; the parts of ``scorer_ids`` are checked beside the generations
@@ -607,7 +789,8 @@ class RunStore:
             parts += [(self.score_part(s, shard), ("spec_hash", self.spec_hash if s == own else None)) for s in scorers]
             for part, (name, value) in parts:
                 if part.exists():
-                    why = part_problem(part, rows, ids, (name, value) if value else None, full, checksummed)
+                    key = (name, value) if value else None
+                    why = part_problem(part, rows, ids, key, full, checksummed, self.verified, trust)
                     if why is not None:
                         found.append((shard, part, why))
             if not generations.exists():
@@ -650,21 +833,34 @@ class RunStore:
         self.spec_hash, self.generation_key = spec.spec_hash(), generation_key(spec)
         own = manifest["scorer"].get("id")
         scorers = [scorer_id] if scorer_id is not None else self.scorer_ids()
-        problems: list[tuple[Path, str]] = []
-        if self.prompts_path.exists():
-            why = part_problem(self.prompts_path, checksummed=self.checksummed())
-            if why is not None:
-                problems.append((self.prompts_path, why))
-        elif self.scorer_ids() or any(self.path.glob("generations/part-*.parquet")):
-            problems.append((self.prompts_path, "is missing"))
-        sizes = self.stored_plan(spec) if not problems else None
+        problems = self.file_problems(manifest, trust=True)
+        sizes = self.stored_plan(spec) if not any(p == self.prompts_path for p, _ in problems) else None
         if sizes is not None:
-            problems += [(part, why) for _, part, why in self.part_problems(sizes, scorers, own)]
+            problems += [(part, why) for _, part, why in self.part_problems(sizes, scorers, own, trust=True)]
         if problems:
             part, why = problems[0]
             more = f" (and {len(problems) - 1} more damaged file(s))" if len(problems) > 1 else ""
             raise DamagedRunError(f"{part} {why}{more}; repair it with: {repair_command(self.path)}", part)
         return manifest
+
+    def file_problems(self, manifest: dict[str, Any], trust: bool = False) -> list[tuple[Path, str]]:
+        """(file, why) for ``prompts.parquet`` and ``metrics.json``: the prompts must match their checksum and
+        have been recorded for the manifest's spec (a prompts file swapped in from another run is found by
+        its spec hash, checksum and all); ``metrics.json`` as ``metrics_problem`` says."""
+        problems: list[tuple[Path, str]] = []
+        if self.prompts_path.exists():
+            key = ("spec_hash", self.spec_hash) if self.spec_hash else None
+            why = part_problem(
+                self.prompts_path, key=key, checksummed=self.checksummed(), verified=self.verified, trust=trust
+            )
+            if why is not None:
+                problems.append((self.prompts_path, why))
+        elif self.scorer_ids() or any(self.path.glob("generations/part-*.parquet")):
+            problems.append((self.prompts_path, "is missing"))
+        why = self.metrics_problem(manifest)
+        if why is not None:
+            problems.append((self.metrics_path, why))
+        return problems
 
     def stored_plan(self, spec: EvalSpec) -> list[tuple[int, set[str]]] | None:
         """The shard sizes of the stored run, from ``prompts.parquet`` and ``spec`` (None: it does not open)."""
@@ -690,11 +886,18 @@ class RunStore:
                 return notes, problems
             spec, manifest = EvalSpec.from_dict(recorded), migrate_manifest({"spec": recorded})
         self.spec_hash, self.generation_key = spec.spec_hash(), generation_key(spec)
-        exists = self.prompts_path.exists()
-        why = part_problem(self.prompts_path, checksummed=self.checksummed()) if exists else "is missing"
-        sizes = self.stored_plan(spec) if why is None else None
+        if runlock.held(self.path):
+            notes.append(f"{self.path}: a writer is running: its temporary files are not counted")
+        else:
+            problems += [f"{path} is a temporary file left by a stopped writer" for path in self.leftovers()]
+        found = self.file_problems(manifest)
+        if not self.prompts_path.exists() and not found:
+            found.append((self.prompts_path, "is missing"))
+        problems += [f"{path} {why}" for path, why in found]
+        sizes = self.stored_plan(spec) if not any(p == self.prompts_path for p, _ in found) else None
         if sizes is None:
-            problems.append(f"{self.prompts_path} {why or 'does not open'}")
+            if not any(p == self.prompts_path for p, _ in found):
+                problems.append(f"{self.prompts_path} does not open")
             return notes, problems
         ids = self.scorer_ids()
         scorer = manifest["scorer"].get("id") or (ids[0] if ids else spec.scorer.name)

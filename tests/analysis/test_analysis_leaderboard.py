@@ -17,6 +17,7 @@ from polytox.analysis import AnalysisOptions, RunCollection, load_meta_file, loa
 from polytox.analysis.leaderboard import BLOCK_KEYS, Leaderboard, build_leaderboard
 from polytox.cli.main import main
 from polytox.langs import RESOURCE_TIERS
+from polytox.store import write_manifest_file
 
 METRIC_KEYS = (
     "at",
@@ -120,7 +121,7 @@ def test_missing_scores_of_an_incomplete_run_are_counted(built: Built, tmp_path:
     shutil.copytree(built.rtp["pythia-70m"], run)
     manifest = json.loads((run / "manifest.json").read_text())
     manifest["status"] = "running"
-    (run / "manifest.json").write_text(json.dumps(manifest))
+    write_manifest_file(run / "manifest.json", manifest)  # an edit on purpose: its checksum recorded anew
     (svm_dir,) = [d for d in (run / "scores").iterdir() if d.name.startswith("svm")]
     lost = pd.read_parquet(svm_dir / "part-00001.parquet")
     (svm_dir / "part-00001.parquet").unlink()  # the shard in flight when the run was killed

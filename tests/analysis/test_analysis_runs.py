@@ -18,7 +18,7 @@ from polytox.analysis.runs import (
     parse_params,
 )
 from polytox.errors import PolytoxError
-from polytox.store import RunStore
+from polytox.store import RunStore, write_manifest_file
 
 
 @pytest.mark.parametrize(
@@ -146,6 +146,6 @@ def test_conflicting_manifest_metadata_is_an_error(built: Built, tmp_path: Path)
     assert {r.meta.params for r in runs} == {70e6}
     bad = json.loads((a / "manifest.json").read_text())
     bad["model_meta"] = {"category": "chat"}
-    (a / "manifest.json").write_text(json.dumps(bad))
+    write_manifest_file(a / "manifest.json", bad)  # an edit on purpose: its checksum recorded anew
     with pytest.raises(PolytoxError, match=r"manifest\.json: model_meta\.category"):
         load_runs([a])

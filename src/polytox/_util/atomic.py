@@ -1,11 +1,13 @@
 """Atomic file writes: write a temporary file in the same directory, fsync, then rename over the target.
 
 A reader (or a resumed run) sees either the old file or the complete new one, never a torn write, even
-after SIGKILL or power loss.
+after SIGKILL or power loss. The file gets the mode a plain ``open`` would give it (0666 less the umask),
+not the 0600 of a temporary file, so a group-shared output folder stays readable to the group.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import tempfile
@@ -27,12 +29,34 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
+TMP_PREFIX = ".tmp-"  # a temporary file's name starts with it; one left behind means its writer was killed
+
+
+def file_mode() -> int:
+    """The mode ``open`` gives a new file: 0666 less the process's umask (read without changing it on Linux;
+    elsewhere set and restored once, then remembered: changing it is not thread-safe)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            mask = next(int(line.split()[1], 8) for line in fh if line.startswith("Umask:"))
+    except (OSError, StopIteration, ValueError, IndexError):
+        mask = _umask_once()
+    return 0o666 & ~mask
+
+
+@functools.cache
+def _umask_once() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def atomic_write(path: Path, write: Callable[[str], None]) -> None:
-    """Call ``write(tmp_path)`` then atomically move the result to ``path``."""
+    """Call ``write(tmp_path)`` then atomically move the result to ``path`` (with the umask's mode)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".tmp-{path.name}-", dir=path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=f"{TMP_PREFIX}{path.name}-", dir=path.parent)
     os.close(fd)
     try:
+        os.chmod(tmp, file_mode())
         write(tmp)
         with open(tmp, "rb") as fh:
             os.fsync(fh.fileno())

@@ -12,8 +12,10 @@ skips the writers' temporary files.
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from .atomic import atomic_write, atomic_write_text
 
@@ -39,6 +41,11 @@ def commit(path: Path, write: Callable[[str], None]) -> None:
         atomic_write_text(sidecar(path), f"{file_sha256(tmp)}  {path.name}\n")
 
     atomic_write(path, write_and_hash)
+
+
+def record(path: Path) -> None:
+    """Write the checksum of an existing file's current bytes (a file checked by other means first)."""
+    atomic_write_text(sidecar(path), f"{file_sha256(path)}  {path.name}\n")
 
 
 def recorded(path: Path) -> str | None:
@@ -70,3 +77,10 @@ def problem(path: Path) -> str | None:
     if actual != digest:
         return "does not match its checksum (its bytes changed after it was written)"
     return None
+
+
+def json_digest(data: Any) -> str:
+    """The hex SHA-256 of a JSON value in canonical form (sorted keys, no spaces): what a JSON file that
+    carries its own checksum records, over every field but that one."""
+    blob = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(blob.encode()).hexdigest()

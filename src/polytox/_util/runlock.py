@@ -6,6 +6,11 @@ process dies, however it dies (kill -9 included), so a lock left by a dead proce
 next writer simply gets it, and no pid-liveness guess (fooled by pid reuse) is needed. The lock file holds
 the holder's pid, host and start time, read only to name the holder in the refusal.
 
+A SIGTERM (``kill``, a batch system's time limit) ends the holder as an exception would (exit 143), so
+every writer's clean-up of its temporary file runs, and the release (at the latest at interpreter exit);
+the handler is installed only while the lock is held, from the main thread, and only where SIGTERM still
+has its default action.
+
 The lock file is removed on release (unlinked while still locked; an acquirer that locked an unlinked
 file sees that its inode is no longer the path's and tries again), and so is a folder created only to
 hold it, so a refused or finished command leaves nothing of the lock behind. Readers never take it: every
@@ -14,11 +19,14 @@ part is written to a temporary name and renamed, so a reader sees committed part
 
 from __future__ import annotations
 
+import atexit
 import datetime as dt
 import fcntl
 import json
 import os
+import signal
 import socket
+import threading
 import time
 from pathlib import Path
 from types import TracebackType
@@ -65,6 +73,21 @@ def _describe(holder: dict[str, object]) -> str:
     return who
 
 
+def held(folder: Path | str) -> bool:
+    """Whether a live process holds the write lock of ``folder`` (read-only: never creates the lock file)."""
+    try:
+        fd = os.open(Path(folder) / LOCK_NAME, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False
+
+
 class OutputLock:
     """The write lock of ``target`` (a folder: ``target/.polytox.lock``; a file: ``.NAME.lock`` beside it).
 
@@ -80,6 +103,7 @@ class OutputLock:
         self.lock_path = folder / (LOCK_NAME if kind == "dir" else f".{self.target.name}.lock")
         self._fd: int | None = None
         self._created: list[Path] = []
+        self._sigterm: object = None  # the handler replaced while the lock is held (None: none replaced)
 
     def _make_folders(self) -> None:
         missing = []
@@ -132,11 +156,29 @@ class OutputLock:
         os.ftruncate(fd, 0)
         os.write(fd, (json.dumps(info) + "\n").encode())
         self._fd = fd
+        self._catch_sigterm()
         return self
+
+    def _catch_sigterm(self) -> None:
+        """Turn SIGTERM into ``SystemExit(143)`` while the lock is held, so ``release`` runs."""
+        if threading.current_thread() is not threading.main_thread():
+            return
+        if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+            return
+
+        def stop(signum: int, frame: object) -> None:
+            raise SystemExit(128 + signum)
+
+        self._sigterm = signal.signal(signal.SIGTERM, stop)
+        atexit.register(self.release)  # a holder that never reaches ``release`` (no ``with``) still frees it
 
     def release(self) -> None:
         if self._fd is None:
             return
+        if self._sigterm is not None:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            atexit.unregister(self.release)
+            self._sigterm = None
         try:
             self.lock_path.unlink(missing_ok=True)
         finally:

@@ -218,7 +218,7 @@ def discover(paths: Iterable[str | Path]) -> list[Path]:
         p = Path(raw)
         if not p.exists():
             raise PolytoxError(f"no such run directory: {p}")
-        if (p / "manifest.json").is_file():
+        if (p / "manifest.json").is_file() or (p / "prompts.parquet").is_file():  # a lost manifest: damage
             candidates = [p]
         else:
             candidates = sorted(m.parent for m in p.rglob("manifest.json"))

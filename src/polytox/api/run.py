@@ -74,10 +74,7 @@ class Run:
         """The run's metrics (``metrics.json``; {} before the first finish); call it to recompute them."""
         if self._report is not None:
             return Metrics(self, self._report.metrics)
-        path = self._store.metrics_path
-        import json
-
-        return Metrics(self, json.loads(path.read_text(encoding="utf-8")) if path.exists() else {})
+        return Metrics(self, self._store.read_metrics())
 
     @property
     def resumed(self) -> bool:
