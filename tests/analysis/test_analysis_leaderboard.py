@@ -215,3 +215,22 @@ def test_leaderboard_cli_writes_all_exports(
 def test_leaderboard_cli_reports_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["leaderboard", str(tmp_path / "missing")]) == 2
     assert "no such run directory" in capsys.readouterr().err
+
+
+def test_the_detox_table_pairs_from_the_maxima_the_leaderboard_already_read(
+    built: Built, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from polytox.analysis import paired
+    from polytox.analysis.leaderboard import own_maxima
+
+    runs = load_runs([built.root / "rtp"], load_meta_file(built.meta_yaml))
+    collection = RunCollection(runs)
+    table, sel = collection.per_prompt(None, "toxicity")
+    maxima = own_maxima(table, sel, collection)
+    assert sorted(maxima) == sorted(str(r.path) for r in runs)
+    for run in runs:  # the same per-prompt maxima the run's own score parts give, read alone
+        assert maxima[str(run.path)] == paired.prompt_max_toxicity(run.path)
+    monkeypatch.setattr(paired, "prompt_max_toxicity", lambda run: pytest.fail(f"{run} read again"))
+    board = build_leaderboard(collection, AnalysisOptions())
+    (detox,) = [t for t in board.extra_tables if t.name == "detox"]
+    assert len(detox.rows) == len(runs)

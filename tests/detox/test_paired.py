@@ -73,3 +73,41 @@ def test_paired_delta_splits_toxic_and_nontoxic_prompts_by_the_run_threshold(tmp
     manifest["spec"]["metrics"] = {"threshold": 0.5, "comparison": ">"}
     (a / "manifest.json").write_text(json.dumps(manifest))
     assert paired_emt_delta(a, b)["by_group"]["toxic"]["n_prompts"] == 20  # type: ignore[index]
+
+
+@pytest.mark.parametrize("n", [1, 7, 150, 20_011])
+def test_the_blocked_interval_is_bit_identical_to_the_textbook_bootstrap(n: int) -> None:
+    from polytox.analysis import paired
+
+    diff = np.random.default_rng(n).normal(0.0, 0.3, n)
+    for n_boot, seed in ((2000, 0), (333, 5)):
+        rng = np.random.default_rng(seed)
+        means = diff[rng.integers(0, n, size=(n_boot, n))].mean(axis=1)  # the whole (B x n) matrix at once
+        low, high = np.percentile(means, [2.5, 97.5])
+        got = paired._interval(diff, n_boot, seed)
+        assert got == {"delta": float(diff.mean()), "ci_low": float(low), "ci_high": float(high), "n_prompts": n}
+
+
+def test_compare_reads_each_run_once_and_given_maxima_are_not_read_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from polytox.analysis import detox_compare, paired
+
+    rng = np.random.default_rng(3)
+    runs = []
+    for r in range(4):
+        tox = {f"p{i}": [float(v) for v in rng.uniform(0, 1, 2)] for i in range(30)}
+        path = _run(tmp_path / f"r{r}", tox, 2)
+        (path / "metrics.json").write_text(json.dumps({"overall": {"n_generations": 60}}))
+        runs.append(path)
+    expected = [paired_emt_delta(runs[0], r) for r in runs[1:]]
+    reads: list[str] = []
+    real = paired.prompt_max_toxicity
+    monkeypatch.setattr(paired, "prompt_max_toxicity", lambda run: reads.append(str(run)) or real(run))
+    rows = detox_compare.compare(runs)
+    assert sorted(reads) == sorted(str(r) for r in runs)  # once each, not once per pair
+    assert [row.emt_delta for row in rows[1:]] == expected
+    reads.clear()
+    given = {str(r): real(r) for r in runs}
+    assert [row.emt_delta for row in detox_compare.compare(runs, maxima=given)[1:]] == expected
+    assert reads == []

@@ -5,15 +5,17 @@ depend on every stored continuation: reading 500K texts takes seconds, so they a
 is finished (``detox_metrics``) or first read, and stored with the identity of each generation part they
 were computed from: its recorded SHA-256 (the checksum file written with it), its size and its
 modification time. A reader recomputes them, and rewrites the file atomically, when any part differs
-(added, removed, repaired, rewritten), when the settings they depend on differ (``DISTINCT_N``) or when the
-file does not parse or does not match its own digest; a stale or damaged derived file is never trusted. A run directory that cannot be
-written (read-only) still gets its numbers, computed on every read.
+(added, removed, repaired, rewritten), when the settings they depend on differ (``DISTINCT_N``), or when
+the file does not parse or does not match its own digest: a stale or damaged derived file is never
+trusted. A run directory that cannot be written (read-only) still gets its numbers, computed on every
+read.
 
 Each generation part is read once, for the three numbers together (prompt id, text and token count only).
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 from collections.abc import Mapping
@@ -108,8 +110,6 @@ def text_stats(store: RunStore) -> dict[str, Any]:
     if inputs != input_identities(store):  # a part changed while it was read: keep nothing for it
         return values
     body = {"settings": _settings(), "inputs": inputs, "values": values}
-    try:
+    with contextlib.suppress(OSError):  # a read-only run: the numbers are right, only not kept
         atomic_write_text(path, json.dumps({**body, "sha256": _digest(body)}, indent=1) + "\n")
-    except OSError:
-        pass  # a read-only run: the numbers are right, only not kept
     return values
