@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from polytox.analysis.detox_compare import lengths
+from polytox._util import derived
 from polytox.detox import text_stats as ts
 from polytox.detox.diversity import diversity
 from polytox.store import RunStore
@@ -27,6 +28,10 @@ def _store(path: Path) -> RunStore:
     return store
 
 
+def _trusted(store: RunStore) -> dict[str, object] | None:
+    return derived.trusted(ts.derived_path(store), ts.settings(), ts.input_identities(store))
+
+
 def test_text_stats_are_the_textbook_numbers_and_are_kept_with_the_part_checksums(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -35,10 +40,10 @@ def test_text_stats_are_the_textbook_numbers_and_are_kept_with_the_part_checksum
     textbook = diversity({"p0": ["a b a", "a b c", None], "p1": ["x y", "  ", "x y"]})
     assert got["diversity"] == textbook
     assert got["lengths"] == {"mean_tokens": (3 + 3 + 2 + 0 + 2) / 5, "empty_share": 1 / 5}
-    kept = json.loads((store.path / ts.DERIVED_FILE).read_text())
-    assert sorted(kept["inputs"]) == ["part-00000.parquet", "part-00001.parquet"]
+    kept = json.loads((ts.derived_path(store)).read_text())
+    assert sorted(kept["inputs"]) == ["generations/part-00000.parquet", "generations/part-00001.parquet"]
     recorded = (store.path / "generations" / ".part-00000.parquet.sha256").read_text().split()[0]
-    assert kept["inputs"]["part-00000.parquet"].startswith(recorded + ":")
+    assert kept["inputs"]["generations/part-00000.parquet"].startswith(recorded + ":")
     # the second read computes nothing: the kept numbers are returned as they are
     monkeypatch.setattr(ts, "compute_text_stats", lambda s: pytest.fail("recomputed a current derived file"))
     assert ts.text_stats(store) == got
@@ -53,17 +58,17 @@ def test_a_changed_repaired_or_added_part_invalidates_the_derived_file(tmp_path:
     after = ts.text_stats(store)
     assert after != before
     assert after["diversity"] == diversity({"p0": ["a b a", "a b c", None], "p1": ["x y z", "x", "q"]})
-    assert json.loads((store.path / ts.DERIVED_FILE).read_text())["values"] == after  # rewritten
+    assert json.loads((ts.derived_path(store)).read_text())["values"] == after  # rewritten
     # a part added (a resumed run's next shard) counts too
     store.write_generations(2, [_gen("p2", 0, "new words here", 3)])
     assert ts.text_stats(store)["diversity"]["n_prompts"] == 3
     # bytes changed in place with the same checksum file (damage): size/mtime differ, so not trusted
     part = store.path / "generations" / "part-00002.parquet"
-    kept = (store.path / ts.DERIVED_FILE).read_text()
+    kept = (ts.derived_path(store)).read_text()
     stat = part.stat()
     os.utime(part, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))
-    assert ts._trusted(store.path / ts.DERIVED_FILE, ts.input_identities(store)) is None
-    assert (store.path / ts.DERIVED_FILE).read_text() == kept  # checking writes nothing
+    assert _trusted(store) is None
+    assert (ts.derived_path(store)).read_text() == kept  # checking writes nothing
 
 
 @pytest.mark.parametrize(
@@ -78,11 +83,11 @@ def test_a_changed_repaired_or_added_part_invalidates_the_derived_file(tmp_path:
 def test_a_damaged_derived_file_is_never_trusted(tmp_path: Path, damage: object) -> None:
     store = _store(tmp_path / "run")
     right = ts.text_stats(store)
-    path = store.path / ts.DERIVED_FILE
+    path = ts.derived_path(store)
     path.write_text(damage(path.read_text()))  # type: ignore[operator]
-    assert ts._trusted(path, ts.input_identities(store)) is None
+    assert _trusted(store) is None
     assert ts.text_stats(store) == right
-    assert ts._trusted(path, ts.input_identities(store)) == right  # rewritten whole
+    assert _trusted(store) == right  # rewritten whole
 
 
 def test_a_read_only_run_still_gets_its_numbers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -91,6 +96,6 @@ def test_a_read_only_run_still_gets_its_numbers(tmp_path: Path, monkeypatch: pyt
     def refuse(path: Path, text: str) -> None:
         raise PermissionError(13, "read-only file system")
 
-    monkeypatch.setattr(ts, "atomic_write_text", refuse)
+    monkeypatch.setattr(derived, "atomic_write_text", refuse)
     assert ts.text_stats(store)["lengths"]["empty_share"] == 0.2
-    assert not (store.path / ts.DERIVED_FILE).exists()
+    assert not (ts.derived_path(store)).exists()
