@@ -1,4 +1,4 @@
-"""A run's distinct-n and continuation lengths: computed once, kept in derived.json, never trusted stale."""
+"""A run's distinct-n and continuation lengths: computed once, kept in RUN/derived/, never trusted stale."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from polytox.analysis.detox_compare import lengths
 from polytox._util import derived
+from polytox.analysis.detox_compare import lengths
 from polytox.detox import text_stats as ts
 from polytox.detox.diversity import diversity
 from polytox.store import RunStore
