@@ -141,21 +141,17 @@ def compare(
 ) -> list[DetoxRow]:
     """The rows of ``runs``, each with its EMT change against the first run. ``maxima``: per-prompt maximum
     toxicities already read (``str(run)`` -> ``paired.prompt_max_toxicity``); a run not in it is read
-    once here, not once per pair. The pairs' bootstraps run on a small thread pool (each has its own
+    once here, not once per pair, and not at all when its pair's result is kept (``paired_emt_delta``). The pairs' bootstraps run on a small thread pool (each has its own
     seeded generator, so the result does not depend on the pool)."""
     if labels and len(labels) != len(runs):
         raise PolytoxError(f"{len(labels)} labels for {len(runs)} runs")
     rows = [read_row(r, labels[i] if labels else None) for i, r in enumerate(runs)]
     if len(rows) < 2:
         return rows
-    from .paired import paired_emt_delta, prompt_max_toxicity, samples_of
+    from .paired import MaximaOnce, paired_emt_delta
 
-    known = dict(maxima or {})
+    known = MaximaOnce(maxima)  # each run read once, and only for a pair not kept from an earlier call
     reference = str(Path(runs[0]))
-    k = samples_of(reference)
-    for row in rows:  # only runs that are paired (same K as the reference) are read
-        if row.run not in known and (row.run == reference or samples_of(row.run) == k):
-            known[row.run] = prompt_max_toxicity(row.run)
     workers = min(4, os.cpu_count() or 1, len(rows) - 1)
     with ThreadPoolExecutor(max_workers=workers) as pool:
         deltas = list(pool.map(lambda row: paired_emt_delta(reference, row.run, maxima=known), rows[1:]))

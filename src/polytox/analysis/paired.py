@@ -9,9 +9,12 @@ percentile bootstrap). Runs with another K are not paired: EMT grows with the nu
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+import threading
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
+
+from .. import __version__
 
 N_BOOTSTRAP = 2000
 
@@ -60,6 +63,30 @@ def prompt_max_toxicity(run: str | Path) -> dict[str, float]:
     ids = grouped.column("prompt_id").to_pylist()
     maxima = grouped.column("toxicity_max").to_pylist()
     return {pid: float(m) for pid, m in zip(ids, maxima, strict=True) if m is not None}
+
+
+class MaximaOnce(Mapping[str, dict[str, float]]):
+    """Per-prompt maxima by run (``str(run)``), each run read at most once, when first asked for, and only
+    if asked for (a pair whose result is kept reads neither run); safe to share between threads."""
+
+    def __init__(self, given: Mapping[str, dict[str, float]] | None = None) -> None:
+        self._found: dict[str, dict[str, float]] = dict(given or {})
+        self._lock = threading.Lock()
+
+    def __getitem__(self, run: str) -> dict[str, float]:
+        with self._lock:
+            if run not in self._found:
+                self._found[run] = prompt_max_toxicity(run)
+            return self._found[run]
+
+    def __contains__(self, run: object) -> bool:
+        return isinstance(run, str)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(dict(self._found))
+
+    def __len__(self) -> int:
+        return len(self._found)
 
 
 def samples_of(run: str | Path) -> int | None:
@@ -126,14 +153,57 @@ def paired_emt_delta(
     toxicity over the prompts both scored, with a 95% bootstrap interval; ``by_group`` holds the same for
     the reference's toxic and non-toxic prompts (each resampled on its own), as RTP Table 3 reports EMT
     for each. None when K differs or no prompt is shared. ``maxima``: per-prompt maxima already read
-    (``str(run)`` -> ``prompt_max_toxicity(run)``), so a table of many runs reads each run once."""
-    import numpy as np
+    (``str(run)`` -> ``prompt_max_toxicity(run)``), so a table of many runs reads each run once.
+
+    The result is kept in ``RUN/derived/`` with the identities of both runs' score parts and the
+    reference's prompts (``_util.derived``), so a table shown again draws no bootstrap again."""
+    from .._util import derived
 
     if samples_of(reference) != samples_of(run):
         return None
-    found = maxima or {}
-    a = found[str(reference)] if str(reference) in found else prompt_max_toxicity(reference)
-    b = found[str(run)] if str(run) in found else prompt_max_toxicity(run)
+    ref, own = Path(reference), Path(run)
+    metrics = _manifest(ref).get("spec", {}).get("metrics", {})
+    settings = {
+        "what": "paired_emt_delta",
+        "polytox": __version__,
+        "reference": str(ref.resolve()),
+        "n_bootstrap": n_bootstrap,
+        "seed": seed,
+        "threshold": float(metrics.get("threshold", 0.5)),
+        "comparison": metrics.get("comparison", ">="),
+    }
+
+    def inputs() -> dict[str, str]:
+        found = {f"reference/{k}": v for k, v in derived.identities(ref, _scored_files(ref)).items()}
+        return found | {f"run/{k}": v for k, v in derived.identities(own, _scored_files(own)).items()}
+
+    def compute() -> dict[str, Any]:
+        return {"delta": _paired(reference, run, n_bootstrap, seed, {} if maxima is None else maxima)}
+
+    path = own / "derived" / f"paired-{derived.key(settings)}.json"
+    kept: dict[str, Any] | None = derived.memo(path, settings, inputs, compute)["delta"]
+    return kept
+
+
+def _scored_files(run: Path) -> list[Path]:
+    """The files a run's per-prompt maxima and prompt groups come from: its prompts and own score parts."""
+    from ..store import RunStore
+
+    files = [run / "prompts.parquet"]
+    scorer = _manifest(run).get("scorer", {}).get("id")
+    if scorer:
+        files += RunStore(run).scores_dir(scorer).glob("part-*.parquet")
+    return files
+
+
+def _paired(
+    reference: str | Path, run: str | Path, n_bootstrap: int, seed: int, maxima: Mapping[str, dict[str, float]]
+) -> dict[str, Any] | None:
+    """``paired_emt_delta`` computed (see there)."""
+    import numpy as np
+
+    a = maxima[str(reference)] if str(reference) in maxima else prompt_max_toxicity(reference)
+    b = maxima[str(run)] if str(run) in maxima else prompt_max_toxicity(run)
     shared = sorted(set(a) & set(b))
     if not shared:
         return None
