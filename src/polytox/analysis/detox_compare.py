@@ -141,8 +141,9 @@ def compare(
 ) -> list[DetoxRow]:
     """The rows of ``runs``, each with its EMT change against the first run. ``maxima``: per-prompt maximum
     toxicities already read (``str(run)`` -> ``paired.prompt_max_toxicity``); a run not in it is read
-    once here, not once per pair, and not at all when its pair's result is kept (``paired_emt_delta``). The pairs' bootstraps run on a small thread pool (each has its own
-    seeded generator, so the result does not depend on the pool)."""
+    once here, not once per pair, and not at all when its pair's result is kept (``paired_emt_delta``).
+    The pairs' bootstraps run on a small thread pool (each has its own seeded generator, so the result
+    does not depend on the pool)."""
     if labels and len(labels) != len(runs):
         raise PolytoxError(f"{len(labels)} labels for {len(runs)} runs")
     rows = [read_row(r, labels[i] if labels else None) for i, r in enumerate(runs)]
