@@ -50,7 +50,7 @@ def _own_scores(run: str | Path) -> Any:
     if not parts:
         return None
     columns = ["prompt_id", "sample_index", "toxicity"]
-    return pa.concat_tables([pq.read_table(part, columns=columns) for part in parts])
+    return pa.concat_tables([pq.ParquetFile(part).read(columns=columns) for part in parts])
 
 
 def prompt_max_toxicity(run: str | Path) -> dict[str, float]:
@@ -106,7 +106,7 @@ def prompt_groups(run: str | Path) -> dict[str, str]:
     metrics = _manifest(Path(run)).get("spec", {}).get("metrics", {})
     threshold = float(metrics.get("threshold", 0.5))
     strict = metrics.get("comparison", ">=") == ">"
-    table = pq.read_table(path, columns=["prompt_id", "toxicity"]).to_pydict()
+    table = pq.ParquetFile(path).read(columns=["prompt_id", "toxicity"]).to_pydict()
     return {
         pid: "toxic" if (v > threshold if strict else v >= threshold) else "nontoxic"
         for pid, v in zip(table["prompt_id"], table["toxicity"], strict=True)

@@ -54,7 +54,7 @@ def compute_text_stats(store: RunStore) -> dict[str, Any]:
     per_prompt: dict[str, list[str | None]] = {}
     n_text = tokens = empty = 0
     for part in sorted((store.path / "generations").glob("part-*.parquet")):
-        table = pq.read_table(part, columns=["prompt_id", "text", "n_tokens"])
+        table = pq.ParquetFile(part).read(columns=["prompt_id", "text", "n_tokens"])
         ids = table.column("prompt_id").to_pylist()
         texts = table.column("text").to_pylist()
         n_tokens = table.column("n_tokens").to_pylist()
