@@ -99,3 +99,21 @@ def test_a_read_only_run_still_gets_its_numbers(tmp_path: Path, monkeypatch: pyt
     monkeypatch.setattr(derived, "atomic_write_text", refuse)
     assert ts.text_stats(store)["lengths"]["empty_share"] == 0.2
     assert not (ts.derived_path(store)).exists()
+
+
+def test_distinct_n_equals_the_textbook_slices_on_random_texts() -> None:
+    import random
+
+    from polytox.detox.diversity import distinct_n
+
+    def textbook(texts: list[str]) -> dict[int, float] | None:
+        words = [t.split(" ") for t in texts]
+        total = sum(len(w) for w in words)
+        grams = {n: {tuple(w[i : i + n]) for w in words for i in range(len(w) - n + 1)} for n in (1, 2, 3)}
+        return {n: len(g) / total for n, g in grams.items()} if total else None
+
+    rng = random.Random(0)
+    vocab = ["a", "b", "c", "", "x y", "b  c"]  # empty words and double spaces: split(" ") keeps them
+    for _ in range(2000):
+        texts = [" ".join(rng.choice(vocab) for _ in range(rng.randint(0, 9))) for _ in range(rng.randint(0, 4))]
+        assert distinct_n(texts) == textbook(texts), texts
