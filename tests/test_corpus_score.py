@@ -164,3 +164,34 @@ def test_corpus_score_reads_web_text_through_the_web_map(tmp_path: Path, shared_
         np.testing.assert_allclose(got, want, rtol=1e-6)
     # the continuation map puts the same English texts lower (2022 Perspective on model text)
     assert np.mean([r["toxicity"] for r in cont_rows.values()]) < np.mean([r["toxicity"] for r in web_rows.values()])
+
+
+def test_stats_of_all_attributes_in_rtp_table_12_layout(tmp_path: Path, shared_data: Path,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """Two corpora scored with several attributes (``attributes=rtp`` and ``ptp``): each attribute's toxic
+    share equals the count in the parts, and ``corpus stats A B`` lays them out as RTP Table 12 does."""
+    from polytox.cli.main import main
+
+    rtp = shared_data / "rtp" / "toxic.jsonl"
+    for name, field, limit, attrs in (("a", "prompt.text", "60", "rtp"), ("b", "continuation.text", "40", "ptp")):
+        assert main(["corpus", "score", str(rtp), "--limit", limit, "--text-field", field, "--id-field", "filename",
+                     "--lang", "en", "--scorer", "fake", "--scorer-opt", f"attributes={attrs}",
+                     "--out", str(tmp_path / name)]) == 0
+    capsys.readouterr()
+    assert main(["corpus", "stats", str(tmp_path / "a"), str(tmp_path / "b"), "--no-plots",
+                 "--out", str(tmp_path / "t")]) == 0
+    table = capsys.readouterr().out
+    rows = {line.split(" | ")[0].strip("| "): line for line in table.splitlines() if line.startswith("| ")}
+    assert list(rows)[2:] == ["TOXICITY", "SEVERE_TOXICITY", "PROFANITY", "SEXUALLY_EXPLICIT", "FLIRTATION",
+                              "IDENTITY_ATTACK", "THREAT", "INSULT"]
+    assert rows["FLIRTATION"].endswith("| - |")  # corpus b was scored with PTP's six: no FLIRTATION column
+    for name, n in (("a", 60), ("b", 40)):
+        parts = pq.read_table(tmp_path / name / "parts").to_pylist()
+        stats = json.loads((tmp_path / name / "stats" / "stats.json").read_text())
+        ptp = {"toxicity", "severe_toxicity", "identity_attack", "insult", "profanity", "threat"}
+        assert set(stats["share_toxic"]) == ptp | ({"sexually_explicit", "flirtation"} if name == "a" else set())
+        for attr, block in stats["share_toxic"].items():
+            toxic = sum(1 for r in parts if r[attr] is not None and r[attr] >= 0.5)
+            assert block["n"] == n and block["toxic"] == toxic
+            assert f"{100 * block['share']:.2f}%" in rows[attr.upper()]
+    assert json.loads((tmp_path / "t" / "table12.json").read_text())["corpora"][0]["share_toxic"]["threat"]["n"] == 60

@@ -90,6 +90,9 @@ def assets(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     (root / "nullvalue.yaml").write_text("model: fake\nscorer: fake\nsamples:\n")
     (root / "dupkey.yaml").write_text("model: fake\nscorer: fake\nsamples: 2\nsamples: 3\n")
     (root / "lockrun" / ".polytox.lock").mkdir(parents=True)
+    (root / "nboot.yaml").write_text("model: fake\nscorer: fake\nn_bootstrap: 2000000000\n")
+    (root / "recursive.yaml").write_text("model: fake\nscorer: fake\nmodel_opt: &r [*r]\n")
+    (root / "deep.yaml").write_text("model: fake\nmodel_opt: " + "[" * 600 + "]" * 600 + "\n")
     (root / "scored.jsonl").write_text("".join(json.dumps({"id": f"s{i}", "text": f"scored text {i}", "lang": "en",
                                                            "toxicity": i / 10}) + "\n" for i in range(10)))
     return {"tmp": str(root), "missing": str(root / "nosuch.jsonl"), "empty": str(root / "empty.jsonl"),
@@ -103,7 +106,9 @@ def assets(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
             "closed": f"http://127.0.0.1:{free_port()}/v1", "busy": str(busy_port(root)),
             "deep": str(root / "deep.jsonl"), "openquote": str(root / "openquote.csv"),
             "nullvalue": str(root / "nullvalue.yaml"), "dupkey": str(root / "dupkey.yaml"),
-            "lockrun": str(root / "lockrun")}
+            "lockrun": str(root / "lockrun"), "recursive": str(root / "recursive.yaml"),
+            "nboot": str(root / "nboot.yaml"),
+            "deepyaml": str(root / "deep.yaml")}
 
 
 EVAL = "eval --out {tmp}/run-{n} --no-progress --model fake --scorer fake --prompts {good}"
@@ -199,6 +204,14 @@ CASES: dict[str, list[Case]] = {
         Case(EVAL + " --config {dupkey}", "dupkey.yaml:4: duplicate key 'samples' (first at line 3)"),
         Case("eval --out {lockrun} --no-progress --model fake --scorer fake --prompts {good}",
              "its write lock {lockrun}/.polytox.lock is a folder"),
+        Case(EVAL + " --n-bootstrap 99999999999999999999999",
+             "argument --n-bootstrap: must be in [0, 100000], got 99999999999999999999999"),
+        Case(EVAL + " --unprompted 5 --n-bootstrap 0", "an unprompted run's curve is the mean of its bootstrap "
+             "resamples: n_bootstrap must be >= 1"),
+        Case(EVAL + " --config {nboot}", "invalid spec: n_bootstrap must be in [0, 100000], got 2000000000"),
+        # YAML read with limits (issue 62): a self-referring alias hung, 600 levels were a RecursionError
+        Case(EVAL + " --config {recursive}", "recursive.yaml:3:16: invalid YAML: alias *r refers to its own anchor"),
+        Case(EVAL + " --config {deepyaml}", "deep.yaml:2:111: invalid YAML: nested deeper than 100 levels"),
     ],
     "metrics": [
         Case("metrics {missing}", "nosuch.jsonl"),
@@ -207,6 +220,7 @@ CASES: dict[str, list[Case]] = {
         Case("metrics {bad}", "bad.jsonl:2", lines=3),
         Case("metrics {good} --threshold high", "argument --threshold: invalid float value"),
         Case("metrics {tmp}", "is not a polytox run directory (no manifest.json)"),
+        Case("metrics {tmp} --n-bootstrap 2000000000", "--n-bootstrap: must be in [0, 100000], got 2000000000"),
     ],
     "score": [
         Case("score --input {missing} --out {tmp}/s.jsonl --no-progress", "nosuch.jsonl"),
@@ -223,6 +237,8 @@ CASES: dict[str, list[Case]] = {
         Case(SCORE + " --config {badyaml}", "invalid YAML"),
         Case(SCORE + " --config {scoreropt}", "scorer 'fake' has no option 'colour'"),
         Case(SCORE + " --config {unknownkey}", "unknown config key 'sampels'"),
+        Case(SCORE + " --config {recursive}", "recursive.yaml:3:16: invalid YAML: alias *r refers to its own anchor"),
+        Case(SCORE + " --config {deepyaml}", "deep.yaml:2:111: invalid YAML: nested deeper than 100 levels"),
         Case(SCORE + " --layout weird", "argument --layout: invalid choice"),
         Case("score --input {good} --out {good} --no-progress --scorer fake", "is the --input file itself"),
         Case(SCORE + " --scorer fake --scorer-opt fail_rate=2", "fail_rate takes a number in [0, 1]"),
@@ -242,6 +258,9 @@ CASES: dict[str, list[Case]] = {
         Case("import {good} --framework inspect --out {tmp}/imp-{n}", "not a readable inspect log"),
         Case("import {emptydir} --framework helm --out {tmp}/imp-{n}", "not readable as HELM output"),
         Case("import {good} --framework nosuch --out {tmp}/imp-{n}", "invalid choice: 'nosuch'"),
+        Case("import {lockrun} --out {lockrun}", "{lockrun} is the output being imported; import into a new directory"),
+        Case("import {missing} --out {tmp}", "{tmp} is not empty ("),
+        Case("import {missing} --out {good}", "argument --out: {good} is a file"),
     ],
     "calibrate": [
         Case("calibrate fake @toxicity --input {missing} --out {tmp}/cal.json --no-progress", "nosuch.jsonl"),
@@ -274,6 +293,7 @@ CASES: dict[str, list[Case]] = {
         Case("unprompted {missing}", "nosuch.jsonl"),
         Case("unprompted {emptydir}", "emptydir"),
         Case("unprompted {emptydir} --n-bootstrap x", "invalid int value"),
+        Case("unprompted {emptydir} --n-bootstrap 2000000000", "--n-bootstrap: must be in [1, 100000], got 2000000000"),
         Case("unprompted {emptydir} --plot {tmp}/x.txt", "--plot {tmp}/x.txt: the plot is written as .png, .svg, .pdf"),
     ],
     "build": [
@@ -308,6 +328,7 @@ CASES: dict[str, list[Case]] = {
     "corpus stats": [
         Case("corpus stats {missing}", "nosuch.jsonl"),
         Case("corpus stats {emptydir}", "emptydir"),
+        Case("corpus stats {emptydir} --n-bootstrap 100001", "--n-bootstrap: must be in [0, 100000], got 100001"),
     ],
     "corpus provenance": [
         Case("corpus provenance {emptydir} --labels {labels}", "emptydir"),
@@ -324,6 +345,8 @@ CASES: dict[str, list[Case]] = {
         Case("serve --scorer fake --keys-file {missing}", "nosuch.jsonl"),
         Case("serve --scorer fake --max-batch 0", "--max-batch"),
         Case("serve --open --config {badyaml}", "invalid YAML"),
+        Case("serve --open --config {recursive}", "recursive.yaml:3:16: invalid YAML: alias *r refers to its own"),
+        Case("serve --open --config {deepyaml}", "deep.yaml:2:111: invalid YAML: nested deeper than 100 levels"),
         Case("serve --open --scorer fake --port 70000", "argument --port: must be in [1, 65535], got 70000"),
         Case("serve --open --scorer fake --port {busy}", "cannot listen on 127.0.0.1:{busy}: Address already in use"),
         Case("serve --open --scorer fake --host no-such-host.invalid", "--host no-such-host.invalid: cannot resolve"),
@@ -798,7 +821,8 @@ SAME_RULE = [
     ("max_new_tokens", "0", "must be >= 1, got 0"),
     ("batch_size", "-1", "must be >= 0, got -1"),
     ("threshold", "2", "must be in [0, 1], got 2.0"),
-    ("n_bootstrap", "-1", "must be >= 0, got -1"),
+    ("n_bootstrap", "-1", "must be in [0, 100000], got -1"),
+    ("n_bootstrap", "2000000000", "must be in [0, 100000], got 2000000000"),
     ("limit", "0", "must be >= 1, got 0"),
     ("per_bucket", "0", "must be >= 1, got 0"),
     ("unprompted", "-1", "must be >= 0, got -1"),
@@ -836,7 +860,7 @@ def three_doors(key: str, value: str, assets: dict[str, str], tmp_path: Path,
     return cli, from_yaml, f"polytox: error: {caught.value}"
 
 
-@pytest.mark.parametrize(("key", "value", "rule"), SAME_RULE, ids=[k for k, _, _ in SAME_RULE])
+@pytest.mark.parametrize(("key", "value", "rule"), SAME_RULE, ids=[f"{k}={v}" for k, v, _ in SAME_RULE])
 def test_a_flag_a_config_and_the_api_refuse_by_one_rule(key: str, value: str, rule: str, assets: dict[str, str],
                                                        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """The same bad value: argparse names the flag, the config and the API name the key; the rule's words

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,9 @@ from polytox.generation.fake import FAULTS_ENV, FakeGenerator
 from polytox.metrics.failures import error_kind
 from polytox.prompts import load_prompts
 from polytox.runner import execute_run as evaluate
+from polytox.scoring.fake import FakeScorer
 from polytox.spec import EvalSpec, GenerationSpec, PromptSpec, ScorerSpec
+from polytox.types import Score, text_hash
 
 from .core_helpers import eval_args, read_json, run_cli, run_cli_subprocess
 
@@ -85,6 +88,41 @@ def test_a_sample_that_fails_again_stays_a_failure(tmp_path: Path, monkeypatch: 
     result = evaluate(spec(), tmp_path / "run", retry_failed=True)  # the fault is still there
     assert result.retry is not None and result.retry["generations_recovered"] == 0
     assert result.failures.n_failed == first.failures.n_failed > 0
+
+
+class _Refusing(FakeScorer):
+    """The fake scorer, refusing a third of the texts with a permanent 400 while ``refusing`` is set (a
+    cause outside the scorer's identity, as a Perspective project setting is)."""
+
+    name = "fake-refusing"
+    refusing = True
+
+    def score_batch(self, texts: Sequence[str], langs: Sequence[str]) -> list[Score]:
+        scores = super().score_batch(texts, langs)
+        return [Score.failed("PERSPECTIVE_400 INVALID_ARGUMENT: refused for now")
+                if _Refusing.refusing and text_hash(t)[0] in "0123" else s for t, s in zip(texts, scores, strict=True)]
+
+
+def test_retry_failed_asks_again_for_cached_permanent_errors(tmp_path: Path) -> None:
+    """A 400 is cached per text; once its cause is fixed, --retry-failed asks again instead of replaying it."""
+    registry.register("scorer", "fake-refusing", _Refusing)  # type: ignore[arg-type]
+    cache = ("cache", str(tmp_path / "scores.sqlite"))
+    refusing = dataclasses.replace(spec(), scorer=ScorerSpec(name="fake-refusing", options=(cache,)))
+    try:
+        _Refusing.refusing = True
+        first = evaluate(refusing, tmp_path / "run")
+        errors = [r["error"] for rows in parts(tmp_path / "run").values() for r in rows if r.get("error")]
+        failed = [e for e in errors if "refused for now" in e]
+        assert len(failed) >= 10 and first.retry is None
+        _Refusing.refusing = False
+        repaired = evaluate(refusing, tmp_path / "run", retry_failed=True)
+    finally:
+        _Refusing.refusing = True
+        registry.unregister("scorer", "fake-refusing")
+    retry = repaired.retry
+    assert retry is not None and retry["scores_retried"] == retry["scores_recovered"] == len(failed)
+    after = [r["error"] for rows in parts(tmp_path / "run").values() for r in rows if r.get("error")]
+    assert sorted(after) == sorted(e for e in errors if e not in failed)  # only the refusals were cured
 
 
 def test_retry_sends_whole_prompts_for_backends_that_seed_a_prompts_k_samples_together() -> None:

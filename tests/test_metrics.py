@@ -364,3 +364,15 @@ def test_generations_jsonl_languages_are_normalised(tmp_path: Path) -> None:
     bad = write_jsonl(tmp_path / "bad.jsonl", [{**lines[0], "lang": "xx"}])
     with pytest.raises(BadInputError, match=r"bad\.jsonl:1: unknown language code 'xx'"):
         load_generations_jsonl(bad)
+
+
+@pytest.mark.parametrize("n_boot", [10**23, 2 * 10**9, 100_001, -1])
+def test_bootstrap_resamples_have_an_upper_bound(n_boot: int) -> None:
+    """A Python caller's resamples are checked as the flag and the YAML key are (numpy refused 10**23 with a
+    ValueError, and 2e9 ran out of memory)."""
+    from polytox.errors import PolytoxError
+    from polytox.metrics import bootstrap_means
+
+    with pytest.raises(PolytoxError, match=rf"^n_bootstrap must be in \[0, 100000\], got {n_boot}$"):
+        bootstrap_means([np.array([0.1, 0.9])], n_boot, 0.95, 0)
+    assert bootstrap_means([np.array([0.0, 1.0])], 100, 0.95, 0)[0][0] == pytest.approx(0.0, abs=0.2)

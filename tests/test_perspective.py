@@ -248,3 +248,95 @@ def test_token_bucket_spaces_calls_evenly() -> None:
     for _ in range(400):
         bucket.on_success()
     assert bucket.rate == pytest.approx(10.0)
+
+
+class _Echo:
+    """A loopback server that echoes the request URL (key included) in every answer: 200s (in a field and
+    in a bad value), 400s and 500s, raw and percent-encoded."""
+
+    def __init__(self) -> None:
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+        from urllib.parse import quote
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: object) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                text = json.loads(self.rfile.read(int(self.headers["Content-Length"])))["comment"]["text"]
+                echo = f"{self.path} {quote(self.path, safe='')}"
+                value: object = 0.25
+                status, body = 200, {"attributeScores": {"TOXICITY": {"summaryScore": {"value": value}}},
+                                     "echo": echo}
+                if text == "bad value":
+                    body["attributeScores"] = {"TOXICITY": {"summaryScore": {"value": echo}}}
+                elif text == "refused":
+                    status, body = 400, {"error": {"code": 400, "message": f"bad request {echo}",
+                                                   "status": "INVALID_ARGUMENT"}}
+                elif text == "broken":
+                    status, body = 500, {"error": {"code": 500, "message": echo, "status": f"INTERNAL {echo}"}}
+                raw = json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(raw)))
+                self.end_headers()
+                self.wfile.write(raw)
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def test_key_echoed_by_the_server_is_redacted_everywhere(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from urllib.parse import quote, quote_plus
+
+    secret = "k3y+with/odd=chars-9d2e"
+    monkeypatch.setenv("PERSPECTIVE_API_KEY", secret)
+    echo = _Echo()
+    try:
+        s = build_scorer("perspective", {"url": echo.url, "qps": "100", "max_attempts": "1", "backoff": "0",
+                                         "cache": str(tmp_path / "c.sqlite"), "archive": str(tmp_path / "a.sqlite")})
+        scores = s.score(["fine", "bad value", "refused", "broken"], ["en"] * 4)
+        s.close()
+    finally:
+        echo.close()
+    assert scores[0].ok and [sc.ok for sc in scores[1:]] == [False, False, False]
+    forms = {secret, quote(secret, safe=""), quote_plus(secret)}
+    for score in scores[1:]:
+        assert score.error is not None and not any(f in score.error for f in forms), score.error
+    assert "***" in (scores[2].error or "")  # the 400's message quoted the URL: redacted, not dropped
+    for file in tmp_path.iterdir():
+        data = file.read_bytes()
+        assert not any(f.encode() in data for f in forms), file
+    db = sqlite3.connect(tmp_path / "a.sqlite")
+    bodies = [row[0] for row in db.execute("SELECT body FROM responses")]
+    db.close()
+    assert len(bodies) == 3 and all("***" in b for b in bodies)  # 200, bad-value 200 and 400 archived
+
+
+def test_no_store_archives_nothing_and_caches_nothing(tmp_path: Path) -> None:
+    from polytox.scoring.storing import no_store
+
+    with FakePerspective(key=KEY) as server:
+        s = build_scorer("perspective", {"url": server.url, "qps": "200", "cache": str(tmp_path / "c.sqlite"),
+                                         "archive": str(tmp_path / "a.sqlite")})
+        with no_store():
+            first = s.score(["kept nowhere", "you idiot"], ["en", "en"])
+        db = sqlite3.connect(tmp_path / "a.sqlite")
+        assert db.execute("SELECT count(*) FROM responses").fetchone()[0] == 0
+        assert len(s.cache) == 0  # type: ignore[attr-defined]
+        again = s.score(["kept nowhere"], ["en"])
+        assert db.execute("SELECT count(*) FROM responses").fetchone()[0] == 1
+        db.close()
+        assert len(s.cache) == 1  # type: ignore[attr-defined]
+        s.close()
+    assert all(sc.ok for sc in first) and again[0].values == first[0].values
+    assert server.count() == 3  # nothing was cached under no_store, so the second call asked again

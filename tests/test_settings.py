@@ -163,6 +163,8 @@ def test_a_row_and_its_dataclass_must_agree() -> None:
 
 @pytest.mark.parametrize(("key", "value", "words"), [
     ("samples", 0, "samples must be in [1, 10000], got 0"),
+    ("n_bootstrap", 2 * 10**9, "n_bootstrap must be in [0, 100000], got 2000000000"),
+    ("n_bootstrap", 10**23, "n_bootstrap must be in [0, 100000], got 100000000000000000000000"),
     ("top_p", 2, "top_p must be in (0, 1], got 2.0"),
     ("chat_template", "sometimes", "chat_template must be auto|always|never"),
     ("comparison", "<", "comparison must be one of ('>=', '>')"),

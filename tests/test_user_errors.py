@@ -216,6 +216,35 @@ def test_yaml_files_name_the_file_and_line(tmp_path: Path) -> None:
     assert read_yaml_mapping(path).data == {}
 
 
+@pytest.mark.parametrize(("text", "reason"), [
+    ("model_opt: &r [*r]\n", ":1:16: invalid YAML: alias *r refers to its own anchor"),
+    ("a: &m {b: *m}\n", ":1:11: invalid YAML: alias *m refers to its own anchor"),
+    ("a: " + "[" * 101 + "]" * 101 + "\n", ":1:103: invalid YAML: nested deeper than 100 levels"),
+    ("a: &x 1\nb: [" + ", ".join(["*x"] * 101) + "]\n", ":2:405: invalid YAML: more than 100 aliases"),
+    # "billion laughs": 9 aliases of 10 references each expand to 10^9 nodes
+    ("a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 10) + "]\n" for i in range(1, 10)),
+     ":1:1: invalid YAML: aliases expand to more than 100000 nodes"),
+])
+def test_yaml_is_read_with_alias_and_depth_limits(tmp_path: Path, text: str, reason: str) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text(text)
+    with pytest.raises(PolytoxError) as info:
+        read_yaml_mapping(path)
+    assert str(info.value) == f"{path}{reason}"
+
+
+def test_yaml_aliases_within_the_limits_are_kept(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text("base: &b {temperature: 1}\nother: *b\ndeep: " + "[" * 99 + "1" + "]" * 99 + "\n")
+    data = read_yaml_mapping(path).data
+    assert data["other"] == {"temperature": 1} == data["base"]
+    inner = data["deep"]
+    for _ in range(98):
+        inner = inner[0]
+    assert inner == [1]
+
+
 # ---- the progress bar ------------------------------------------------------------------------------
 def test_no_progress_bar_before_the_first_update(capsys: pytest.CaptureFixture[str]) -> None:
     from polytox.cli.common import progress_bar

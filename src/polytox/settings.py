@@ -25,6 +25,7 @@ from ._util.ranges import (
     NON_NEGATIVE,
     POSITIVE,
     PROBABILITY,
+    RESAMPLES,
     SAMPLES,
     SEED,
     SHARE_OPEN,
@@ -200,7 +201,7 @@ TABLE: tuple[Setting, ...] = (
          "toxic comparison (default >=; RTP notebooks: >)", False, choices=C.COMPARISONS,
          message="{key} must be one of " + str(C.COMPARISONS)),
     _row("n_bootstrap", "metrics", "int", C.BOOTSTRAP_RESAMPLES, "bootstrap resamples for the CIs (default 1000)",
-         False, range=COUNT),
+         False, range=RESAMPLES),
     _row("ci_level", "metrics", "float", C.CI_LEVEL, "confidence level of the intervals", False,
          range=Range(0, 1, True, True), flag=False),
     # the spec itself

@@ -175,6 +175,10 @@ class EvalSpec:
                 f"an unprompted run is N generations of one sample each (--unprompted N); got samples={g.samples}",
             ),
             (
+                not self.prompts.unprompted or self.metrics.n_bootstrap >= 1,
+                "an unprompted run's curve is the mean of its bootstrap resamples: n_bootstrap must be >= 1",
+            ),
+            (
                 not g.detox or g.backend in ("transformers", "vllm"),
                 f"--detox runs on the transformers backend (vllm: word-filter only), not {g.backend!r}",
             ),

@@ -19,6 +19,7 @@ from polytox.serve.runner import ServerThread
 from .helpers import ANALYZE, KEY, TEXTS, analyze_body, call, error_reason, running
 
 PATH = f"{ANALYZE}?key={KEY}"
+GOOD = b'{"comment": {"text": "hi"}, "requestedAttributes": {"TOXICITY": {}}, "languages": ["en"]}'
 
 
 @pytest.fixture(scope="module")
@@ -125,12 +126,81 @@ def test_20480_bytes_is_still_accepted(srv: ServerThread) -> None:
      "Invalid control character"),
     (b'{"comment": {"text": "\\ud800"}, "requestedAttributes": {"TOXICITY": {}}}', "application/json",
      "not valid UTF-8"),
-    (b"x" * (64 * 1024 + 1), "application/json", "Request payload size exceeds the limit: 65536 bytes"),
+    (GOOD, "", "Content-Type is missing"),
+    (GOOD, " ", "Content-Type is missing"),
+    (GOOD, None, "Content-Type is missing"),
+    (GOOD, "application/json; charset=utf-16", "charset=utf-16 is not supported"),
+    (b'{"comment": {"text": "hi"}, "comment": {"text": "you idiot"}, "requestedAttributes": {"TOXICITY": {}}}',
+     "application/json", 'Duplicate key "comment"'),
+    (b'{"comment": {"text": "hi", "text": "x"}, "requestedAttributes": {"TOXICITY": {}}}', "application/json",
+     'Duplicate key "text"'),
+    (b'{"comment": {"text": "hi"}, "requestedAttributes": {"TOXICITY": []}}', "application/json",
+     "'requestedAttributes.TOXICITY' (TYPE_MESSAGE): expected an object"),
+    (b'{"comment": {"text": "hi"}, "requestedAttributes": {"TOXICITY": null}}', "application/json",
+     "'requestedAttributes.TOXICITY' (TYPE_MESSAGE): expected an object"),
+    (b'{"comment": {"text": "hi"}, "requestedAttributes": {"TOXICITY": {"scoreTreshold": 0.5}}}', "application/json",
+     'Unknown name "scoreTreshold" at \'requestedAttributes.TOXICITY\''),
 ])
-def test_bad_bodies(srv: ServerThread, raw: bytes, content_type: str, needle: str) -> None:
-    status, _, out = call(srv.url, PATH, raw=raw, headers={"Content-Type": content_type})
+def test_bad_bodies(srv: ServerThread, raw: bytes, content_type: str | None, needle: str) -> None:
+    headers = {} if content_type is None else {"Content-Type": content_type}
+    status, _, out = call(srv.url, PATH, raw=raw, headers=headers)
     assert status == 400, out
-    assert out["error"]["status"] == "INVALID_ARGUMENT" and needle in out["error"]["message"]
+    assert out["error"]["status"] == "INVALID_ARGUMENT" and needle in out["error"]["message"], out
+
+
+@pytest.mark.parametrize("content_type", ["application/json; charset=UTF-8", 'application/json; charset="utf-8"',
+                                          "application/json"])
+def test_utf8_content_types_are_accepted(srv: ServerThread, content_type: str) -> None:
+    status, _, out = call(srv.url, PATH, raw=GOOD, headers={"Content-Type": content_type})
+    assert status == 200, out
+
+
+def test_body_over_the_limit_is_413(srv: ServerThread) -> None:
+    status, _, out = call(srv.url, PATH, raw=b"x" * (64 * 1024 + 1), headers={"Content-Type": "application/json"})
+    assert status == 413, out
+    assert "Request payload size exceeds the limit: 65536 bytes" in out["error"]["message"]
+
+
+def test_chunked_body_over_the_limit_is_413_not_a_reset(srv: ServerThread) -> None:
+    """No Content-Length: the limit is enforced while reading the stream, and the rest of the body is read
+    and dropped, so the client gets the 413 instead of a connection reset (3 MB here; 30 MB against the
+    default 1 MiB limit is the same path)."""
+    import socket
+
+    with socket.create_connection(("127.0.0.1", srv.port), timeout=30) as sock:
+        sock.sendall(f"POST {PATH} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                     "Transfer-Encoding: chunked\r\n\r\n".encode())
+        chunk = b"x" * 65536
+        for _ in range(48):
+            sock.sendall(b"%x\r\n" % len(chunk) + chunk + b"\r\n")
+        sock.sendall(b"0\r\n\r\n")
+        reply = _read_response(sock)
+    assert reply.startswith("HTTP/1.1 413") and "Request payload size exceeds the limit: 65536 bytes" in reply
+    assert call(srv.url, PATH, analyze_body("still here", languages=["en"]))[0] == 200
+
+
+def test_header_over_16_kib_is_431_not_a_reset(srv: ServerThread) -> None:
+    import socket
+
+    with socket.create_connection(("127.0.0.1", srv.port), timeout=30) as sock:
+        sock.sendall(f"POST {PATH} HTTP/1.1\r\nHost: x\r\nX-Big: {'a' * 200_000}\r\n"
+                     "Content-Type: application/json\r\nContent-Length: 2\r\n\r\n{}".encode())
+        reply = _read_response(sock)
+    assert reply.startswith("HTTP/1.1 431 Request Header Fields Too Large"), reply[:200]
+    assert '"code": 431' in reply and "the limit is 16384 bytes" in reply
+    assert call(srv.url, PATH, analyze_body("still here", languages=["en"]))[0] == 200
+
+
+def test_request_larger_than_the_queue_is_a_400_naming_the_limit(srv: ServerThread) -> None:
+    """5,000 sentences with spanAnnotations need 5,001 scorer inputs, more than the queue (1,024) ever
+    holds: a 400 that names the limit, not a 503 a client would retry forever."""
+    body = analyze_body("No. " * 5000, languages=["en"], spanAnnotations=True)
+    status, headers, out = call(srv.url, PATH, body)
+    assert status == 400, out
+    assert "retry-after" not in headers
+    assert "5001 scorer inputs" in out["error"]["message"] and "--max-queue 1024" in out["error"]["message"]
+    status, _, out = call(srv.url, PATH, analyze_body("No. " * 5000, languages=["en"]))  # no spans: one input
+    assert status == 200, out
 
 
 def test_escaped_nul_is_scored_like_any_character(srv: ServerThread) -> None:
@@ -147,7 +217,7 @@ def test_huge_body_refused_by_content_length_without_reading_it(srv: ServerThrea
         sock.sendall(f"POST {PATH} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
                      f"Content-Length: {1 << 30}\r\n\r\n".encode())
         reply = _read_response(sock)
-    assert reply.startswith("HTTP/1.1 400") and "Request payload size exceeds the limit" in reply
+    assert reply.startswith("HTTP/1.1 413") and "Request payload size exceeds the limit" in reply
 
 
 def _read_response(sock: Any) -> str:
@@ -275,3 +345,41 @@ def test_a_client_disconnect_is_one_log_line(caplog: pytest.LogCaptureFixture) -
     assert len(lines) == 1 and "\n" not in lines[0], lines
     assert not any(r.exc_info or "Traceback" in r.getMessage() or "Exception in ASGI" in r.getMessage()
                    for r in caplog.records)
+
+
+def test_do_not_store_writes_nothing_to_the_score_cache(tmp_path: Any) -> None:
+    """doNotStore: true -> the texts (and their sentences) are scored but never written to the cache; a text
+    already cached is still read from it (same value)."""
+    scorer = build_scorer("svm", {"cache": str(tmp_path / "scores.sqlite")})
+    with running(scorer) as server:
+        private = analyze_body("Private. You idiot.", languages=["en"], doNotStore=True, spanAnnotations=True)
+        status, _, out = call(server.url, PATH, private)
+        assert status == 200, out
+        assert len(scorer.cache) == 0  # type: ignore[attr-defined]
+        status, _, stored = call(server.url, PATH, analyze_body("Public text.", languages=["en"], doNotStore=False))
+        assert status == 200 and len(scorer.cache) == 1  # type: ignore[attr-defined]
+        status, _, again = call(server.url, PATH, analyze_body("Public text.", languages=["en"], doNotStore=True))
+        assert status == 200 and len(scorer.cache) == 1  # type: ignore[attr-defined]
+        status, _, repeat = call(server.url, PATH, private)
+    scorer.close()
+    value = lambda body: body["attributeScores"]["TOXICITY"]["summaryScore"]["value"]  # noqa: E731
+    assert value(again) == value(stored) and value(repeat) == value(out)
+    assert len(out["attributeScores"]["TOXICITY"]["spanScores"]) == 2
+    # warm-up 1, private 3 (text and two sentences) twice, public 1; the one hit is the cached public text
+    assert (scorer.hits, scorer.misses) == (1, 1 + 3 + 1 + 3)  # type: ignore[attr-defined]
+
+
+@pytest.mark.slow
+def test_30_mb_chunked_body_against_the_default_limit_is_413() -> None:
+    """The probe's case at full size: 30 MB chunked against the default 1 MiB limit (drained, then 413)."""
+    import socket
+
+    with running("svm") as server, socket.create_connection(("127.0.0.1", server.port), timeout=60) as sock:
+        sock.sendall(f"POST {PATH} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                     "Transfer-Encoding: chunked\r\n\r\n".encode())
+        chunk = b"x" * (1 << 20)
+        for _ in range(30):
+            sock.sendall(b"%x\r\n" % len(chunk) + chunk + b"\r\n")
+        sock.sendall(b"0\r\n\r\n")
+        reply = _read_response(sock)
+    assert reply.startswith("HTTP/1.1 413") and "exceeds the limit: 1048576 bytes" in reply

@@ -1,6 +1,7 @@
 """Load and fault behaviour of ``polytox serve`` on 127.0.0.1, bounded in size and time: throughput at
 concurrency 1/8/64 with every answer checked against its own text, micro-batching, per-key quotas at twice
-the quota (429s, never over it), a full queue (503), no memory growth under overload (a real
+the quota (429s, never over it), a full queue and twice the capacity (429 with Retry-After, answered requests within
+--max-queue-wait), no memory growth under overload (a real
 ``polytox serve`` process), and graceful shutdown with in-flight requests finished (SIGTERM)."""
 
 from __future__ import annotations
@@ -80,7 +81,7 @@ def test_twice_the_quota_gets_429s_never_more_than_the_quota(expected: dict[str,
     assert other[0] == 400  # an unknown key is refused before quota (keys: only KEY)
 
 
-def test_full_queue_answers_503_and_recovers() -> None:
+def test_full_queue_answers_429_and_recovers() -> None:
     attrs = "toxicity"
     with running("fake", {"attributes": attrs, "delay": "0.3"}, max_queue=4, max_batch=2) as server:
         outcomes: list[tuple[int, object]] = []
@@ -90,7 +91,7 @@ def test_full_queue_answers_503_and_recovers() -> None:
             status, headers, body = call(server.url, f"{ANALYZE}?key={KEY}",
                                          analyze_body(f"text number {i}", languages=["en"]))
             with lock:
-                outcomes.append((status, body if status != 503 else headers.get("retry-after")))
+                outcomes.append((status, body if status != 429 else (headers.get("retry-after"), body)))
 
         threads = [threading.Thread(target=one, args=(i,)) for i in range(16)]
         for t in threads:
@@ -99,9 +100,47 @@ def test_full_queue_answers_503_and_recovers() -> None:
             t.join()
         health = call(server.url, "/healthz", method="GET")[2]
     statuses = [s for s, _ in outcomes]
-    assert statuses.count(503) >= 4 and statuses.count(200) >= 4 and set(statuses) == {200, 503}
-    assert all(extra == "1" for s, extra in outcomes if s == 503)  # Retry-After
+    assert statuses.count(429) >= 4 and statuses.count(200) >= 4 and set(statuses) == {200, 429}
+    refused = [extra for s, extra in outcomes if s == 429]
+    assert all(int(retry) >= 1 and error_reason(body) == "SERVER_OVERLOADED" for retry, body in refused)
+    assert all("the scoring queue is full (4 texts waiting)" in body["error"]["message"] for _, body in refused)
     assert health["queue"] == 0
+
+
+def _overload(capacity_delay: float, max_batch: int, seconds: float, concurrency: int, bound: float,
+              expected: dict[str, float]) -> None:
+    """Drive a server whose scorer serves ``max_batch / capacity_delay`` texts/s at twice that rate, with
+    ``--max-queue-wait bound``: every answer is a 200 (the right score) or a 429 with Retry-After, a good
+    share are 429s, and the answered requests' p99 stays within the bound plus two batches."""
+    capacity = max_batch / capacity_delay
+    options = {"attributes": "toxicity", "delay": str(capacity_delay), "batch_size": str(max_batch)}
+    fake = build_scorer("fake", {"cache": "off", **options})
+    want = {t: s.values["toxicity"] for t, s in zip(LOAD_TEXTS, fake.score(LOAD_TEXTS, ["en"] * len(LOAD_TEXTS)),
+                                                   strict=True)}  # type: ignore[index]
+    with running(fake, max_batch=max_batch, max_queue_wait_s=bound) as server:
+        result = run_load(server.url, LOAD_TEXTS, concurrency=concurrency, requests=int(2 * capacity * seconds),
+                          key=KEY, expected=want, rate=2 * capacity, timeout=30)
+        shed = server.app.state.server.metrics.sample("polytox_serve_shed_texts_total")
+    fake.close()
+    total = sum(result.statuses.values())
+    p99 = result.percentile_ms(99) / 1000
+    print(f"\n2x of {capacity:.0f} texts/s for {seconds:g} s ({total / result.elapsed_s:.0f} req/s offered): "
+          f"{dict(result.statuses)}, "
+          f"p50 {result.percentile_ms(50):.0f} ms, p99 {p99 * 1000:.0f} ms (bound {bound} s)")
+    assert set(result.statuses) <= {200, 429} and result.transport_errors == 0 and result.mismatched == 0
+    assert result.no_retry_after == 0
+    assert result.statuses[429] >= 0.25 * total and result.ok >= 0.3 * total
+    assert shed == result.statuses[429]
+    assert p99 <= bound + 2 * capacity_delay + 0.5  # the bound holds (plus two batches and scheduling slack)
+
+
+def test_twice_the_capacity_sheds_with_429_and_keeps_latency_bounded(expected: dict[str, float]) -> None:
+    _overload(capacity_delay=0.1, max_batch=4, seconds=2.0, concurrency=64, bound=0.5, expected=expected)
+
+
+@pytest.mark.slow
+def test_twice_the_capacity_sheds_with_429_larger(expected: dict[str, float]) -> None:
+    _overload(capacity_delay=0.1, max_batch=8, seconds=8.0, concurrency=192, bound=1.0, expected=expected)
 
 
 def _free_port() -> int:

@@ -70,3 +70,37 @@ def test_cli_refuses_to_serve_without_keys(monkeypatch: pytest.MonkeyPatch,
     with pytest.raises(SystemExit) as exc:  # refused by the parser's range check (cli/checks.py)
         main(["serve", "--scorer", "fake", "--open", "--max-batch", "0"])
     assert exc.value.code == 2
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exc:
+        main(["serve", "--scorer", "fake", "--open", "--max-queue-wait", "-1"])
+    assert exc.value.code == 2 and "--max-queue-wait" in capsys.readouterr().err
+
+
+def test_batcher_estimates_the_wait_in_batch_cycles() -> None:
+    """The wait is counted in batches ahead (texts over max_batch, rounded up, less the request's own batch)
+    times the measured cycle; a request over the bound is refused with Shed before anything is queued, and
+    a request that fits an idle batch is admitted however slow the scorer."""
+    import asyncio
+
+    from polytox.scoring import build_scorer
+    from polytox.serve.batcher import MicroBatcher, Shed
+
+    async def scenario() -> None:
+        batcher = MicroBatcher(build_scorer("fake", {"cache": "off"}), max_batch=4, max_queue=100,
+                               max_queue_wait_s=1.0)
+        batcher.start()
+        assert batcher.estimated_wait(50) == 0.0  # nothing measured yet: admitted
+        await batcher.score(["a", "b"], ["en", "en"])
+        assert batcher.cycle_s > 0
+        batcher.cycle_s = 0.25  # pin the measurement: 4 batches ahead fit in the bound
+        assert batcher.estimated_wait(4) == 0.0 and batcher.estimated_wait(20) == 1.0
+        assert batcher.estimated_wait(21) == 1.25
+        with pytest.raises(Shed, match=r"over the bound of 1 s \(--max-queue-wait\)") as err:
+            await batcher.score(["x"] * 21, ["en"] * 21)
+        assert err.value.retry_after_s == pytest.approx(0.25) and batcher.shed == 21 and batcher.pending == 0
+        assert len(await batcher.score(["x"] * 20, ["en"] * 20)) == 20
+        batcher.cycle_s = 30.0  # a scorer far slower than the bound still serves a request on an idle server
+        assert len(await batcher.score(["y"] * 4, ["en"] * 4)) == 4
+        await batcher.close()
+
+    asyncio.run(scenario())

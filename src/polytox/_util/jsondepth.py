@@ -41,7 +41,8 @@ def check_depth(text: str, limit: int = MAX_DEPTH) -> None:
         raise TooDeepError(f"nested deeper than {limit} levels")
 
 
-def loads(text: str, limit: int = MAX_DEPTH) -> Any:
-    """``json.loads`` that refuses nesting deeper than ``limit`` (``TooDeepError``, a ``ValueError``)."""
+def loads(text: str, limit: int = MAX_DEPTH, **kwargs: Any) -> Any:
+    """``json.loads`` (``kwargs`` passed on) that refuses nesting deeper than ``limit`` (``TooDeepError``, a
+    ``ValueError``)."""
     check_depth(text, limit)
-    return json.loads(text)
+    return json.loads(text, **kwargs)

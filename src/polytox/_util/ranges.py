@@ -10,6 +10,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from ..errors import PolytoxError
+
 
 @dataclass(frozen=True)
 class Range:
@@ -57,3 +59,15 @@ PORT = Range(1, 65535, integer=True)
 SEED = Range(0, 2**63 - 1, integer=True)
 # K continuations per prompt: RTP draws 25, PTP 10; a K past this is a typo that would run until killed
 SAMPLES = Range(1, 10_000, integer=True)
+# bootstrap resamples: RTP draws 1,000 (polytox's default); each resample is a pass over the prompts and a
+# float per statistic kept, so past 100x the default a typo (2e9) would exhaust memory or run for days
+RESAMPLES = Range(0, 100_000, integer=True)
+RESAMPLES_AT_LEAST_ONE = Range(1, 100_000, integer=True)  # where the resamples' mean is the result itself
+
+
+def check_range(name: str, value: float, rule: Range) -> None:
+    """Refuse ``value`` outside ``rule`` before any work: ``PolytoxError('NAME must be ..., got VALUE')``, for
+    the Python keywords that no flag or YAML check has seen."""
+    problem = rule.problem(value)
+    if problem:
+        raise PolytoxError(f"{name} {problem}")

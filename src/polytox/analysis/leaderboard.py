@@ -304,6 +304,8 @@ class Leaderboard:
         scorers = sorted({r.scorer for r in self.rows})
         named = f"scorer {scorers[0]}; " if len(scorers) == 1 else ""
         scale = f"; scale: {s['scale']}" if s.get("scale") else ""
+        if s.get("attribute", "toxicity") != "toxicity":
+            named += f"attribute {s['attribute']}; "
         return (
             named + f"toxic = score {s['comparison']} {s['threshold']}; std over prompts (ddof 1); "
             "rank by AT within prompt set and scorer (1 = least toxic)" + scale

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__
+from .._util.ranges import RESAMPLES_AT_LEAST_ONE, check_range
 
 N_BOOTSTRAP = 2000
 
@@ -127,6 +128,7 @@ def _interval(diff: Any, n_bootstrap: int, seed: int) -> dict[str, Any]:
     alone either way, so the means, and the interval, are bit-identical."""
     import numpy as np
 
+    check_range("n_bootstrap", n_bootstrap, RESAMPLES_AT_LEAST_ONE)
     n = len(diff)
     rng = np.random.default_rng(seed)
     idx = rng.integers(0, n, size=(n_bootstrap, n), dtype=np.int32 if n < 2**31 else np.int64)

@@ -48,6 +48,13 @@ RUN_SCHEMA = pa.schema(
 )
 
 
+def attribute_columns(columns: Sequence[str]) -> list[str]:
+    """The attribute columns of a score part: not its keys, its error or the raw values beside them."""
+    from ..types import RAW_SUFFIX
+
+    return [c for c in columns if c not in ("prompt_id", "sample_index", "error") and not c.endswith(RAW_SUFFIX)]
+
+
 @dataclass
 class Selection:
     """Which run is scored by which stored scorer directory for one analysis."""
@@ -151,6 +158,25 @@ class RunCollection:
             )
         return matches[0] if matches else None
 
+    def require_attribute(self, scorer: str | None, attribute: str) -> None:
+        """One line when no run stores ``attribute`` for its scorer, naming the attributes they do store
+        (a run among several that lacks it is left out and named in the notes instead)."""
+        have: set[str] = set()
+        for r in self.runs:
+            directory = self.scorer_dir(r, scorer)
+            files = sorted(RunStore(r.path).scores_dir(directory).glob("part-*.parquet")) if directory else []
+            if not files:
+                continue
+            columns = attribute_columns(pq.read_schema(files[0]).names)
+            if attribute in columns:
+                return
+            have.update(columns)
+        if have:
+            raise PolytoxError(
+                f"no run has attribute {attribute!r} in its scores; they have: {', '.join(sorted(have))} "
+                "(score with --scorer-opt attributes=rtp for all eight Perspective attributes)"
+            )
+
     def select(
         self, scorer: str | None = None, attribute: str = "toxicity", run_ids: Sequence[str] | None = None
     ) -> Selection:
@@ -172,7 +198,7 @@ class RunCollection:
                 continue
             columns = pq.read_schema(files[0]).names
             if attribute not in columns:
-                attrs = [c for c in columns if c not in ("prompt_id", "sample_index", "error")]
+                attrs = attribute_columns(columns)
                 sel.notes.append(
                     f"run {r.run_id}: scorer {directory} has no attribute {attribute!r} "
                     f"(it has: {', '.join(attrs)}); left out"

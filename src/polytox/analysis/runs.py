@@ -161,11 +161,11 @@ def load_meta_file(path: str | Path | None) -> MetaFile:
     if not p.exists():
         raise PolytoxError(f"metadata file not found: {p}")
     text = p.read_text(encoding="utf-8")
-    try:
-        data = yaml.safe_load(text) or {}
-    except yaml.YAMLError as exc:
-        from .._util.yamlfile import yaml_error
+    from .._util.yamlfile import load_limited, yaml_error
 
+    try:
+        data = load_limited(text)[1] or {}
+    except yaml.YAMLError as exc:
         raise PolytoxError(yaml_error(p, exc)) from None
     if not isinstance(data, dict) or set(data) - {"models", "runs"}:
         raise PolytoxError(f"{p}: expected a mapping with 'models' and/or 'runs' (see `polytox leaderboard -h`)")

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import constants as C
+from .._util.ranges import RESAMPLES
 from ..errors import PolytoxError, require
 from ..metrics.failures import FailureSummary
 from ..spec import EvalSpec, MetricsSpec
@@ -43,8 +44,9 @@ class Metrics(dict[str, Any]):
         n_bootstrap: int = C.BOOTSTRAP_RESAMPLES,
         scorer: str | None = None,
         seed: int | None = None,
+        attribute: str = "toxicity",
     ) -> dict[str, Any]:
-        return self._run.compute_metrics(scale, threshold, comparison, n_bootstrap, scorer, seed)
+        return self._run.compute_metrics(scale, threshold, comparison, n_bootstrap, scorer, seed, attribute)
 
 
 class Run:
@@ -125,6 +127,7 @@ class Run:
         n_bootstrap: int = C.BOOTSTRAP_RESAMPLES,
         scorer: str | None = None,
         seed: int | None = None,
+        attribute: str = "toxicity",
     ) -> dict[str, Any]:
         """EMT / EP / AT of the stored scores, as ``polytox metrics RUN --json`` prints them.
 
@@ -136,22 +139,24 @@ class Run:
             n_bootstrap: bootstrap resamples of the confidence intervals (``--n-bootstrap``).
             scorer: which stored scorer; default: the run's (``--scorer``).
             seed: the bootstrap seed (``--seed``); default: the run's own seed, as in its ``metrics.json``.
+            attribute: which stored attribute (``--attribute``): ``severe_toxicity``, ``insult`` ... of a run
+                scored with ``attributes=rtp``; default toxicity.
 
         Returns:
             The metrics: ``overall``, ``by`` (language, tier, prompt toxicity...) as in ``metrics.json``.
 
         Raises:
-            PolytoxError: no scores yet, an unknown scorer or scale, a bad setting.
+            PolytoxError: no scores yet, an unknown scorer, attribute or scale, a bad setting.
         """
         from ..metrics.for_path import compute_for_path
 
         spec = MetricsSpec(threshold=threshold, comparison=comparison, n_bootstrap=n_bootstrap)
-        if comparison not in C.COMPARISONS or not 0 <= threshold <= 1 or n_bootstrap < 0:
+        if comparison not in C.COMPARISONS or not 0 <= threshold <= 1 or not RESAMPLES.contains(n_bootstrap):
             raise PolytoxError(
                 f"metrics: threshold must be in [0, 1], comparison one of {C.COMPARISONS} and "
-                f"n_bootstrap >= 0; got {threshold}, {comparison!r}, {n_bootstrap}"
+                f"n_bootstrap {RESAMPLES.describe()}; got {threshold}, {comparison!r}, {n_bootstrap}"
             )
-        return compute_for_path(self.path, spec, scorer, seed, scale=scale)
+        return compute_for_path(self.path, spec, scorer, seed, scale=scale, attribute=attribute)
 
     def prompts(self) -> pd.DataFrame:
         """The run's prompts: ``id``, ``text``, ``lang``, ``toxicity`` ... as stored in ``prompts.parquet``."""

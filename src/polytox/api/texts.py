@@ -59,6 +59,7 @@ def score(
     scorer: str = DEFAULT_SCORER,
     langs: str | Sequence[str | None] | None = None,
     options: Options | None = None,
+    attributes: str | Sequence[str] | None = None,
 ) -> list[ScoredText]:
     """Score texts with one scorer (``polytox score``), one result per text, in order.
 
@@ -74,9 +75,13 @@ def score(
             or one code (or None) per text.
         options: scorer options, a mapping or ``KEY=VALUE`` strings (``--scorer-opt``): ``cache=off``,
             ``scale=...``, ``text=web``...
+        attributes: the attributes to score, for a scorer that takes the ``attributes`` option: ``"rtp"``
+            (Perspective's eight), ``"ptp"`` (PTP's six), or names (``["toxicity", "insult"]``); toxicity is
+            always scored. The same as ``options={"attributes": ...}``.
 
     Returns:
-        One ``ScoredText`` per text: ``.value`` (None on failure) and ``.error``.
+        One ``ScoredText`` per text: ``.value`` (toxicity; None on failure), ``.values`` (every attribute
+        scored, lower-case keys) and ``.error``.
 
     Raises:
         PolytoxError: an unknown scorer or option, a bad option value, ``langs`` of the wrong length, with the
@@ -84,6 +89,13 @@ def score(
     """
     _check_texts(texts)
     opts = normalise_options(options)
+    if attributes is not None:
+        asked = attributes if isinstance(attributes, str) else ",".join(str(a) for a in attributes)
+        if "attributes" in opts and opts["attributes"] != asked:
+            raise PolytoxError(
+                f"score() got attributes={asked!r} and options attributes={opts['attributes']!r}; give one"
+            )
+        opts["attributes"] = asked
     _languages(langs, len(texts))  # a wrong length fails before anything is built
     return score_with(shared_scorer(scorer, opts), texts, langs)
 

@@ -22,7 +22,12 @@ def add_common(p: argparse.ArgumentParser, listings: bool = True) -> None:
         "--scorer",
         help="stored scorer to use: full id, directory name or bare name such as 'svm' (default: each run's own)",
     )
-    p.add_argument("--attribute", default="toxicity", help="score attribute (default: toxicity)")
+    p.add_argument(
+        "--attribute",
+        default="toxicity",
+        type=str.lower,
+        help="score attribute: severe_toxicity, insult, ... of runs scored with attributes=rtp (default: toxicity)",
+    )
     p.add_argument("--lang", action="append", help="only these languages (repeatable or comma list)")
     p.add_argument("--model", action="append", help="only these models (repeatable)")
     p.add_argument("--prompt-set", action="append", help="only these prompt sets, e.g. RTP, RTP-LX (repeatable)")
@@ -76,4 +81,5 @@ def load_corpus(args: argparse.Namespace, **extra: Any) -> tuple[Any, Any]:
         top=getattr(args, "top", 10),
         **extra,
     )
+    corpus.require_attribute(opts.scorer, opts.attribute)
     return corpus, opts

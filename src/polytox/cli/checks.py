@@ -34,6 +34,7 @@ from .._util.ranges import (
     PORT,
     POSITIVE,
     PROBABILITY,
+    RESAMPLES_AT_LEAST_ONE,
     SHARE_OPEN,
     Range,
 )
@@ -85,6 +86,7 @@ OTHER_NUMBERS: dict[str, Range] = {
     "max_batch": AT_LEAST_ONE,
     "max_wait_ms": NON_NEGATIVE,
     "max_queue": AT_LEAST_ONE,
+    "max_queue_wait": NON_NEGATIVE,
     "max_body_bytes": AT_LEAST_ONE,
     "graceful_seconds": NON_NEGATIVE,
     # detox
@@ -101,7 +103,7 @@ COMMAND_NUMBERS: dict[tuple[str, str], Range] = {
     ("train-scorer", "batch_size"): AT_LEAST_ONE,  # texts per forward pass (eval's 0 = automatic)
     ("detox train", "batch_size"): AT_LEAST_ONE,
     ("detox train", "max_steps"): Range(-1, integer=True),  # -1 = no cap (epochs decide)
-    ("unprompted", "n_bootstrap"): AT_LEAST_ONE,  # the curve is the resamples' mean: none is no curve
+    ("unprompted", "n_bootstrap"): RESAMPLES_AT_LEAST_ONE,  # the curve is the resamples' mean: none is no curve
 }
 
 # (command, dest) -> "file" | "dir" | "file-or-stdout"
@@ -110,6 +112,7 @@ OUTPUTS: dict[tuple[str, str], str] = {
     ("build", "out"): "dir",
     ("build stats", "stats_out"): "dir",
     ("score", "out"): "file",
+    ("import", "out"): "dir",
     ("calibrate", "out"): "file",
     ("compare-scorers", "report"): "file",
     ("leaderboard", "csv"): "file",

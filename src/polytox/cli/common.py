@@ -52,6 +52,8 @@ def metrics_table(metrics: dict[str, Any], title: str = "polytox metrics") -> Ta
     )
     if metrics.get("scale"):
         caption += f"; scale: {metrics['scale']}"
+    if metrics.get("attribute"):
+        caption += f"; attribute: {metrics['attribute']}"
     table = Table(title=title, caption=caption)
     for col in ("group", "prompts", "gens", "missing", "EMT ± std", "EMT CI", "EP", "EP CI", "AT ± std"):
         table.add_column(col, justify="left" if col == "group" else "right")

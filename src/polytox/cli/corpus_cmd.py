@@ -96,8 +96,17 @@ def register(sub: Any) -> None:
     s.set_defaults(func=run_score)
 
     t = csub.add_parser("stats", help="toxic shares, histogram, length/language/domain tables")
-    t.add_argument("scores", help="a 'corpus score' output folder")
-    t.add_argument("--out", dest="stats_out", help="where to write stats.json, stats.md, PNGs (default SCORES/stats)")
+    t.add_argument(
+        "scores",
+        nargs="+",
+        help="a 'corpus score' output folder; several: also RTP Table 12's table (attributes x corpora)",
+    )
+    t.add_argument(
+        "--out",
+        dest="stats_out",
+        help="where to write stats.json, stats.md, PNGs (default SCORES/stats); with several corpora, "
+        "where table12.md and table12.json go (each corpus's own files stay in SCORES/stats)",
+    )
     t.add_argument("--threshold", type=float, default=C.TOXIC_THRESHOLD)
     t.add_argument("--n-bootstrap", type=int, default=C.BOOTSTRAP_RESAMPLES)
     t.add_argument("--min-domain-docs", type=int, default=20)
@@ -228,22 +237,49 @@ def run_score(args: argparse.Namespace) -> int:
 
 
 def run_stats(args: argparse.Namespace) -> int:
-    from .._util.atomic import atomic_write_json, atomic_write_text
-    from ..corpus.render import stats_markdown, stats_plots
     from ..corpus.stats import compute_corpus_stats
 
-    stats = compute_corpus_stats(
-        args.scores,
-        threshold=args.threshold,
-        n_boot=args.n_bootstrap,
-        top=args.top,
-        min_domain_docs=args.min_domain_docs,
-    )
-    folder = Path(args.stats_out) if args.stats_out else Path(args.scores) / "stats"
+    corpora = [
+        compute_corpus_stats(
+            scores,
+            threshold=args.threshold,
+            n_boot=args.n_bootstrap,
+            top=args.top,
+            min_domain_docs=args.min_domain_docs,
+        )
+        for scores in args.scores  # all computed before anything is written: a bad folder leaves nothing
+    ]
+    if len(corpora) == 1:
+        return _write_stats(args, corpora[0], Path(args.stats_out or Path(args.scores[0]) / "stats"))
+    from .._util.atomic import atomic_write_json, atomic_write_text
+    from ..corpus.render import attribute_table
+
+    for scores, stats in zip(args.scores, corpora, strict=True):
+        _write_stats(args, stats, Path(scores) / "stats", quiet=True)
+    table = attribute_table(corpora)
+    folder = Path(args.stats_out) if args.stats_out else None
+    if folder is not None:
+        atomic_write_text(folder / "table12.md", table + "\n")
+        atomic_write_json(folder / "table12.json", {"corpora": corpora})
+    if args.format == "json":
+        print_json({"corpora": corpora})
+    else:
+        out_console.print(table, markup=False)
+    written = ", ".join(str(Path(s) / "stats") for s in args.scores)
+    console.print(f"wrote {written}" + (f", {folder}/table12.md" if folder else ""), markup=False)
+    return 0
+
+
+def _write_stats(args: argparse.Namespace, stats: dict[str, Any], folder: Path, quiet: bool = False) -> int:
+    from .._util.atomic import atomic_write_json, atomic_write_text
+    from ..corpus.render import stats_markdown, stats_plots
+
     markdown = stats_markdown(stats)
     atomic_write_json(folder / "stats.json", stats)
     atomic_write_text(folder / "stats.md", markdown + "\n")
     plots = [] if args.no_plots else stats_plots(stats, folder)
+    if quiet:
+        return 0
     if args.format == "json":
         print_json(stats)
     else:

@@ -5,6 +5,7 @@ output and writing the run directory is ``polytox.integrations.importing``'s.
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any
 
 from .common import console, metrics_table, out_console, print_json
@@ -42,11 +43,12 @@ def register(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..errors import PolytoxError
-    from ..integrations.importing import read_source, recorded_scorer, store_run
+    from ..integrations.importing import check_out, read_source, recorded_scorer, store_run
     from ..spec import parse_options
 
     if args.scorer_opt and not args.scorer:
         raise PolytoxError("--scorer-opt needs --scorer")
+    check_out(Path(args.out), args.source)  # before reading: a target that is not new is refused at once
     imported = read_source(args.source, args.framework)
     rescore = (
         (args.scorer, {k: str(v) for k, v in parse_options(args.scorer_opt or []).items()}) if args.scorer else None

@@ -16,8 +16,9 @@ Recompute a run's metrics (expected maximum toxicity, toxicity probability, aver
 bootstrap confidence intervals) from its stored scores, or compute them for an RTP-style generations JSONL
 file. Nothing is generated or scored again; a damaged run is refused with the command that repairs it.
 
-example:
+examples:
   polytox metrics runs/gpt2-rtp --threshold 0.5
+  polytox metrics runs/gpt2-rtp --attribute severe_toxicity   (a run scored with attributes=rtp)
 """  # the user-facing text of --help (the module docstring is for developers)
 
 
@@ -30,6 +31,11 @@ def register(sub: Any) -> None:
     )
     p.add_argument("path", help="run directory, or JSONL of {prompt: {text, toxicity}, generations: [...]}")
     p.add_argument("--scorer", help="which stored scorer of a run (default: the run's scorer)")
+    p.add_argument(
+        "--attribute",
+        default="toxicity",
+        help="which stored attribute: severe_toxicity, insult, ... (default: toxicity)",
+    )
     p.add_argument("--threshold", type=float, default=C.TOXIC_THRESHOLD)
     p.add_argument("--comparison", choices=list(C.COMPARISONS), default=C.DEFAULT_COMPARISON)
     p.add_argument("--n-bootstrap", type=int, default=C.BOOTSTRAP_RESAMPLES)
@@ -48,7 +54,7 @@ def register(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     spec = MetricsSpec(threshold=args.threshold, comparison=args.comparison, n_bootstrap=args.n_bootstrap)
-    metrics = compute_for_path(Path(args.path), spec, args.scorer, args.seed, args.skip_bad, args.scale)
+    metrics = compute_for_path(Path(args.path), spec, args.scorer, args.seed, args.skip_bad, args.scale, args.attribute)
     if metrics.get("n_without_raw"):
         console.print(
             f"[yellow]{metrics['n_without_raw']} stored score(s) carry no raw value (scored before raw "

@@ -53,7 +53,15 @@ def register(sub: Any) -> None:
         "--max-queue",
         type=int,
         default=1024,
-        help="texts waiting for the scorer before requests get 503 (default 1024)",
+        help="texts waiting for the scorer before requests get 429 (default 1024)",
+    )
+    p.add_argument(
+        "--max-queue-wait",
+        type=float,
+        default=2.0,
+        metavar="SECONDS",
+        help="refuse a request with 429 + Retry-After when its estimated wait for the scorer (queue depth / "
+        "measured throughput) is over SECONDS, so answered requests stay fast under overload (default 2; 0: off)",
     )
     p.add_argument("--max-body-bytes", type=int, default=1 << 20, help="largest request body (default 1 MiB)")
     p.add_argument(
@@ -116,6 +124,7 @@ def run(args: argparse.Namespace) -> int:
         max_batch=args.max_batch,
         max_wait_ms=args.max_wait_ms,
         max_queue=args.max_queue,
+        max_queue_wait_s=args.max_queue_wait,
         qps=args.qps,
         burst=args.burst,
         max_body_bytes=args.max_body_bytes,

@@ -25,6 +25,30 @@ def _table(title: str, rows: list[dict[str, Any]], key: str) -> list[str]:
     return [*lines, ""]
 
 
+def attribute_table(corpora: list[dict[str, Any]]) -> str:
+    """RTP Appendix D.1 Table 12's layout: one row per attribute, one column per corpus, each cell the share of
+    documents scoring >= the threshold on that attribute (``-`` where a corpus was not scored with it)."""
+    names = [Path(str(c["corpus"])).name or str(c["corpus"]) for c in corpora]
+    attributes = list(dict.fromkeys(a for c in corpora for a in c["share_toxic"]))
+    thresholds = sorted({c["settings"]["threshold"] for c in corpora})
+    lines = [
+        "## Toxic share per attribute (RTP Table 12)",
+        "",
+        f"Share of documents with score >= {', '.join(map(str, thresholds))} under each attribute, "
+        f"{int(100 * corpora[0]['settings']['ci_level'])}% bootstrap CI.",
+        "",
+        "| attribute | " + " | ".join(names) + " |",
+        "| --- |" + " ---: |" * len(names),
+    ]
+    for attr in attributes:
+        cells = []
+        for c in corpora:
+            block = c["share_toxic"].get(attr)
+            cells.append(fmt_share(block.get("share"), block.get("ci")) if block else "-")
+        lines.append(f"| {attr.upper()} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def stats_markdown(stats: dict[str, Any]) -> str:
     s = stats["settings"]
     lines = [

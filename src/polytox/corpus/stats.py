@@ -22,6 +22,7 @@ from typing import Any
 import duckdb
 import numpy as np
 
+from .._util.ranges import RESAMPLES, check_range
 from ..constants import BOOTSTRAP_RESAMPLES, CI_LEVEL, TOXIC_THRESHOLD
 from ..errors import PolytoxError
 from .documents import STATUSES
@@ -37,6 +38,7 @@ def bootstrap_share_ci(
     k: int, n: int, n_boot: int = BOOTSTRAP_RESAMPLES, level: float = CI_LEVEL, seed: int = 0
 ) -> list[float] | None:
     """Percentile bootstrap CI of the share k/n (resamples drawn as Binomial(n, k/n) / n)."""
+    check_range("n_bootstrap", n_boot, RESAMPLES)
     if n <= 0:
         return None
     rng = np.random.default_rng(seed)

@@ -7,7 +7,9 @@ After every shard is stored, each shard holding a failed generation or a failed 
    for that (``Generator.retry_requests``: the failed samples alone, or the whole prompt when a prompt's
    K samples come from one seeded ``n=K`` request), and only the failed samples' new outputs are kept;
 2. the shard is scored again as a whole, exactly as the uninterrupted run scored it (the score cache
-   answers for the unchanged texts), so a score that had failed is retried too;
+   answers for the unchanged texts), so a score that had failed is retried too, a cached permanent
+   error included (``scoring.cache.retrying_errors``: a Perspective 400 whose cause was fixed is asked
+   again, not replayed from the cache);
 3. both parts are rewritten atomically, generation part first.
 
 A sample that fails again stays a failure, stored with its new error. With a deterministic backend and
@@ -23,6 +25,7 @@ from dataclasses import asdict, dataclass
 from ..errors import FatalGenerationError
 from ..generation import Generator
 from ..metrics.failures import OUTCOMES, error_kind
+from ..scoring.cache import retrying_errors
 from ..store import now
 from ..types import Generation, GenerationRequest
 from .base import Work
@@ -83,7 +86,8 @@ def retry_failed(work: Work) -> RetryReport:
                     generator, work, shard_requests(shard, work.spec), generations, failed_keys, report
                 )
                 work.store.write_generations(index, generations)
-            scores = score_generations(work.scorer, generations, work.langs)
+            with retrying_errors(work.scorer):  # a cached error is asked again, not replayed
+                scores = score_generations(work.scorer, generations, work.langs)
             work.store.write_scores(work.scorer.id, index, generations, scores, work.scorer.attributes)
             report.scores_retried += len(bad_scores)
             keys = [(g.prompt_id, g.sample_index) for g in generations]

@@ -24,6 +24,7 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
+from .._util.ranges import RESAMPLES, check_range
 from ..langs import load_resource_tiers
 from ..spec import MetricsSpec
 
@@ -83,6 +84,7 @@ def bootstrap_means(columns: list[np.ndarray], n_boot: int, level: float, seed: 
     per column (3-6x less memory traffic). A 0/1 column (EP's "any toxic") is gathered as booleans and
     counted: its mean is an exact integer divided by n, so the result is bit-identical to the mean.
     """
+    check_range("n_bootstrap", n_boot, RESAMPLES)
     n = len(columns[0])
     if n == 0 or n_boot <= 0:
         return [[float("nan"), float("nan")] for _ in columns]
@@ -219,9 +221,15 @@ Rescale = Callable[[np.ndarray, str], np.ndarray]
 
 
 def run_metrics(
-    store_path: str, scorer_id: str, spec: MetricsSpec, seed: int = 0, rescale: tuple[str, Rescale] | None = None
+    store_path: str,
+    scorer_id: str,
+    spec: MetricsSpec,
+    seed: int = 0,
+    rescale: tuple[str, Rescale] | None = None,
+    attribute: str = "toxicity",
 ) -> dict[str, Any]:
-    """Metrics of a run directory for one of its scorers.
+    """Metrics of a run directory for one of its scorers, of one stored attribute (EMT / EP / AT of
+    ``severe_toxicity`` ...; the prompts' toxicity buckets stay the prompts' toxicity).
 
     ``rescale`` (a scale's name and its map) recomputes them on another scale from the stored raw values
     (``toxicity_raw``), without scoring again; a stored score without a raw value (scored before raw values
@@ -239,10 +247,15 @@ def run_metrics(
         f"CREATE VIEW prompts AS SELECT prompt_id, lang, toxicity, bucket FROM read_parquet('{store.prompts_path}')"
     )
     extra: dict[str, Any] = {"scorer": scorer_id}
+    if attribute != "toxicity":
+        extra["attribute"] = attribute
     if rescale is None:
+        glob = store.glob("scores", scorer_id)
+        check_attribute(con, glob, attribute, scorer_id)
+        column = '"' + attribute.replace('"', '""') + '"'
         con.execute(
-            f"CREATE VIEW scores AS SELECT prompt_id, sample_index, toxicity "
-            f"FROM read_parquet('{store.glob('scores', scorer_id)}')"
+            f"CREATE VIEW scores AS SELECT prompt_id, sample_index, {column} AS toxicity "
+            f"FROM read_parquet('{glob}', union_by_name=true)"
         )
     else:
         name, fn = rescale
@@ -251,6 +264,26 @@ def run_metrics(
         extra.update(scale=name, n_without_raw=n_without)
     table = per_prompt_table(con, spec)
     return compute(table, spec, seed, extra=extra)
+
+
+def stored_attributes(con: duckdb.DuckDBPyConnection, glob: str) -> list[str]:
+    """The attribute columns of a scorer's stored parts (not the keys, the error or raw values)."""
+    from ..types import RAW_SUFFIX
+
+    columns = con.sql(f"SELECT * FROM read_parquet('{glob}', union_by_name=true) LIMIT 0").columns
+    return [c for c in columns if c not in ("prompt_id", "sample_index", "error") and not c.endswith(RAW_SUFFIX)]
+
+
+def check_attribute(con: duckdb.DuckDBPyConnection, glob: str, attribute: str, scorer_id: str) -> None:
+    """One line naming the attributes stored when ``attribute`` is not one of them."""
+    from ..errors import PolytoxError
+
+    have = stored_attributes(con, glob)
+    if attribute not in have:
+        raise PolytoxError(
+            f"the scores of {scorer_id} have no attribute {attribute!r}; they have: {', '.join(have)} "
+            "(score with --scorer-opt attributes=rtp for all eight Perspective attributes)"
+        )
 
 
 def rescaled_scores(con: duckdb.DuckDBPyConnection, glob: str, fn: Rescale) -> tuple[pa.Table, int]:

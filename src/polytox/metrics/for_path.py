@@ -24,10 +24,16 @@ def compute_for_path(
     seed: int | None = None,
     skip_bad: bool = False,
     scale: str | None = None,
+    attribute: str = "toxicity",
 ) -> dict[str, Any]:
     """Metrics for a run directory (one of its scorers) or an RTP-style generations JSONL. ``seed``: the
-    bootstrap seed; None: a run's own seed (so the intervals equal its ``metrics.json``), 0 for a file."""
+    bootstrap seed; None: a run's own seed (so the intervals equal its ``metrics.json``), 0 for a file.
+    ``attribute``: which stored attribute the metrics read (``severe_toxicity`` ...; default toxicity)."""
     from . import compute, per_prompt_table, run_metrics
+
+    attribute = attribute.strip().lower()
+    if scale and attribute != "toxicity":
+        raise PolytoxError(f"--scale re-reads toxicity only (its raw values); not {attribute!r}")
 
     if path.is_dir():
         from ..store import RunStore
@@ -49,9 +55,9 @@ def compute_for_path(
             rescale = run_rescale(manifest, chosen, scale)
         run_seed = seed if seed is not None else int(manifest.get("seed", manifest["spec"].get("seed", 0)) or 0)
         if rescale is None:  # kept in RUN/derived/ with the identities of the parts they came from
-            metrics = kept_run_metrics(store, chosen, spec, run_seed)
+            metrics = kept_run_metrics(store, chosen, spec, run_seed, attribute)
         else:  # a scale's map is not a run file: re-read each time
-            metrics = run_metrics(str(path), chosen, spec, seed=run_seed, rescale=rescale)
+            metrics = run_metrics(str(path), chosen, spec, seed=run_seed, rescale=rescale, attribute=attribute)
         if rescale is None and chosen == manifest.get("scorer", {}).get("id") and manifest["scorer"].get("scale"):
             metrics["scale"] = manifest["scorer"]["scale"]  # the scale the run was scored on
         from ..detox.run_metrics import stored_detox_metrics  # detox method, distinct-n, stored fluency
@@ -68,13 +74,11 @@ def compute_for_path(
         raise PolytoxError(f"--scale re-reads a run directory's stored raw scores; {path} is a generations file")
     from .generations_jsonl import load_generations_jsonl
 
-    con, problems = load_generations_jsonl(path, skip_bad=skip_bad)
-    return compute(
-        per_prompt_table(con, spec),
-        spec,
-        seed or 0,
-        extra={"source": str(path), "n_bad_lines": len(problems), "bad_lines": problems[:1000]},
-    )
+    con, problems = load_generations_jsonl(path, skip_bad=skip_bad, attribute=attribute)
+    extra: dict[str, Any] = {"source": str(path), "n_bad_lines": len(problems), "bad_lines": problems[:1000]}
+    if attribute != "toxicity":
+        extra["attribute"] = attribute
+    return compute(per_prompt_table(con, spec), spec, seed or 0, extra=extra)
 
 
 def incomplete(store: Any, manifest: dict[str, Any], scorer: str) -> dict[str, Any]:
@@ -88,9 +92,11 @@ def incomplete(store: Any, manifest: dict[str, Any], scorer: str) -> dict[str, A
     return {"incomplete": {"shards": len(sizes), "shards_scored": scored, "status": manifest.get("status")}}
 
 
-def kept_run_metrics(store: Any, scorer: str, spec: MetricsSpec, seed: int) -> dict[str, Any]:
-    """``run_metrics`` of a run for one scorer, settings and bootstrap seed, computed once and kept in
-    ``RUN/derived/metrics-KEY.json`` with the identities of the prompts file, the generation parts and
+def kept_run_metrics(
+    store: Any, scorer: str, spec: MetricsSpec, seed: int, attribute: str = "toxicity"
+) -> dict[str, Any]:
+    """``run_metrics`` of a run for one scorer, attribute, settings and bootstrap seed, computed once and
+    kept in ``RUN/derived/metrics-KEY.json`` with the identities of the prompts file, the generation parts and
     the scorer's score parts (``_util.derived``): recomputed when any of them, the settings or the
     polytox version differ, never read from a stale or damaged file."""
     from .. import __version__
@@ -102,6 +108,7 @@ def kept_run_metrics(store: Any, scorer: str, spec: MetricsSpec, seed: int) -> d
         "what": "metrics",
         "polytox": __version__,
         "scorer": scorer,
+        "attribute": attribute,
         "threshold": spec.threshold,
         "comparison": spec.comparison,
         "n_bootstrap": spec.n_bootstrap,
@@ -116,4 +123,6 @@ def kept_run_metrics(store: Any, scorer: str, spec: MetricsSpec, seed: int) -> d
         return derived.identities(store.path, files)
 
     path = store.path / "derived" / f"metrics-{derived.key(settings)}.json"
-    return derived.memo(path, settings, inputs, lambda: run_metrics(str(store.path), scorer, spec, seed=seed))
+    return derived.memo(
+        path, settings, inputs, lambda: run_metrics(str(store.path), scorer, spec, seed=seed, attribute=attribute)
+    )

@@ -20,7 +20,7 @@ from ..prompts.readers import read_jsonl
 from ..prompts.records import RecordError, check_lang, check_toxicity
 
 
-def _convert_line(record: Any, lineno: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def _convert_line(record: Any, lineno: int, attribute: str = "toxicity") -> tuple[dict[str, Any], list[dict[str, Any]]]:
     if not isinstance(record, Mapping):
         raise RecordError("expected a JSON object")
     prompt = record.get("prompt")
@@ -46,7 +46,7 @@ def _convert_line(record: Any, lineno: int) -> tuple[dict[str, Any], list[dict[s
     for k, gen in enumerate(gens):
         if not isinstance(gen, Mapping):
             raise RecordError(f"generations[{k}] is not an object")
-        tox = check_toxicity(gen.get("toxicity"), f"generations[{k}].toxicity")
+        tox = check_toxicity(gen.get(attribute), f"generations[{k}].{attribute}")
         rows.append(
             {
                 "prompt_id": pid,
@@ -58,8 +58,11 @@ def _convert_line(record: Any, lineno: int) -> tuple[dict[str, Any], list[dict[s
     return prow, rows
 
 
-def load_generations_jsonl(path: Path, skip_bad: bool = False) -> tuple[duckdb.DuckDBPyConnection, list[str]]:
-    """A DuckDB connection with ``generations``, ``scores`` and ``prompts`` tables from the file."""
+def load_generations_jsonl(
+    path: Path, skip_bad: bool = False, attribute: str = "toxicity"
+) -> tuple[duckdb.DuckDBPyConnection, list[str]]:
+    """A DuckDB connection with ``generations``, ``scores`` and ``prompts`` tables from the file; the
+    ``scores`` column ``toxicity`` holds each generation's ``attribute`` (RTP's files keep all eight)."""
     prompts: list[dict[str, Any]] = []
     rows: list[dict[str, Any]] = []
     problems: list[str] = []
@@ -70,7 +73,7 @@ def load_generations_jsonl(path: Path, skip_bad: bool = False) -> tuple[duckdb.D
             problems.append(f"{raw.location}: {raw.error}")
             continue
         try:
-            prow, grows = _convert_line(raw.record, lineno)
+            prow, grows = _convert_line(raw.record, lineno, attribute)
         except RecordError as exc:
             problems.append(f"{raw.location}: {exc}")
             continue
@@ -89,6 +92,8 @@ def load_generations_jsonl(path: Path, skip_bad: bool = False) -> tuple[duckdb.D
     if not prompts:
         why = f"all {len(problems)} line(s) are bad" if problems else "the file is empty"
         raise BadInputError(f"{path}: no generation records ({why})", problems)
+    if attribute != "toxicity" and all(r["toxicity"] is None for r in rows):
+        raise BadInputError(f"{path}: no generation has a {attribute!r} value (the attribute asked)", problems)
     gens = pa.Table.from_pylist(
         rows,
         schema=pa.schema(

@@ -20,6 +20,7 @@ import numpy as np
 
 from .. import constants as C
 from .._util.atomic import atomic_write_json
+from .._util.ranges import RESAMPLES_AT_LEAST_ONE, check_range
 from ..store import RunStore
 
 MAX_DRAWS_PER_CHUNK = 4_000_000
@@ -109,6 +110,7 @@ def unprompted_report(
     store: RunStore, scorer_id: str, n_resamples: int = C.BOOTSTRAP_RESAMPLES, level: float = C.CI_LEVEL, seed: int = 0
 ) -> dict[str, Any]:
     """The curve of a run, written to ``RUN/unprompted.json`` (and returned)."""
+    check_range("n_bootstrap", n_resamples, RESAMPLES_AT_LEAST_ONE)
     pool, missing = pool_scores(store, scorer_id)
     points = bootstrap_curve(pool, n_grid(len(pool)), n_resamples, level, seed)
     report = {

@@ -71,7 +71,7 @@ def _convert_all(raw: Iterable[RawRecord], fmt: str) -> tuple[list[Prompt], list
             problems.append(f"{item.location}: {item.error}")
             continue
         try:
-            prompt = convert(item.record, fmt)
+            prompt = convert(item.record, fmt, text_cells=item.text_cells)
         except RecordError as exc:
             problems.append(f"{item.location}: {exc}")
             continue

@@ -10,6 +10,7 @@ import csv
 import io
 import json
 import re
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +25,7 @@ class RawRecord:
     location: str  # "path:line" (JSONL/CSV) or "path:row N" (Parquet)
     record: Any = None
     error: str | None = None
+    text_cells: bool = False  # a CSV row: every cell is text, its numeric columns are read as numbers later
 
 
 def file_kind(path: Path) -> str:
@@ -98,6 +100,13 @@ def read_csv(path: Path, *, name_column: bool = False) -> Iterator[RawRecord]:
     ):
         yield RawRecord(f"{path}:1", error="invalid UTF-8 in the header row; the file cannot be read")
         return
+    repeated = [name for name, n in Counter(reader.fieldnames or []).items() if n > 1]
+    if repeated:  # csv.DictReader would keep the last column of the name silently
+        yield RawRecord(
+            f"{path}:1",
+            error=f"malformed CSV: column {repeated[0]!r} appears twice in the header; the file cannot be read",
+        )
+        return
     while True:
         start = reader.line_num + 1
         try:
@@ -115,7 +124,9 @@ def read_csv(path: Path, *, name_column: bool = False) -> Iterator[RawRecord]:
             error = f"INVALID_UTF8: invalid UTF-8 in column {bad[0]!r}" if name_column else "invalid UTF-8 in this row"
             yield RawRecord(f"{path}:{start}", error=error)
             continue
-        yield RawRecord(f"{path}:{start}", record={k: (v if v != "" else None) for k, v in row.items()})
+        yield RawRecord(
+            f"{path}:{start}", record={k: (v if v != "" else None) for k, v in row.items()}, text_cells=True
+        )
 
 
 def read_parquet(path: Path) -> Iterator[RawRecord]:

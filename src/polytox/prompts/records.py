@@ -1,15 +1,21 @@
 """Turn one raw record (RTP, PTP, RTP-LX or generic) into a validated ``Prompt``.
 
 Every rejection is a ``RecordError`` with a one-line reason; the reader adds file and line.
-Defined behaviour for hostile text (tested): empty or whitespace-only text, NUL bytes and lone UTF-16
-surrogates are rejected, never repaired silently; unknown language codes are rejected with the list of
-PTP languages; a toxicity that is not a number in [0, 1] is rejected, ``null`` means unknown.
+Defined behaviour for hostile text (tested): empty or whitespace-only text, text of only invisible
+characters (zero-width spaces, joiners, other format or control characters), NUL bytes and lone UTF-16
+surrogates are rejected, never repaired silently; an id with a NUL byte or a lone surrogate (which no run
+file can store) is rejected; unknown language codes are rejected with the list of PTP languages; a toxicity
+that is not a finite number in [0, 1] is rejected (NaN, and a string such as ``"0.5"``: a JSON value is
+taken as written), ``null`` means unknown. A CSV cell is text by nature: the numeric columns of a CSV are
+read as numbers first (``numbers_from_cells``), so ``0.4`` there is the number and ``nan`` there is NaN.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import math
+import unicodedata
 from collections.abc import Mapping
 from typing import Any
 
@@ -57,22 +63,51 @@ def check_text(text: Any, field: str) -> str:
         raise RecordError(f"field {field!r} contains a lone surrogate (invalid Unicode at {exc.start})") from None
     if not text.strip():
         raise RecordError(f"field {field!r} is empty or whitespace only")
+    if all(c.isspace() or unicodedata.category(c) in _INVISIBLE for c in text):
+        shown = ", ".join(f"U+{ord(c):04X}" for c in dict.fromkeys(text) if not c.isspace())
+        raise RecordError(f"field {field!r} holds only invisible characters ({shown})")
     return text
+
+
+_INVISIBLE = ("Cf", "Cc")  # format (zero-width space, joiners, BOM, bidi marks) and control characters
+
+
+def check_id(value: Any, field: str = "id") -> str:
+    """A record's id as text; a NUL byte or a lone surrogate (which no run file can store) is refused."""
+    text = str(value)
+    if "\x00" in text:
+        raise RecordError(f"field {field!r} contains a NUL byte")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise RecordError(f"field {field!r} contains a lone surrogate (invalid Unicode at {exc.start})") from None
+    return text
+
+
+# The numeric columns a flat record may hold; from a CSV their cells are text, read as numbers here.
+_NUMBER_CELLS = {"toxicity": float, "prompt_toxicity": float, "toxicity_bucket": int}
+
+
+def numbers_from_cells(record: Mapping[str, Any]) -> dict[str, Any]:
+    """A CSV row with its numeric columns read as numbers (a cell that is no number stays text, and is
+    refused by the field's check with its value)."""
+    out = dict(record)
+    for name, kind in _NUMBER_CELLS.items():
+        cell = out.get(name)
+        if isinstance(cell, str):
+            with contextlib.suppress(ValueError):
+                out[name] = kind(cell.strip())
+    return out
 
 
 def check_toxicity(value: Any, field: str) -> float | None:
     if value is None:
         return None
-    if isinstance(value, bool):  # JSON true/false is not a score
+    if isinstance(value, bool) or not isinstance(value, int | float):  # true/false, "0.5": not a score
         raise RecordError(f"field {field!r} must be a number in [0, 1], got {value!r}")
-    if not isinstance(value, int | float):
-        try:
-            value = float(value)
-        except (TypeError, ValueError):
-            raise RecordError(f"field {field!r} must be a number in [0, 1], got {value!r}") from None
     value = float(value)
     if math.isnan(value):
-        return None
+        raise RecordError(f"field {field!r} must be a number in [0, 1], got NaN (null means unknown)")
     if not 0.0 <= value <= 1.0:
         raise RecordError(f"field {field!r} must be in [0, 1], got {value}")
     return value
@@ -211,7 +246,7 @@ def from_generic(record: Mapping[str, Any], default_lang: str | None) -> Prompt:
         meta["lang_detected"] = True
     tox = check_toxicity(record.get("toxicity"), "toxicity")
     raw_id = record.get("id")
-    pid = str(raw_id) if raw_id not in (None, "") else f"txt:{short_hash(text)}"
+    pid = check_id(raw_id) if raw_id not in (None, "") else f"txt:{short_hash(text)}"
     return Prompt(
         id=pid,
         text=text,
@@ -223,18 +258,24 @@ def from_generic(record: Mapping[str, Any], default_lang: str | None) -> Prompt:
     )
 
 
-def convert(record: Any, fmt: str, default_lang: str | None = None) -> Prompt:
-    """Validate and convert one record in format ``fmt`` (``auto`` detects it)."""
+def convert(record: Any, fmt: str, default_lang: str | None = None, text_cells: bool = False) -> Prompt:
+    """Validate and convert one record in format ``fmt`` (``auto`` detects it); ``text_cells``: a CSV row,
+    whose numeric columns are text to read as numbers."""
     if not isinstance(record, Mapping):
         raise RecordError(f"expected a JSON object, got {type(record).__name__}")
+    if text_cells:
+        record = numbers_from_cells(record)
     if fmt == "auto":
         fmt = detect_format(record)
+    if fmt not in FORMATS:
+        raise RecordError(f"unknown prompt format {fmt!r}; known: auto, {', '.join(FORMATS)}")
     if fmt == "rtp":
-        return from_rtp(record)
-    if fmt == "ptp":
-        return from_ptp(record)
-    if fmt == "rtplx":
-        return from_rtplx(record)
-    if fmt == "generic":
-        return from_generic(record, default_lang)
-    raise RecordError(f"unknown prompt format {fmt!r}; known: auto, {', '.join(FORMATS)}")
+        prompt = from_rtp(record)
+    elif fmt == "ptp":
+        prompt = from_ptp(record)
+    elif fmt == "rtplx":
+        prompt = from_rtplx(record)
+    else:
+        prompt = from_generic(record, default_lang)
+    check_id(prompt.id)  # an RTP file name or an RTP-LX index becomes part of the id
+    return prompt

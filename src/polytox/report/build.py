@@ -106,6 +106,7 @@ def build_report(
         "threshold": corpus.metrics.threshold,
         "comparison": corpus.metrics.comparison,
         "scorer": opts.scorer or "each run's own",
+        "attribute": opts.attribute,
         "filters": opts.describe() or "none",
     }
     return Report(

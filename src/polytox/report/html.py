@@ -223,6 +223,7 @@ def render_html(report: Report) -> str:
     meta = (
         f"generated {esc(report.created_at)} by polytox {esc(report.version)} · {len(report.runs)} run(s) · "
         f"toxic = score {esc(s['comparison'])} {esc(s['threshold'])} · scorer: {esc(s['scorer'])}"
+        f" · attribute: {esc(s.get('attribute', 'toxicity'))}"
     )
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'

@@ -73,7 +73,8 @@ def render_markdown(report: Report, path: Path) -> str:
         f"# {md_escape(report.title)}",
         "",
         f"generated {report.created_at} by polytox {report.version} · {len(report.runs)} run(s) · "
-        f"toxic = score {md_escape(s['comparison'])} {s['threshold']} · scorer: {md_escape(s['scorer'])}",
+        f"toxic = score {md_escape(s['comparison'])} {s['threshold']} · scorer: {md_escape(s['scorer'])} · "
+        f"attribute: {md_escape(str(s.get('attribute', 'toxicity')))}",
         "",
     ]
     if report.notes:

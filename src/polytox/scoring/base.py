@@ -61,6 +61,12 @@ class Scorer(ABC):
     def supports(self, lang: str) -> bool:
         return self.languages is None or lang in self.languages
 
+    def supports_attribute(self, attribute: str, lang: str) -> bool:
+        """Whether ``attribute`` (lower-case) is scored in ``lang``. Most scorers score all their attributes
+        in all their languages; one with per-attribute language lists (Perspective's SEXUALLY_EXPLICIT and
+        FLIRTATION were English-only) overrides this, and ``serve`` refuses such a pair before scoring."""
+        return attribute.lower() in self.attributes and self.supports(lang)
+
     def describe(self) -> dict[str, Any]:
         """What the manifest records about this scorer."""
         return {

@@ -3,8 +3,10 @@
 Key: (text hash, language, scorer@version, attributes); a scorer that keeps its raw score (``polytox-ml``,
 ``default``) is keyed by the identity of its raw scores and maps a cached raw score onto its scale when
 read, so one entry serves every scale. Successful scores and permanent errors (an
-API's 400 with its reason) are kept forever; transient errors (timeouts, quota, crashes) never are, so a
-rerun retries them. For a scorer like Perspective, whose models changed silently over the years and which
+API's 400 with its reason) are kept until retried; transient errors (timeouts, quota, crashes) are never
+kept, so a rerun retries them. ``polytox eval --retry-failed`` retries the permanent ones too
+(``retrying_errors``): a 400 whose cause has since been fixed is asked again, and the new answer
+replaces it. For a scorer like Perspective, whose models changed silently over the years and which
 shuts down on 31 Dec 2026, this cache is the permanent record of every response received.
 """
 
@@ -14,13 +16,15 @@ import json
 import sqlite3
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 from .._util.paths import default_cache_dir
 from .._util.sqlite import open_wal
 from ..types import Score, text_hash
 from .base import Scorer
+from .storing import storing
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS scores (
@@ -116,6 +120,9 @@ class CachedScorer(Scorer):
         self.thread_safe = inner.thread_safe
         self.hits = 0
         self.misses = 0
+        # True while a run's failed scores are retried (``retrying_errors``): a cached error is a miss, so a
+        # permanent error whose cause was fixed (a Perspective 400) is asked again and replaced.
+        self.retry_errors = False
 
     @property
     def id(self) -> str:
@@ -127,6 +134,9 @@ class CachedScorer(Scorer):
 
     def describe(self) -> dict[str, object]:
         return {**self.inner.describe(), "cache": str(self.cache.path)}
+
+    def supports_attribute(self, attribute: str, lang: str) -> bool:
+        return self.inner.supports_attribute(attribute, lang)
 
     def score_batch(self, texts: Sequence[str], langs: Sequence[str]) -> list[Score]:
         return self.score(texts, langs)
@@ -152,10 +162,15 @@ class CachedScorer(Scorer):
             self.cache.key(t or "", lang, cache_id, self.inner.attributes) for t, lang in zip(texts, langs, strict=True)
         ]
         found = self._read_back(keys, langs, self.cache.get_many(keys))
+        if self.retry_errors:
+            found = {k: score for k, score in found.items() if score.ok}
         miss = [i for i, k in enumerate(keys) if k not in found]
         self.hits += len(keys) - len(miss)
         self.misses += len(miss)
         fresh = self.inner.score([texts[i] for i in miss], [langs[i] for i in miss]) if miss else []
+        if not storing():  # a doNotStore request: read the cache, write nothing
+            results = dict(zip(miss, fresh, strict=True))
+            return [results[i] if i in results else found[k] for i, k in enumerate(keys)]
         self.cache.put_many(
             [
                 (keys[i], texts[i] or "", langs[i], cache_id, self.inner.attributes, s)
@@ -167,3 +182,20 @@ class CachedScorer(Scorer):
 
     def close(self) -> None:
         self.inner.close()
+
+
+@contextmanager
+def retrying_errors(scorer: Scorer) -> Iterator[None]:
+    """Within this block the score cache under ``scorer`` (its own or a wrapped one's, through ``.inner``)
+    treats cached errors as misses: ``--retry-failed`` scores them again instead of replaying them."""
+    cached = scorer
+    while not isinstance(cached, CachedScorer) and getattr(cached, "inner", None) is not None:
+        cached = cached.inner  # type: ignore[attr-defined]
+    if not isinstance(cached, CachedScorer):
+        yield
+        return
+    before, cached.retry_errors = cached.retry_errors, True
+    try:
+        yield
+    finally:
+        cached.retry_errors = before

@@ -193,6 +193,11 @@ class CalibratedScorer(Scorer):
             },
         }
 
+    def supports_attribute(self, attribute: str, lang: str) -> bool:
+        if attribute.lower() == self.raw_attribute:
+            return self.inner.supports_attribute(self.calibration.attribute, lang)
+        return self.inner.supports_attribute(attribute, lang)
+
     def score_batch(self, texts: Sequence[str], langs: Sequence[str]) -> list[Score]:
         return self.score(texts, langs)
 

@@ -59,7 +59,8 @@ class DefaultScorer(Scorer):
         self.languages = frozenset(lang for lang, s in table.items() if self.scorers[s].supports(lang))
         ids = {lang: self.scorers[s].id for lang, s in sorted(table.items())}
         self.version = config_digest(ids)
-        self.attributes = ("toxicity",)
+        ml = self.scorers.get("polytox-ml")  # its ``attributes`` option (the heads) sets what is scored
+        self.attributes = tuple(getattr(ml, "attributes", ("toxicity",))) if ml is not None else ("toxicity",)
 
     @property
     def raw_id(self) -> str:
@@ -81,6 +82,11 @@ class DefaultScorer(Scorer):
                 for i, score in zip(rows, reader([scores[i] for i in rows], [langs[i] for i in rows]), strict=True):
                     out[i] = score
         return out
+
+    def supports_attribute(self, attribute: str, lang: str) -> bool:
+        """As the language's route scores it (polytox-ml's per-attribute language lists)."""
+        route = self.scorers.get(self.routes.get(lang, ""))
+        return attribute.lower() in self.attributes and route is not None and route.supports_attribute(attribute, lang)
 
     def describe(self) -> dict[str, Any]:
         out = {**super().describe(), "routes": {lang: self.scorers[s].id for lang, s in sorted(self.routes.items())}}

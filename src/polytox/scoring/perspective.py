@@ -21,7 +21,9 @@ What this scorer guarantees:
 - 401/403 (bad key, API not enabled) and 404 (wrong ``url``) stop all further requests of the run: every
   remaining text gets a transient error instead of hammering the API;
 - every 200 and 400 response body is appended to a permanent archive (``archive.py``) beside the score
-  cache, which keeps the values.
+  cache, which keeps the values; the key is redacted (``***``) from every body archived and every error
+  kept, raw and percent-encoded, since a server (or a proxy) may echo the request URL; a text scored
+  under ``storing.no_store()`` (``polytox serve``'s ``doNotStore``) is not archived.
 
 Options (``--scorer-opt KEY=VALUE``): ``url``, ``qps`` (default 1), ``attributes`` (comma list, or ``ptp``
 for PTP's six, ``rtp`` for RTP's eight; TOXICITY is always included), ``concurrency`` (default: enough
@@ -33,6 +35,7 @@ decide), ``archive`` (a path, or ``off``).
 
 from __future__ import annotations
 
+import contextvars
 import http.client
 import json
 import math
@@ -44,7 +47,7 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, ClassVar
-from urllib.parse import urlsplit
+from urllib.parse import quote, quote_plus, urlsplit
 
 from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_random_exponential
 
@@ -57,12 +60,14 @@ from ..types import Score, text_hash
 from .archive import ResponseArchive
 from .base import Scorer, config_digest
 from .pacing import AdaptiveTokenBucket
+from .storing import storing
 
 KEY_ENV = "PERSPECTIVE_API_KEY"
 DEFAULT_URL = "https://commentanalyzer.googleapis.com"
 API_PATH = "/v1alpha1/comments:analyze"
 ATTRIBUTE_PRESETS = {"ptp": C.PTP_PERSPECTIVE_ATTRIBUTES, "rtp": C.RTP_PERSPECTIVE_ATTRIBUTES}
 ERROR_PREFIX = "PERSPECTIVE"
+REDACTED = "***"  # what the key becomes in everything written: archive, cache, errors, run files
 
 
 class TransientAPIError(Exception):
@@ -293,7 +298,10 @@ class PerspectiveScorer(Scorer):
             self.stats[key] += n
 
     def _safe(self, message: str) -> str:
-        return message.replace(self._key, "***")
+        """``message`` with the key redacted, as sent and as a server may echo it (percent-encoded)."""
+        for form in {self._key, quote(self._key, safe=""), quote_plus(self._key)}:
+            message = message.replace(form, REDACTED)
+        return message
 
     def _connection(self) -> http.client.HTTPConnection:
         conn = getattr(self._local, "conn", None)
@@ -368,14 +376,16 @@ class PerspectiveScorer(Scorer):
         raise FatalAPIError(self._fatal)
 
     def _archive_add(self, digest: str, lang_sent: str | None, status: int, body: bytes) -> None:
-        if self._archive is not None:
+        """Archive a response body, the key redacted (a server may echo the request URL); nothing for a
+        text scored under ``storing.no_store()`` (serve's doNotStore)."""
+        if self._archive is not None and storing():
             self._archive.add(
                 self.endpoint,
                 digest,
                 lang_sent,
                 ",".join(self.request_attributes),
                 status,
-                body.decode("utf-8", errors="replace"),
+                self._safe(body.decode("utf-8", errors="replace")),
             )
 
     def _wait(self, retry_state: Any) -> float:
@@ -399,7 +409,14 @@ class PerspectiveScorer(Scorer):
 
     # ---- one text --------------------------------------------------------------------------------------
     def score_one(self, text: str, lang: str) -> Score:
-        """The score of one text, or its error (permanent for 400s, transient for everything retryable)."""
+        """The score of one text, or its error (permanent for 400s, transient for everything retryable),
+        the key redacted from it (an error may quote a response that echoes the request URL)."""
+        score = self._score_one(text, lang)
+        if score.error is None:
+            return score
+        return Score.failed(self._safe(score.error), transient=score.transient)
+
+    def _score_one(self, text: str, lang: str) -> Score:
         try:
             cut, truncated = truncate_utf8(text)
         except UnicodeEncodeError as exc:
@@ -437,7 +454,12 @@ class PerspectiveScorer(Scorer):
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="perspective")
             pool = self._pool
-        return list(pool.map(self.score_one, texts, langs))
+        # Each text runs in a copy of the caller's context, so ``storing.no_store()`` reaches the workers.
+        futures = [
+            pool.submit(contextvars.copy_context().run, self.score_one, t, lang)
+            for t, lang in zip(texts, langs, strict=True)
+        ]
+        return [f.result() for f in futures]
 
     def close(self) -> None:
         if self._pool is not None:

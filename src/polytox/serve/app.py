@@ -11,7 +11,7 @@ Routes:
 
 Every answer carries ``X-Polytox-Scorer: <scorer id>`` (name@version), so every stored score can be
 traced to the model and options that produced it. Bodies are read up to ``max_body_bytes`` and refused
-beyond it without reading the rest; keys are checked before anything is parsed and never logged.
+beyond it with 413 (``bodies``); keys are checked before anything is parsed and never logged.
 """
 
 from __future__ import annotations
@@ -29,11 +29,13 @@ from urllib.parse import parse_qs, urlsplit
 
 from .._util import jsondepth
 from ..scoring.base import Scorer
+from ..scoring.storing import no_store
 from . import INSTALL_HINT
 from .batch_http import SubRequest, build_batch_response, parse_batch
-from .batcher import MicroBatcher, Overloaded
+from .batcher import MicroBatcher, Overloaded, Shed
+from .bodies import BodyTooLarge, check_content_type, no_duplicate_keys, read_limited
 from .discovery import API_VERSION, discovery_document
-from .errors import ApiError, invalid, overloaded, quota_exceeded
+from .errors import ApiError, invalid, overloaded, quota_exceeded, shed
 from .metrics import Metrics
 from .moderation_api import build_moderation, parse_moderation
 from .perspective_api import build_response, parse_analyze, texts_to_score
@@ -58,7 +60,8 @@ class ServeConfig:
 
     max_batch: int = 64  # texts per scorer call
     max_wait_ms: float = 2.0  # how long the first text of a batch waits for company
-    max_queue: int = 1024  # texts waiting for the scorer before requests get 503
+    max_queue: int = 1024  # texts waiting for the scorer before requests get 429
+    max_queue_wait_s: float = 2.0  # estimated wait past which requests get 429 (0: no bound in time)
     qps: float = 0.0  # per-key quota, comments per second (0: none)
     burst: float = 0.0  # bucket size (0: max(1, qps))
     max_body_bytes: int = 1 << 20  # whole request body (a batch holds up to 100 comments)
@@ -84,6 +87,7 @@ class Server:
             max_batch=config.max_batch,
             max_wait_s=config.max_wait_ms / 1000,
             max_queue=config.max_queue,
+            max_queue_wait_s=config.max_queue_wait_s,
             metrics=self.metrics,
             in_flight=lambda: self.requests_in_flight,
         )
@@ -99,7 +103,8 @@ class Server:
         self.detect("warm up")
         langs = sorted(self.scorer.languages) if self.scorer.languages is not None else ["en"]
         lang = "en" if "en" in langs else langs[0]
-        self.scorer.score(["polytox serve warm-up"], [lang])
+        with no_store():  # the warm-up text is nobody's: it stays out of the score cache
+            self.scorer.score(["polytox serve warm-up"], [lang])
 
     # ---- plumbing ----------------------------------------------------------------------------------
     def headers(self, extra: dict[str, str] | None = None) -> dict[str, str]:
@@ -118,37 +123,30 @@ class Server:
             self.metrics.errors.labels(error.label).inc()
 
     async def read_body(self, request: Request) -> bytes:
-        """The body, refused (400, as Google does) past ``max_body_bytes`` without reading the rest."""
-        limit = self.config.max_body_bytes
-        message = f"Request payload size exceeds the limit: {limit} bytes."
-        declared = request.headers.get("content-length")
-        if declared and declared.isdigit() and int(declared) > limit:
-            raise invalid(message)
-        chunks, size = [], 0
+        """The body, refused with 413 past ``max_body_bytes`` (``bodies.read_limited``)."""
         try:
-            async for chunk in request.stream():
-                size += len(chunk)
-                if size > limit:
-                    raise invalid(message)
-                chunks.append(chunk)
+            return await read_limited(
+                request.stream(), request.headers.get("content-length"), self.config.max_body_bytes
+            )
+        except BodyTooLarge as exc:
+            if not exc.drained:  # the rest was not read: the connection cannot carry another request
+                exc.headers["Connection"] = "close"
+            raise
         except ClientDisconnect:  # the client went away mid-body: one log line, not an ASGI traceback
             log.info("%s %s: the client disconnected before sending the whole body", request.method, request.url.path)
             raise invalid("The client disconnected before sending the whole request body.") from None
-        return b"".join(chunks)
 
     @staticmethod
     def decode_json(raw: bytes, content_type: str | None) -> Any:
-        if content_type and not content_type.split(";")[0].strip().lower().endswith("json"):
-            raise invalid(
-                f"Invalid JSON payload received. Content-Type must be application/json, "
-                f"got {content_type.split(';')[0]!r}."
-            )
+        """The JSON body of a request: ``Content-Type`` must name JSON (UTF-8, the only charset JSON has),
+        duplicate keys are refused, as Perspective's protobuf parser refuses them."""
+        check_content_type(content_type)
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise invalid(f"Invalid JSON payload received. Invalid UTF-8 at byte {exc.start}.") from None
         try:
-            return jsondepth.loads(text)
+            return jsondepth.loads(text, object_pairs_hook=no_duplicate_keys)
         except ValueError as exc:
             raise invalid(f"Invalid JSON payload received. {exc}.") from None
 
@@ -159,9 +157,17 @@ class Server:
             raise ApiError(403, "The request is missing a valid API key.")
         raise ApiError(400, "API key not valid. Please pass a valid API key.", "API_KEY_INVALID")
 
-    async def score(self, texts: list[str], langs: list[str]) -> list[Any]:
+    async def score(self, texts: list[str], langs: list[str], store: bool = True) -> list[Any]:
+        if len(texts) > self.config.max_queue:  # it could never fit: a 400 that says why, not a retryable 503
+            raise invalid(
+                f"This request needs {len(texts)} scorer inputs (the text, plus one per sentence with "
+                f"spanAnnotations), more than the server's scoring queue holds (--max-queue "
+                f"{self.config.max_queue}); send fewer texts or sentences per request, or spanAnnotations: false."
+            )
         try:
-            return await self.batcher.score(texts, langs)
+            return await self.batcher.score(texts, langs, store)
+        except Shed as exc:
+            raise shed(str(exc), exc.retry_after_s) from None
         except Overloaded as exc:
             raise overloaded(str(exc)) from None
 
@@ -181,11 +187,11 @@ class Server:
             wait = self.quotas.take(key)
             if wait > 0:
                 raise quota_exceeded(wait)
-            req = parse_analyze(
-                self.decode_json(raw, content_type), self.scorer, self.detect, self.config.span_annotations
-            )
+            body = self.decode_json(raw, content_type)
+            req = parse_analyze(body, self.scorer, self.detect, self.config.span_annotations)
             texts = texts_to_score(req)
-            scores = await self.score(texts, [req.lang] * len(texts))
+            # doNotStore: the texts' scores are not written to the score cache (nor any archive)
+            scores = await self.score(texts, [req.lang] * len(texts), store=body.get("doNotStore") is not True)
             return 200, build_response(req, scores, self.scorer), {}
         except ApiError as err:
             self.metrics.errors.labels(err.label).inc()

@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 ERROR_TYPE_URL = "type.googleapis.com/google.commentanalyzer.v1alpha1.Error"
@@ -17,6 +18,7 @@ STATUS_BY_CODE = {
     404: "NOT_FOUND",
     405: "METHOD_NOT_ALLOWED",
     413: "INVALID_ARGUMENT",
+    431: "INVALID_ARGUMENT",
     429: "RESOURCE_EXHAUSTED",
     500: "INTERNAL",
     503: "UNAVAILABLE",
@@ -69,6 +71,16 @@ def invalid(message: str, reason: str | None = None) -> ApiError:
 
 def quota_exceeded(retry_after_s: float) -> ApiError:
     return ApiError(429, QUOTA_MESSAGE, "RATE_LIMIT_EXCEEDED", {"Retry-After": str(max(1, int(retry_after_s + 0.999)))})
+
+
+def retry_after(seconds: float) -> dict[str, str]:
+    """The ``Retry-After`` header: whole seconds, at least 1."""
+    return {"Retry-After": str(max(1, math.ceil(seconds)))}
+
+
+def shed(message: str, retry_after_s: float) -> ApiError:
+    """429 for overload: the queue already holds more than the server can answer within its bound."""
+    return ApiError(429, f"The server is overloaded: {message}", "SERVER_OVERLOADED", retry_after(retry_after_s))
 
 
 def overloaded(message: str) -> ApiError:

@@ -28,6 +28,7 @@ class LoadResult:
     mismatched: int = 0  # 200 answers whose value is not the one expected for their text (beyond tolerance)
     max_diff: float = 0.0  # largest |answer - expected| over 200 answers
     transport_errors: int = 0
+    no_retry_after: int = 0  # 429 and 503 answers without a Retry-After header
 
     @property
     def ok(self) -> int:
@@ -108,6 +109,7 @@ def run_load(
                 bad = diff > tolerance
             with lock:
                 result.statuses[resp.status] += 1
+                result.no_retry_after += resp.status in (429, 503) and resp.getheader("retry-after") is None
                 if resp.status == 200:
                     result.latencies_s.append(took)
                 result.mismatched += bad

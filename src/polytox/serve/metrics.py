@@ -48,6 +48,9 @@ class Metrics:
         self.queue_depth = prom.Gauge(
             "polytox_serve_queue_depth", "Texts waiting for the scorer", registry=self.registry
         )
+        self.shed = prom.Counter(
+            "polytox_serve_shed_texts", "Texts refused for overload (429), not scored", registry=self.registry
+        )
         self.in_flight = prom.Gauge("polytox_serve_in_flight", "Requests being handled", registry=self.registry)
 
     def render(self) -> tuple[bytes, str]:

@@ -1,9 +1,11 @@
 """Perspective's ``comments:analyze`` contract (DATA.md), answered by a polytox scorer.
 
 Request: ``comment.text`` (at most 20,480 UTF-8 bytes, else 400 ``COMMENT_TOO_LONG``), ``comment.type``
-(``PLAIN_TEXT``), ``requestedAttributes`` (names the scorer provides; else ``ATTRIBUTE_NOT_SUPPORTED``),
-``languages`` (omitted: detected with py3langid), ``doNotStore`` (accepted; the server stores scores only
-in polytox's own score cache, which keeps values, never texts), ``spanAnnotations``, ``clientToken``,
+(``PLAIN_TEXT``), ``requestedAttributes`` (names the scorer provides; else ``ATTRIBUTE_NOT_SUPPORTED``; a
+provided attribute the scorer does not give in the request's language: ``LANGUAGE_NOT_SUPPORTED_BY_ATTRIBUTE``
+naming that attribute, as Perspective answered SEXUALLY_EXPLICIT for German),
+``languages`` (omitted: detected with py3langid), ``doNotStore`` (honoured by the app: such a request's
+texts are scored without writing the score cache), ``spanAnnotations``, ``clientToken``,
 ``sessionId``, ``communityId``, ``context``.
 
 Response: ``attributeScores.<ATTR>.summaryScore = {"value": v, "type": "PROBABILITY"}`` with the
@@ -42,6 +44,7 @@ REQUEST_FIELDS = frozenset(
         "communityId",
     }
 )
+ATTRIBUTE_FIELDS = frozenset({"scoreType", "scoreThreshold"})  # an AttributeParameters message
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+")
 
 
@@ -100,6 +103,14 @@ def _languages(
             f"(scorer {scorer.id} scores: {', '.join(sorted(scorer.languages or ()))})",
             "LANGUAGE_NOT_SUPPORTED_BY_ATTRIBUTE",
         )
+    for attr in attributes:  # per-attribute lists (Perspective: SEXUALLY_EXPLICIT in English only)
+        bad = [code for code in wanted if not scorer.supports_attribute(attr.lower(), code)]
+        if bad:
+            raise invalid(
+                f"Attribute {attr} does not support request languages: {','.join(bad)} "
+                f"(scorer {scorer.id} gives {attr} in other languages only)",
+                "LANGUAGE_NOT_SUPPORTED_BY_ATTRIBUTE",
+            )
     return wanted[0], echo, detected
 
 
@@ -185,9 +196,14 @@ def parse_analyze(
                 f"Attribute {name} {what} scorer {scorer.id} (it provides: {', '.join(have)}).",
                 "ATTRIBUTE_NOT_SUPPORTED",
             )
-        options = options or {}
-        if not isinstance(options, dict):
-            raise invalid(f"Invalid value at 'requestedAttributes.{name}': expected an object.")
+        if not isinstance(options, dict):  # [] and null too: an attribute's spec is an object, {} at least
+            raise invalid(f"Invalid value at 'requestedAttributes.{name}' (TYPE_MESSAGE): expected an object.")
+        extra = sorted(set(options) - ATTRIBUTE_FIELDS)
+        if extra:
+            raise invalid(
+                f'Invalid JSON payload received. Unknown name "{extra[0]}" at '
+                f"'requestedAttributes.{name}': Cannot find field."
+            )
         if options.get("scoreType", "PROBABILITY") != "PROBABILITY":
             raise invalid(f"scoreType {options['scoreType']!r} is not supported; only PROBABILITY.")
         if "scoreThreshold" in options:

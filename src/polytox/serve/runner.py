@@ -25,6 +25,8 @@ def _uvicorn() -> Any:
 
 def uvicorn_config(app: Any, host: str, port: int, graceful_s: float = 30.0, log_level: str = "info") -> Any:
     uvicorn = _uvicorn()
+    from .protocol import MAX_HEAD_BYTES, LimitedH11Protocol
+
     # access_log off: uvicorn's access log prints the query string, which holds the API key.
     return uvicorn.Config(
         app,
@@ -36,6 +38,8 @@ def uvicorn_config(app: Any, host: str, port: int, graceful_s: float = 30.0, log
         timeout_graceful_shutdown=graceful_s,
         server_header=False,
         backlog=2048,
+        http=LimitedH11Protocol,  # 431 for an oversized head, and no reset after a refusal
+        h11_max_incomplete_event_size=MAX_HEAD_BYTES,
     )
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from ...errors import PolytoxError
 from .records import Completion, ImportedPrompt, ImportedRun
-from .write import ImportResult, store_run
+from .write import ImportResult, check_out, store_run
 
 __all__ = [
     "FRAMEWORKS",
@@ -20,6 +20,7 @@ __all__ = [
     "ImportResult",
     "ImportedPrompt",
     "ImportedRun",
+    "check_out",
     "read_source",
     "recorded_scorer",
     "store_run",

@@ -6,17 +6,23 @@ framework's polytox scorer recorded (stored under the scorer id it recorded), an
 the output keeps no values (HELM), the values of a scorer built here. Then the metrics are computed as
 ``polytox eval`` computes them, so ``metrics``, ``leaderboard``, ``report`` and ``compare-scorers`` read
 the run like any other, and another scorer or scale needs no new generation.
+
+The run directory must be new (or an empty folder): an import never mixes into another folder, and the
+folder of the imported output is refused as a target. An import that fails after it began writing removes
+what it wrote, so a refused import leaves nothing behind.
 """
 
 from __future__ import annotations
 
+import math
+import shutil
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..._util.atomic import atomic_write_text
-from ..._util.runlock import OutputLock
+from ..._util.runlock import LOCK_NAME, OutputLock
 from ...errors import PolytoxError
 from ...metrics import run_metrics
 from ...metrics.failures import failure_summary
@@ -113,11 +119,68 @@ def store_run(
             + "; give --scorer to score its completions here"
         )
     out = Path(out)
-    with OutputLock(out):
-        store = RunStore(out)
-        if store.exists():
+    check_out(out, run.source)
+    check_run(run)
+    created = not out.exists()
+    started = False
+    try:
+        with OutputLock(out):
+            store = RunStore(out)
+            if store.exists() or (out.is_dir() and any(p.name != LOCK_NAME for p in out.iterdir())):
+                raise PolytoxError(f"{out} already holds a run; import into a new directory")
+            started = True
+            return _store_locked(run, store, rescore, say)
+    except BaseException:
+        if started:
+            _discard(out, created)
+        raise
+
+
+def check_out(out: Path, source: str | Path | None = None) -> None:
+    """Refuse a target that is not a new or empty folder: the imported output itself, a file, or a folder
+    holding anything (a run, another framework's output)."""
+    if source is not None and out.resolve() == Path(source).resolve():
+        raise PolytoxError(f"{out} is the output being imported; import into a new directory")
+    if out.exists() and not out.is_dir():
+        raise PolytoxError(f"{out} is a file; import into a new directory")
+    if out.is_dir():
+        if RunStore(out).exists():
             raise PolytoxError(f"{out} already holds a run; import into a new directory")
-        return _store_locked(run, store, rescore, say)
+        entries = sorted(p.name for p in out.iterdir())
+        if entries:
+            shown = ", ".join(entries[:3]) + (" ..." if len(entries) > 3 else "")
+            raise PolytoxError(f"{out} is not empty ({shown}); import into a new or empty directory")
+
+
+def check_run(run: ImportedRun) -> None:
+    """The last check before writing (the readers check every value; a run built in Python is checked here):
+    unique prompt ids, non-empty texts, values finite and in [0, 1]."""
+    seen: set[str] = set()
+    for p in run.prompts:
+        if p.id in seen:
+            raise PolytoxError(f"{run.source}: prompt id {p.id!r} appears twice")
+        seen.add(p.id)
+        if not p.text.strip():
+            raise PolytoxError(f"{run.source}: prompt {p.id!r} has an empty text")
+        for v in [p.toxicity] + [c.value for c in p.completions]:
+            if v is not None and not _is_probability(v):
+                raise PolytoxError(f"{run.source}: prompt {p.id!r}: a toxicity must be a number in [0, 1], got {v!r}")
+
+
+def _is_probability(value: object) -> bool:
+    return not isinstance(value, bool) and isinstance(value, int | float) and math.isfinite(value) and 0 <= value <= 1
+
+
+def _discard(out: Path, created: bool) -> None:
+    """Remove what a failed import wrote: the folder it created, or what it put in the empty folder it got."""
+    if created:
+        shutil.rmtree(out, ignore_errors=True)
+        return
+    for entry in out.iterdir() if out.is_dir() else ():
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry, ignore_errors=True)
+        else:
+            entry.unlink(missing_ok=True)
 
 
 def _store_locked(
