@@ -20,13 +20,33 @@ from typing import Any
 from . import checksum
 from .atomic import atomic_write_text
 
+# Recorded hashes already read in this process, by checksum file and that file's (size, time, inode):
+# one command asks for the same part's identity several times (metrics, text stats, pairs).
+_RECORDED: dict[Path, tuple[tuple[int, int, int], str | None]] = {}
+
+
+def _recorded(path: Path) -> str | None:
+    """``checksum.recorded(path)``, read again only when the checksum file's size, time or inode changed."""
+    side = checksum.sidecar(path)
+    try:
+        stat = side.stat()
+    except FileNotFoundError:
+        return None
+    key = (stat.st_size, stat.st_mtime_ns, stat.st_ino)
+    seen = _RECORDED.get(side)
+    if seen is not None and seen[0] == key:
+        return seen[1]
+    digest = checksum.recorded(path)
+    _RECORDED[side] = (key, digest)
+    return digest
+
 
 def identity(path: Path) -> str:
     """What a derived number trusts a file by: the SHA-256 recorded with it (``-`` when none was kept),
     its size and its modification time in ns: a repaired or rewritten file differs in all three, a file
     changed in place at least in its time."""
     stat = path.stat()
-    return f"{checksum.recorded(path) or '-'}:{stat.st_size}:{stat.st_mtime_ns}"
+    return f"{_recorded(path) or '-'}:{stat.st_size}:{stat.st_mtime_ns}"
 
 
 def identities(root: Path, files: Iterable[Path]) -> dict[str, str]:
