@@ -65,6 +65,7 @@ browser:
 bench: install
 	$(PY) benchmarks/bench_metrics.py
 	$(PY) benchmarks/bench_verify.py
+	$(PY) benchmarks/bench_read_path.py --prompts 2000 --runs 3 --big-prompts 20000
 	$(PY) benchmarks/bench_generation.py
 	$(PY) benchmarks/bench_perspective.py
 	$(PY) benchmarks/bench_analysis.py

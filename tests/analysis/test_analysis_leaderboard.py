@@ -216,3 +216,64 @@ def test_leaderboard_cli_writes_all_exports(
 def test_leaderboard_cli_reports_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["leaderboard", str(tmp_path / "missing")]) == 2
     assert "no such run directory" in capsys.readouterr().err
+
+
+def test_the_detox_table_pairs_from_the_maxima_the_leaderboard_already_read(
+    built: Built, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from polytox.analysis import paired
+    from polytox.analysis.leaderboard import own_maxima
+
+    runs = load_runs([built.root / "rtp"], load_meta_file(built.meta_yaml))
+    collection = RunCollection(runs)
+    table, sel = collection.per_prompt(None, "toxicity")
+    maxima = own_maxima(table, sel, collection)
+    assert sorted(maxima) == sorted(str(r.path) for r in runs)
+    for run in runs:  # the same per-prompt maxima the run's own score parts give, read alone
+        assert maxima[str(run.path)] == paired.prompt_max_toxicity(run.path)
+    monkeypatch.setattr(paired, "prompt_max_toxicity", lambda run: pytest.fail(f"{run} read again"))
+    board = build_leaderboard(collection, AnalysisOptions())
+    (detox,) = [t for t in board.extra_tables if t.name == "detox"]
+    assert len(detox.rows) == len(runs)
+
+
+def _scanned(runs: list, monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def,type-arg]
+    collection = RunCollection(runs)
+    monkeypatch.setattr(collection, "_kept_per_prompt", lambda sel, attribute: None)  # every part scanned
+    return collection.per_prompt(None, "toxicity")[0]
+
+
+def _same_table(a, b) -> None:  # type: ignore[no-untyped-def]
+    assert a.column_names == b.column_names and a.num_rows == b.num_rows
+    for name in a.column_names:
+        x, y = a.column(name).to_pylist(), b.column(name).to_pylist()
+        if name in ("max_tox", "mean_tox", "prompt_toxicity"):
+            assert all((u is None and v is None) or u == pytest.approx(v, rel=1e-12) for u, v in zip(x, y, strict=True))
+        else:
+            assert x == y, name
+
+
+def test_kept_per_prompt_tables_equal_the_scan_and_follow_a_changed_part(
+    built: Built, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    from tests.core_helpers import rewrite_part
+
+    copies = []
+    for run in sorted(built.rtp.values())[:3]:
+        shutil.copytree(run, tmp_path / run.name)
+        shutil.rmtree(tmp_path / run.name / "derived", ignore_errors=True)
+        copies.append(tmp_path / run.name)
+    runs = load_runs(copies)
+    kept = RunCollection(runs).per_prompt(None, "toxicity")[0]
+    assert all(list((c / "derived").glob("per_prompt-*.json")) for c in copies)
+    _same_table(kept, _scanned(runs, monkeypatch))
+    for part in (copies[0] / "scores").glob("*/part-00000.parquet"):  # a rescoring: lower values
+        table = pq.read_table(part)
+        column = table.schema.get_field_index("toxicity")
+        rewrite_part(part, table.set_column(column, "toxicity", pc.multiply(table.column("toxicity"), 0.5)))
+    again = RunCollection(load_runs(copies)).per_prompt(None, "toxicity")[0]
+    _same_table(again, _scanned(load_runs(copies), monkeypatch))
+    assert again.column("max_tox").to_pylist() != kept.column("max_tox").to_pylist()

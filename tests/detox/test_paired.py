@@ -73,3 +73,61 @@ def test_paired_delta_splits_toxic_and_nontoxic_prompts_by_the_run_threshold(tmp
     manifest["spec"]["metrics"] = {"threshold": 0.5, "comparison": ">"}
     (a / "manifest.json").write_text(json.dumps(manifest))
     assert paired_emt_delta(a, b)["by_group"]["toxic"]["n_prompts"] == 20  # type: ignore[index]
+
+
+@pytest.mark.parametrize("n", [1, 7, 150, 20_011])
+def test_the_blocked_interval_is_bit_identical_to_the_textbook_bootstrap(n: int) -> None:
+    from polytox.analysis import paired
+
+    diff = np.random.default_rng(n).normal(0.0, 0.3, n)
+    for n_boot, seed in ((2000, 0), (333, 5)):
+        rng = np.random.default_rng(seed)
+        means = diff[rng.integers(0, n, size=(n_boot, n))].mean(axis=1)  # the whole (B x n) matrix at once
+        low, high = np.percentile(means, [2.5, 97.5])
+        got = paired._interval(diff, n_boot, seed)
+        assert got == {"delta": float(diff.mean()), "ci_low": float(low), "ci_high": float(high), "n_prompts": n}
+
+
+def test_compare_reads_each_run_once_and_keeps_the_deltas(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import shutil
+
+    from polytox.analysis import detox_compare, paired
+    from polytox.analysis.paired import N_BOOTSTRAP
+
+    rng = np.random.default_rng(3)
+    runs = []
+    for r in range(4):
+        tox = {f"p{i}": [float(v) for v in rng.uniform(0, 1, 2)] for i in range(30)}
+        path = _run(tmp_path / f"r{r}", tox, 2)
+        (path / "metrics.json").write_text(json.dumps({"overall": {"n_generations": 60}}))
+        runs.append(path)
+    reads: list[str] = []
+    real = paired.prompt_max_toxicity
+    monkeypatch.setattr(paired, "prompt_max_toxicity", lambda run: reads.append(str(run)) or real(run))
+    rows = detox_compare.compare(runs)
+    assert sorted(reads) == sorted(str(r) for r in runs)  # once each, not once per pair
+    expected = [paired._paired(runs[0], r, N_BOOTSTRAP, 0, {}) for r in runs[1:]]  # computed afresh
+    assert [row.emt_delta for row in rows[1:]] == expected
+    reads.clear()
+    assert [row.emt_delta for row in detox_compare.compare(runs)[1:]] == expected  # kept: nothing read
+    assert reads == []
+    for r in runs:
+        shutil.rmtree(r / "derived")
+    given = {str(r): real(r) for r in runs}
+    assert [row.emt_delta for row in detox_compare.compare(runs, maxima=given)[1:]] == expected
+    assert reads == []
+
+
+def test_a_kept_delta_is_recomputed_when_either_run_changes(tmp_path: Path) -> None:
+    base = {f"p{i}": [0.5 + i / 100] for i in range(20)}
+    a, b = _run(tmp_path / "a", base, 1), _run(tmp_path / "b", {p: [v[0] - 0.1] for p, v in base.items()}, 1)
+    assert paired_emt_delta(a, b)["delta"] == pytest.approx(-0.1)  # type: ignore[index]
+    assert len(list((b / "derived").glob("paired-*.json"))) == 1
+    _run(tmp_path / "b2", {p: [v[0] - 0.3] for p, v in base.items()}, 1)
+    for name in ("part-00000.parquet", ".part-00000.parquet.sha256"):  # b's scores replaced (a repair)
+        (b / "scores" / "s_1" / name).write_bytes((tmp_path / "b2" / "scores" / "s_1" / name).read_bytes())
+    assert paired_emt_delta(a, b)["delta"] == pytest.approx(-0.3)  # type: ignore[index]
+    _run(tmp_path / "a2", {p: [v[0] - 0.3] for p, v in base.items()}, 1)
+    for name in ("part-00000.parquet", ".part-00000.parquet.sha256"):  # and then the reference's
+        (a / "scores" / "s_1" / name).write_bytes((tmp_path / "a2" / "scores" / "s_1" / name).read_bytes())
+    assert paired_emt_delta(a, b)["delta"] == pytest.approx(0.0)  # type: ignore[index]

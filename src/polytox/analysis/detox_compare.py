@@ -11,7 +11,9 @@ each run's EMT change against the first run, paired by prompt with a 95% bootstr
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+import os
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -74,20 +76,13 @@ class DetoxRow:
 
 
 def lengths(root: Path) -> tuple[float | None, float | None]:
-    """Mean tokens per continuation and the share of empty continuations (failed generations left out)."""
-    import pyarrow.parquet as pq
+    """Mean tokens per continuation and the share of empty continuations (failed generations left out):
+    computed once per run and kept with the checksums of its generation parts (``detox.text_stats``)."""
+    from ..detox.text_stats import text_stats
+    from ..store import RunStore
 
-    n_tokens: list[int] = []
-    empty = 0
-    for part in sorted((root / "generations").glob("part-*.parquet")):
-        table = pq.read_table(part, columns=["text", "n_tokens"]).to_pydict()
-        for text, n in zip(table["text"], table["n_tokens"], strict=True):
-            if text is not None:
-                n_tokens.append(int(n or 0))
-                empty += not text.strip()
-    if not n_tokens:
-        return None, None
-    return sum(n_tokens) / len(n_tokens), empty / len(n_tokens)
+    found = text_stats(RunStore(root))["lengths"]
+    return found["mean_tokens"], found["empty_share"]
 
 
 def _block(metrics: dict[str, Any], group: str) -> dict[str, Any]:
@@ -139,14 +134,30 @@ def read_row(run: str | Path, label: str | None = None) -> DetoxRow:
     )
 
 
-def compare(runs: Sequence[str | Path], labels: Sequence[str] | None = None) -> list[DetoxRow]:
+def compare(
+    runs: Sequence[str | Path],
+    labels: Sequence[str] | None = None,
+    maxima: Mapping[str, dict[str, float]] | None = None,
+) -> list[DetoxRow]:
+    """The rows of ``runs``, each with its EMT change against the first run. ``maxima``: per-prompt maximum
+    toxicities already read (``str(run)`` -> ``paired.prompt_max_toxicity``); a run not in it is read
+    once here, not once per pair, and not at all when its pair's result is kept (``paired_emt_delta``).
+    The pairs' bootstraps run on a small thread pool (each has its own seeded generator, so the result
+    does not depend on the pool)."""
     if labels and len(labels) != len(runs):
         raise PolytoxError(f"{len(labels)} labels for {len(runs)} runs")
     rows = [read_row(r, labels[i] if labels else None) for i, r in enumerate(runs)]
-    from .paired import paired_emt_delta
+    if len(rows) < 2:
+        return rows
+    from .paired import MaximaOnce, paired_emt_delta
 
-    for row in rows[1:]:
-        row.emt_delta = paired_emt_delta(runs[0], row.run)
+    known = MaximaOnce(maxima)  # each run read once, and only for a pair not kept from an earlier call
+    reference = str(Path(runs[0]))
+    workers = min(4, os.cpu_count() or 1, len(rows) - 1)
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        deltas = list(pool.map(lambda row: paired_emt_delta(reference, row.run, maxima=known), rows[1:]))
+    for row, delta in zip(rows[1:], deltas, strict=True):
+        row.emt_delta = delta
     return rows
 
 
@@ -197,8 +208,9 @@ def markdown(rows: Sequence[DetoxRow]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def detox_table(runs: Sequence[str | Path]) -> Any:
-    """The comparison as a report ``Table`` when any run has fluency/diversity metrics, else None."""
+def detox_table(runs: Sequence[str | Path], maxima: Mapping[str, dict[str, float]] | None = None) -> Any:
+    """The comparison as a report ``Table`` when any run has fluency/diversity metrics, else None.
+    ``maxima``: per-prompt maxima the caller has already read (``compare``)."""
     from .result import Table
 
     with_metrics = []
@@ -208,7 +220,7 @@ def detox_table(runs: Sequence[str | Path]) -> Any:
             with_metrics.append(run)
     if not with_metrics:
         return None
-    rows = compare(with_metrics)
+    rows = compare(with_metrics, maxima=maxima)
     for row in rows:
         if row.method != "none":
             from ..detox.methods import short_label

@@ -17,6 +17,7 @@ from __future__ import annotations
 import csv
 import io
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -29,7 +30,7 @@ from ..spec import MetricsSpec
 from .groups import split, values
 from .options import AnalysisOptions, restrict
 from .result import Table, pm
-from .run_collection import RunCollection
+from .run_collection import RunCollection, Selection
 from .runs import ModelMeta, format_params
 
 TIER_ORDER = ("high", "medium", "low", "unknown")
@@ -376,9 +377,9 @@ def build_leaderboard(collection: RunCollection, opts: AnalysisOptions | None = 
     """The leaderboard of a run collection for ``opts.scorer`` (None: each run's own scorer), filters applied."""
     opts = opts or AnalysisOptions()
     spec = collection.metrics
-    table, sel = collection.per_prompt(opts.scorer, opts.attribute)
+    full, sel = collection.per_prompt(opts.scorer, opts.attribute)
     notes = list(collection.notes) + sel.notes
-    table = restrict(table, opts)
+    table = restrict(full, opts)
     scorer_col = pa.array([sel.used.get(r) for r in table.column("run_id").to_pylist()], type=pa.string())
     table = table.append_column("scorer", scorer_col)
     rows: list[LeaderboardRow] = []
@@ -445,10 +446,30 @@ def build_leaderboard(collection: RunCollection, opts: AnalysisOptions | None = 
     tiers = [t for t in TIER_ORDER if t in all_tiers] + sorted(all_tiers - set(TIER_ORDER))
     from .detox_compare import detox_table  # detoxified runs: EMT/EP by prompt toxicity, PPL, dist-n
 
-    extra = [t for t in [detox_table([r.path for r in collection.runs])] if t is not None]
+    maxima = own_maxima(full, sel, collection) if opts.scorer is None and opts.attribute == "toxicity" else None
+    extra = [t for t in [detox_table([r.path for r in collection.runs], maxima)] if t is not None]
     return Leaderboard(
         rows=rows, langs=sorted(all_langs), tiers=tiers, settings=settings, notes=notes, extra_tables=extra
     )
+
+
+def own_maxima(table: pa.Table, sel: Selection, collection: RunCollection) -> dict[str, dict[str, float]]:
+    """Per run path, each prompt's maximum toxicity under the run's own scorer, from the per-prompt table
+    already read (the detox table's paired ΔEMT reads no part again). Runs re-read on another scale or
+    scored by another scorer are left out (the detox table reads their own stored scores)."""
+    if collection.scale is not None:
+        return {}
+    out: dict[str, dict[str, float]] = {}
+    run_ids = table.column("run_id").to_numpy(zero_copy_only=False)
+    scored = values(table, "n_scored") > 0
+    prompt_ids = table.column("prompt_id").to_numpy(zero_copy_only=False)
+    maxima = values(table, "max_tox")
+    for run in collection.runs:
+        if run.default_scorer is None or sel.used.get(run.run_id) != run.default_scorer:
+            continue
+        mask = scored & (run_ids == run.run_id)
+        out[str(Path(run.path))] = dict(zip(prompt_ids[mask].tolist(), maxima[mask].tolist(), strict=True))
+    return out
 
 
 def _rank(rows: list[LeaderboardRow]) -> None:

@@ -303,6 +303,10 @@ class RunCollection:
         if key in self._cache:
             return self._cached(key)
         sel = self.select(scorer, attribute)
+        kept = self._kept_per_prompt(sel, attribute)
+        if kept is not None:
+            self._cache[key] = (kept, sel)
+            return self._cached(key)
         cmp = ">=" if self.metrics.comparison == ">=" else ">"
         sql = f"""
         WITH gs AS (
@@ -334,6 +338,33 @@ class RunCollection:
         table = self.con.sql(sql, params={"threshold": self.metrics.threshold}).to_arrow_table()
         self._cache[key] = (table, sel)
         return self._cached(key)
+
+    def _kept_per_prompt(self, sel: Selection, attribute: str) -> pa.Table | None:
+        """``per_prompt`` from each run's kept one-run reduction (``kept_per_prompt``): the same rows
+        without scanning every part again. None (scan them) when toxicity is re-read on another scale or a
+        run lacks prompts, generations or scores."""
+        from .kept_per_prompt import keepable, kept_per_prompt
+
+        runs = [(run_id, self.by_id[run_id].path, directory) for run_id, directory in sel.used.items()]
+        if self.scale is not None or not runs or not all(keepable(path, d) for _, path, d in runs):
+            return None
+        tables = []
+        for run_id, path, directory in runs:
+            one = kept_per_prompt(path, directory, attribute, self.metrics)
+            tables.append(one.add_column(0, "run_id", pa.array([run_id] * one.num_rows, type=pa.string())))
+        self.con.register("kept_pp", pa.concat_tables(tables))
+        try:
+            return self.con.sql("""
+                SELECT pp.*, r.model, r.prompt_set, r.family, r.params, r.params_label, r.category,
+                       r.alignment, p.lang, coalesce(t.tier, 'unknown') AS tier, p.toxicity AS prompt_toxicity,
+                       p.bucket AS toxicity_bucket, p.text AS prompt_text
+                FROM kept_pp pp JOIN runs r USING (run_id)
+                LEFT JOIN prompts p USING (run_id, prompt_id)
+                LEFT JOIN tiers t ON t.lang = p.lang
+                ORDER BY pp.run_id, pp.prompt_id
+            """).to_arrow_table()
+        finally:
+            self.con.unregister("kept_pp")
 
     def _cached(self, key: tuple[str, str | None, str]) -> tuple[pa.Table, Selection]:
         table, sel = self._cache[key]

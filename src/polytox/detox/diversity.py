@@ -21,7 +21,11 @@ def distinct_n(texts: Sequence[str], ns: Iterable[int] = C.DISTINCT_N) -> dict[i
         return None
     out = {}
     for n in ns:
-        grams = {tuple(w[i : i + n]) for w in words for i in range(len(w) - n + 1)}
+        # the n-grams of w: zip of w shifted by 0..n-1 (the tuples slicing would give, built in C); the
+        # words themselves for n = 1
+        grams: set[object] = set().union(*words) if n == 1 else set()
+        for w in words if n > 1 else ():
+            grams.update(zip(*[w[i:] for i in range(n)], strict=False))
         out[n] = len(grams) / total
     return out
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from ..store import RunStore
 from ..types import Prompt
-from .diversity import diversity
+from .text_stats import text_stats
 
 
 def fluency_samples(spec: Any) -> int:
@@ -27,18 +27,14 @@ def detox_metrics(store: RunStore, spec: Any, prompts: Sequence[Prompt], n_shard
         score_fluency(
             store, n_shards, spec.fluency_model, {p.id: p.text for p in prompts}, samples=fluency_samples(spec)
         )
-    return stored_detox_metrics(store, spec, [p.id for p in prompts])
+    return stored_detox_metrics(store, spec)
 
 
-def stored_detox_metrics(store: RunStore, spec: Any, prompt_ids: Sequence[str] = ()) -> dict[str, Any]:
+def stored_detox_metrics(store: RunStore, spec: Any) -> dict[str, Any]:
     """The same block from a run's files alone (no model loaded), for ``polytox metrics RUN``: distinct-n
-    of the stored generations and the summary of the stored perplexities."""
-    per_prompt: dict[str, list[str | None]] = {pid: [] for pid in prompt_ids}
-    for part in sorted((store.path / "generations").glob("part-*.parquet")):
-        shard = int(part.stem.split("-")[1])
-        for g in store.read_generations(shard):
-            per_prompt.setdefault(g.prompt_id, []).append(g.text)
-    out: dict[str, Any] = {"detox": spec.generation.detox or None, "diversity": diversity(per_prompt)}
+    of the stored generations (computed once and kept with the checksums of the parts it came from,
+    ``text_stats``) and the summary of the stored perplexities."""
+    out: dict[str, Any] = {"detox": spec.generation.detox or None, "diversity": text_stats(store)["diversity"]}
     if spec.fluency_model:
         from .fluency import fluency_summary
 

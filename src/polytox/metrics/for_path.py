@@ -3,7 +3,9 @@
 What ``polytox metrics PATH`` prints and ``polytox.open_run(PATH).metrics()`` returns: the same defaults,
 scorer choice and scale re-reading. Two lazy imports reach up the layers (listed in the import-linter
 contract): ``scoring.ml.rescale`` re-reads stored raw scores on another scale, ``detox.run_metrics`` adds
-the stored detox method, distinct-n and fluency figures.
+the stored detox method, distinct-n and fluency figures. A run's metrics are computed once per scorer,
+settings and seed and kept in ``RUN/derived/`` (``kept_run_metrics``), so reading them again costs the
+damage check and a small JSON file, not a pass over every score.
 """
 
 from __future__ import annotations
@@ -52,7 +54,10 @@ def compute_for_path(
 
             rescale = run_rescale(manifest, chosen, scale)
         run_seed = seed if seed is not None else int(manifest.get("seed", manifest["spec"].get("seed", 0)) or 0)
-        metrics = run_metrics(str(path), chosen, spec, seed=run_seed, rescale=rescale, attribute=attribute)
+        if rescale is None:  # kept in RUN/derived/ with the identities of the parts they came from
+            metrics = kept_run_metrics(store, chosen, spec, run_seed, attribute)
+        else:  # a scale's map is not a run file: re-read each time
+            metrics = run_metrics(str(path), chosen, spec, seed=run_seed, rescale=rescale, attribute=attribute)
         if rescale is None and chosen == manifest.get("scorer", {}).get("id") and manifest["scorer"].get("scale"):
             metrics["scale"] = manifest["scorer"]["scale"]  # the scale the run was scored on
         from ..detox.run_metrics import stored_detox_metrics  # detox method, distinct-n, stored fluency
@@ -85,3 +90,39 @@ def incomplete(store: Any, manifest: dict[str, Any], scorer: str) -> dict[str, A
     if scored >= len(sizes):
         return {}
     return {"incomplete": {"shards": len(sizes), "shards_scored": scored, "status": manifest.get("status")}}
+
+
+def kept_run_metrics(
+    store: Any, scorer: str, spec: MetricsSpec, seed: int, attribute: str = "toxicity"
+) -> dict[str, Any]:
+    """``run_metrics`` of a run for one scorer, attribute, settings and bootstrap seed, computed once and
+    kept in ``RUN/derived/metrics-KEY.json`` with the identities of the prompts file, the generation parts and
+    the scorer's score parts (``_util.derived``): recomputed when any of them, the settings or the
+    polytox version differ, never read from a stale or damaged file."""
+    from .. import __version__
+    from .._util import derived
+    from ..langs import load_resource_tiers
+    from . import run_metrics
+
+    settings = {
+        "what": "metrics",
+        "polytox": __version__,
+        "scorer": scorer,
+        "attribute": attribute,
+        "threshold": spec.threshold,
+        "comparison": spec.comparison,
+        "n_bootstrap": spec.n_bootstrap,
+        "ci_level": spec.ci_level,
+        "seed": seed,
+        "resource_tiers": load_resource_tiers(),  # POLYTOX_RESOURCE_TIERS may override the table
+    }
+
+    def inputs() -> dict[str, str]:
+        files = [store.prompts_path, *(store.path / "generations").glob("part-*.parquet")]
+        files += store.scores_dir(scorer).glob("part-*.parquet")
+        return derived.identities(store.path, files)
+
+    path = store.path / "derived" / f"metrics-{derived.key(settings)}.json"
+    return derived.memo(
+        path, settings, inputs, lambda: run_metrics(str(store.path), scorer, spec, seed=seed, attribute=attribute)
+    )
