@@ -381,3 +381,29 @@ def test_a_reader_hashes_an_unchanged_part_once_and_still_refuses_a_later_flip(
     hashed.clear()
     _, problems = RunStore(run).verify()
     assert problems == [] and len(hashed) == 10  # --verify hashes every file
+
+
+@pytest.mark.parametrize("damage", ["metrics", "manifest"])
+def test_the_detox_comparison_reads_summaries_only_through_their_checksums(
+    damage: str, clean_runs: dict[str, Path], tmp_path: Path
+) -> None:
+    """``detox compare`` and the paired ΔEMT read ``metrics.json`` and the manifest themselves: an edited one
+    is the same one line naming the file as from every other reader, never the edited value."""
+    from polytox.analysis.detox_compare import read_row
+    from polytox.analysis.paired import _manifest
+    from polytox.errors import DamagedRunError
+
+    run, store, _ = copy(clean_runs["serial"], tmp_path)
+    assert read_row(run).emt == pytest.approx(store.read_metrics()["overall"]["emt"])
+    if damage == "metrics":
+        _edit_metrics(store)
+        named = store.metrics_path
+    else:
+        _edit_nested(store, "executor", "generate_seconds", 0.001)
+        named = store.manifest_path
+    with pytest.raises(DamagedRunError) as info:
+        read_row(run)
+    assert str(named) in str(info.value) and "repair it with: polytox eval --out" in str(info.value)
+    if damage == "manifest":
+        with pytest.raises(DamagedRunError, match="manifest.json"):
+            _manifest(run)

@@ -721,6 +721,19 @@ class RunStore:
             )
         return read_json_file(self.metrics_path)
 
+    def summaries(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The manifest and ``metrics.json`` as written ({} where absent), each checked against its own
+        checksum but not the manifest's spec against ``prompts.parquet``: for tables that read only these
+        summaries (the detox comparison). Damage is one line naming the file, with the repair."""
+        manifest = read_json_file(self.manifest_path) if self.exists() else {}
+        problems = [(self.manifest_path, manifest_problem(manifest))]
+        if self.metrics_path.exists():
+            problems.append((self.metrics_path, self.metrics_problem(manifest)))
+        for path, why in problems:
+            if why is not None:
+                raise DamagedRunError(f"{path} {why}; repair it with: {repair_command(self.path)}", path)
+        return manifest, read_json_file(self.metrics_path) if self.metrics_path.exists() else {}
+
     def leftovers(self) -> list[Path]:
         """Temporary files a killed writer left behind (``.tmp-*`` in the run's folders)."""
         folders = [self.path, self.path / "generations", *self.path.glob("scores/*")]

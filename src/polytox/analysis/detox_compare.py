@@ -10,7 +10,6 @@ each run's EMT change against the first run, paired by prompt with a 95% bootstr
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -95,8 +94,9 @@ def read_row(run: str | Path, label: str | None = None) -> DetoxRow:
     root = Path(run)
     if not (root / "metrics.json").is_file():
         raise PolytoxError(f"{root}: no metrics.json (is it a finished polytox eval run?)")
-    metrics = json.loads((root / "metrics.json").read_text())
-    manifest = json.loads((root / "manifest.json").read_text()) if (root / "manifest.json").is_file() else {}
+    from ..store import RunStore
+
+    manifest, metrics = RunStore(root).summaries()  # a damaged one is one line naming the file
     tox, non = _block(metrics, "toxic"), _block(metrics, "nontoxic")
     overall = metrics.get("overall", {})
     div = metrics.get("diversity") or {}
@@ -211,12 +211,12 @@ def markdown(rows: Sequence[DetoxRow]) -> str:
 def detox_table(runs: Sequence[str | Path], maxima: Mapping[str, dict[str, float]] | None = None) -> Any:
     """The comparison as a report ``Table`` when any run has fluency/diversity metrics, else None.
     ``maxima``: per-prompt maxima the caller has already read (``compare``)."""
+    from ..store import RunStore
     from .result import Table
 
     with_metrics = []
     for run in runs:
-        path = Path(run) / "metrics.json"
-        if path.is_file() and "diversity" in json.loads(path.read_text()):
+        if "diversity" in RunStore(run).summaries()[1]:
             with_metrics.append(run)
     if not with_metrics:
         return None

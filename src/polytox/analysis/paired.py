@@ -8,7 +8,6 @@ percentile bootstrap). Runs with another K are not paired: EMT grows with the nu
 
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -21,8 +20,9 @@ N_BOOTSTRAP = 2000
 
 
 def _manifest(run: Path) -> dict[str, Any]:
-    path = run / "manifest.json"
-    return json.loads(path.read_text()) if path.is_file() else {}
+    from ..store import RunStore
+
+    return RunStore(run).summaries()[0]
 
 
 def continuation_scores(run: str | Path) -> list[tuple[str, int, float | None]]:
