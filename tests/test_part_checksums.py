@@ -405,5 +405,5 @@ def test_the_detox_comparison_reads_summaries_only_through_their_checksums(
         read_row(run)
     assert str(named) in str(info.value) and "repair it with: polytox eval --out" in str(info.value)
     if damage == "manifest":
-        with pytest.raises(DamagedRunError, match="manifest.json"):
+        with pytest.raises(DamagedRunError, match=r"manifest\.json"):
             _manifest(run)
