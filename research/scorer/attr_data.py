@@ -74,8 +74,8 @@ def _rtp_attributes(folder: Path) -> dict[str, dict[str, float]]:
 
 
 def _lx_ratings(folder: Path) -> dict[tuple[str, str], tuple[str, dict[str, float], dict[str, list[float]]]]:
-    from polytox.training.scorer.data import RTPLX_PATTERN
     from polytox.langs import normalize_lang
+    from polytox.training.scorer.data import RTPLX_PATTERN
 
     out = {}
     for path in sorted(folder.iterdir()):
@@ -159,25 +159,30 @@ def position(row: Row) -> float:
     return h / rate if rate > 0 and h < rate else float("inf")
 
 
-def embed(rows: Sequence[Row], cache_path: str, threads: int | None, chunk: int = 500) -> None:
+def embed(rows: Sequence[Row], cache_path: str, threads: int | None, chunk: int = 256) -> None:
+    """Pools and both attention probes' scores (so TOXICITY's shipped value, the proxy, is read from the
+    cache too) of the kept rows, in ``position`` order; rows whose pools are already cached go last."""
     from polytox.scoring.ml.embed_cache import EmbeddingCache
     from polytox.scoring.ml.embedder import HiddenStateEmbedder
     from polytox.scoring.ml.head import MlHead, default_head_path
+    from polytox.types import text_hash
 
     head = MlHead.load(default_head_path())
-    assert head.backbone is not None
+    assert head.backbone is not None and head.probe is not None and head.probe_en is not None
     cache = EmbeddingCache(cache_path)
     embedder = HiddenStateEmbedder(head.backbone, head.layers, max_tokens=head.max_tokens, cache=cache, threads=threads)
     ordered = sorted((r for r in rows if position(r) < float("inf")), key=position)
-    texts = [r.text for r in ordered]
+    pooled = cache.get_many(embedder.key, head.layers[-1], [text_hash(r.text) for r in ordered])
+    texts = [r.text for r in ordered if text_hash(r.text) not in pooled]
+    texts += [r.text for r in ordered if text_hash(r.text) in pooled]
     started = time.perf_counter()
     try:
         for start in range(0, len(texts), chunk):
-            embedder.embed(texts[start : start + chunk])
+            embedder.embed_and_probe(texts[start : start + chunk], [head.probe_en, head.probe])
             elapsed = time.perf_counter() - started
             print(
-                f"{min(start + chunk, len(texts))}/{len(texts)} (position {position(ordered[start]):.3f}) "
-                f"computed={embedder.computed} {embedder.computed / max(elapsed, 1e-9):.1f} texts/s",
+                f"{min(start + chunk, len(texts))}/{len(texts)} computed={embedder.computed} "
+                f"{embedder.computed / max(elapsed, 1e-9):.1f} texts/s",
                 flush=True,
             )
     finally:
