@@ -478,9 +478,9 @@ class AttributeHeads:
         z = (np.asarray(pools, dtype=np.float64) - head.emb_mean) / head.emb_scale
         english = np.asarray([lang == "en" for lang in langs], dtype=bool)
         out: dict[str, np.ndarray] = {}
-        s_ngram = np.asarray(features @ self.w_ngram.T) + self.b_ngram  # (rows, attributes)
-        s_emb = z @ self.w_emb.T + self.b_emb
-        s_other = z @ self.w_emb_other.T + self.b_emb_other
+        s_ngram = np.asarray(features @ self._transposed("w_ngram")) + self.b_ngram  # (rows, attributes)
+        s_emb = z @ self._transposed("w_emb") + self.b_emb
+        s_other = z @ self._transposed("w_emb_other") + self.b_emb_other
         s_tox = toxicity_logit(toxicity_raw)
         for k, name in enumerate(self.names):
             bias, a_ngram, a_emb, a_tox = self.combine[name]
@@ -493,6 +493,13 @@ class AttributeHeads:
                 value[~english] = np.interp(other, *self.maps[name]["other"])
             out[name] = value
         return out
+
+    def _transposed(self, name: str) -> np.ndarray:
+        """A weight matrix transposed into contiguous memory, made once (products with it stay cheap)."""
+        key = f"_{name}_t"
+        if key not in self.__dict__:
+            self.__dict__[key] = np.ascontiguousarray(getattr(self, name).T)
+        return self.__dict__[key]  # type: ignore[no-any-return]
 
     def save(self, path: Path | str) -> str:
         header = {
