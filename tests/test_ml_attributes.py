@@ -33,8 +33,7 @@ def test_supported_covers_perspectives_eight_and_the_ptp_six_in_all_17_languages
     assert len(ptp17) == 17 and "hi-Latn" not in ptp17
     for name in PTP:
         assert ptp17 <= SUPPORTED[name], name
-    assert SUPPORTED["flirtation"] == frozenset({"en"})
-    assert "en" in SUPPORTED["sexually_explicit"]
+    assert SUPPORTED["flirtation"] == SUPPORTED["sexually_explicit"] == frozenset({"en"})
 
 
 def test_check_supported_refuses_in_one_line_naming_attribute_and_language() -> None:
