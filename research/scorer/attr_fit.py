@@ -286,6 +286,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     heads.meta["card"] = {
         "summary": results["summary"],
         "languages": {a: list(heads.languages[a]) for a in OTHER},
+        "human_auc": {  # per language, where RTP-LX rates the attribute's category: [AUC, proxy AUC, n]
+            a: {lang: [b["auc"], b["proxy_auc"], b["n"]] for lang, b in results["rtp_lx"][a]["per_language"].items()}
+            for a in OTHER
+            if results["rtp_lx"][a]["gated"]
+        },
         "n": {
             "english": next(iter(results["english"].values()))["n"],
             "rtp_lx": sum(b["n"] for b in next(iter(results["rtp_lx"].values()))["per_language"].values()),

@@ -286,4 +286,18 @@ def attribute_table(card: Mapping[str, Any] | None = None) -> str:
         f"n={n.get('rtp_lx')}. proxy = TOXICITY's value read as the attribute; const = the fit part's mean."
     )
     out.append("Each attribute has one scale (Perspective's); TOXICITY's named scales are TOXICITY's alone.")
+    human = card.get("human_auc", {})
+    if human:
+        langs = sorted({lang for per in human.values() for lang in per})
+        out += [
+            "",
+            "Human AUC per language (RTP-LX held-out; attribute / TOXICITY as the attribute; - : no positive row)",
+        ]
+        out.append("  ".join(["attribute".ljust(18), *(lang.rjust(9) for lang in langs)]))
+        for name, per in human.items():
+            cells = []
+            for lang in langs:
+                auc, proxy = (per.get(lang) or [None, None, 0])[:2]
+                cells.append(("-" if auc is None else f"{auc:.2f}/{proxy:.2f}").rjust(9))
+            out.append("  ".join([name.upper().ljust(18), *cells]))
     return "\n".join(out)
