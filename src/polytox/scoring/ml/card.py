@@ -242,8 +242,8 @@ def _num(value: Any) -> str:
 
 
 def attribute_table(card: Mapping[str, Any] | None = None) -> str:
-    """The card of the seven attribute heads (stored in the attribute file's ``meta["card"]`` by the study,
-    research/scorer/attr_fit.py): per attribute, held-out English AUC and MAE against Perspective's own
+    """The card of the seven attribute heads (stored in the attribute file's ``meta["card"]`` by the study
+    that fitted them, docs/default-scorer.md): per attribute, held-out English AUC and MAE against Perspective's own
     value and the mean per-language human AUC on RTP-LX, each beside TOXICITY's value read as that
     attribute (the proxy) and a constant guess (the fit part's mean: AUC 0.5)."""
     if card is None:

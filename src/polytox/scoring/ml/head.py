@@ -393,7 +393,7 @@ PTP_17 = frozenset(
     {"ar", "cs", "de", "en", "es", "fr", "hi", "id", "it", "ja", "ko", "nl", "pl", "pt", "ru", "sv", "zh"}
 )
 
-# Lower-case attribute -> the languages it is read in (research/scorer/log.md, "Perspective's other seven
+# Lower-case attribute -> the languages it is read in (docs/default-scorer.md, "Perspective's other seven
 # attributes"): TOXICITY in every language of the head; the others where the rule's data reads them.
 # The committed attribute file records the same table; a test checks that they agree.
 SUPPORTED: Mapping[str, frozenset[str]] = {
