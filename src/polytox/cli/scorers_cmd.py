@@ -49,6 +49,12 @@ def register(sub: Any) -> None:
     )
     p.add_argument("--scales", action="store_true", help="also print every scale's held-out error on every era's data")
     p.add_argument(
+        "--attributes",
+        action="store_true",
+        help="also print the seven attributes beside TOXICITY: held-out AUC and MAE against Perspective and "
+        "human AUC, each beside TOXICITY read as that attribute and a constant guess",
+    )
+    p.add_argument(
         "--options",
         nargs="?",
         const="scorers",
@@ -166,8 +172,13 @@ def run(args: argparse.Namespace) -> int:
     print(markdown_card(data) if args.markdown else text_card(data))  # plain print: wide rows stay unwrapped
     from ..scoring.ml.scale_card import scales_detail, scales_overview
 
-    if args.scales or not (args.lang or args.run or args.targets):  # a section flag prints that section alone
+    sections = args.lang or args.run or args.targets or args.attributes
+    if args.scales or not sections:  # a section flag prints that section alone
         print("\n" + scales_overview())
+    if args.attributes or not (sections or args.scales):
+        from ..scoring.ml.card import attribute_table
+
+        print("\n" + attribute_table())
     if args.scales:
         print("\n" + scales_detail())
     if args.lang:

@@ -235,3 +235,69 @@ def markdown_targets(data: Mapping[str, Any], scorer: str = "default") -> str:
     rows = target_rows(data, scorer)
     lines = ["| " + " | ".join(rows[0]) + " |", "| --- | --- | --- | --- |"]
     return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in rows[1:]])
+
+
+def _num(value: Any) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+def attribute_table(card: Mapping[str, Any] | None = None) -> str:
+    """The card of the seven attribute heads (stored in the attribute file's ``meta["card"]`` by the study
+    that fitted them, docs/default-scorer.md): per attribute, held-out English AUC and MAE against Perspective's own
+    value and the mean per-language human AUC on RTP-LX, each beside TOXICITY's value read as that
+    attribute (the proxy) and a constant guess (the fit part's mean: AUC 0.5)."""
+    if card is None:
+        from .head import AttributeHeads
+
+        card = AttributeHeads.load().meta.get("card", {})
+    summary = card.get("summary", {})
+    header = ["attribute", "AUC en", "proxy", "MAE en", "proxy", "const", "AUC humans", "proxy", "languages"]
+    rows = [header]
+    languages = card.get("languages", {})
+    for name, s in summary.items():
+        if not isinstance(s, Mapping):
+            continue
+        langs = languages.get(name, [])
+        rows.append(
+            [
+                name.upper(),
+                _num(s.get("en_auc")),
+                _num(s.get("en_proxy_auc")),
+                _num(s.get("en_mae")),
+                _num(s.get("en_proxy_mae")),
+                _num(s.get("en_constant_mae")),
+                _num(s.get("lx_mean_auc")),
+                _num(s.get("lx_proxy_mean_auc")),
+                "17" if len(langs) >= 17 else ",".join(langs),
+            ]
+        )
+    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
+    out = [
+        "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True)))
+        for r in rows
+    ]
+    n = card.get("n", {})
+    out.append("")
+    out.append(
+        f"Attributes beside TOXICITY (--scorer-opt attributes=ptp|rtp|LIST). Held-out English rows with "
+        f"Perspective's values: n={n.get('english')}; AUC at Perspective >= 0.5. AUC humans: RTP-LX held-out, "
+        f"mean over languages of the AUC at the category's mean rating >= 3 (IDENTITY_ATTACK: IdentityAttack, "
+        f"INSULT: Insult, THREAT: Violence, SEXUALLY_EXPLICIT: SexualContent; the others against Toxicity), "
+        f"n={n.get('rtp_lx')}. proxy = TOXICITY's value read as the attribute; const = the fit part's mean."
+    )
+    out.append("Each attribute has one scale (Perspective's); TOXICITY's named scales are TOXICITY's alone.")
+    human = card.get("human_auc", {})
+    if human:
+        langs = sorted({lang for per in human.values() for lang in per})
+        out += [
+            "",
+            "Human AUC per language (RTP-LX held-out; attribute / TOXICITY as the attribute; - : no positive row)",
+        ]
+        out.append("  ".join(["attribute".ljust(18), *(lang.rjust(9) for lang in langs)]))
+        for name, per in human.items():
+            cells = []
+            for lang in langs:
+                auc, proxy = (per.get(lang) or [None, None, 0])[:2]
+                cells.append(("-" if auc is None else f"{auc:.2f}/{proxy:.2f}").rjust(9))
+            out.append("  ".join([name.upper().ljust(18), *cells]))
+    return "\n".join(out)

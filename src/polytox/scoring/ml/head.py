@@ -24,7 +24,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib.resources import files
 from pathlib import Path
@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from ..._util.atomic import atomic_write
-from ...errors import PolytoxError, require
+from ...errors import BadValueError, PolytoxError, UnsupportedLanguageError, require
 from .attention import AttentionProbe
 from .calib import CONTINUATION, ScaleMaps
 from .ngrams import NgramConfig
@@ -379,6 +379,187 @@ class MlHead:
             probe_en=AttentionProbe.from_arrays(arrays, PROBE_EN) if has_emb else None,
             languages=tuple(header.get("languages", ())),
             scale=dict(header.get("scale", {})),
+            meta=dict(header.get("meta", {})),
+            digest=hashlib.sha256(blob).hexdigest()[:12],
+        )
+
+
+# ---- Perspective's other seven attributes -----------------------------------------------------------
+# (here, not in a module of their own: ``scoring/ml/`` holds at most 12 modules, tests/test_architecture.py)
+
+DEFAULT_ATTRIBUTE_HEADS = "polytox-ml-attributes.npz"
+ATTRIBUTE_FORMAT = 1
+PTP_17 = frozenset(
+    {"ar", "cs", "de", "en", "es", "fr", "hi", "id", "it", "ja", "ko", "nl", "pl", "pt", "ru", "sv", "zh"}
+)
+
+# Lower-case attribute -> the languages it is read in (docs/default-scorer.md, "Perspective's other seven
+# attributes"): TOXICITY in every language of the head; the others where the rule's data reads them.
+# The committed attribute file records the same table; a test checks that they agree.
+SUPPORTED: Mapping[str, frozenset[str]] = {
+    "toxicity": PTP_17 | {"hi-Latn"},
+    "severe_toxicity": PTP_17,
+    "identity_attack": PTP_17,
+    "insult": PTP_17,
+    "profanity": PTP_17,
+    "threat": PTP_17,
+    # outside English its human check (RTP-LX SexualContent) missed the gate: read in English only
+    "sexually_explicit": frozenset({"en"}),
+    "flirtation": frozenset({"en"}),
+}
+
+
+def check_supported(attributes: Sequence[str], langs: Iterable[str]) -> None:
+    """Refuse, in one line and before any work, an attribute asked for in a language it is not read in."""
+    wanted = sorted(set(langs))
+    for attribute in attributes:
+        key = attribute.lower()
+        if key not in SUPPORTED:
+            raise BadValueError(
+                f"polytox-ml reads no attribute {attribute!r}; it reads {', '.join(a.upper() for a in SUPPORTED)}"
+            )
+        missing = [lang for lang in wanted if lang not in SUPPORTED[key]]
+        if missing:
+            raise UnsupportedLanguageError(
+                f"polytox-ml does not read {key.upper()} in {', '.join(missing)} (it reads it in "
+                f"{', '.join(sorted(SUPPORTED[key]))}); drop the attribute or restrict the prompts with --lang"
+            )
+
+
+TOXICITY_LOGIT_CLIP = 1e-6  # TOXICITY's raw output is clipped to [c, 1 - c] before its logit
+
+
+def toxicity_logit(raw: np.ndarray) -> np.ndarray:
+    """The logit of TOXICITY's raw output: the attribute combiners' TOXICITY input."""
+    p = np.clip(np.asarray(raw, dtype=np.float64), TOXICITY_LOGIT_CLIP, 1.0 - TOXICITY_LOGIT_CLIP)
+    return np.asarray(np.log(p / (1.0 - p)))
+
+
+def default_attribute_heads_path() -> Path:
+    """The attribute heads committed in the package (``src/polytox/data/polytox-ml-attributes.npz``)."""
+    return Path(str(files("polytox").joinpath("data", DEFAULT_ATTRIBUTE_HEADS)))
+
+
+@dataclass
+class AttributeHeads:
+    """The heads of the seven attributes beside TOXICITY, reading the toxicity head's own features.
+
+    Per attribute ``a`` (row ``k`` of each weight matrix): English texts get a ridge over the tf-idf
+    n-grams and one over the standardised mean pools (the toxicity head's ``idf``, ``emb_mean`` and
+    ``emb_scale``), combined linearly with the logit of TOXICITY's raw output (``combine[a]``: bias,
+    n-gram, pool and TOXICITY weights) and mapped onto Perspective's value by an isotonic map
+    ``maps[a]["en"]``; other languages a ridge over the pools alone, combined with the same TOXICITY logit
+    (``combine_other[a]``: bias, pool and TOXICITY weights) and the map ``maps[a]["other"]``, which puts it
+    on the English head's scale through translations. Maps are piecewise linear over their knots and
+    constant beyond them (``np.interp``). Nothing is computed that the toxicity path has not: the extra cost
+    is a few matrix products."""
+
+    names: tuple[str, ...]
+    w_ngram: np.ndarray  # (attributes, n-gram features)
+    b_ngram: np.ndarray
+    w_emb: np.ndarray  # (attributes, pool dims)
+    b_emb: np.ndarray
+    w_emb_other: np.ndarray
+    b_emb_other: np.ndarray
+    combine: dict[str, tuple[float, float, float, float]]  # bias, n-gram, pool and TOXICITY-logit weights
+    combine_other: dict[str, tuple[float, float, float]]  # bias, pool and TOXICITY-logit weights
+    maps: dict[str, dict[str, tuple[tuple[float, ...], tuple[float, ...]]]]  # attribute -> en/other -> (x, y)
+    languages: dict[str, tuple[str, ...]]
+    toxicity_head: str  # the digest of the toxicity head whose features these read
+    meta: dict[str, Any] = field(default_factory=dict)
+    digest: str = ""
+
+    def values(
+        self, features: Any, pools: np.ndarray, toxicity_raw: np.ndarray, langs: Sequence[str], head: MlHead
+    ) -> dict[str, np.ndarray]:
+        """Each attribute's values for the rows of ``features`` (tf-idf n-grams), ``pools`` (mean pools) and
+        ``toxicity_raw`` (TOXICITY's raw output, ``MlHead.raw_probability``)."""
+        if head.emb_mean is None or head.emb_scale is None:
+            raise PolytoxError("the attribute heads read the toxicity head's pools; it has none")
+        z = (np.asarray(pools, dtype=np.float64) - head.emb_mean) / head.emb_scale
+        english = np.asarray([lang == "en" for lang in langs], dtype=bool)
+        out: dict[str, np.ndarray] = {}
+        s_ngram = np.asarray(features @ self._transposed("w_ngram")) + self.b_ngram  # (rows, attributes)
+        s_emb = z @ self._transposed("w_emb") + self.b_emb
+        s_other = z @ self._transposed("w_emb_other") + self.b_emb_other
+        s_tox = toxicity_logit(toxicity_raw)
+        for k, name in enumerate(self.names):
+            bias, a_ngram, a_emb, a_tox = self.combine[name]
+            value = np.empty(len(langs))
+            en = bias + a_ngram * s_ngram[english, k] + a_emb * s_emb[english, k] + a_tox * s_tox[english]
+            value[english] = np.interp(en, *self.maps[name]["en"])
+            if (~english).any():
+                bias, a_emb, a_tox = self.combine_other[name]
+                other = bias + a_emb * s_other[~english, k] + a_tox * s_tox[~english]
+                value[~english] = np.interp(other, *self.maps[name]["other"])
+            out[name] = value
+        return out
+
+    def _transposed(self, name: str) -> np.ndarray:
+        """A weight matrix transposed into contiguous memory, made once (products with it stay cheap)."""
+        key = f"_{name}_t"
+        if key not in self.__dict__:
+            self.__dict__[key] = np.ascontiguousarray(getattr(self, name).T)
+        return self.__dict__[key]  # type: ignore[no-any-return]
+
+    def save(self, path: Path | str) -> str:
+        header = {
+            "format": ATTRIBUTE_FORMAT,
+            "names": list(self.names),
+            "combine": {k: list(v) for k, v in self.combine.items()},
+            "combine_other": {k: list(v) for k, v in self.combine_other.items()},
+            "maps": {a: {part: [list(x), list(y)] for part, (x, y) in m.items()} for a, m in self.maps.items()},
+            "languages": {k: list(v) for k, v in self.languages.items()},
+            "toxicity_head": self.toxicity_head,
+            "meta": self.meta,
+        }
+        arrays = {
+            "header": np.frombuffer(json.dumps(header, sort_keys=True).encode(), dtype=np.uint8),
+            "w_ngram": self.w_ngram.astype(np.float16),
+            "b_ngram": self.b_ngram.astype(np.float64),
+            "w_emb": self.w_emb.astype(np.float32),
+            "b_emb": self.b_emb.astype(np.float64),
+            "w_emb_other": self.w_emb_other.astype(np.float32),
+            "b_emb_other": self.b_emb_other.astype(np.float64),
+        }
+        buffer = io.BytesIO()
+        np.savez_compressed(buffer, **arrays)  # type: ignore[arg-type]
+        blob = buffer.getvalue()
+
+        def write(tmp: str) -> None:
+            Path(tmp).write_bytes(blob)
+
+        atomic_write(Path(path), write)
+        self.digest = hashlib.sha256(blob).hexdigest()[:12]
+        return self.digest
+
+    @classmethod
+    def load(cls, path: Path | str | None = None) -> AttributeHeads:
+        path = Path(path) if path else default_attribute_heads_path()
+        if not path.exists():
+            raise PolytoxError(f"polytox-ml attribute heads {path} not found")
+        blob = path.read_bytes()
+        try:
+            with np.load(io.BytesIO(blob), allow_pickle=False) as data:
+                arrays = {k: data[k] for k in data.files}
+            header = json.loads(bytes(arrays["header"]).decode())
+        except (ValueError, KeyError, OSError) as exc:
+            raise PolytoxError(f"{path}: not a polytox-ml attribute file ({exc})") from exc
+        if header.get("format") != ATTRIBUTE_FORMAT:
+            raise PolytoxError(f"{path}: attribute file format {header.get('format')} is not {ATTRIBUTE_FORMAT}")
+        return cls(
+            names=tuple(header["names"]),
+            w_ngram=arrays["w_ngram"].astype(np.float32),
+            b_ngram=arrays["b_ngram"],
+            w_emb=arrays["w_emb"].astype(np.float64),
+            b_emb=arrays["b_emb"],
+            w_emb_other=arrays["w_emb_other"].astype(np.float64),
+            b_emb_other=arrays["b_emb_other"],
+            combine={k: (float(v[0]), float(v[1]), float(v[2]), float(v[3])) for k, v in header["combine"].items()},
+            combine_other={k: (float(v[0]), float(v[1]), float(v[2])) for k, v in header["combine_other"].items()},
+            maps={a: {part: (tuple(xy[0]), tuple(xy[1])) for part, xy in m.items()} for a, m in header["maps"].items()},
+            languages={k: tuple(v) for k, v in header["languages"].items()},
+            toxicity_head=str(header["toxicity_head"]),
             meta=dict(header.get("meta", {})),
             digest=hashlib.sha256(blob).hexdigest()[:12],
         )

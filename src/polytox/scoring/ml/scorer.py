@@ -17,15 +17,16 @@ import numpy as np
 
 from ..._util import ranges as R
 from ..._util.options import Option
-from ...errors import MissingDependencyError, PolytoxError, require
+from ...errors import BadValueError, MissingDependencyError, PolytoxError, require
 from ...models import EMBEDDED, converted
 from ...types import RAW_KEY, Score
 from ..base import Scorer
+from ..perspective import parse_attributes
 from ..torch_device import pick_device
 from .calib import CONTINUATION, TEXT_KINDS, WEB, ScaleMaps
 from .embed_cache import EmbeddingCache
 from .embedder import HiddenStateEmbedder, resolve_dtype
-from .head import MODES, MlHead, default_head_path
+from .head import MODES, SUPPORTED, AttributeHeads, MlHead, check_supported, default_head_path
 from .ngrams import hashed_counts, tfidf
 from .scales import AUTO_SCALE, DEFAULT_SCALES, HEAD_SCALE, Scale, load_scales
 
@@ -66,7 +67,8 @@ class PolytoxMlScorer(Scorer):
         "embedding_cache": Option("str", help="off or a path to the embedding cache"),
         "dtype": Option("str", help="auto, float32, float16, bfloat16"),
         "text": Option("str", help="what a score is read from: continuation or full text"),
-        "scale": Option("str", help="auto, head or a named scale (polytox scorers lists them)"),
+        "scale": Option("str", help="auto, head or a named scale of TOXICITY (polytox scorers lists them)"),
+        "attributes": Option("str", help="TOXICITY (default), ptp, rtp or a comma list of Perspective attributes"),
     }
 
     name = "polytox-ml"
@@ -82,6 +84,7 @@ class PolytoxMlScorer(Scorer):
         dtype: str = "auto",
         text: str = CONTINUATION,
         scale: str = AUTO_SCALE,
+        attributes: str = "TOXICITY",
     ) -> None:
         require("sklearn", "ml", "scikit-learn")
         self.head_path = str(head or default_head_path())
@@ -97,6 +100,7 @@ class PolytoxMlScorer(Scorer):
             raise PolytoxError(f"polytox-ml text must be one of {', '.join(TEXT_KINDS)}, got {text!r}")
         self.text = text
         self.languages = frozenset(self.head.languages)
+        self._attribute_heads = self._load_attributes(attributes)
         # head version, training data (heads from version 6 record it), mode and digest
         data = self.head.meta.get("data")
         self.version = f"{self.head.meta.get('version', '1')}-{f'{data}-' if data else ''}{mode}-{self.head.digest}"
@@ -121,6 +125,10 @@ class PolytoxMlScorer(Scorer):
             if mode not in self._scale.maps:
                 raise PolytoxError(f"scale {scale!r} has maps for mode {', '.join(sorted(self._scale.maps))} only")
             self.version += f"-{scale}"
+        if self._attribute_heads is not None:  # attributes beside TOXICITY: their own id and cache keys
+            tag = f"-attrs.{self._attribute_heads.digest}"
+            self.version += tag
+            self.raw_version += tag
         self._embedder: HiddenStateEmbedder | None = None
         if mode == "full":
             assert self.head.backbone is not None
@@ -150,8 +158,36 @@ class PolytoxMlScorer(Scorer):
                 self.version += f"-{resolve_dtype(dtype, device)}"
                 self.raw_version += f"-{resolve_dtype(dtype, device)}"
 
+    def _load_attributes(self, attributes: str) -> AttributeHeads | None:
+        """The attribute heads when attributes beside TOXICITY are asked (None for TOXICITY alone); sets
+        ``attributes`` (lower case, ``toxicity`` first) and narrows ``languages`` to where all are read."""
+        names = parse_attributes(attributes)
+        unknown = [a for a in names if a.lower() not in SUPPORTED]
+        if unknown:
+            raise BadValueError(
+                f"polytox-ml attributes: unknown {', '.join(unknown)}; it reads "
+                f"{', '.join(a.upper() for a in SUPPORTED)} (or ptp, rtp)"
+            )
+        self.attributes = tuple(a.lower() for a in names)
+        if self.attributes == ("toxicity",):
+            return None
+        if self.mode != "full":
+            raise PolytoxError("polytox-ml reads attributes beside TOXICITY in mode=full only")
+        heads = AttributeHeads.load()
+        if heads.toxicity_head != self.head.digest:
+            raise PolytoxError(
+                f"the attribute heads read the features of head {heads.toxicity_head}, not of {self.head_path} "
+                f"({self.head.digest}); ask for TOXICITY alone with this head"
+            )
+        self.languages = frozenset(self.head.languages).intersection(*(SUPPORTED[name] for name in self.attributes))
+        return heads
+
+    def check_supported(self, langs: Sequence[str]) -> None:
+        """Refuse in one line, before any work, an asked attribute in a language it is not read in."""
+        check_supported(self.attributes, langs)
+
     def describe(self) -> dict[str, Any]:
-        return {
+        out = {
             **super().describe(),
             "mode": self.mode,
             "text": self.text,
@@ -160,6 +196,9 @@ class PolytoxMlScorer(Scorer):
             "backbone": self.head.backbone if self.mode == "full" else None,
             "layers": list(self.head.layers) if self.mode == "full" else [],
         }
+        if self._attribute_heads is not None:
+            out["attribute_heads"] = self._attribute_heads.digest
+        return out
 
     @property
     def raw_id(self) -> str:
@@ -177,7 +216,9 @@ class PolytoxMlScorer(Scorer):
             raw = np.array([scores[i].get(RAW_KEY) for i in with_raw], dtype=float)
             values = self.calibrate(raw, [langs[i] for i in with_raw])
             for i, value, r in zip(with_raw, values, raw, strict=True):
-                out[i] = Score(values={"toxicity": float(value), RAW_KEY: float(r)})
+                # the other attributes have one scale each: served as stored
+                kept = {k: v for k, v in (scores[i].values or {}).items() if k not in ("toxicity", RAW_KEY)}
+                out[i] = Score(values={"toxicity": float(value), RAW_KEY: float(r), **kept})
         legacy = self.scale == HEAD_SCALE and self.text == CONTINUATION
         for i, s in enumerate(scores):
             if s.ok and s.get(RAW_KEY) is None and not legacy:
@@ -186,21 +227,34 @@ class PolytoxMlScorer(Scorer):
 
     def raw_batch(self, texts: Sequence[str], langs: Sequence[str]) -> np.ndarray:
         """The head's raw output (its combiner's probability, before any scale map) of each text."""
-        counts = hashed_counts(texts, self.head.ngram)
-        s_ngram = self.head.ngram_output(tfidf(counts, self.head.idf), langs)
-        s_emb = s_probe = None
+        return self._read(texts, langs)[0]
+
+    def _read(self, texts: Sequence[str], langs: Sequence[str]) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        """TOXICITY's raw output and the other asked attributes' values, from one hashing pass and one
+        backbone pass (the attribute heads read the same n-gram features and pools)."""
+        features = tfidf(hashed_counts(texts, self.head.ngram), self.head.idf)
+        s_ngram = self.head.ngram_output(features, langs)
+        s_emb = s_probe = pools = None
         if self._embedder is not None:  # the pools and the attention probes' scores from one backbone pass
             # only the probes this batch's combiners read (the English one, the non-English one, both, none)
             read = self.head.row_probes(self.mode, langs)
             pools, probe_scores = self._embedder.embed_and_probe(texts, [probe for probe, _ in read])
             s_emb = self.head.emb_output(pools, langs)
             s_probe = self.head.probe_inputs(read, probe_scores)
-        return self.head.raw_probability(s_ngram, s_emb, self.mode, langs, s_probe)
+        raw = self.head.raw_probability(s_ngram, s_emb, self.mode, langs, s_probe)
+        others: dict[str, np.ndarray] = {}
+        if self._attribute_heads is not None and pools is not None:
+            found = self._attribute_heads.values(features, pools, raw, langs, self.head)
+            others = {name: found[name] for name in self.attributes[1:]}
+        return raw, others
 
     def score_batch(self, texts: Sequence[str], langs: Sequence[str]) -> list[Score]:
-        raw = self.raw_batch(texts, langs)
+        raw, others = self._read(texts, langs)
         probs = self.calibrate(raw, langs)
-        return [Score(values={"toxicity": float(p), RAW_KEY: float(r)}) for p, r in zip(probs, raw, strict=True)]
+        return [
+            Score(values={"toxicity": float(p), RAW_KEY: float(r), **{k: float(v[i]) for k, v in others.items()}})
+            for i, (p, r) in enumerate(zip(probs, raw, strict=True))
+        ]
 
     def calibrate(self, raw: np.ndarray, langs: Sequence[str]) -> np.ndarray:
         """Calibrated values of raw outputs: the head's own maps (``text`` picks the English one)."""
@@ -213,9 +267,14 @@ class PolytoxMlScorer(Scorer):
     @property
     def scale_label(self) -> str:
         """The scale this scorer's values are on, as manifests and table footers name it."""
-        if self.scale != HEAD_SCALE:
-            return self.scale
-        return f"{HEAD_SCALE} (English: {self.text} map; other languages: rater share)"
+        label = (
+            self.scale
+            if self.scale != HEAD_SCALE
+            else f"{HEAD_SCALE} (English: {self.text} map; other languages: rater share)"
+        )
+        if len(self.attributes) > 1:  # named scales are TOXICITY's; the other attributes have one scale each
+            label += "; other attributes: their one scale, Perspective's (docs/default-scorer.md)"
+        return label
 
     def close(self) -> None:
         if self._embedder is not None:
