@@ -130,7 +130,11 @@ def test_all_eight_values_keys_and_ids(scorers: dict[str, object]) -> None:
     plain, rtp = scorers["toxicity"], scorers["rtp"]
     assert isinstance(plain, PolytoxMlScorer) and isinstance(rtp, PolytoxMlScorer)
     assert rtp.attributes[0] == "toxicity" and set(rtp.attributes) == set(SUPPORTED)
-    assert rtp.languages == frozenset({"en"})  # FLIRTATION is read in English only
+    assert rtp.languages == plain.languages  # TOXICITY everywhere; FLIRTATION in English only
+    assert rtp.supports_attribute("flirtation", "en") and not rtp.supports_attribute("flirtation", "de")
+    assert rtp.supports_attribute("insult", "de") and not plain.supports_attribute("insult", "en")
+    german = dict(rtp.score_batch([TEXTS[LANGS.index("de")]], ["de"])[0].values or {})
+    assert set(german) == {*rtp.attributes, "toxicity_raw"} - {"sexually_explicit", "flirtation"}  # left out
     assert rtp.id != plain.id and rtp.raw_id != plain.raw_id and rtp.id.startswith(plain.id)
     english = [i for i, lang in enumerate(LANGS) if lang == "en"]
     texts = [TEXTS[i] for i in english]

@@ -106,3 +106,47 @@ def test_openai_categories_from_all_eight() -> None:
         "sexual": expected.get("sexually_explicit"), "flirtation": expected.get("flirtation"),
     }
     assert item.category_scores.violence is None and item.category_scores.self_harm is None  # no model: absent
+
+
+def test_serve_defaults_the_default_scorer_to_perspectives_eight() -> None:
+    from polytox.cli.serve_cmd import served_options
+
+    assert served_options("default", {}) == {"attributes": "rtp"}
+    assert served_options("polytox-ml", {"device": "cpu"}) == {"device": "cpu", "attributes": "rtp"}
+    assert served_options("default", {"attributes": "TOXICITY"}) == {"attributes": "TOXICITY"}  # asked: kept
+    assert served_options("default", {"mode": "ngram"}) == {"mode": "ngram"}  # TOXICITY only there
+    assert served_options("svm", {}) == {}
+
+
+@pytest.mark.model
+def test_default_scorer_answers_rtps_unedited_request_for_all_eight(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``polytox serve``'s default scorer (as ``serve`` builds it) answers RTP's unedited eight-attribute
+    request with spans through Google's client: every summary and span equals ``polytox.score`` of the same
+    text or sentence; a German request for the six PTP attributes is answered, SEXUALLY_EXPLICIT in German
+    is refused as Perspective refused it."""
+    from polytox.api import score
+    from polytox.cli.serve_cmd import served_options
+
+    errors = pytest.importorskip("googleapiclient.errors")
+    monkeypatch.delenv("POLYTOX_CACHE_DIR", raising=False)  # the converted backbone in the user's cache
+    options = {**served_options("default", {}), "cache": "off"}
+    sentences = ["You stupid idiot.", "Shut up and go away!"]
+    expected = score([EN, *sentences], scorer="default", langs="en", attributes="rtp", options={"cache": "off"})
+    body = {"comment": {"text": EN}, "requestedAttributes": {a: {} for a in RTP_ATTRIBUTES}, "spanAnnotations": True}
+    with running("default", options) as server:
+        client = google_client(server.url)
+        response = client.comments().analyze(body=body).execute()
+        german = {"comment": {"text": DE}, "languages": ["de"],
+                  "requestedAttributes": {a: {} for a in RTP_ATTRIBUTES[:6]}}
+        answered = client.comments().analyze(body=german).execute()
+        with pytest.raises(errors.HttpError) as refused:
+            client.comments().analyze(body={**german, "requestedAttributes": {"SEXUALLY_EXPLICIT": {}}}).execute()
+    assert refused.value.resp.status == 400 and b"LANGUAGE_NOT_SUPPORTED_BY_ATTRIBUTE" in refused.value.content
+    assert set(answered["attributeScores"]) == set(RTP_ATTRIBUTES[:6])
+    assert set(response["attributeScores"]) == set(RTP_ATTRIBUTES)
+    whole, first, second = (s.values for s in expected)
+    for attr in RTP_ATTRIBUTES:
+        scores = response["attributeScores"][attr]
+        assert scores["summaryScore"]["value"] == whole[attr.lower()]
+        assert [s["score"]["value"] for s in scores["spanScores"]] == [first[attr.lower()], second[attr.lower()]]
+    assert response["attributeScores"]["INSULT"]["summaryScore"]["value"] > 0.5  # an insult reads as one

@@ -106,6 +106,16 @@ def check_listen(host: str, port: int) -> None:
             ) from exc
 
 
+def served_options(name: str, options: dict[str, str]) -> dict[str, str]:
+    """The scorer options ``serve`` builds with: the default scorer answers Perspective's eight attributes
+    unless ``attributes`` is given (RTP's, DExperts' and HELM's clients ask for all eight; the seven heads
+    cost about nothing beside TOXICITY's backbone pass, docs/scorer-attributes.md), and TOXICITY's values do
+    not change with them. The n-gram mode reads TOXICITY only."""
+    if name in ("default", "polytox-ml") and "attributes" not in options and options.get("mode") != "ngram":
+        return {**options, "attributes": "rtp"}
+    return options
+
+
 def run(args: argparse.Namespace) -> int:
     from .. import constants as C
     from ..errors import require
@@ -120,6 +130,7 @@ def run(args: argparse.Namespace) -> int:
     keys = KeyStore.load(args.keys_file, args.open)
     check_listen(args.host, args.port)
     name, options = scorer_choice(args)
+    options = served_options(name, options)
     config = ServeConfig(
         max_batch=args.max_batch,
         max_wait_ms=args.max_wait_ms,

@@ -98,7 +98,8 @@ def build_scorer(name: str, options: Mapping[str, str] | Iterable[tuple[str, str
 
 def check_languages(scorer: Scorer, langs: Iterable[str]) -> None:
     """Fail before any work when the scorer cannot score some of the prompt languages."""
-    missing = sorted({lang for lang in langs if not scorer.supports(lang)})
+    wanted = set(langs)
+    missing = sorted(lang for lang in wanted if not scorer.supports(lang))
     if missing:
         supported = sorted(scorer.languages) if scorer.languages is not None else ["any"]
         raise UnsupportedLanguageError(
@@ -106,3 +107,10 @@ def check_languages(scorer: Scorer, langs: Iterable[str]) -> None:
             f"(it supports: {', '.join(supported)}). Restrict the prompts with --lang "
             f"{','.join(supported[:3])}, or choose another scorer; {MULTILINGUAL_HINT}."
         )
+    for attribute in scorer.attributes:  # per-attribute languages (Perspective: SEXUALLY_EXPLICIT in English)
+        lacking = sorted(lang for lang in wanted if not scorer.supports_attribute(attribute, lang))
+        if lacking:
+            raise UnsupportedLanguageError(
+                f"scorer {scorer.name!r} does not read {attribute.upper()} in {', '.join(lacking)}; drop it from "
+                f"--scorer-opt attributes=... or restrict the prompts with --lang"
+            )

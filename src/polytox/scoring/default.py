@@ -108,9 +108,9 @@ class DefaultScorer(Scorer):
                     out[i] = score
                 elif value is None:
                     out[i] = Score.failed(f"NO_TOXICITY: {scorer_name} returned no toxicity value")
-                else:  # only the shared attribute (and its raw value, where the route keeps one)
-                    raw = score.get(RAW_KEY)
-                    out[i] = Score(values={"toxicity": value} if raw is None else {"toxicity": value, RAW_KEY: raw})
+                else:  # this scorer's attributes the route gives (and the raw value, where it keeps one)
+                    kept = (*self.attributes, RAW_KEY)
+                    out[i] = Score(values={k: v for k, v in (score.values or {}).items() if k in kept})
         return [s if s is not None else Score.failed("internal: unrouted") for s in out]
 
     def close(self) -> None:

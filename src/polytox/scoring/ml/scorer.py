@@ -160,7 +160,7 @@ class PolytoxMlScorer(Scorer):
 
     def _load_attributes(self, attributes: str) -> AttributeHeads | None:
         """The attribute heads when attributes beside TOXICITY are asked (None for TOXICITY alone); sets
-        ``attributes`` (lower case, ``toxicity`` first) and narrows ``languages`` to where all are read."""
+        ``attributes`` (lower case, ``toxicity`` first); each is read in its own languages (``supports_attribute``)."""
         names = parse_attributes(attributes)
         unknown = [a for a in names if a.lower() not in SUPPORTED]
         if unknown:
@@ -179,8 +179,14 @@ class PolytoxMlScorer(Scorer):
                 f"the attribute heads read the features of head {heads.toxicity_head}, not of {self.head_path} "
                 f"({self.head.digest}); ask for TOXICITY alone with this head"
             )
-        self.languages = frozenset(self.head.languages).intersection(*(SUPPORTED[name] for name in self.attributes))
         return heads
+
+    def supports_attribute(self, attribute: str, lang: str) -> bool:
+        """Each attribute in the languages it is read in (``SUPPORTED``: SEXUALLY_EXPLICIT and FLIRTATION in
+        English only, as Perspective gave them): ``serve`` refuses the other pairs before scoring, and
+        ``check_languages`` refuses a run that asks for one before any work."""
+        key = attribute.lower()
+        return key in self.attributes and self.supports(lang) and lang in SUPPORTED.get(key, frozenset())
 
     def check_supported(self, langs: Sequence[str]) -> None:
         """Refuse in one line, before any work, an asked attribute in a language it is not read in."""
@@ -252,7 +258,14 @@ class PolytoxMlScorer(Scorer):
         raw, others = self._read(texts, langs)
         probs = self.calibrate(raw, langs)
         return [
-            Score(values={"toxicity": float(p), RAW_KEY: float(r), **{k: float(v[i]) for k, v in others.items()}})
+            Score(
+                values={
+                    "toxicity": float(p),
+                    RAW_KEY: float(r),
+                    # an attribute not read in the text's language is left out, never filled
+                    **{k: float(v[i]) for k, v in others.items() if langs[i] in SUPPORTED[k]},
+                }
+            )
             for i, (p, r) in enumerate(zip(probs, raw, strict=True))
         ]
 
