@@ -55,12 +55,7 @@ def check_text(text: Any, field: str) -> str:
         raise RecordError(f"missing field {field!r}")
     if not isinstance(text, str):
         raise RecordError(f"field {field!r} must be a string, got {type(text).__name__}")
-    if "\x00" in text:
-        raise RecordError(f"field {field!r} contains a NUL byte")
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise RecordError(f"field {field!r} contains a lone surrogate (invalid Unicode at {exc.start})") from None
+    _check_storable(text, field)
     if not text.strip():
         raise RecordError(f"field {field!r} is empty or whitespace only")
     if all(c.isspace() or unicodedata.category(c) in _INVISIBLE for c in text):
@@ -75,13 +70,18 @@ _INVISIBLE = ("Cf", "Cc")  # format (zero-width space, joiners, BOM, bidi marks)
 def check_id(value: Any, field: str = "id") -> str:
     """A record's id as text; a NUL byte or a lone surrogate (which no run file can store) is refused."""
     text = str(value)
+    _check_storable(text, field)
+    return text
+
+
+def _check_storable(text: str, field: str) -> None:
+    """Refuse what no run file can store: a NUL byte or a lone surrogate."""
     if "\x00" in text:
         raise RecordError(f"field {field!r} contains a NUL byte")
     try:
         text.encode("utf-8")
     except UnicodeEncodeError as exc:
         raise RecordError(f"field {field!r} contains a lone surrogate (invalid Unicode at {exc.start})") from None
-    return text
 
 
 # The numeric columns a flat record may hold; from a CSV their cells are text, read as numbers here.

@@ -140,6 +140,20 @@ def apply_combiner(
     return _sigmoid(logit)
 
 
+def save_arrays(path: Path | str, arrays: dict[str, Any]) -> str:
+    """Write a head's arrays as one compressed ``.npz``, atomically; returns its digest (the first 12 hex
+    digits of the file's SHA-256, part of the scorer's version)."""
+    buffer = io.BytesIO()
+    np.savez_compressed(buffer, **arrays)
+    blob = buffer.getvalue()
+
+    def write(tmp: str) -> None:
+        Path(tmp).write_bytes(blob)
+
+    atomic_write(Path(path), write)
+    return hashlib.sha256(blob).hexdigest()[:12]
+
+
 @dataclass
 class MlHead:
     """Weights and the metadata needed to compute features exactly as training did."""
@@ -329,15 +343,7 @@ class MlHead:
 
     def save(self, path: Path | str) -> str:
         """Write the head atomically; returns its digest (part of the scorer's version)."""
-        buffer = io.BytesIO()
-        np.savez_compressed(buffer, **self.to_arrays())  # type: ignore[arg-type]
-        blob = buffer.getvalue()
-
-        def write(tmp: str) -> None:
-            Path(tmp).write_bytes(blob)
-
-        atomic_write(Path(path), write)
-        self.digest = hashlib.sha256(blob).hexdigest()[:12]
+        self.digest = save_arrays(path, self.to_arrays())
         return self.digest
 
     @classmethod
@@ -522,15 +528,7 @@ class AttributeHeads:
             "w_emb_other": self.w_emb_other.astype(np.float32),
             "b_emb_other": self.b_emb_other.astype(np.float64),
         }
-        buffer = io.BytesIO()
-        np.savez_compressed(buffer, **arrays)  # type: ignore[arg-type]
-        blob = buffer.getvalue()
-
-        def write(tmp: str) -> None:
-            Path(tmp).write_bytes(blob)
-
-        atomic_write(Path(path), write)
-        self.digest = hashlib.sha256(blob).hexdigest()[:12]
+        self.digest = save_arrays(path, arrays)
         return self.digest
 
     @classmethod
