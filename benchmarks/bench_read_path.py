@@ -5,7 +5,8 @@ Builds (once, then reuses) M runs of P prompts x K continuations with the real `
 by the library's run writer (``bench_metrics.synthesize``, the runner's default part size). Then times each
 command as a fresh process (interpreter start and imports included), in one run:
 
-- before: the code given by ``--before-src`` (e.g. the main checkout as of the change, a checkout of the previous commit, ``../polytox-before/src``);
+- before: the code given by ``--before-src`` (e.g. a checkout of the previous commit,
+  ``../polytox-before/src``);
 - after, first read: this checkout with every run's ``derived/`` removed (distinct-n, metrics and paired
   ΔEMT computed and kept);
 - after, kept: this checkout again (what every later call costs);

@@ -328,7 +328,7 @@ def english_every_row(
     )
     out: dict[str, Any] = {}
     for a in OTHER:
-        y = np.array([rows[i].persp[a] for i in sel])
+        y = np.array([rows[int(i)].persp[a] for i in sel])
         out[a] = {
             "n": len(sel),
             "n_positive": int((y >= 0.5).sum()),
@@ -355,7 +355,7 @@ def measure(
     sel = np.flatnonzero(
         have & np.array([int(i) in where_x for i in range(len(rows))]) & (part != "fit") & (part != "ud-fit")
     )
-    langs = [rows[i].lang for i in sel]
+    langs = [rows[int(i)].lang for i in sel]
     x = x_all[[where_x[int(i)] for i in sel]]
     values = heads.values(x, pools[sel], traw[sel], langs, scorer.head)
     tox = tval[sel]
@@ -388,7 +388,7 @@ def measure(
         cat = LX_OF.get(a, "Toxicity")
         per: dict[str, Any] = {}
         for lang in sorted({rows[i].lang for i in sel[lx_m]}):
-            m = lx_m & np.array([rows[i].lang == lang for i in sel])
+            m = lx_m & np.array([rows[int(i)].lang == lang for i in sel])
             y = np.array([rows[i].lx[cat] >= LX_TOXIC for i in sel[m]])
             per[lang] = {
                 "n": int(m.sum()),
@@ -405,7 +405,7 @@ def measure(
             "proxy_mean_auc": round(float(np.mean(pmean)), 4) if pmean else None,
             "per_language": per,
         }
-    ud = np.array([src[i] == "ud" and part[i] == "ud-check" and rows[i].parallel for i in sel])
+    ud = np.array([src[i] == "ud" and part[i] == "ud-check" and rows[int(i)].parallel for i in sel])
     everyday_rows = load_everyday("../shared/data/ud-sentences")
     by_key = {(r.text, r.lang): r for r in everyday_rows}
     ev_rows = [by_key[(rows[i].text, rows[i].lang)] for i in sel[ud]]
