@@ -1,6 +1,6 @@
 """The one table of run settings: every setting of ``polytox eval`` / ``polytox.evaluate`` is one row here.
 
-Each ``Setting`` names its key (the YAML key, the flag ``--key`` with ``-`` for ``_``, and the keyword of
+Each row (a ``Setting``: a ``Field`` of ``_util.schema``, the one schema class) names its key (the YAML key, the flag ``--key`` with ``-`` for ``_``, and the keyword of
 ``polytox.evaluate``), the spec section and field it fills, its kind, its range or choices, its default, its
 help text, and whether it enters the spec hash (``hashed``: a run resumes only with the same values there).
 From this table come the flags of ``polytox eval`` (``cli.eval_cmd``), the keys a YAML config may hold, the
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, fields
+from dataclasses import fields
 from typing import Any, TypeVar
 
 from . import constants as C
@@ -31,7 +31,7 @@ from ._util.ranges import (
     SHARE_OPEN,
     Range,
 )
-from .errors import BadValueError
+from ._util.schema import Field, as_number
 
 EMBEDDED_MODEL = "smollm2-135m-instruct"
 # The scorer used when none is named (``polytox eval`` and ``polytox score``): routes each text by language
@@ -39,111 +39,20 @@ EMBEDDED_MODEL = "smollm2-135m-instruct"
 DEFAULT_SCORER = "default"
 PROMPT_FORMATS = ("auto", "rtp", "ptp", "rtplx", "generic", "demo")
 
-# The sections of a spec (``""``: ``EvalSpec`` itself) and ``executor``: how to run, never in the spec.
-SECTIONS = ("prompts", "generation", "scorer", "metrics", "", "executor")
-KINDS = ("str", "int", "float", "bool", "langs", "options")
+# The sections of a spec (``""``: ``EvalSpec`` itself); ``executor``: how to run, and ``command``: what only
+# ``polytox eval`` reads (the run directory, the failures allowed, a check), never in the spec.
+SECTIONS = ("prompts", "generation", "scorer", "metrics", "", "executor", "command")
 
 
-@dataclass(frozen=True)
-class Setting:
-    """One run setting: where it lives, what it accepts, its default, its help, whether it names the run.
-
-    ``kind``: ``str``, ``int``, ``float``, ``bool``, ``langs`` (codes: a string, comma list or list) or
-    ``options`` (``KEY=VALUE`` strings or a mapping). ``field``: the spec field when it differs from ``key``.
-    ``flag``: False for a spec field that has no flag, YAML key or keyword (read from manifests only).
-    ``message``: a choice's refusal in its own words (``{key}``, ``{value}``, ``{choices}``) where the
-    generic ``KEY must be one of ..., got VALUE`` is not the line users have always read.
-    """
-
-    key: str
-    section: str
-    kind: str
-    default: Any
-    help: str
-    hashed: bool
-    range: Range | None = None
-    choices: tuple[str, ...] = ()
-    field: str = ""
-    short: str = ""
-    metavar: str = ""
-    flag: bool = True
-    message: str = ""
-
-    @property
-    def name(self) -> str:
-        """The spec field (or ``ExecutorConfig`` field) this setting fills."""
-        return self.field or self.key
-
-    @property
-    def option(self) -> str:
-        """The command-line flag: ``--max-new-tokens``."""
-        return "--" + self.key.replace("_", "-")
-
-    def problem(self, value: Any) -> str | None:
-        """Why a converted ``value`` is not allowed (``top_p must be in (0, 1], got 2.0``), or None."""
-        if value is None:
-            return None
-        if self.choices and value not in self.choices:
-            text = self.message or "{key} must be one of {choices}, got {value!r}"
-            return text.format(key=self.key, value=value, choices=", ".join(self.choices))
-        if self.range is not None and (problem := self.range.problem(value)):
-            return f"{self.key} {problem}"
-        return None
-
-    def convert(self, value: Any) -> Any:
-        """A flag or YAML value as this setting's kind (``BadValueError`` naming the key when it is not)."""
-        if self.kind in ("int", "float"):
-            return as_number(self.key, value, self.kind)
-        if self.kind == "str" and not isinstance(value, str):
-            if isinstance(value, bool) or not isinstance(value, int | float):
-                raise BadValueError(f"invalid value for {self.key!r}: expected a string, got {value!r}", self.key)
-            return str(value)
-        if self.kind == "bool" and not isinstance(value, bool):
-            from ._util.options import FALSE_WORDS, TRUE_WORDS
-
-            text = str(value).strip().lower()
-            if text not in TRUE_WORDS + FALSE_WORDS:
-                raise BadValueError(f"invalid value for {self.key!r}: expected true or false, got {value!r}", self.key)
-            return text in TRUE_WORDS
-        if self.kind == "langs" and not (
-            isinstance(value, str) or (isinstance(value, list | tuple) and all(isinstance(v, str) for v in value))
-        ):
-            raise BadValueError(
-                f"invalid value for {self.key!r}: expected language codes (a string or a list of strings), "
-                f"got {value!r}",
-                self.key,
-            )
-        return value
-
-    def annotation(self) -> str:
-        """The type of ``polytox.evaluate``'s keyword for this setting (None: not given)."""
-        return {
-            "langs": "str | Sequence[str] | None",
-            "options": "Mapping[str, Any] | Sequence[str] | None",
-        }.get(self.kind, f"{self.kind} | None")
-
-
-def as_number(key: str, value: Any, kind: str) -> int | float:
-    """``value`` as the int or float a setting declares; anything else is a clear error naming ``key``."""
-    expected = "an integer" if kind == "int" else "a number"
-    bad = BadValueError(f"invalid value for {key!r}: expected {expected}, got {value!r}", key)
-    if isinstance(value, bool):
-        raise bad
-    try:
-        if kind == "float":
-            return float(value)
-        if isinstance(value, float):
-            if not value.is_integer():
-                raise bad
-            return int(value)
-        return int(str(value).strip()) if isinstance(value, str) else int(value)
-    except (TypeError, ValueError):
-        raise bad from None
+# A row of the table is a ``Field`` (``_util.schema``), the one schema class of settings, flags and options.
+Setting = Field
 
 
 def _row(key: str, section: str, kind: str, default: Any, help: str, hashed: bool, **extra: Any) -> Setting:
-    return Setting(key, section, kind, default, help, hashed, **extra)
+    return Field(kind, default=default, help=help, key=key, section=section, hashed=hashed, **extra)
 
+
+_EXECUTOR = "invalid executor settings: "  # the refusal of an execution setting's range, as users know it
 
 # fmt: off
 TABLE: tuple[Setting, ...] = (
@@ -215,31 +124,44 @@ TABLE: tuple[Setting, ...] = (
     _row("fluency_samples", "", "int", 0, "score fluency only on the continuations with sample_index < N of "
          "every prompt (the same N for each prompt, so the subsample is fixed and paired across runs with the "
          "same seeds); default 0 = all", False, range=COUNT, metavar="N"),
-    # execution: how to run, not what (a run may resume with other values)
-    _row("executor", "executor", "str", None,
+    # execution: how to run, not what (a run may resume with other values); ``ExecutorConfig`` takes its
+    # defaults and checks from these rows
+    _row("executor", "executor", "str", "pipelined",
          "pipelined (default: scoring overlaps generation), serial, or ray (Ray Data pools)", False,
          field="kind", choices=("pipelined", "serial", "ray"),
          message="unknown executor {value!r}; known: {choices}"),
     _row("ray_address", "executor", "str", None,
          "Ray cluster to join ('auto', 'ray://HOST:10001'); default: start a local Ray", False),
-    _row("workers", "executor", "int", None, "ray: generation actors (default 1)", False, field="gen_workers",
-         range=AT_LEAST_ONE),
-    _row("score_workers", "executor", "int", None, "ray: scoring actors (default 1)", False, range=AT_LEAST_ONE),
-    _row("gpus_per_worker", "executor", "float", None, "ray: GPUs per generation actor (default 0)", False,
-         field="gpus_per_gen_worker", range=NON_NEGATIVE),
-    _row("score_gpus_per_worker", "executor", "float", None, "ray: GPUs per scoring actor (default 0)", False,
-         field="gpus_per_score_worker", range=NON_NEGATIVE),
-    _row("cpus_per_worker", "executor", "float", None, "ray: CPUs per actor (default 1)", False, range=POSITIVE),
-    _row("queue_depth", "executor", "int", None, "pipelined: generated shards waiting for the scorer (2)", False,
-         range=AT_LEAST_ONE),
+    _row("workers", "executor", "int", 1, "ray: generation actors (default 1)", False, field="gen_workers",
+         range=AT_LEAST_ONE, message=_EXECUTOR + "workers must be >= 1"),
+    _row("score_workers", "executor", "int", 1, "ray: scoring actors (default 1)", False, range=AT_LEAST_ONE,
+         message=_EXECUTOR + "workers must be >= 1"),
+    _row("gpus_per_worker", "executor", "float", 0.0, "ray: GPUs per generation actor (default 0)", False,
+         field="gpus_per_gen_worker", range=NON_NEGATIVE, message=_EXECUTOR + "GPUs per worker must be >= 0"),
+    _row("score_gpus_per_worker", "executor", "float", 0.0, "ray: GPUs per scoring actor (default 0)", False,
+         field="gpus_per_score_worker", range=NON_NEGATIVE, message=_EXECUTOR + "GPUs per worker must be >= 0"),
+    _row("cpus_per_worker", "executor", "float", 1.0, "ray: CPUs per actor (default 1)", False, range=POSITIVE,
+         message=_EXECUTOR + "cpus_per_worker must be > 0"),
+    _row("queue_depth", "executor", "int", 2, "pipelined: generated shards waiting for the scorer (2)", False,
+         range=AT_LEAST_ONE, message=_EXECUTOR + "queue_depth must be >= 1"),
+    # the command: where the run lives and what ``polytox eval`` does with it (never in the spec; not
+    # keywords of ``polytox.evaluate``, which takes ``out`` as its own argument)
+    _row("out", "command", "str", None, "run directory (rerun with the same --out to resume); required", False),
+    _row("max_failed", "command", "str", "0.5%", "failed samples allowed before the exit code is 3 "
+         "(default 0.5%)", False, metavar="N%|SHARE|COUNT"),
+    _row("verify", "command", "bool", False, "check every stored file of the run --out (manifest, prompts, each "
+         "part: checksum, row count, prompt ids, spec hash) and report; changes nothing ('polytox eval --out RUN' "
+         "repairs what it finds)", False),
 )
 # fmt: on
 
 BY_KEY: dict[str, Setting] = {s.key: s for s in TABLE if s.flag}
 # Every key a YAML config of ``eval`` may hold (``-`` or ``_``); ``score`` and ``serve`` read its scorer keys.
 CONFIG_KEYS = frozenset(BY_KEY)
-SPEC_KEYS = frozenset(k for k, s in BY_KEY.items() if s.section != "executor")
+SPEC_KEYS = frozenset(k for k, s in BY_KEY.items() if s.section not in ("executor", "command"))
 EXECUTOR_KEYS = frozenset(k for k, s in BY_KEY.items() if s.section == "executor")
+# What only the command reads (``--out``, ``--max-failed``, ``--verify``): keys of a config, not of the run.
+COMMAND_KEYS = frozenset(k for k, s in BY_KEY.items() if s.section == "command")
 
 
 def rows(section: str | None = None) -> Iterator[Setting]:

@@ -22,7 +22,8 @@ from . import constants as C
 from . import settings as S
 from ._util.yamlfile import YamlMapping, read_yaml_mapping
 from .errors import BadValueError, PolytoxError
-from .settings import DEFAULT_SCORER, EMBEDDED_MODEL, PROMPT_FORMATS, TABLE_DEFAULT, as_number, from_table
+from ._util.schema import as_number
+from .settings import DEFAULT_SCORER, EMBEDDED_MODEL, PROMPT_FORMATS, TABLE_DEFAULT, from_table
 
 __all__ = [
     "DEFAULT_SCORER",

@@ -1,14 +1,14 @@
 """Declared options of scorers, generators and detox methods, checked before any work and listed for users.
 
 One mechanism for every component that takes ``KEY=VALUE`` options (``--scorer-opt``, ``--model-opt``,
-``--detox NAME:k=v``): the component declares a mapping ``OPTIONS`` of name -> ``Option`` (its kind,
-range or choices, default and help), exactly once, and ``check_options`` / ``typed_options`` /
+``--detox NAME:k=v``): the component declares a mapping ``OPTIONS`` of name -> ``Option`` (a ``Field`` of
+``_util.schema``, the schema class of every setting: its kind, range or choices, default and help), exactly once, and ``check_options`` / ``typed_options`` /
 ``with_defaults`` read it; ``option_rows`` / ``format_options`` list it (``polytox scorers --options``).
 A number is range-checked as a flag is (``_util.ranges``): by the range its ``Option`` declares, else a
 float must be finite. Only a plugin's factory that declares no ``OPTIONS`` has its schema derived from its
 signature (each keyword parameter is an option; its annotation says what it accepts: ``int``, ``float``,
 ``bool``, ``Literal[...]``, ``str``; a string default such as ``"auto"`` is accepted beside a number; a
-number named in ``NAMED_RANGES`` takes that range). An unknown option names the valid ones; a wrong type or
+number named in ``schema.COMMON_OPTIONS`` takes that range). An unknown option names the valid ones; a wrong type or
 value names the option and what it accepts. Values arrive as strings (flags) or YAML scalars;
 ``check_options`` checks them without converting them (a scorer factory receives exactly the strings it was
 given), ``typed_options`` checks them and converts each to its option's kind (a backend that keeps a dict of
@@ -22,114 +22,13 @@ import ast
 import difflib
 import inspect
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..errors import BadValueError, PolytoxError
-from . import ranges as R
+from .schema import FALSE_WORDS, TRUE_WORDS, Field
 
-TRUE_WORDS = ("1", "true", "yes", "on")
-FALSE_WORDS = ("0", "false", "no", "off")
-KINDS = ("bool", "int", "float", "str")
-
-
-@dataclass(frozen=True)
-class Option:
-    """What one option accepts: a kind (``bool``, ``int``, ``float``, ``str``), and for a number the words
-    allowed beside it (e.g. ``auto``); for a string a closed set of ``choices`` when it has one. ``default``
-    (the value used when the option is not given; None: none, or worked out at run time) and ``help`` are
-    what a listing shows; they take no part in comparing two options' schemas."""
-
-    kind: str = "str"
-    words: tuple[str, ...] = ()
-    choices: tuple[str, ...] = ()
-    # a number's allowed values (``_util.ranges``, as for flags); None: a float any finite number, an int any
-    range: R.Range | None = None
-    default: Any = field(default=None, compare=False)
-    help: str = field(default="", compare=False)
-
-    def accepts(self) -> str:
-        """Words for the error message: what a value of this option may be."""
-        if self.choices:
-            return "one of " + ", ".join(repr(c) for c in self.choices)
-        base = {"bool": "true or false", "int": "an integer", "float": "a number", "str": "a string"}[self.kind]
-        if self.range is not None and self.kind in ("int", "float") and self.range.describe() != "a finite number":
-            base += f" {self.range.describe()}"
-        return base + "".join(f" or {w!r}" for w in self.words)
-
-    def ranged(self, name: str) -> Option:
-        """This option with the range ``NAMED_RANGES`` gives ``name`` when it declares none (a number only)."""
-        if self.range is not None or self.kind not in ("int", "float") or name not in NAMED_RANGES:
-            return self
-        return replace(self, range=NAMED_RANGES[name])
-
-    def allowed(self) -> str:
-        """The allowed values in a listing's words: ``[0, 1]``, ``>= 0``, ``a|b``, ``true/false``."""
-        if self.choices:
-            return "|".join(self.choices)
-        if self.kind == "bool":
-            return "true/false"
-        if self.kind == "str":
-            return "text"
-        text = self.range.describe().removeprefix("in ") if self.range is not None else "any"
-        if self.kind == "float" and self.range is None:
-            text = "finite"
-        return text + "".join(f" or {w}" for w in self.words)
-
-    def valid(self, value: Any) -> bool:
-        if isinstance(value, Mapping | list | tuple | set):
-            return False
-        text = str(value).strip()
-        if self.choices:
-            return text in self.choices
-        if self.kind == "str" or text in self.words:
-            return True
-        if self.kind == "bool":
-            return isinstance(value, bool) or text.lower() in TRUE_WORDS + FALSE_WORDS
-        if isinstance(value, bool):
-            return False
-        try:
-            number = float(text)
-        except ValueError:
-            return False
-        if self.kind == "int":
-            whole = isinstance(value, int) or (isinstance(value, float) and value.is_integer()) or _is_int(text)
-            return whole and (self.range is None or self.range.contains(number))
-        return (self.range or FINITE).contains(number)  # a float: never NaN or infinite
-
-
-FINITE = R.Range()  # any finite number
-# Ranges of options named alike in many scorers and backends (``Option.ranged``); a schema's own range wins.
-NAMED_RANGES: dict[str, R.Range] = {
-    "fail_rate": R.PROBABILITY,
-    "toxicity": R.PROBABILITY,
-    "echo": R.PROBABILITY,
-    "eos_rate": R.PROBABILITY,
-    "threshold": R.PROBABILITY,
-    "gpu_memory_utilization": R.SHARE_OPEN,
-    "delay": R.NON_NEGATIVE,
-    "rate": R.NON_NEGATIVE,
-    "qps": R.NON_NEGATIVE,
-    "backoff": R.NON_NEGATIVE,
-    "backoff_max": R.NON_NEGATIVE,
-    "max_backoff": R.NON_NEGATIVE,
-    "timeout": R.POSITIVE,
-    "batch_size": R.COUNT,
-    "lm_batch_size": R.COUNT,
-    "max_batch_tokens": R.COUNT,
-    "max_text_tokens": R.COUNT,
-    "max_retries": R.COUNT,
-    "max_attempts": R.AT_LEAST_ONE,
-    "concurrency": R.AT_LEAST_ONE,
-    "tensor_parallel_size": R.AT_LEAST_ONE,
-    "max_model_len": R.AT_LEAST_ONE,
-    "kv_cache_memory_bytes": R.AT_LEAST_ONE,
-    "max_num_batched_tokens": R.AT_LEAST_ONE,
-    "max_num_seqs": R.AT_LEAST_ONE,
-    "check_every": R.AT_LEAST_ONE,
-    "min_admit": R.COUNT,
-    "slots": R.COUNT,
-}
+# Every option is a ``Field`` (``_util.schema``, the one schema class); ``Option`` is its name here.
+Option = Field
 
 
 def as_bool(value: Any, name: str = "") -> bool:
@@ -181,14 +80,6 @@ def convert(option: Option, value: Any) -> Any:
     if option.kind == "int":
         return int(value) if isinstance(value, int | float) else int(text)
     return float(value) if isinstance(value, int | float) else float(text)
-
-
-def _is_int(text: str) -> bool:
-    try:
-        int(text)
-    except ValueError:
-        return False
-    return True
 
 
 def option_from_annotation(annotation: Any, default: Any) -> Option:

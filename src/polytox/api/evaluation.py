@@ -1,6 +1,7 @@
 """``polytox.evaluate``: ``polytox eval`` as a function, one keyword per row of the settings table.
 
-The keywords, their types and the docstring are made from ``polytox.settings.TABLE`` (``signature`` and
+The keywords, their types and the docstring are made from ``polytox.settings.TABLE`` (for type checkers:
+``api.keywords.EvaluateSettings``, which a test keeps equal to the table) (``signature`` and
 ``docstring`` below; ``help(polytox.evaluate)`` shows them), and the settings are resolved by the code the
 command uses (``api.resolve.resolve_run``): a config file, ``retry_failed`` without settings (the stored
 spec) and ``generations_from`` (the source run's spec) behave as there, and a bad value is the same error.
@@ -13,12 +14,13 @@ import difflib
 import inspect
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Unpack
 
 from .. import settings as S
 from ..errors import PolytoxError
 from ..executors import ExecutorConfig
 from ..spec import EvalSpec
+from .keywords import EvaluateSettings
 from .resolve import resolve_run, with_spec
 from .run import Run
 
@@ -41,13 +43,13 @@ EXTRA_HELP = {
 
 def keywords() -> list[S.Setting]:
     """The settings that are keywords of ``evaluate`` (``executor`` is one of ``EXTRA``: it also takes an
-    ``ExecutorConfig``)."""
-    return [s for s in S.TABLE if s.flag and s.key not in EXTRA]
+    ``ExecutorConfig``; the command's keys are not: ``out`` is an argument, the others the command's own)."""
+    return [s for s in S.TABLE if s.flag and s.key not in EXTRA and s.section != "command"]
 
 
 def _check_keys(options: Mapping[str, Any]) -> None:
     """Refuse a keyword that is not a setting, naming the closest one."""
-    known = sorted(S.CONFIG_KEYS)
+    known = sorted(S.CONFIG_KEYS - S.COMMAND_KEYS)
     unknown = sorted(set(options) - set(known))
     if unknown:
         close = difflib.get_close_matches(unknown[0], known, n=1)
@@ -64,7 +66,7 @@ def evaluate(
     retry_failed: bool = False,
     generations_from: str | Path | None = None,
     progress: Callable[[str, int, int], None] | None = None,
-    **settings: Any,
+    **settings: Unpack[EvaluateSettings],
 ) -> Run:
     # the docstring and the signature ``help()`` shows are made from the settings table (below)
     from ..runner import execute_run
@@ -75,7 +77,7 @@ def evaluate(
             "as the spec; give the run directory as out=..."
         )
     _check_keys(settings)
-    given = {k: v for k, v in settings.items() if v is not None}
+    given: dict[str, Any] = {k: v for k, v in settings.items() if v is not None}
     chosen = executor if isinstance(executor, ExecutorConfig) else None
     if chosen is None and executor is not None:
         given["executor"] = executor

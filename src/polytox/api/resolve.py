@@ -42,14 +42,23 @@ def resolve_out(out: str | Path | None, retry_failed: bool | str | None) -> str:
 
 
 def executor_config(flat: dict[str, Any], given: Mapping[str, Any]) -> ExecutorConfig:
-    """Pop the execution keys out of ``flat`` (a YAML config's keys) and overlay ``given`` (flags, keywords)."""
+    """Pop the execution keys out of ``flat`` (a YAML config's keys) and overlay ``given`` (flags, keywords);
+    each value is converted and checked by its row of the settings table (``ExecutorConfig`` refuses a value
+    outside it), so a bad one is refused before the run directory is opened."""
     values = {key: flat.pop(key) for key in S.EXECUTOR_KEYS if key in flat}
     values.update({key: given[key] for key in S.EXECUTOR_KEYS if given.get(key) is not None})
-    fields: dict[str, Any] = {}
-    for key, value in values.items():
-        setting = S.BY_KEY[key]
-        fields[setting.name] = setting.convert(value) if value is not None else None
+    fields = {S.BY_KEY[key].name: S.BY_KEY[key].convert(value) for key, value in values.items() if value is not None}
     return ExecutorConfig(**fields)
+
+
+def command_settings(given: Mapping[str, Any], config: str | Path | None) -> dict[str, Any]:
+    """What only ``polytox eval`` reads (``out``, ``max_failed``, ``verify``): each given value, else the
+    config's, else its row's default, converted by its row."""
+    loaded = read_config(str(config), S.CONFIG_KEYS).data if config is not None else {}
+    chosen = {key: S.BY_KEY[key].default for key in S.COMMAND_KEYS}
+    chosen.update({key: loaded[key] for key in S.COMMAND_KEYS if loaded.get(key) is not None})
+    chosen.update({key: given[key] for key in S.COMMAND_KEYS if given.get(key) is not None})
+    return {key: S.BY_KEY[key].convert(value) if value is not None else None for key, value in chosen.items()}
 
 
 def source_spec(path: str | Path, flat: dict[str, Any]) -> EvalSpec:
@@ -107,7 +116,8 @@ def resolve_run(
     Args:
         given: settings by their table key (flags or keywords); None means not given. They override the
             config's keys.
-        config: a YAML file of the same keys (``--config``).
+        config: a YAML file of the same keys (``--config``); its ``out`` is the run directory when ``out`` is
+            None, and ``max_failed`` (the command's exit code) is not read here.
         out: the run directory (``--out``).
         retry_failed: True (or the run directory) to regenerate the failed samples of an existing run; with
             neither a config nor a spec setting, its stored spec is used.
@@ -118,7 +128,12 @@ def resolve_run(
         PolytoxError: an unknown key, a bad value (at its ``FILE:LINE`` when the config holds it), no run
             directory, or ``retry_failed`` on a directory that holds no run.
     """
-    run_dir = resolve_out(out, retry_failed)
+    loaded = read_config(str(config), S.CONFIG_KEYS) if config is not None else None
+    flat: dict[str, Any] = dict(loaded.data) if loaded else {}
+    command = {key: flat.pop(key) for key in S.COMMAND_KEYS if key in flat}
+    if command.get("verify") is not None and S.BY_KEY["verify"].convert(command["verify"]):
+        raise PolytoxError("verify is a key of polytox eval (a check of a stored run, not a run); remove it")
+    run_dir = resolve_out(out if out is not None else command.get("out"), retry_failed)
     retry = bool(retry_failed)
     if retry:
         from ..store import RunStore
@@ -129,8 +144,6 @@ def resolve_run(
                 "nothing to retry; start the run without --retry-failed"
             )
     source = str(generations_from) if generations_from is not None else None
-    loaded = read_config(str(config), S.CONFIG_KEYS) if config is not None else None
-    flat: dict[str, Any] = dict(loaded.data) if loaded else {}
     from_given = {key for key in S.CONFIG_KEYS if given.get(key) is not None}
     try:
         executor = executor_config(flat, given)
@@ -152,4 +165,4 @@ def with_spec(spec: EvalSpec, given: Mapping[str, Any], out: str | Path | None, 
     return Resolved(spec.validate(), executor_config({}, given), resolve_out(out, retry_failed))
 
 
-__all__ = ["Resolved", "executor_config", "resolve_out", "resolve_run", "source_spec", "with_spec"]
+__all__ = ["Resolved", "command_settings", "executor_config", "resolve_out", "resolve_run", "source_spec", "with_spec"]

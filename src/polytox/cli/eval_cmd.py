@@ -20,19 +20,20 @@ from typing import Any
 from rich.markup import escape
 
 from .. import settings as S
-from ..api.resolve import Resolved, resolve_out, resolve_run
+from ..api.resolve import Resolved, command_settings, resolve_out, resolve_run
 from ..api.resolve import executor_config as _executor_config
 from ..executors import EXECUTORS, ExecutorConfig
 from ..spec import EvalSpec
 from .common import console, metrics_table, out_console, print_json, progress_bar
-from .failure_report import DEFAULT_MAX_FAILED, exit_code, failure_lines, parse_max_failed, retry_line
+from .failure_report import exit_code, failure_lines, parse_max_failed, retry_line
 
 DESCRIPTION = """\
 Evaluate a model: generate K continuations per prompt, score them, and report the RTP / PTP metrics
 (expected maximum toxicity, toxicity probability, average toxicity).
 
-Every flag has a key of the same name for --config FILE (YAML); flags given on the command line override
-the file. Rerunning the same command with the same --out resumes. --retry-failed regenerates a run's
+Every flag but --config, --retry-failed, --generations-from, --json and --no-progress has a key of the
+same name for --config FILE (YAML), --out, --max-failed and --verify included; flags given on the command
+line override the file. Rerunning the same command with the same --out resumes. --retry-failed regenerates a run's
 failed samples with their original seeds and recomputes the metrics; `polytox eval --out RUN` alone resumes
 (or repairs) a run with the settings stored in it. Exit codes: 0 done (failures within --max-failed),
 2 bad input, 3 more failed samples than --max-failed (default 0.5%), 4 generation stopped (rerun the
@@ -50,9 +51,9 @@ def register(sub: Any) -> None:
         description=DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--out", help="run directory (rerun with the same --out to resume); required")
+    add_setting_flags(p, [S.BY_KEY["out"]])
     p.add_argument("--config", help="YAML file of the same keys as the flags (flags override it)")
-    add_setting_flags(p, (s for s in S.TABLE if s.flag and s.section != "executor"))
+    add_setting_flags(p, (s for s in S.TABLE if s.flag and s.section not in ("executor", "command")))
     _add_execution_flags(p)
     p.set_defaults(func=run)
 
@@ -90,12 +91,7 @@ def _add_execution_flags(p: argparse.ArgumentParser) -> None:
         help="resume OUT (or --out) and regenerate its failed samples with their original seeds, "
         "then rescore and recompute the metrics; without spec flags, OUT's stored spec is used",
     )
-    f.add_argument(
-        "--max-failed",
-        default=DEFAULT_MAX_FAILED,
-        metavar="N%|SHARE|COUNT",
-        help="failed samples allowed before the exit code is 3 (default 0.5%%)",
-    )
+    add_setting_flags(f, [S.BY_KEY["max_failed"]])
     p.add_argument(
         "--generations-from",
         metavar="RUN",
@@ -104,19 +100,14 @@ def _add_execution_flags(p: argparse.ArgumentParser) -> None:
         "scorer and the prompt file's path; without a config, RUN's spec is taken and the "
         "flags given override it",
     )
-    p.add_argument(
-        "--verify",
-        action="store_true",
-        help="check every stored file of the run --out (manifest, prompts, each part: checksum, row count, "
-        "prompt ids, spec hash) and report; changes nothing ('polytox eval --out RUN' repairs what it finds)",
-    )
+    add_setting_flags(p, [S.BY_KEY["verify"]])
     p.add_argument("--json", action="store_true", help="print metrics as JSON instead of a table")
     p.add_argument("--no-progress", action="store_true")
 
 
 def given(args: argparse.Namespace) -> dict[str, Any]:
     """The settings the command line gave, by table key (None: not given)."""
-    return {key: getattr(args, key, None) for key in S.CONFIG_KEYS}
+    return {key: getattr(args, key, None) for key in S.CONFIG_KEYS - S.COMMAND_KEYS}
 
 
 def executor_config(flat: dict[str, Any], args: argparse.Namespace) -> ExecutorConfig:
@@ -166,10 +157,11 @@ def run(args: argparse.Namespace) -> int:
     from ..api import evaluate
     from ..runner import retry_command
 
-    args.out = resolve_out(args.out, args.retry_failed)
-    if args.verify:
+    command = command_settings({key: getattr(args, key) for key in S.COMMAND_KEYS}, args.config)
+    args.out = resolve_out(command["out"], args.retry_failed)
+    if command["verify"]:
         return verify(args.out)
-    max_failed = parse_max_failed(args.max_failed)
+    max_failed = parse_max_failed(command["max_failed"])
     with progress_bar("generate+score", enabled=not args.no_progress) as callback:
         result = evaluate(
             out=args.out,

@@ -7,10 +7,11 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from .. import settings as S
 from ..errors import EXIT_OK, EXIT_TOO_MANY_FAILED, PolytoxError
 from ..metrics.failures import FailureSummary
 
-DEFAULT_MAX_FAILED = "0.5%"
+DEFAULT_MAX_FAILED = S.BY_KEY["max_failed"].default  # "0.5%": the row of ``--max-failed``
 
 
 @dataclass(frozen=True)

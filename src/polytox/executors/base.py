@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from .. import settings as S
 from ..errors import PolytoxError
 from ..scoring import Scorer
 from ..spec import EvalSpec
@@ -22,33 +23,29 @@ ProgressCallback = Callable[[str, int, int], None]
 
 
 @dataclass(frozen=True)
+@S.from_table("executor")
 class ExecutorConfig:
     """How to run (not *what*: none of this is in the spec or its hash, so it may change on resume).
 
     ``queue_depth``: finished generation shards allowed to wait for the scorer (pipelined, memory bound).
     Ray: ``ray_address`` (None = start a local Ray, ``auto`` = the running cluster), actors per pool,
-    GPUs and CPUs per actor.
+    GPUs and CPUs per actor. Each field's default, range and refusal are its row of the settings table
+    (section ``executor``).
     """
 
-    kind: str = "pipelined"
-    queue_depth: int = 2
-    ray_address: str | None = None
-    gen_workers: int = 1
-    score_workers: int = 1
-    gpus_per_gen_worker: float = 0.0
-    gpus_per_score_worker: float = 0.0
-    cpus_per_worker: float = 1.0
+    kind: str = S.TABLE_DEFAULT
+    queue_depth: int = S.TABLE_DEFAULT
+    ray_address: str | None = S.TABLE_DEFAULT
+    gen_workers: int = S.TABLE_DEFAULT
+    score_workers: int = S.TABLE_DEFAULT
+    gpus_per_gen_worker: float = S.TABLE_DEFAULT
+    gpus_per_score_worker: float = S.TABLE_DEFAULT
+    cpus_per_worker: float = S.TABLE_DEFAULT
 
     def __post_init__(self) -> None:
-        checks = [
-            (self.queue_depth >= 1, "queue_depth must be >= 1"),
-            (self.gen_workers >= 1 and self.score_workers >= 1, "workers must be >= 1"),
-            (min(self.gpus_per_gen_worker, self.gpus_per_score_worker) >= 0, "GPUs per worker must be >= 0"),
-            (self.cpus_per_worker > 0, "cpus_per_worker must be > 0"),
-        ]
-        for ok, message in checks:
-            if not ok:
-                raise PolytoxError(f"invalid executor settings: {message}")
+        problems = S.check_fields(self, "executor")
+        if problems:
+            raise PolytoxError(problems[0])
 
 
 @dataclass
