@@ -36,13 +36,14 @@ demo-multilingual: install
 	$(VENV)/bin/polytox eval --out $(OUT)-multilingual --model gemma-3-270m --lang $(DEMO_LANGS) \
 		--samples $(DEMO_SAMPLES)
 
-# ruff (lint; and the format of src) and mypy over the package and the studies; import-linter checks the
-# layers of docs/architecture.md.
+# ruff (lint; and the format of src) and mypy over the package, the studies and tests/typecheck (calls mypy
+# must refuse, such as evaluate(sampels=3)); import-linter checks the layers of docs/architecture.md.
 lint: install
 	$(VENV)/bin/ruff check src tests benchmarks research
 	$(VENV)/bin/ruff format --check src
 	$(VENV)/bin/mypy
 	$(VENV)/bin/mypy research/scorer/[a-z]*.py
+	$(VENV)/bin/mypy tests/typecheck
 	$(VENV)/bin/lint-imports
 
 # PRUNE_VENVS=1 (CI) removes each side virtualenv once its tests pass: about 8 GB back before the main suite,

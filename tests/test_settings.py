@@ -70,8 +70,13 @@ def test_spec_fields_take_their_defaults_from_the_table() -> None:
                 if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
                     written[(node.name, item.target.id)] = ast.unparse(item.value) if item.value else ""
     klasses = {**SECTION_CLASSES, "": EvalSpec}
+    from polytox.executors.base import ExecutorConfig
+
     for s in S.TABLE:
-        if s.section == "executor":
+        if s.section == "command":  # read by ``polytox eval`` only: no dataclass holds it
+            continue
+        if s.section == "executor":  # ``ExecutorConfig`` takes its defaults from the table too
+            assert {f.name: f.default for f in dataclasses.fields(ExecutorConfig)}[s.name] == s.default, s.key
             continue
         klass = klasses[s.section]
         assert written[(klass.__name__, s.name)] == "TABLE_DEFAULT", (klass.__name__, s.name)
@@ -121,12 +126,43 @@ def test_docs_python_shows_the_generated_signature() -> None:
 def test_evaluate_keywords_and_docstring_come_from_the_table() -> None:
     params = inspect.signature(polytox.evaluate).parameters
     keywords = {n for n, p in params.items() if p.kind is inspect.Parameter.KEYWORD_ONLY}
-    assert keywords == (S.CONFIG_KEYS | {"config", "retry_failed", "generations_from", "progress"})
+    assert keywords == (S.CONFIG_KEYS - S.COMMAND_KEYS) | {"config", "retry_failed", "generations_from", "progress"}
     assert params["samples"].annotation == "int | None" and params["lang"].annotation.startswith("str | Sequence")
+    assert params["chat_template"].annotation == "Literal['auto', 'always', 'never'] | None"
     doc = inspect.getdoc(polytox.evaluate) or ""
     for s in S.TABLE:
-        if s.flag and s.key != "executor":
+        if s.flag and s.key != "executor" and s.section != "command":
             assert f"{s.key}: {s.help} (``{s.option}``)." in doc
+    assert "verify:" not in doc and "max_failed:" not in doc
+
+
+def test_the_typed_keywords_are_the_table() -> None:
+    """``EvaluateSettings`` (what mypy and an editor see) has one key per keyword row, typed as the row says."""
+    from polytox.api.evaluation import keywords
+    from polytox.api.keywords import EvaluateSettings
+
+    typed = {key: getattr(hint, "__forward_arg__", hint) for key, hint in EvaluateSettings.__annotations__.items()}
+    assert typed == {s.key: s.annotation() for s in keywords()}
+    assert typed["top_p"] == "float | None" and "sampels" not in typed
+
+
+def test_the_command_keys_come_from_a_config(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``--out``, ``--max-failed`` and ``--verify`` are keys of ``--config`` too (``--help``: every flag has a key)."""
+    from polytox.cli.main import main
+
+    config = tmp_path / "run.yaml"
+    run = tmp_path / "run"
+    config.write_text(f"out: {run}\nmodel: fake\nscorer: fake\nlimit: 2\nsamples: 2\nmax_failed: '0'\n")
+    assert main(["eval", "--config", str(config), "--no-progress", "--json"]) == 0
+    assert (run / "manifest.json").exists()
+    capsys.readouterr()
+    config.write_text(f"out: {run}\nverify: true\n")
+    assert main(["eval", "--config", str(config)]) == 0
+    assert "no damage found" in capsys.readouterr().out
+    with pytest.raises(polytox.PolytoxError, match="verify is a key of polytox eval"):
+        polytox.evaluate(config=config)
+    with pytest.raises(polytox.PolytoxError, match="has no option 'verify'"):
+        polytox.evaluate(out=run, verify=True)  # type: ignore[call-arg]
 
 
 def test_the_hash_marks_are_what_identity_keeps() -> None:

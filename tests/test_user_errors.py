@@ -18,13 +18,13 @@ from typing import Any
 import pytest
 
 from polytox._util.options import (
-    NAMED_RANGES,
     Option,
     as_bool,
     check_options,
     option_from_annotation,
     signature_schema,
 )
+from polytox._util.schema import COMMON
 from polytox._util.yamlfile import read_yaml_mapping
 from polytox.errors import BadValueError, PolytoxError
 from polytox.models.lookup import check_model, hub_failure, looks_like_path, missing_model_files
@@ -166,9 +166,9 @@ def test_options_derive_from_the_signature() -> None:
     schema, var_kw = signature_schema(factory)
     assert var_kw and set(schema) == {"a", "n", "auto_n", "rate", "flag", "mode"}
     assert schema["n"] == Option("int") and schema["auto_n"] == Option("int", words=("auto",))
-    # a number named in NAMED_RANGES takes that range (``rate`` >= 0); the kind and words still come from the signature
-    assert schema["rate"] == Option("float", words=(), range=NAMED_RANGES["rate"]) and schema["flag"] == Option("bool")
-    assert NAMED_RANGES["rate"].lo == 0
+    # a number named in COMMON_OPTIONS takes that range (``rate`` >= 0); kind and words still come from the signature
+    assert schema["rate"] == Option("float", words=(), range=COMMON["rate"].range) and schema["flag"] == Option("bool")
+    assert COMMON["rate"].range is not None and COMMON["rate"].range.lo == 0
     assert option_from_annotation("Literal['ngram', 'full']", "ngram") == Option(choices=("ngram", "full"))
     assert Option("int", words=("auto",)).accepts() == "an integer or 'auto'"
     ok = {"n": "12", "auto_n": "auto", "rate": "1e-3", "flag": "yes", "a": "anything"}

@@ -1,0 +1,59 @@
+"""A refused run leaves no file behind, whatever the source of the bad value (issue 63).
+
+Execution settings and component options (scorer, generator backend, detox method) are checked by the
+schema before the run directory is opened: for each bad value below, given as a flag of ``polytox eval``,
+as a key of its YAML config and as a keyword of ``polytox.evaluate``, the refusal leaves the ``--out``
+folder absent. (Before, ``executor: foo`` from YAML or a keyword wrote ``manifest.json`` and
+``prompts.parquet`` first.)
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+import polytox
+from polytox.cli.main import main
+
+BAD = [
+    ("executor", "foo"),
+    ("workers", "0"),
+    ("queue_depth", "0"),
+    ("cpus_per_worker", "0"),
+    ("score_gpus_per_worker", "-1"),
+    ("scorer_opt", "fail_rate=2"),
+    ("scorer_opt", "nosuch=1"),
+    ("model_opt", "toxicity=2"),
+    ("model_opt", "nosuch=1"),
+    ("detox", "word-filter:end=middle"),
+]
+
+
+def typed(key: str, value: str) -> Any:
+    """The value as YAML or a keyword holds it: a list for a repeatable flag, else the YAML scalar."""
+    return [value] if key.endswith("_opt") else yaml.safe_load(value)
+
+
+def left(folder: Path) -> list[str]:
+    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*")) if folder.exists() else []
+
+
+@pytest.mark.parametrize(("key", "value"), BAD)
+def test_a_refused_run_leaves_no_file(tmp_path: Path, capsys: pytest.CaptureFixture[str], key: str, value: str) -> None:
+    base = {"model": "fake", "scorer": "fake", "limit": 2, "samples": 1}
+    flag = "--" + key.replace("_", "-")
+    argv = ["eval", "--out", str(tmp_path / "flag"), "--model", "fake", "--scorer", "fake", "--no-progress"]
+    try:
+        code = main([*argv, flag, value])
+    except SystemExit as exc:
+        code = exc.code
+    config = tmp_path / "run.yaml"
+    config.write_text(yaml.safe_dump({**base, key: typed(key, value)}))
+    assert main(["eval", "--out", str(tmp_path / "yaml"), "--config", str(config), "--no-progress"]) == 2
+    with pytest.raises(polytox.PolytoxError):
+        polytox.evaluate(out=tmp_path / "keyword", **{**base, key: typed(key, value)})
+    assert "polytox: error:" in capsys.readouterr().err
+    assert (code, left(tmp_path / "flag"), left(tmp_path / "yaml"), left(tmp_path / "keyword")) == (2, [], [], [])
