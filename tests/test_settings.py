@@ -52,7 +52,7 @@ def test_every_setting_is_declared_once_in_src() -> None:
     assert not flags_anywhere & {"--samples", "-k", "--top-p", "--top-k", "--max-new-tokens", "--temperature"}
     from polytox.cli import checks
 
-    assert not set(checks.OTHER_NUMBERS) & {"samples", "top_p", "temperature", "top_k", "max_new_tokens"}
+    assert not {f.key for f in checks.FLAG_NUMBERS} & {"samples", "top_p", "temperature", "top_k", "max_new_tokens"}
     assert not hasattr(checks, "NUMBERS") and not hasattr(polytox.spec, "FLAT_KEYS")
     text = "\n".join(p.read_text(encoding="utf-8") for p in SRC.rglob("*.py"))
     assert text.count("SAMPLES,") + text.count("range=SAMPLES") >= 1

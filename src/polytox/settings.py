@@ -1,14 +1,15 @@
 """The one table of run settings: every setting of ``polytox eval`` / ``polytox.evaluate`` is one row here.
 
-Each row (a ``Setting``: a ``Field`` of ``_util.schema``, the one schema class) names its key (the YAML key, the flag ``--key`` with ``-`` for ``_``, and the keyword of
-``polytox.evaluate``), the spec section and field it fills, its kind, its range or choices, its default, its
-help text, and whether it enters the spec hash (``hashed``: a run resumes only with the same values there).
-From this table come the flags of ``polytox eval`` (``cli.eval_cmd``), the keys a YAML config may hold, the
-per-field checks of ``spec.EvalSpec.validate`` and the conversion of flag and YAML values
-(``spec.spec_from_flat``), the keyword arguments and docstring of ``polytox.evaluate`` (``api.evaluation``)
-and the reference table of docs/settings.md (``reference_markdown``; a test keeps the page current). The spec
-dataclasses take their defaults from it (``from_table``). Adding a setting is one row plus the code that uses
-it; rules that tie two settings together stay in ``EvalSpec.validate``.
+Each row (a ``Setting``: a ``Field`` of ``_util.schema``, the one schema class) names its key (the YAML key,
+the flag ``--key`` with ``-`` for ``_``, and the keyword of ``polytox.evaluate``), the spec section and field
+it fills, its kind, its range or choices, its default, its help text, and whether it enters the spec hash
+(``hashed``: a run resumes only with the same values there). From this table come the flags of ``polytox
+eval`` (``cli.eval_cmd``), the keys a YAML config may hold, the per-field checks of ``spec.EvalSpec.validate``
+and the conversion of flag and YAML values (``spec.spec_from_flat``), the keyword arguments and docstring of
+``polytox.evaluate`` (``api.evaluation``) and the reference table of docs/settings.md (``reference_markdown``;
+a test keeps the page current). The spec dataclasses take their defaults from it (``from_table``). Adding a
+setting is one row plus the code that uses it; rules that tie two settings together stay in
+``EvalSpec.validate``.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from ._util.ranges import (
     SHARE_OPEN,
     Range,
 )
-from ._util.schema import Field, as_number
+from ._util.schema import Field
 
 EMBEDDED_MODEL = "smollm2-135m-instruct"
 # The scorer used when none is named (``polytox eval`` and ``polytox score``): routes each text by language

@@ -20,9 +20,9 @@ from typing import Any
 
 from . import constants as C
 from . import settings as S
+from ._util.schema import as_number
 from ._util.yamlfile import YamlMapping, read_yaml_mapping
 from .errors import BadValueError, PolytoxError
-from ._util.schema import as_number
 from .settings import DEFAULT_SCORER, EMBEDDED_MODEL, PROMPT_FORMATS, TABLE_DEFAULT, from_table
 
 __all__ = [

@@ -2,18 +2,18 @@
 
 One mechanism for every component that takes ``KEY=VALUE`` options (``--scorer-opt``, ``--model-opt``,
 ``--detox NAME:k=v``): the component declares a mapping ``OPTIONS`` of name -> ``Option`` (a ``Field`` of
-``_util.schema``, the schema class of every setting: its kind, range or choices, default and help), exactly once, and ``check_options`` / ``typed_options`` /
-``with_defaults`` read it; ``option_rows`` / ``format_options`` list it (``polytox scorers --options``).
-A number is range-checked as a flag is (``_util.ranges``): by the range its ``Option`` declares, else a
-float must be finite. Only a plugin's factory that declares no ``OPTIONS`` has its schema derived from its
-signature (each keyword parameter is an option; its annotation says what it accepts: ``int``, ``float``,
-``bool``, ``Literal[...]``, ``str``; a string default such as ``"auto"`` is accepted beside a number; a
-number named in ``schema.COMMON_OPTIONS`` takes that range). An unknown option names the valid ones; a wrong type or
-value names the option and what it accepts. Values arrive as strings (flags) or YAML scalars;
-``check_options`` checks them without converting them (a scorer factory receives exactly the strings it was
-given), ``typed_options`` checks them and converts each to its option's kind (a backend that keeps a dict of
-typed settings), and ``as_bool`` is the one reading of a boolean word (``1/true/yes/on``, ``0/false/no/off``)
-for every scorer and backend.
+``_util.schema``, the schema class of every setting: its kind, range or choices, default and help), exactly
+once, and ``check_options`` / ``typed_options`` / ``with_defaults`` read it; ``option_rows`` /
+``format_options`` list it (``polytox scorers --options``). A number is range-checked as a flag is
+(``_util.ranges``): by the range its ``Option`` declares, else a float must be finite. Only a plugin's factory
+that declares no ``OPTIONS`` has its schema derived from its signature (each keyword parameter is an option;
+its annotation says what it accepts: ``int``, ``float``, ``bool``, ``Literal[...]``, ``str``; a string default
+such as ``"auto"`` is accepted beside a number; a number named in ``schema.COMMON_OPTIONS`` takes that range).
+An unknown option names the valid ones; a wrong type or value names the option and what it accepts. Values
+arrive as strings (flags) or YAML scalars; ``check_options`` checks them without converting them (a scorer
+factory receives exactly the strings it was given), ``typed_options`` checks them and converts each to its
+option's kind (a backend that keeps a dict of typed settings), and ``as_bool`` is the one reading of a boolean
+word (``1/true/yes/on``, ``0/false/no/off``) for every scorer and backend.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ class EvaluateSettings(TypedDict, total=False):
     """The settings ``polytox.evaluate`` takes as keywords (docs/settings.md)."""
 
     prompts: str | None
-    format: Literal['auto', 'rtp', 'ptp', 'rtplx', 'generic', 'demo'] | None
+    format: Literal["auto", "rtp", "ptp", "rtplx", "generic", "demo"] | None
     hf_config: str | None
     hf_split: str | None
     limit: int | None
@@ -34,18 +34,18 @@ class EvaluateSettings(TypedDict, total=False):
     top_p: float | None
     top_k: int | None
     batch_size: int | None
-    chat_template: Literal['auto', 'always', 'never'] | None
+    chat_template: Literal["auto", "always", "never"] | None
     device: str | None
     dtype: str | None
     detox: str | None
     scorer: str | None
     scorer_opt: Mapping[str, Any] | Sequence[str] | None
     threshold: float | None
-    comparison: Literal['>=', '>'] | None
+    comparison: Literal[">=", ">"] | None
     n_bootstrap: int | None
     seed: int | None
     shard_size: int | None
-    preset: Literal['rtp', 'ptp'] | None
+    preset: Literal["rtp", "ptp"] | None
     fluency_model: str | None
     fluency_samples: int | None
     ray_address: str | None

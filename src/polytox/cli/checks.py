@@ -1,10 +1,11 @@
-"""Every numeric flag range-checked and every output path checked, by one table, before any work.
+"""Every numeric flag range-checked and every output path checked, by rows and tables, before any work.
 
 ``install(parser)`` walks every subcommand of the finished parser and wraps the ``type`` of
 
-- each ``int``/``float`` flag with its ``Range`` (``_util.ranges``; looked up by command and flag, then by
-  flag alone), so ``--threshold 2`` is refused by argparse with one line and exit code 2; a numeric flag
-  without a rule is a programming error (``install`` raises), so a new flag cannot skip the check;
+- each ``int``/``float`` flag with the ``Range`` of its row (a ``Field`` of ``FLAG_NUMBERS``, looked up by
+  command and flag, then by flag alone; else its row of the settings table), so ``--threshold 2`` is
+  refused by argparse with one line and exit code 2; a numeric flag without a rule is a programming error
+  (``install`` raises), so a new flag cannot skip the check;
 - each flag that names an output with its kind (a file, a folder, a file or '-' for stdout): a folder
   where a file is wanted, a file where a folder is wanted, a path under a file, or a place that cannot be
   written (probed by creating and removing a temporary file in the nearest existing folder: permission
@@ -38,73 +39,83 @@ from .._util.ranges import (
     SHARE_OPEN,
     Range,
 )
+from .._util.schema import Field
 from ..settings import range_of
 
-# Flag (argparse dest) -> its range, for the numeric flags of the commands that are not run settings. A run
-# setting (``polytox eval``'s flags: samples, top_p, threshold, seed, ...) has its range in its row of
-# ``polytox.settings.TABLE``, and a flag of the same name in another command means the same there.
-OTHER_NUMBERS: dict[str, Range] = {
-    "flag_threshold": PROBABILITY,
-    "chunk_size": COUNT,
-    "top": COUNT,
-    "min_per_lang": COUNT,
-    "holdout": Range(0, 1, hi_open=True),
-    "k": AT_LEAST_ONE,
-    # build
-    "per_bin": AT_LEAST_ONE,
-    "small_per_lang": COUNT,
-    "score_batch_size": AT_LEAST_ONE,
-    "max_bytes": AT_LEAST_ONE,
-    "span_min_chars": AT_LEAST_ONE,
-    "span_max_chars": AT_LEAST_ONE,
-    "prompt_max_tokens": AT_LEAST_ONE,
-    "translate_max": COUNT,
-    "translate_batch_size": AT_LEAST_ONE,
-    "translate_max_new_tokens": AT_LEAST_ONE,
-    "translate_beams": AT_LEAST_ONE,
-    # train-scorer
-    "max_tokens": AT_LEAST_ONE,
-    "alpha_ngram": NON_NEGATIVE,
-    "alpha_emb": NON_NEGATIVE,
-    "other_rtplx_weight": NON_NEGATIVE,
-    "attention_human_weight": NON_NEGATIVE,
-    "everyday_weight": NON_NEGATIVE,
-    "weight_rtplx": NON_NEGATIVE,
-    "web_gen_share": PROBABILITY,
-    "continuation_gen_share": PROBABILITY,
-    "ngram_features": AT_LEAST_ONE,
-    "folds": Range(2, integer=True),
-    "subset": SHARE_OPEN,
-    # corpus
-    "min_domain_docs": COUNT,
-    "min_docs": COUNT,
-    "check_sample": COUNT,
-    # serve
-    "port": PORT,
-    "qps": NON_NEGATIVE,
-    "burst": NON_NEGATIVE,
-    "max_batch": AT_LEAST_ONE,
-    "max_wait_ms": NON_NEGATIVE,
-    "max_queue": AT_LEAST_ONE,
-    "max_queue_wait": NON_NEGATIVE,
-    "max_body_bytes": AT_LEAST_ONE,
-    "graceful_seconds": NON_NEGATIVE,
-    # detox
-    "percentile": Range(0, 50, lo_open=True),
-    "epochs": POSITIVE,
-    "grad_accum": AT_LEAST_ONE,
-    "lr": POSITIVE,
-    "max_length": AT_LEAST_ONE,
-    "save_steps": AT_LEAST_ONE,
-}
 
-# (command, dest) -> range, where a flag means something else in one command
-COMMAND_NUMBERS: dict[tuple[str, str], Range] = {
-    ("train-scorer", "batch_size"): AT_LEAST_ONE,  # texts per forward pass (eval's 0 = automatic)
-    ("detox train", "batch_size"): AT_LEAST_ONE,
-    ("detox train", "max_steps"): Range(-1, integer=True),  # -1 = no cap (epochs decide)
-    ("unprompted", "n_bootstrap"): RESAMPLES_AT_LEAST_ONE,  # the curve is the resamples' mean: none is no curve
-}
+def _number(dest: str, rule: Range, command: str = "") -> Field:
+    """The row of a numeric flag (argparse dest ``dest``), in ``command`` only when it is named."""
+    return Field("number", range=rule, key=dest, section=command)
+
+
+# The numeric flags of the commands that are not run settings, as rows of the one schema (``Field``, kind
+# ``number``: the flag's argparse type says int or float). A row with a ``section`` is that command's own
+# meaning of a flag another command uses otherwise. A run setting (``polytox eval``'s flags: samples, top_p,
+# threshold, seed, ...) has its range in its row of ``polytox.settings.TABLE``, and a flag of the same name
+# in another command means the same there.
+# fmt: off
+FLAG_NUMBERS: tuple[Field, ...] = (
+    _number("flag_threshold", PROBABILITY),
+    _number("chunk_size", COUNT),
+    _number("top", COUNT),
+    _number("min_per_lang", COUNT),
+    _number("holdout", Range(0, 1, hi_open=True)),
+    _number("k", AT_LEAST_ONE),
+    # build
+    _number("per_bin", AT_LEAST_ONE),
+    _number("small_per_lang", COUNT),
+    _number("score_batch_size", AT_LEAST_ONE),
+    _number("max_bytes", AT_LEAST_ONE),
+    _number("span_min_chars", AT_LEAST_ONE),
+    _number("span_max_chars", AT_LEAST_ONE),
+    _number("prompt_max_tokens", AT_LEAST_ONE),
+    _number("translate_max", COUNT),
+    _number("translate_batch_size", AT_LEAST_ONE),
+    _number("translate_max_new_tokens", AT_LEAST_ONE),
+    _number("translate_beams", AT_LEAST_ONE),
+    # train-scorer
+    _number("max_tokens", AT_LEAST_ONE),
+    _number("alpha_ngram", NON_NEGATIVE),
+    _number("alpha_emb", NON_NEGATIVE),
+    _number("other_rtplx_weight", NON_NEGATIVE),
+    _number("attention_human_weight", NON_NEGATIVE),
+    _number("everyday_weight", NON_NEGATIVE),
+    _number("weight_rtplx", NON_NEGATIVE),
+    _number("web_gen_share", PROBABILITY),
+    _number("continuation_gen_share", PROBABILITY),
+    _number("ngram_features", AT_LEAST_ONE),
+    _number("folds", Range(2, integer=True)),
+    _number("subset", SHARE_OPEN),
+    # corpus
+    _number("min_domain_docs", COUNT),
+    _number("min_docs", COUNT),
+    _number("check_sample", COUNT),
+    # serve
+    _number("port", PORT),
+    _number("qps", NON_NEGATIVE),
+    _number("burst", NON_NEGATIVE),
+    _number("max_batch", AT_LEAST_ONE),
+    _number("max_wait_ms", NON_NEGATIVE),
+    _number("max_queue", AT_LEAST_ONE),
+    _number("max_queue_wait", NON_NEGATIVE),
+    _number("max_body_bytes", AT_LEAST_ONE),
+    _number("graceful_seconds", NON_NEGATIVE),
+    # detox
+    _number("percentile", Range(0, 50, lo_open=True)),
+    _number("epochs", POSITIVE),
+    _number("grad_accum", AT_LEAST_ONE),
+    _number("lr", POSITIVE),
+    _number("max_length", AT_LEAST_ONE),
+    _number("save_steps", AT_LEAST_ONE),
+    # a flag that means something else in one command
+    _number("batch_size", AT_LEAST_ONE, "train-scorer"),  # texts per forward pass (eval's 0 = automatic)
+    _number("batch_size", AT_LEAST_ONE, "detox train"),
+    _number("max_steps", Range(-1, integer=True), "detox train"),  # -1 = no cap (epochs decide)
+    # the curve is the resamples' mean: none is no curve
+    _number("n_bootstrap", RESAMPLES_AT_LEAST_ONE, "unprompted"),
+)
+# fmt: on
+BY_FLAG: dict[tuple[str, str], Field] = {(f.section, f.key): f for f in FLAG_NUMBERS}
 
 # (command, dest) -> "file" | "dir" | "file-or-stdout"
 OUTPUTS: dict[tuple[str, str], str] = {
@@ -265,7 +276,8 @@ def install(parser: argparse.ArgumentParser) -> None:
     for command, action in command_actions(parser):
         key = (command, action.dest)
         if action.type in (int, float):
-            rule = COMMAND_NUMBERS.get(key) or OTHER_NUMBERS.get(action.dest) or range_of(action.dest)
+            row = BY_FLAG.get(key) or BY_FLAG.get(("", action.dest))
+            rule = row.range if row is not None else range_of(action.dest)
             if rule is None:
                 raise RuntimeError(f"{command} --{action.dest}: numeric flag without a range in cli/checks.py")
             action.type = number(action.type, rule)
