@@ -72,13 +72,19 @@ def test_each_option_is_declared_exactly_once() -> None:
 
 
 def test_a_scorer_declares_what_its_constructor_takes() -> None:
-    """No constructor parameter without a declaration and no declaration without a parameter; the listing shows
-    the constructor's own default (written once, there)."""
+    """No constructor parameter without a declaration and no declaration without a parameter; each default is
+    written once, in the declaration, and the constructor's parameter reads it from there."""
     for name in SCORERS:
         factory = resolve("scorer", name)
         params = {p.name: p for p in inspect.signature(factory).parameters.values()
                   if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
-        assert set(params) == set(declared_options(factory) or {}), name
+        declared = declared_options(factory) or {}
+        assert set(params) == set(declared), name
+        source = inspect.getsource(factory.__init__)  # type: ignore[misc]
+        for key, param in params.items():
+            assert param.default == declared[key].default, (name, key)
+            if param.default is not None:
+                assert f'{key}: ' in source and f'OPTIONS["{key}"].default' in source, (name, key)
     fake = scorer_schema(resolve("scorer", "fake"))
     assert fake is not None and fake["fail_rate"].default == 0.0 and fake["batch_size"].default == 64
     default = scorer_schema(resolve("scorer", "default"))

@@ -16,7 +16,7 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
 from polytox.errors import PolytoxError  # noqa: E402
-from polytox.scoring import check_languages  # noqa: E402
+from polytox.scoring import check_languages, check_scorer  # noqa: E402
 from polytox.scoring.detoxify_scorer import JIGSAW_2019, MODELS, DetoxifyScorer, resolve_source  # noqa: E402
 from polytox.types import Score  # noqa: E402
 
@@ -128,8 +128,8 @@ def test_sources_and_identities_never_mix_in_the_cache(tmp_path: Path, offline_h
     b = DetoxifyScorer(model="original", path=str(path), device="cpu", dtype="float32", max_length="16")
     assert a.id.startswith("detoxify@original-hf-") and a.id != b.id
     assert a.describe()["model"].startswith("hf:toxic-bert:")
-    with pytest.raises(PolytoxError, match="unknown Detoxify model"):
-        DetoxifyScorer(model="tiny")
+    with pytest.raises(PolytoxError, match=r"^unknown Detoxify model 'tiny'; choose one of original, "):
+        check_scorer("detoxify", {"model": "tiny"})  # the schema refuses it, before any constructor
     with pytest.raises(PolytoxError, match="not both"):
         resolve_source("auto", path="x", checkpoint="y")
     with pytest.raises(PolytoxError, match="source=detoxify"):

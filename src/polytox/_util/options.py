@@ -132,6 +132,8 @@ def check_options(
     for key, value in given.items():
         option = schema.get(key)
         if option is not None and not option.valid(value):
+            if option.message:  # a refusal in the words users know (``Field.message``)
+                raise BadValueError(option.message.format(key=key, value=value, choices=", ".join(option.choices)), key)
             raise BadValueError(f"{owner} {flag} {key}={value!r}: {key} takes {option.accepts()}", key)
 
 

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import replace
 from typing import Any
 
 from .._util.options import Option, declared_options, signature_schema
@@ -29,14 +27,14 @@ MULTILINGUAL_HINT = (
 
 
 def scorer_schema(factory: Callable[..., Any]) -> dict[str, Option] | None:
-    """The options a scorer factory takes: its declared ``OPTIONS`` (``polytox._util.options``), each shown
-    with the default of the constructor's parameter of that name; a factory that passes ``**options`` on
-    names the scorer receiving them in ``OPTIONS_FORWARDED_TO`` (``default`` -> ``polytox-ml``), whose options
-    join its own. A plugin's factory that declares none has its options read from its signature. None: the
-    factory takes any option (a plugin's ``**kw``)."""
+    """The options a scorer factory takes: its declared ``OPTIONS`` (``polytox._util.options``), each with its
+    default (written there; the constructor's parameter reads it from there); a factory that passes
+    ``**options`` on names the scorer receiving them in ``OPTIONS_FORWARDED_TO`` (``default`` ->
+    ``polytox-ml``), whose options join its own. A plugin's factory that declares none has its options read from
+    its signature. None: the factory takes any option (a plugin's ``**kw``)."""
     declared = declared_options(factory)
     derived, var_kw = signature_schema(factory)
-    schema = derived if declared is None else {k: _with_default(o, factory, k) for k, o in declared.items()}
+    schema = derived if declared is None else dict(declared)
     if var_kw:
         target = getattr(factory, "OPTIONS_FORWARDED_TO", None)
         if target is None:
@@ -46,19 +44,6 @@ def scorer_schema(factory: Callable[..., Any]) -> dict[str, Option] | None:
             return None
         schema = {**forwarded, **schema}
     return schema
-
-
-def _with_default(option: Option, factory: Callable[..., Any], name: str) -> Option:
-    """``option`` showing the default its constructor parameter has (the one place that default is written)."""
-    if option.default is not None:
-        return option
-    try:
-        param = inspect.signature(factory).parameters.get(name)
-    except (TypeError, ValueError):
-        return option
-    if param is None or param.default in (None, inspect.Parameter.empty):
-        return option
-    return replace(option, default=param.default)
 
 
 def check_options(name: str, factory: Callable[..., Any], options: Mapping[str, Any]) -> None:

@@ -33,14 +33,14 @@ class DefaultScorer(Scorer):
     ``scale``)."""
 
     OPTIONS: ClassVar[dict[str, Option]] = {
-        "routes": Option("str", help="LANG=SCORER routes, comma-separated"),
+        "routes": Option("str", default="", help="LANG=SCORER routes, comma-separated"),
     }
 
     name = "default"
     batch_size = 4096
     OPTIONS_FORWARDED_TO = "polytox-ml"  # ``**ml_options``: validated against polytox-ml's options
 
-    def __init__(self, routes: str = "", **ml_options: Any) -> None:
+    def __init__(self, routes: str = OPTIONS["routes"].default, **ml_options: Any) -> None:
         table = dict(DEFAULT_ROUTES)
         for item in (x for x in routes.split(",") if x.strip()):
             lang, sep, scorer = item.partition("=")

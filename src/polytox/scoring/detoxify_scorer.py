@@ -119,36 +119,39 @@ class DetoxifyScorer(LocalClassifierScorer):
     """Detoxify original / unbiased / multilingual; options in the module docstring."""
 
     OPTIONS: ClassVar[dict[str, Option]] = {
-        "model": Option("str", help="original, unbiased or multilingual"),
-        "source": Option(choices=SOURCES, help="where the weights come from"),
-        "path": Option("str", help="a local checkpoint file"),
-        "checkpoint": Option("str", help="a checkpoint URL or file"),
-        "hf_config": Option("str", help="the transformers config the checkpoint needs"),
-        "revision": Option("str", help="model revision"),
+        "model": Option(
+            choices=tuple(MODELS),
+            default="original",
+            help="original, unbiased or multilingual",
+            message="unknown Detoxify model {value!r}; choose one of {choices}",
+        ),
+        "source": Option(choices=SOURCES, default="auto", help="where the weights come from"),
+        "path": Option("str", default="", help="a local checkpoint file"),
+        "checkpoint": Option("str", default="", help="a checkpoint URL or file"),
+        "hf_config": Option("str", default="", help="the transformers config the checkpoint needs"),
+        "revision": Option("str", default="", help="model revision"),
         **ENGINE_OPTIONS,
-        "languages": Option("str", help="comma-separated languages (default: the model's)"),
+        "languages": Option("str", default="", help="comma-separated languages (default: the model's)"),
     }
 
     name = "detoxify"
 
     def __init__(
         self,
-        model: str = "original",
-        source: str = "auto",
-        path: str = "",
-        checkpoint: str = "",
-        hf_config: str = "",
-        revision: str = "",
+        model: str = OPTIONS["model"].default,
+        source: str = OPTIONS["source"].default,
+        path: str = OPTIONS["path"].default,
+        checkpoint: str = OPTIONS["checkpoint"].default,
+        hf_config: str = OPTIONS["hf_config"].default,
+        revision: str = OPTIONS["revision"].default,
         max_length: str | int | None = None,
-        truncation: str = "head",
+        truncation: str = OPTIONS["truncation"].default,
         batch_size: str | int | None = None,
         max_batch_tokens: str | int | None = None,
-        device: str = "auto",
-        dtype: str = "auto",
-        languages: str = "",
+        device: str = OPTIONS["device"].default,
+        dtype: str = OPTIONS["dtype"].default,
+        languages: str = OPTIONS["languages"].default,
     ) -> None:
-        if model not in MODELS:
-            raise PolytoxError(f"unknown Detoxify model {model!r}; choose one of {', '.join(MODELS)}")
         spec = MODELS[model]
         check_truncation(truncation)
         self.detoxify_model = spec

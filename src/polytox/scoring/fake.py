@@ -50,27 +50,29 @@ def parse_attribute_languages(value: str) -> dict[str, frozenset[str]]:
 
 class FakeScorer(Scorer):
     OPTIONS: ClassVar[dict[str, Option]] = {
-        "attributes": Option("str", help="attributes it scores: ptp, rtp or a comma list (toxicity always)"),
-        "languages": Option("str", help="comma-separated languages it supports (any: all)"),
-        "attr_langs": Option("str", help="ATTR:lang,lang;ATTR:lang - attributes limited to languages"),
-        "fail_rate": Option("float", range=R.PROBABILITY, help="share of texts whose scoring fails"),
-        "crash_on": Option("str", help="a word whose texts make the whole batch raise"),
-        "batch_size": Option("int", range=R.COUNT, help="texts per batch"),
-        "version": Option("str", help="scorer version (a new version misses the cache)"),
-        "delay": Option("float", range=R.NON_NEGATIVE, help="seconds each batch sleeps"),
+        "attributes": Option(
+            "str", default="toxicity", help="attributes it scores: ptp, rtp or a comma list (toxicity always)"
+        ),
+        "languages": Option("str", default="any", help="comma-separated languages it supports (any: all)"),
+        "attr_langs": Option("str", default="", help="ATTR:lang,lang;ATTR:lang - attributes limited to languages"),
+        "fail_rate": Option("float", range=R.PROBABILITY, default=0.0, help="share of texts whose scoring fails"),
+        "crash_on": Option("str", default="", help="a word whose texts make the whole batch raise"),
+        "batch_size": Option("int", range=R.COUNT, default=64, help="texts per batch"),
+        "version": Option("str", default="1", help="scorer version (a new version misses the cache)"),
+        "delay": Option("float", range=R.NON_NEGATIVE, default=0.0, help="seconds each batch sleeps"),
     }
     name = "fake"
 
     def __init__(
         self,
-        attributes: str = "toxicity",
-        languages: str = "any",
-        attr_langs: str = "",
-        fail_rate: str | float = 0.0,
-        crash_on: str = "",
-        batch_size: str | int = 64,
-        version: str = "1",
-        delay: str | float = 0.0,
+        attributes: str = OPTIONS["attributes"].default,
+        languages: str = OPTIONS["languages"].default,
+        attr_langs: str = OPTIONS["attr_langs"].default,
+        fail_rate: str | float = OPTIONS["fail_rate"].default,
+        crash_on: str = OPTIONS["crash_on"].default,
+        batch_size: str | int = OPTIONS["batch_size"].default,
+        version: str = OPTIONS["version"].default,
+        delay: str | float = OPTIONS["delay"].default,
     ) -> None:
         self.attributes = tuple(a.lower() for a in parse_attributes(attributes))
         self.languages = None if languages == "any" else frozenset(x.strip() for x in languages.split(","))

@@ -91,11 +91,11 @@ def load_sequence_classifier(
 # The engine's options, the same for every local classifier (``hf``, ``detoxify``): declared once here.
 ENGINE_OPTIONS: dict[str, Option] = {
     "max_length": Option("int", range=R.Range(2, integer=True), help="tokens per text (default: the model's)"),
-    "truncation": Option("str", help="head or tail: which end of a long text is kept"),
+    "truncation": Option("str", default="head", help="head or tail: which end of a long text is kept"),
     "batch_size": Option("int", range=R.AT_LEAST_ONE, help="texts per forward pass (default: automatic)"),
     "max_batch_tokens": Option("int", range=R.COUNT, help="tokens per forward pass (0: no limit)"),
-    "device": Option("str", help="auto, cpu, cuda, cuda:N, mps"),
-    "dtype": Option("str", help="auto, float32, float16, bfloat16"),
+    "device": Option("str", default="auto", help="auto, cpu, cuda, cuda:N, mps"),
+    "dtype": Option("str", default="auto", help="auto, float32, float16, bfloat16"),
 }
 
 
@@ -176,35 +176,35 @@ class HfClassifierScorer(LocalClassifierScorer):
     """Any ``AutoModelForSequenceClassification`` checkpoint; options in the module docstring."""
 
     OPTIONS: ClassVar[dict[str, Option]] = {
-        "model": Option("str", help="required: a Hub id or a folder of a sequence classifier"),
-        "revision": Option("str", help="model revision"),
-        "label_map": Option("str", help="LABEL=attribute pairs, comma-separated"),
-        "toxicity_label": Option("str", help="the label read as toxicity"),
-        "attributes": Option("str", help="comma-separated attributes kept"),
-        "activation": Option("str", help="auto, sigmoid, softmax or none"),
+        "model": Option("str", default="", help="required: a Hub id or a folder of a sequence classifier"),
+        "revision": Option("str", default="", help="model revision"),
+        "label_map": Option("str", default="", help="LABEL=attribute pairs, comma-separated"),
+        "toxicity_label": Option("str", default="", help="the label read as toxicity"),
+        "attributes": Option("str", default="", help="comma-separated attributes kept"),
+        "activation": Option("str", default="auto", help="auto, sigmoid, softmax or none"),
         **ENGINE_OPTIONS,
-        "languages": Option("str", help="comma-separated languages it supports (any: all)"),
-        "trust_remote_code": Option("bool", help="run the model repository's own code"),
+        "languages": Option("str", default="any", help="comma-separated languages it supports (any: all)"),
+        "trust_remote_code": Option("bool", default=False, help="run the model repository's own code"),
     }
 
     name = "hf"
 
     def __init__(
         self,
-        model: str = "",
-        revision: str = "",
-        label_map: str = "",
-        toxicity_label: str = "",
-        attributes: str = "",
-        activation: str = "auto",
+        model: str = OPTIONS["model"].default,
+        revision: str = OPTIONS["revision"].default,
+        label_map: str = OPTIONS["label_map"].default,
+        toxicity_label: str = OPTIONS["toxicity_label"].default,
+        attributes: str = OPTIONS["attributes"].default,
+        activation: str = OPTIONS["activation"].default,
         max_length: str | int | None = None,
-        truncation: str = "head",
+        truncation: str = OPTIONS["truncation"].default,
         batch_size: str | int | None = None,
         max_batch_tokens: str | int | None = None,
-        device: str = "auto",
-        dtype: str = "auto",
-        languages: str = "any",
-        trust_remote_code: str | bool = False,
+        device: str = OPTIONS["device"].default,
+        dtype: str = OPTIONS["dtype"].default,
+        languages: str = OPTIONS["languages"].default,
+        trust_remote_code: str | bool = OPTIONS["trust_remote_code"].default,
     ) -> None:
         if not model:
             raise PolytoxError(

@@ -129,13 +129,20 @@ def read_terms(path: Path) -> list[str]:
 class LexiconScorer(Scorer):
     OPTIONS: ClassVar[dict[str, Option]] = {
         "dir": Option("str", help="folder of word lists (default: the packaged lists)"),
-        "lists": Option("str", help="comma-separated list names"),
-        "toxicity": Option("str", help="which list kinds count as toxic (any: all)"),
+        "lists": Option("str", default="profanity", help="comma-separated list names"),
+        "toxicity": Option(
+            choices=("any", "rate"),
+            default="any",
+            help="which list kinds count as toxic (any: all)",
+            message="lexicon: toxicity must be 'any' or 'rate', got {value!r}",
+        ),
     }
     name = "lexicon"
     batch_size = 1024
 
-    def __init__(self, dir: str | None = None, lists: str = "profanity", toxicity: str = "any") -> None:
+    def __init__(
+        self, dir: str | None = None, lists: str = OPTIONS["lists"].default, toxicity: str = OPTIONS["toxicity"].default
+    ) -> None:
         folder = dir or os.environ.get(DIR_ENV)
         if not folder:
             raise PolytoxError(
@@ -149,8 +156,6 @@ class LexiconScorer(Scorer):
         unknown = set(self.lists) - {"profanity", "identity"}
         if unknown or "profanity" not in self.lists:
             raise PolytoxError(f"lexicon: lists must be 'profanity' or 'profanity,identity', got {lists!r}")
-        if toxicity not in ("any", "rate"):
-            raise PolytoxError(f"lexicon: toxicity must be 'any' or 'rate', got {toxicity!r}")
         self.toxicity_from = f"profanity_{toxicity}"
         files = sorted(p for p in root.glob("*.txt") if p.stem.isalpha() and len(p.stem) == 2)
         if not files:

@@ -174,18 +174,27 @@ def _retry_after(headers: Mapping[str, str]) -> float | None:
 
 class PerspectiveScorer(Scorer):
     OPTIONS: ClassVar[dict[str, Option]] = {
-        "url": Option("str", help="API root (a stand-in server for tests)"),
-        "qps": Option("float", range=R.NON_NEGATIVE, help="requests per second (the project quota)"),
-        "attributes": Option("str", help="comma-separated attributes; ptp / rtp for the papers' sets"),
-        "concurrency": Option("int", range=R.COUNT, help="worker threads (0: from qps)"),
-        "timeout": Option("float", range=R.POSITIVE, help="seconds one request may take"),
-        "max_attempts": Option("int", range=R.AT_LEAST_ONE, help="tries of one request"),
-        "backoff": Option("float", range=R.NON_NEGATIVE, help="first retry's backoff in seconds"),
-        "backoff_max": Option("float", range=R.NON_NEGATIVE, help="longest backoff in seconds"),
-        "retry_without_language": Option("bool", help="retry a refused language without a language hint"),
-        "language_hint": Option("bool", help="send each text's language"),
-        "languages": Option("str", help="languages it accepts (auto: the API's list)"),
-        "archive": Option("str", help="archive of raw responses (default, off or a path)"),
+        "url": Option("str", default=DEFAULT_URL, help="API root (a stand-in server for tests)"),
+        "qps": Option(
+            "float",
+            range=R.NON_NEGATIVE,
+            default=C.PERSPECTIVE_DEFAULT_QPS,
+            help="requests per second (the project quota)",
+        ),
+        "attributes": Option(
+            "str", default="TOXICITY", help="comma-separated attributes; ptp / rtp for the papers' sets"
+        ),
+        "concurrency": Option("int", range=R.COUNT, default=0, help="worker threads (0: from qps)"),
+        "timeout": Option("float", range=R.POSITIVE, default=30.0, help="seconds one request may take"),
+        "max_attempts": Option("int", range=R.AT_LEAST_ONE, default=8, help="tries of one request"),
+        "backoff": Option("float", range=R.NON_NEGATIVE, default=1.0, help="first retry's backoff in seconds"),
+        "backoff_max": Option("float", range=R.NON_NEGATIVE, default=60.0, help="longest backoff in seconds"),
+        "retry_without_language": Option(
+            "bool", default=False, help="retry a refused language without a language hint"
+        ),
+        "language_hint": Option("bool", default=True, help="send each text's language"),
+        "languages": Option("str", default="auto", help="languages it accepts (auto: the API's list)"),
+        "archive": Option("str", default="default", help="archive of raw responses (default, off or a path)"),
         "key": Option("str", help="refused: put the key in PERSPECTIVE_API_KEY"),
         "api_key": Option("str", help="refused: put the key in PERSPECTIVE_API_KEY"),
     }
@@ -196,18 +205,18 @@ class PerspectiveScorer(Scorer):
 
     def __init__(
         self,
-        url: str = DEFAULT_URL,
-        qps: str | float = C.PERSPECTIVE_DEFAULT_QPS,
-        attributes: str = "TOXICITY",
-        concurrency: str | int = 0,
-        timeout: str | float = 30.0,
-        max_attempts: str | int = 8,
-        backoff: str | float = 1.0,
-        backoff_max: str | float = 60.0,
-        retry_without_language: str | bool = False,
-        language_hint: str | bool = True,
-        languages: str = "auto",
-        archive: str = "default",
+        url: str = OPTIONS["url"].default,
+        qps: str | float = OPTIONS["qps"].default,
+        attributes: str = OPTIONS["attributes"].default,
+        concurrency: str | int = OPTIONS["concurrency"].default,
+        timeout: str | float = OPTIONS["timeout"].default,
+        max_attempts: str | int = OPTIONS["max_attempts"].default,
+        backoff: str | float = OPTIONS["backoff"].default,
+        backoff_max: str | float = OPTIONS["backoff_max"].default,
+        retry_without_language: str | bool = OPTIONS["retry_without_language"].default,
+        language_hint: str | bool = OPTIONS["language_hint"].default,
+        languages: str = OPTIONS["languages"].default,
+        archive: str = OPTIONS["archive"].default,
         key: str | None = None,
         api_key: str | None = None,
     ) -> None:

@@ -60,15 +60,29 @@ class PolytoxMlScorer(Scorer):
     named; ``auto``, the default: the era scale of ``text``, ``DEFAULT_SCALES``, where the head has it)."""
 
     OPTIONS: ClassVar[dict[str, Option]] = {
-        "head": Option("str", help="a head file (default: the committed one)"),
-        "mode": Option("str", help="auto, full or ngram"),
-        "device": Option("str", help="auto, cpu, cuda, cuda:N, mps"),
-        "lm_batch_size": Option("int", words=("auto",), range=R.COUNT, help="texts per embedding pass"),
-        "embedding_cache": Option("str", help="off or a path to the embedding cache"),
-        "dtype": Option("str", help="auto, float32, float16, bfloat16"),
-        "text": Option("str", help="what a score is read from: continuation or full text"),
-        "scale": Option("str", help="auto, head or a named scale of TOXICITY (polytox scorers lists them)"),
-        "attributes": Option("str", help="TOXICITY (default), ptp, rtp or a comma list of Perspective attributes"),
+        "head": Option("str", default="", help="a head file (default: the committed one)"),
+        "mode": Option(
+            choices=("auto", *MODES),
+            default="auto",
+            help="auto, full or ngram",
+            message="polytox-ml mode must be {choices}, got {value!r}",
+        ),
+        "device": Option("str", default="auto", help="auto, cpu, cuda, cuda:N, mps"),
+        "lm_batch_size": Option("int", words=("auto",), range=R.COUNT, default="auto", help="texts per embedding pass"),
+        "embedding_cache": Option("str", default="off", help="off or a path to the embedding cache"),
+        "dtype": Option("str", default="auto", help="auto, float32, float16, bfloat16"),
+        "text": Option(
+            choices=TEXT_KINDS,
+            default=CONTINUATION,
+            help="what a score is read from: continuation or full text",
+            message="polytox-ml text must be one of {choices}, got {value!r}",
+        ),
+        "scale": Option(
+            "str", default=AUTO_SCALE, help="auto, head or a named scale of TOXICITY (polytox scorers lists them)"
+        ),
+        "attributes": Option(
+            "str", default="TOXICITY", help="TOXICITY (default), ptp, rtp or a comma list of Perspective attributes"
+        ),
     }
 
     name = "polytox-ml"
@@ -76,28 +90,24 @@ class PolytoxMlScorer(Scorer):
 
     def __init__(
         self,
-        head: str = "",
-        mode: str = "auto",
-        device: str = "auto",
-        lm_batch_size: str | int = "auto",
-        embedding_cache: str = "off",
-        dtype: str = "auto",
-        text: str = CONTINUATION,
-        scale: str = AUTO_SCALE,
-        attributes: str = "TOXICITY",
+        head: str = OPTIONS["head"].default,
+        mode: str = OPTIONS["mode"].default,
+        device: str = OPTIONS["device"].default,
+        lm_batch_size: str | int = OPTIONS["lm_batch_size"].default,
+        embedding_cache: str = OPTIONS["embedding_cache"].default,
+        dtype: str = OPTIONS["dtype"].default,
+        text: str = OPTIONS["text"].default,
+        scale: str = OPTIONS["scale"].default,
+        attributes: str = OPTIONS["attributes"].default,
     ) -> None:
         require("sklearn", "ml", "scikit-learn")
         self.head_path = str(head or default_head_path())
         self.head = MlHead.load(self.head_path)
         if mode == "auto":
             mode = "full" if self.head.has_embeddings else "ngram"
-        if mode not in MODES:
-            raise PolytoxError(f"polytox-ml mode must be auto, {', '.join(MODES)}, got {mode!r}")
         if mode == "full" and not self.head.has_embeddings:
             raise PolytoxError(f"{self.head_path} has no embedding part; use --scorer-opt mode=ngram")
         self.mode = mode
-        if text not in TEXT_KINDS:
-            raise PolytoxError(f"polytox-ml text must be one of {', '.join(TEXT_KINDS)}, got {text!r}")
         self.text = text
         self.languages = frozenset(self.head.languages)
         self._attribute_heads = self._load_attributes(attributes)
