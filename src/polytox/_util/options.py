@@ -21,7 +21,7 @@ from __future__ import annotations
 import ast
 import difflib
 import inspect
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..errors import BadValueError, PolytoxError
@@ -117,12 +117,10 @@ def signature_schema(factory: Callable[..., Any]) -> tuple[dict[str, Option], bo
     return schema, var_kw
 
 
-def check_options(
-    owner: str, schema: Mapping[str, Option], given: Mapping[str, Any], also: Iterable[str] = (), flag: str = "option"
-) -> None:
-    """Refuse an option not in ``schema`` (nor in ``also``, options handled elsewhere) or a value the schema
-    does not accept; the message names the option, what it accepts, and the valid options."""
-    valid = sorted(set(schema) | set(also))
+def check_options(owner: str, schema: Mapping[str, Option], given: Mapping[str, Any], flag: str = "option") -> None:
+    """Refuse an option not in ``schema`` or a value the schema does not accept; the message names the
+    option, what it accepts, and the valid options."""
+    valid = sorted(schema)
     unknown = sorted(set(given) - set(valid))
     if unknown:
         close = difflib.get_close_matches(unknown[0], valid, n=1)

@@ -14,9 +14,13 @@ from .cache import CachedScorer, ScoreCache
 
 __all__ = ["CachedScorer", "ScoreCache", "Scorer", "build_scorer", "check_languages"]
 
-# Options every scorer accepts, handled here rather than by the scorer itself.
-CACHE_OPTION = "cache"  # a path to the SQLite cache, or "off"
-CALIBRATION_OPTION = "calibration"  # a file written by ``polytox calibrate``, applied on top of the cache
+# Options every scorer accepts, handled here rather than by the scorer itself (rows of the same schema).
+CACHE_OPTION = "cache"
+CALIBRATION_OPTION = "calibration"
+WRAPPER_OPTIONS: dict[str, Option] = {
+    CACHE_OPTION: Option("str", help="the SQLite score cache's path, or off"),
+    CALIBRATION_OPTION: Option("str", help="a file written by polytox calibrate, applied on top of the cache"),
+}
 
 # What to suggest when a language is not covered (README "Scorers").
 MULTILINGUAL_HINT = (
@@ -27,23 +31,15 @@ MULTILINGUAL_HINT = (
 
 
 def scorer_schema(factory: Callable[..., Any]) -> dict[str, Option] | None:
-    """The options a scorer factory takes: its declared ``OPTIONS`` (``polytox._util.options``), each with its
-    default (written there; the constructor's parameter reads it from there); a factory that passes
-    ``**options`` on names the scorer receiving them in ``OPTIONS_FORWARDED_TO`` (``default`` ->
-    ``polytox-ml``), whose options join its own. A plugin's factory that declares none has its options read from
-    its signature. None: the factory takes any option (a plugin's ``**kw``)."""
+    """The options a scorer factory takes: its declared ``OPTIONS`` (``Field`` rows of ``_util.schema``, each
+    with its default; ``default`` declares polytox-ml's, which it passes on, beside its own). A plugin's
+    factory that declares none has its options read from its signature. None: the factory takes any option
+    (a plugin's ``**kw`` without ``OPTIONS``)."""
     declared = declared_options(factory)
+    if declared is not None:
+        return dict(declared)
     derived, var_kw = signature_schema(factory)
-    schema = derived if declared is None else dict(declared)
-    if var_kw:
-        target = getattr(factory, "OPTIONS_FORWARDED_TO", None)
-        if target is None:
-            return None
-        forwarded = scorer_schema(resolve("scorer", target))
-        if forwarded is None:
-            return None
-        schema = {**forwarded, **schema}
-    return schema
+    return None if var_kw else derived
 
 
 def check_options(name: str, factory: Callable[..., Any], options: Mapping[str, Any]) -> None:
@@ -51,7 +47,7 @@ def check_options(name: str, factory: Callable[..., Any], options: Mapping[str, 
     saying what the option accepts (instead of a TypeError or ValueError from inside the scorer)."""
     schema = scorer_schema(factory)
     if schema is not None:
-        validate(f"scorer {name!r}", schema, options, also=(CACHE_OPTION, CALIBRATION_OPTION))
+        validate(f"scorer {name!r}", {**schema, **WRAPPER_OPTIONS}, options)
 
 
 def check_scorer(name: str, options: Mapping[str, str] | Iterable[tuple[str, str]] = ()) -> None:

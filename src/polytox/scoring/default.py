@@ -21,6 +21,7 @@ from ..langs import PTP_LANGUAGES
 from ..registry import resolve
 from ..types import RAW_KEY, Score
 from .base import Scorer, config_digest
+from .ml.scorer import PolytoxMlScorer
 
 # Measured choice (docs/default-scorer.md, "Per-language AUC against human ratings"): the scorer with the
 # best grouped-CV AUC against RTP-LX human labels among the offline ones that cover the language.
@@ -32,13 +33,14 @@ class DefaultScorer(Scorer):
     (``mode``, ``head``, ``device``, ``lm_batch_size``, ``embedding_cache``, ``dtype``, ``text``,
     ``scale``)."""
 
+    # polytox-ml's options (``**ml_options`` goes to it), then its own: one schema, checked before it is built
     OPTIONS: ClassVar[dict[str, Option]] = {
+        **PolytoxMlScorer.OPTIONS,
         "routes": Option("str", default="", help="LANG=SCORER routes, comma-separated"),
     }
 
     name = "default"
     batch_size = 4096
-    OPTIONS_FORWARDED_TO = "polytox-ml"  # ``**ml_options``: validated against polytox-ml's options
 
     def __init__(self, routes: str = OPTIONS["routes"].default, **ml_options: Any) -> None:
         table = dict(DEFAULT_ROUTES)
