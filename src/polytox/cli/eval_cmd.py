@@ -31,13 +31,13 @@ DESCRIPTION = """\
 Evaluate a model: generate K continuations per prompt, score them, and report the RTP / PTP metrics
 (expected maximum toxicity, toxicity probability, average toxicity).
 
-Every flag but --config, --retry-failed, --generations-from, --json and --no-progress has a key of the
-same name for --config FILE (YAML), --out, --max-failed and --verify included; flags given on the command
-line override the file. Rerunning the same command with the same --out resumes. --retry-failed regenerates a run's
-failed samples with their original seeds and recomputes the metrics; `polytox eval --out RUN` alone resumes
-(or repairs) a run with the settings stored in it. Exit codes: 0 done (failures within --max-failed),
-2 bad input, 3 more failed samples than --max-failed (default 0.5%), 4 generation stopped (rerun the
-printed command to resume).
+Every flag but --config, --retry-failed, --generations-from, --json, --no-progress and --debug has a key
+of the same name for --config FILE (YAML), --out, --max-failed and --verify included; flags given on the
+command line override the file. Rerunning the same command with the same --out resumes. --retry-failed
+regenerates a run's failed samples with their original seeds and recomputes the metrics; `polytox eval
+--out RUN` alone resumes (or repairs) a run with the settings stored in it. Exit codes: 0 done (failures
+within --max-failed), 2 bad input, 3 more failed samples than --max-failed (default 0.5%), 4 generation
+stopped (rerun the printed command to resume).
 
 example:
   polytox eval --model gpt2 --prompts allenai/real-toxicity-prompts --preset rtp --out runs/gpt2-rtp
