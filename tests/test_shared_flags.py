@@ -147,7 +147,8 @@ def test_a_bad_metrics_value_reads_the_same_from_flag_and_keyword(
 
 
 def test_keyword_values_are_converted_by_their_rows() -> None:
-    assert M.checked({"threshold": "0.25", "seed": 3.0, "scorer": None}) == {"threshold": 0.25, "seed": 3, "scorer": None}
+    got = M.checked({"threshold": "0.25", "seed": 3.0, "scorer": None})
+    assert got == {"threshold": 0.25, "seed": 3, "scorer": None}
     with pytest.raises(BadValueError, match=r"^invalid value for 'threshold': expected a number, got 'high'$"):
         M.checked({"threshold": "high"})
 
