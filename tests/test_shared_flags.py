@@ -94,6 +94,17 @@ def test_every_shared_flag_is_one_rows_declaration() -> None:
     assert len(seen["--lang"]) == 5 and len(seen["--seed"]) == 3
 
 
+def test_no_run_setting_is_declared_again() -> None:
+    """The rows outside ``settings.TABLE`` mean something else than the run setting of the same key (their
+    help says what), and the metrics settings that are run settings are the run settings' own rows."""
+    own = [r for r in all_rows() if not any(r is t for t in S.TABLE)]
+    assert len(own) == 13  # 4 metrics settings, 9 of cli.flags
+    for row in own:
+        run = S.BY_KEY.get(row.key)
+        assert run is None or (row.help, row.default) != (run.help, run.default), row.key
+    assert all(M.BY_KEY[k] is S.BY_KEY[k] for k in ("threshold", "comparison", "n_bootstrap"))
+
+
 def test_no_shared_flag_is_declared_twice_in_the_sources() -> None:
     """No ``add_argument("--threshold", ...)`` (or any shared option string) outside ``cli/flags.py``."""
     found = []
