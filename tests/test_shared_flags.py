@@ -26,7 +26,7 @@ from typing import Any, cast
 import pytest
 
 from polytox import settings as S
-from polytox.api.run import Metrics
+from polytox.api.run import Metrics, Run
 from polytox.cli import flags as F
 from polytox.cli.main import build_parser, main
 from polytox.errors import BadValueError
@@ -155,6 +155,14 @@ def test_a_bad_metrics_value_reads_the_same_from_flag_and_keyword(
     assert exited.value.code == 2 and caught.value.key == key
     assert str(caught.value).startswith(f"{key} ")
     assert f"argument {flag}: {str(caught.value).removeprefix(key + ' ')} (see" in line
+
+
+def test_compute_metrics_is_a_warning_alias_of_metrics() -> None:
+    run = Run.__new__(Run)
+    run.__dict__["metrics"] = Metrics(run, {})  # the cached property, without a run directory
+    with pytest.warns(DeprecationWarning, match=r"compute_metrics is deprecated: use run\.metrics"), \
+            pytest.raises(BadValueError, match=r"^threshold must be in \[0, 1\], got 2\.0$"):
+        run.compute_metrics(threshold=2)
 
 
 def test_keyword_values_are_converted_by_their_rows() -> None:

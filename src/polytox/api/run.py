@@ -153,6 +153,13 @@ class Run:
         """The scorers with stored scores (directory names under ``scores/``)."""
         return self._store.scorer_ids()
 
+    def compute_metrics(self, *args: Any, **settings: Any) -> dict[str, Any]:
+        """Deprecated: ``run.metrics(...)`` (the same keywords, declared once there)."""
+        import warnings
+
+        warnings.warn("Run.compute_metrics is deprecated: use run.metrics(...)", DeprecationWarning, stacklevel=2)
+        return self.metrics(*args, **settings)
+
     def prompts(self) -> pd.DataFrame:
         """The run's prompts: ``id``, ``text``, ``lang``, ``toxicity`` ... as stored in ``prompts.parquet``."""
         return _frame([self._store.prompts_path])
