@@ -111,7 +111,7 @@ def test_no_shared_flag_is_declared_twice_in_the_sources() -> None:
     for path in sorted(SRC.rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "add_argument":
-                names = {a.value for a in node.args if isinstance(a, ast.Constant)}
+                names = {a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)}
                 if names & set(F.SHARED_OPTIONS):
                     found.append(f"{path.relative_to(SRC)}:{node.lineno} {sorted(names)}")
     assert found == []
@@ -187,6 +187,7 @@ def render() -> dict[str, Any]:
             argv = [*cmd.split(), f"{flag}={bad}"]
             err = io.StringIO()
             with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+                code: int | str | None
                 try:
                     code = main(argv)
                 except SystemExit as exc:
