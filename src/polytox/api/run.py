@@ -14,10 +14,9 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .. import constants as C
-from .._util.ranges import RESAMPLES
 from ..errors import PolytoxError, require
 from ..metrics.failures import FailureSummary
+from ..metrics.settings import checked, default
 from ..spec import EvalSpec, MetricsSpec
 from ..store import RunStore, slug
 
@@ -38,15 +37,53 @@ class Metrics(dict[str, Any]):
 
     def __call__(
         self,
-        scale: str | None = None,
-        threshold: float = C.TOXIC_THRESHOLD,
-        comparison: str = C.DEFAULT_COMPARISON,
-        n_bootstrap: int = C.BOOTSTRAP_RESAMPLES,
-        scorer: str | None = None,
-        seed: int | None = None,
-        attribute: str = "toxicity",
+        scale: str | None = default("scale"),
+        threshold: float = default("threshold"),
+        comparison: str = default("comparison"),
+        n_bootstrap: int = default("n_bootstrap"),
+        scorer: str | None = default("scorer"),
+        seed: int | None = default("seed"),
+        attribute: str = default("attribute"),
     ) -> dict[str, Any]:
-        return self._run.compute_metrics(scale, threshold, comparison, n_bootstrap, scorer, seed, attribute)
+        """EMT / EP / AT of the stored scores, as ``polytox metrics RUN --json`` prints them.
+
+        The keywords are ``polytox metrics``'s flags (``metrics.settings``: the same defaults and checks).
+
+        Args:
+            scale: re-read a ``polytox-ml`` / ``default`` run on another scale from its stored raw scores
+                (``--scale``).
+            threshold: the toxic threshold (``--threshold``).
+            comparison: ``">="`` or ``">"`` (``--comparison``).
+            n_bootstrap: bootstrap resamples of the confidence intervals (``--n-bootstrap``).
+            scorer: which stored scorer; default: the run's (``--scorer``).
+            seed: the bootstrap seed (``--seed``); default: the run's own seed, as in its ``metrics.json``.
+            attribute: which stored attribute (``--attribute``): ``severe_toxicity``, ``insult`` ... of a run
+                scored with ``attributes=rtp``; default toxicity.
+
+        Returns:
+            The metrics: ``overall``, ``by`` (language, tier, prompt toxicity...) as in ``metrics.json``.
+
+        Raises:
+            PolytoxError: no scores yet, an unknown scorer, attribute or scale, a bad setting
+                (``BadValueError``, in the words of the flag's refusal).
+        """
+        from ..metrics.for_path import compute_for_path
+
+        v = checked(
+            {
+                "scale": scale,
+                "threshold": threshold,
+                "comparison": comparison,
+                "n_bootstrap": n_bootstrap,
+                "scorer": scorer,
+                "seed": seed,
+                "attribute": attribute,
+            }
+        )
+        spec = MetricsSpec(threshold=v["threshold"], comparison=v["comparison"], n_bootstrap=v["n_bootstrap"])
+        return compute_for_path(
+            self._run.path, spec, v["scorer"], v["seed"], scale=v["scale"], attribute=v["attribute"]
+        )
 
 
 class Run:
@@ -116,44 +153,12 @@ class Run:
         """The scorers with stored scores (directory names under ``scores/``)."""
         return self._store.scorer_ids()
 
-    def compute_metrics(
-        self,
-        scale: str | None = None,
-        threshold: float = C.TOXIC_THRESHOLD,
-        comparison: str = C.DEFAULT_COMPARISON,
-        n_bootstrap: int = C.BOOTSTRAP_RESAMPLES,
-        scorer: str | None = None,
-        seed: int | None = None,
-        attribute: str = "toxicity",
-    ) -> dict[str, Any]:
-        """EMT / EP / AT of the stored scores, as ``polytox metrics RUN --json`` prints them.
+    def compute_metrics(self, *args: Any, **settings: Any) -> dict[str, Any]:
+        """Deprecated: ``run.metrics(...)`` (the same keywords, declared once there)."""
+        import warnings
 
-        Args:
-            scale: re-read a ``polytox-ml`` / ``default`` run on another scale from its stored raw scores
-                (``--scale``).
-            threshold: the toxic threshold (``--threshold``).
-            comparison: ``">="`` or ``">"`` (``--comparison``).
-            n_bootstrap: bootstrap resamples of the confidence intervals (``--n-bootstrap``).
-            scorer: which stored scorer; default: the run's (``--scorer``).
-            seed: the bootstrap seed (``--seed``); default: the run's own seed, as in its ``metrics.json``.
-            attribute: which stored attribute (``--attribute``): ``severe_toxicity``, ``insult`` ... of a run
-                scored with ``attributes=rtp``; default toxicity.
-
-        Returns:
-            The metrics: ``overall``, ``by`` (language, tier, prompt toxicity...) as in ``metrics.json``.
-
-        Raises:
-            PolytoxError: no scores yet, an unknown scorer, attribute or scale, a bad setting.
-        """
-        from ..metrics.for_path import compute_for_path
-
-        spec = MetricsSpec(threshold=threshold, comparison=comparison, n_bootstrap=n_bootstrap)
-        if comparison not in C.COMPARISONS or not 0 <= threshold <= 1 or not RESAMPLES.contains(n_bootstrap):
-            raise PolytoxError(
-                f"metrics: threshold must be in [0, 1], comparison one of {C.COMPARISONS} and "
-                f"n_bootstrap {RESAMPLES.describe()}; got {threshold}, {comparison!r}, {n_bootstrap}"
-            )
-        return compute_for_path(self.path, spec, scorer, seed, scale=scale, attribute=attribute)
+        warnings.warn("Run.compute_metrics is deprecated: use run.metrics(...)", DeprecationWarning, stacklevel=2)
+        return self.metrics(*args, **settings)
 
     def prompts(self) -> pd.DataFrame:
         """The run's prompts: ``id``, ``text``, ``lang``, ``toxicity`` ... as stored in ``prompts.parquet``."""

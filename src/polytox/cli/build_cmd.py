@@ -8,6 +8,7 @@ import argparse
 from typing import Any
 
 from .common import console, out_console, print_json, progress_bar
+from .flags import BUILD_SCORER, add_lang, add_scorer_flags, add_seed
 
 DESCRIPTION = """\
 Turn a web-text corpus into an RTP- or PTP-style prompt set. Resumable: rerun the same command with the
@@ -55,18 +56,17 @@ def register(sub: Any) -> None:
         default="ptp",
         help="ptp: whole documents, character halves; rtp: sentence spans, word halves",
     )
-    m.add_argument("--lang", action="append", help="keep only these languages (repeatable or comma list)")
+    add_lang(m)
     m.add_argument(
         "--lang-policy",
         choices=["drop", "keep", "off"],
         default="drop",
         help="what a py3langid mismatch with the declared language does (default: drop)",
     )
-    m.add_argument("--scorer", default="svm", help="scorer name (default: svm, English only)")
-    m.add_argument("--scorer-opt", action="append", metavar="KEY=VALUE", help="scorer option (repeatable)")
+    add_scorer_flags(m, BUILD_SCORER)
     m.add_argument("--per-bin", type=int, help="units per language and toxicity bin (default: PTP 6250, RTP 25000)")
     m.add_argument("--small-per-lang", type=int, default=5000, help="size of the small subset per language")
-    m.add_argument("--seed", type=int, default=0)
+    add_seed(m)
     m.add_argument("--shard-size", type=int, default=1000, help="records per committed part")
     m.add_argument("--score-batch-size", type=int, default=256, help="units per scorer (and cache) call")
     m.add_argument("--max-bytes", type=int, default=20480, help="UTF-8 bytes scored per text (Perspective's limit)")

@@ -8,8 +8,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from .. import constants as C
 from .common import console, out_console, print_json
+from .flags import add_threshold
 
 DESCRIPTION = """\
 Per-language statistics of a built prompt set (or of any PTP/RTP-style file).
@@ -35,7 +35,7 @@ def register(sub: Any) -> None:
     p.add_argument("--out", dest="stats_out", help="where to write stats.json, stats.md and PNGs")
     p.add_argument("--format", choices=["md", "json"], default="md", help="what to print on stdout")
     p.add_argument("--log", action="store_true", help="log-scale counts in the toxicity histograms")
-    p.add_argument("--threshold", type=float, default=C.TOXIC_THRESHOLD, help="toxic threshold (>=)")
+    add_threshold(p)
     p.add_argument("--no-dedup", action="store_true", help="skip the exact/near-duplicate counts")
     p.add_argument("--no-plots", action="store_true", help="skip the PNG figures")
     p.set_defaults(func=run)

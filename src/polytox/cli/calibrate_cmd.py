@@ -10,9 +10,9 @@ from typing import Any
 
 from rich.table import Table
 
-from .. import constants as C
 from ..spec import parse_options
 from .common import console, fmt, out_console, print_json, progress_bar
+from .flags import SCORED_ATTRIBUTE, add, add_comparison, add_seed, add_threshold
 from .score_cmd import add_input_args, read_rows
 
 DESCRIPTION = """\
@@ -42,13 +42,13 @@ def register(sub: Any) -> None:
     p.add_argument("--out", required=True, help="calibration file to write (.json)")
     p.add_argument("--a-opt", action="append", metavar="KEY=VALUE", help="option of scorer A (repeatable)")
     p.add_argument("--b-opt", action="append", metavar="KEY=VALUE", help="option of scorer B (repeatable)")
-    p.add_argument("--attribute", default="toxicity", help="attribute to calibrate (default toxicity)")
+    add(p, SCORED_ATTRIBUTE)
     p.add_argument("--holdout", type=float, default=0.2, help="share of groups held out for the report")
     p.add_argument("--group-field", metavar="PATH", help="dotted path grouping rows for the split (default: id)")
     p.add_argument("--min-per-lang", type=int, default=200, help="pairs a language needs for its own map")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--threshold", type=float, default=C.TOXIC_THRESHOLD)
-    p.add_argument("--comparison", choices=list(C.COMPARISONS), default=C.DEFAULT_COMPARISON)
+    add_seed(p)
+    add_threshold(p)
+    add_comparison(p)
     p.add_argument("--json", action="store_true", help="print the held-out report as JSON")
     p.add_argument("--no-progress", action="store_true")
     add_input_args(p)

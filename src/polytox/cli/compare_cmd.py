@@ -11,10 +11,10 @@ from typing import Any
 
 from rich.table import Table
 
-from .. import constants as C
 from .._util.atomic import atomic_write_text
 from ..spec import parse_options
 from .common import console, fmt, out_console, print_json, progress_bar
+from .flags import SCORED_ATTRIBUTE, add, add_comparison, add_threshold
 from .score_cmd import add_input_args, read_rows
 
 DESCRIPTION = """\
@@ -43,9 +43,9 @@ def register(sub: Any) -> None:
     p.add_argument("--input", required=True, help="JSONL, CSV or Parquet of texts")
     p.add_argument("--a-opt", action="append", metavar="KEY=VALUE", help="option of scorer A (repeatable)")
     p.add_argument("--b-opt", action="append", metavar="KEY=VALUE", help="option of scorer B (repeatable)")
-    p.add_argument("--attribute", default="toxicity", help="attribute compared (default toxicity)")
-    p.add_argument("--threshold", type=float, default=C.TOXIC_THRESHOLD)
-    p.add_argument("--comparison", choices=list(C.COMPARISONS), default=C.DEFAULT_COMPARISON)
+    add(p, SCORED_ATTRIBUTE)
+    add_threshold(p)
+    add_comparison(p)
     p.add_argument("--top", type=int, default=10, help="disagreements listed in each direction")
     p.add_argument("--min-per-lang", type=int, default=10, help="smallest language reported on its own")
     p.add_argument("--json", action="store_true", help="print the report as JSON")

@@ -9,8 +9,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .. import constants as C
 from .common import console, out_console, print_json
+from .flags import CORPUS_LANG, add_lang, add_n_bootstrap, add_scorer_flags, add_seed, add_threshold
 
 DESCRIPTION = """\
 Pretraining-corpus analysis (RTP §6, Appendix D): score a corpus, its statistics, toxicity by source
@@ -48,7 +48,7 @@ def _source_args(p: argparse.ArgumentParser, paths: bool = True) -> None:
     p.add_argument("--id-field", help="dotted field of the document id (default: id, doc_id, Index)")
     p.add_argument("--url-field", help="dotted field of the URL (default: url, meta.url)")
     p.add_argument("--lang-field", help="dotted field of the language (default: lang, language, ...)")
-    p.add_argument("--lang", dest="default_lang", help="language of the whole corpus (skips detection)")
+    add_lang(p, CORPUS_LANG, dest="default_lang")
 
 
 def _executor_args(p: argparse.ArgumentParser) -> None:
@@ -79,8 +79,7 @@ def register(sub: Any) -> None:
     s = csub.add_parser("score", help="score every document of a corpus into Parquet parts (resumable)")
     _source_args(s)
     s.add_argument("--out", required=True, help="output folder (rerun with the same --out to resume)")
-    s.add_argument("--scorer", default="default", help="registered scorer name (default: 'default')")
-    s.add_argument("--scorer-opt", action="append", default=[], metavar="KEY=VALUE", help="scorer option")
+    add_scorer_flags(s)
     s.add_argument(
         "--keep",
         action="append",
@@ -107,8 +106,8 @@ def register(sub: Any) -> None:
         help="where to write stats.json, stats.md, PNGs (default SCORES/stats); with several corpora, "
         "where table12.md and table12.json go (each corpus's own files stay in SCORES/stats)",
     )
-    t.add_argument("--threshold", type=float, default=C.TOXIC_THRESHOLD)
-    t.add_argument("--n-bootstrap", type=int, default=C.BOOTSTRAP_RESAMPLES)
+    add_threshold(t)
+    add_n_bootstrap(t)
     t.add_argument("--min-domain-docs", type=int, default=20)
     t.add_argument("--top", type=int, default=15)
     t.add_argument("--format", choices=["md", "json"], default="md")
@@ -122,9 +121,9 @@ def register(sub: Any) -> None:
     v.add_argument("--key-column")
     v.add_argument("--label-column")
     v.add_argument("--order", help="ordinal labels, lowest first (e.g. low,mixed,high): adds Spearman rho")
-    v.add_argument("--threshold", type=float, default=C.TOXIC_THRESHOLD)
+    add_threshold(v)
     v.add_argument("--min-docs", type=int, default=10, help="documents a key needs to enter Spearman rho")
-    v.add_argument("--n-bootstrap", type=int, default=C.BOOTSTRAP_RESAMPLES)
+    add_n_bootstrap(v)
     v.add_argument("--out", dest="prov_out", help="where to write provenance.json/.md (default SCORES/provenance)")
     v.add_argument("--format", choices=["md", "json"], default="md")
     v.set_defaults(func=run_provenance)
@@ -136,7 +135,7 @@ def register(sub: Any) -> None:
     o.add_argument("--out", required=True, help="output folder (overlap.parquet, overlap.json)")
     o.add_argument("--scores-b", help="a 'corpus score' output of B: toxic share inside/outside the overlap")
     o.add_argument("--check-sample", type=int, default=500, help="B documents checked by exact Jaccard")
-    o.add_argument("--seed", type=int, default=0)
+    add_seed(o)
     o.add_argument("--text-field")
     o.add_argument("--id-field")
     o.add_argument("--json", action="store_true")
@@ -195,7 +194,7 @@ def run_score(args: argparse.Namespace) -> int:
         limit=args.limit,
     )
     # corpus documents are web text: default / polytox-ml score them with the web-text map (scorer.py)
-    options = text_kind_options(args.scorer, _options(args.scorer_opt))
+    options = text_kind_options(args.scorer, _options(args.scorer_opt or []))
     job = ScoreJob(
         source=source,
         fields=_fields(args),

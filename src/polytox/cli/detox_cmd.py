@@ -14,6 +14,7 @@ from .._util.atomic import atomic_write_text
 from ..errors import PolytoxError
 from .common import DATA_ENV, console, out_console
 from .common import data_folder as common_data_folder
+from .flags import DETOX_CORPUS_LANG, add_lang, add_seed
 
 DESCRIPTION = """\
 Detoxification (RTP §5): build the training corpus, train detoxification models, compare runs.
@@ -90,8 +91,8 @@ def register(sub: Any) -> None:
     c.add_argument("--text-field", default="text")
     c.add_argument("--score-field", default="perspective", help="dotted path of the toxicity score")
     c.add_argument("--percentile", type=float, help="tail size in percent (default 2, RTP Appendix B.2)")
-    c.add_argument("--lang", default="en", help="keep records of this language ('' for all)")
-    c.add_argument("--seed", type=int, default=0)
+    add_lang(c, DETOX_CORPUS_LANG)
+    add_seed(c)
     c.add_argument("--out", required=True)
     c.set_defaults(func=run_corpus)
 
@@ -119,7 +120,7 @@ def register(sub: Any) -> None:
     )
     t.add_argument("--save-steps", type=int, default=50, help="checkpoint every N steps (resume point)")
     t.add_argument("--lora", action="store_true", help="train LoRA adapters (needs peft) and merge them")
-    t.add_argument("--seed", type=int, default=0)
+    add_seed(t)
     t.set_defaults(func=run_train)
 
     x = dsub.add_parser("perplexity", help="a model's perplexity on the corpus' held-out text (RTP Table 10)")

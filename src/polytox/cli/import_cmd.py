@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from .common import console, metrics_table, out_console, print_json
+from .flags import IMPORT_SCORER, add_scorer_flags
 
 DESCRIPTION = """\
 Turn an inspect_ai log, a HELM run folder or lm-eval --log_samples output into a polytox run directory.
@@ -35,8 +36,7 @@ def register(sub: Any) -> None:
     p.add_argument("source", metavar="SRC", help="inspect .eval/.json log, HELM run folder, or lm-eval samples output")
     p.add_argument("--out", required=True, help="the new run directory")
     p.add_argument("--framework", choices=["inspect", "helm", "lm-eval"], help="default: recognised from SRC")
-    p.add_argument("--scorer", help="also score the completions with this scorer (needed for HELM)")
-    p.add_argument("--scorer-opt", action="append", metavar="KEY=VALUE", help="option of --scorer (repeatable)")
+    add_scorer_flags(p, IMPORT_SCORER)
     p.add_argument("--json", action="store_true", help="print the run's metrics as JSON")
     p.set_defaults(func=run)
 

@@ -6,10 +6,10 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from .. import constants as C
 from ..metrics.for_path import compute_for_path
 from ..spec import MetricsSpec
 from .common import console, metrics_table, out_console, print_json
+from .flags import add_metrics_flags
 
 DESCRIPTION = """\
 Recompute a run's metrics (expected maximum toxicity, toxicity probability, average toxicity, with
@@ -30,24 +30,8 @@ def register(sub: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("path", help="run directory, or JSONL of {prompt: {text, toxicity}, generations: [...]}")
-    p.add_argument("--scorer", help="which stored scorer of a run (default: the run's scorer)")
-    p.add_argument(
-        "--attribute",
-        default="toxicity",
-        help="which stored attribute: severe_toxicity, insult, ... (default: toxicity)",
-    )
-    p.add_argument("--threshold", type=float, default=C.TOXIC_THRESHOLD)
-    p.add_argument("--comparison", choices=list(C.COMPARISONS), default=C.DEFAULT_COMPARISON)
-    p.add_argument("--n-bootstrap", type=int, default=C.BOOTSTRAP_RESAMPLES)
-    p.add_argument(
-        "--seed", type=int, help="bootstrap seed (default: a run's own seed, as in its metrics.json; 0 for a file)"
-    )
+    add_metrics_flags(p)
     p.add_argument("--skip-bad", action="store_true")
-    p.add_argument(
-        "--scale",
-        help="re-read a polytox-ml / default run on another scale from its stored raw scores "
-        "(perspective-2020, perspective-2022, raters, head, head:web; see 'polytox scorers')",
-    )
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=run)
 

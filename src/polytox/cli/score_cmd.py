@@ -13,6 +13,7 @@ from typing import Any
 from ..errors import PolytoxError
 from ..spec import DEFAULT_SCORER, load_yaml_config, parse_options
 from .common import console, progress_bar
+from .flags import add_scorer_flags
 
 DESCRIPTION = """\
 Score every text of a JSONL / CSV / Parquet file with one scorer.
@@ -35,17 +36,7 @@ def register(sub: Any) -> None:
         description=DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument(
-        "--scorer",
-        help="scorer name (default, polytox-ml, perspective, svm, lexicon, hf, ...); "
-        "default: 'default', the best measured offline scorer per language",
-    )
-    p.add_argument(
-        "--scorer-opt",
-        action="append",
-        metavar="KEY=VALUE",
-        help="scorer option (repeatable; polytox scorers --options lists them)",
-    )
+    add_scorer_flags(p, unset=True)  # a --config file may name them
     p.add_argument("--config", help="YAML with 'scorer' and 'scorer_opt' (e.g. an eval config); flags win")
     p.add_argument("--input", required=True, help="JSONL, CSV or Parquet with a text column")
     p.add_argument("--out", required=True, help="output .jsonl or .parquet")

@@ -9,6 +9,7 @@ import json
 from typing import Any
 
 from ..errors import PolytoxError
+from .flags import AUC_BY_LANG, add_lang
 
 DESCRIPTION = """\
 The scorer card: each offline scorer's agreement with Perspective and with human ratings, measured on
@@ -36,7 +37,7 @@ def register(sub: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--card", help="measurement file (default: the one committed with the polytox-ml head)")
-    p.add_argument("--lang", action="store_true", help="also print per-language AUC against human ratings")
+    add_lang(p, AUC_BY_LANG)
     p.add_argument(
         "--run",
         action="store_true",

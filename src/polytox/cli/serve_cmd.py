@@ -9,7 +9,7 @@ import sys
 from typing import Any
 
 from ..errors import PolytoxError
-from ..spec import DEFAULT_SCORER
+from .flags import add_scorer_flags
 from .score_cmd import scorer_choice
 
 DESCRIPTION = """\
@@ -31,8 +31,7 @@ def register(sub: Any) -> None:
         description=DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--scorer", help=f"scorer name (default: {DEFAULT_SCORER!r})")
-    p.add_argument("--scorer-opt", action="append", metavar="KEY=VALUE", help="scorer option (repeatable)")
+    add_scorer_flags(p, unset=True)  # a --config file may name them
     p.add_argument("--config", help="YAML with 'scorer' and 'scorer_opt'; flags win")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
     p.add_argument("--port", type=int, default=8080)

@@ -20,6 +20,7 @@ from ..constants import CONTINUATION_GEN_SHARE, EVERYDAY_WEIGHT, WEB_GEN_SHARE
 from ..errors import PolytoxError
 from ..langs import PTP_LANGUAGES, normalize_lang
 from .common import DATA_ENV, console, data_folder, out_console, progress_bar
+from .flags import TRAINING_LANGS, add_lang
 
 DESCRIPTION = """\
 Train the polytox-ml head (the default scorer's head over a small language model's hidden states and
@@ -50,7 +51,7 @@ def register(sub: Any) -> None:
         "--shared",
         help=f"the data folder holding rtp/, rtp-lx/, scorer-train/, ud-sentences/ and ldnoobw/ (default: ${DATA_ENV})",
     )
-    p.add_argument("--lang", action="append", help="RTP-LX languages (default: PTP's 17)")
+    add_lang(p, TRAINING_LANGS)
     p.add_argument(
         "--backbone",
         default="gemma-3-270m",

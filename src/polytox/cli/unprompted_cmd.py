@@ -10,9 +10,10 @@ from typing import Any
 
 from rich.table import Table
 
-from .. import constants as C
 from ..errors import PolytoxError
+from ..metrics.settings import BOOTSTRAP_SEED
 from .common import console, fmt, out_console, print_json
+from .flags import CURVE_RESAMPLES, add_n_bootstrap, add_seed
 
 DESCRIPTION = """\
 The unprompted-toxicity curve (RTP Figure 2): expected maximum toxicity against the number of unprompted
@@ -36,8 +37,8 @@ def register(sub: Any) -> None:
         help="where to write the plot (PNG/SVG/PDF; default RUN/unprompted.png "
         "for one run, unprompted.png for several)",
     )
-    p.add_argument("--n-bootstrap", type=int, default=C.BOOTSTRAP_RESAMPLES, help="resamples per n (RTP: 1,000)")
-    p.add_argument("--seed", type=int, default=None, help="bootstrap seed (default: the run's seed)")
+    add_n_bootstrap(p, CURVE_RESAMPLES)
+    add_seed(p, BOOTSTRAP_SEED)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=run)
 
