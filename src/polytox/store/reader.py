@@ -20,6 +20,7 @@ from .damage import RunChecks
 from .files import MANIFEST_DIGEST, generation_key, read_json_file, read_parquet, repair_command, spec_diff
 from .manifest import manifest_problem, manifest_spec
 from .migrate import migrate_manifest
+from .verify import verify
 
 
 class RunReader(RunChecks):
@@ -161,3 +162,7 @@ class RunReader(RunChecks):
             more = f" (and {len(problems) - 1} more damaged file(s))" if len(problems) > 1 else ""
             raise DamagedRunError(f"{part} {why}{more}; repair it with: {repair_command(self.path)}", part)
         return manifest
+
+    def verify(self) -> tuple[list[str], list[str]]:
+        """``eval --verify``: the whole run checked, every part hashed, (notes, problems) (``verify.verify``)."""
+        return verify(self)

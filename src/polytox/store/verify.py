@@ -3,13 +3,17 @@ verified-files memo), and nothing written: what is stored and still missing, and
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .._util import runlock
 from ..errors import DamagedRunError
 from ..spec import EvalSpec
 from .files import generation_key, slug
 from .manifest import manifest_spec
 from .migrate import migrate_manifest
-from .reader import RunReader
+
+if TYPE_CHECKING:
+    from .reader import RunReader
 
 
 def verify(store: RunReader) -> tuple[list[str], list[str]]:

@@ -33,7 +33,6 @@ from .files import (
 from .manifest import manifest_spec
 from .provenance import git_commit, now, package_versions, platform_info
 from .reader import RunReader
-from .verify import verify
 
 
 def write_manifest_file(path: Path, data: dict[str, Any]) -> None:
@@ -230,7 +229,3 @@ class RunStore(RunReader):
     def remove_damaged(self, sizes: Sequence[tuple[int, set[str]]], scorer_id: str) -> list[str]:
         """``repair.remove_damaged``: every damaged part removed, so its shard is made again."""
         return repair.remove_damaged(self, sizes, scorer_id)
-
-    def verify(self) -> tuple[list[str], list[str]]:
-        """``verify.verify``: the whole run checked, (notes, problems)."""
-        return verify(self)
