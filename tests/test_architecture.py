@@ -17,7 +17,7 @@ import polytox
 grimp = pytest.importorskip("grimp")
 
 PACKAGE = Path(polytox.__file__).parent
-CORE = {"__init__", "constants", "errors", "registry", "runner", "settings", "spec", "store", "types"}
+CORE = {"__init__", "constants", "errors", "registry", "runner", "settings", "spec", "types"}
 
 
 def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:

@@ -35,7 +35,7 @@ from polytox.cli.metrics_cmd import compute_for_path
 from polytox.errors import BadInputError, DamagedRunError
 from polytox.metrics import compute
 from polytox.spec import EvalSpec, GenerationSpec, MetricsSpec
-from polytox.store import RunStore
+from polytox.store import RunReader, RunStore
 from polytox.types import Generation, Prompt, Score
 
 from .core_helpers import approx_block, eval_args, read_json, run_cli, write_jsonl, write_lines
@@ -133,7 +133,7 @@ def _hand_run_readable(monkeypatch: pytest.MonkeyPatch) -> None:
     """The hand-made run holds 2 samples of P4 and P5 where K is 4 (only a JSONL varies K per prompt):
     readers refuse such a part (``test_the_hand_made_run_is_refused_by_the_readers_check``), so the metric
     arithmetic is tested here with the check reduced to reading the manifest."""
-    monkeypatch.setattr(RunStore, "check_readable", lambda self, scorer_id=None: self.manifest())
+    monkeypatch.setattr(RunReader, "check_readable", lambda self, scorer_id=None: self.manifest())
 
 
 def test_the_hand_made_run_is_refused_by_the_readers_check(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

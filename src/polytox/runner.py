@@ -45,6 +45,7 @@ from .registry import resolve
 from .scoring import Scorer, build_scorer, check_languages
 from .spec import EvalSpec
 from .store import RunStore, now
+from .store.reader import RunReader
 from .types import Prompt
 
 ProgressCallback = Callable[[str, int, int], None]  # (stage, done, total)
@@ -185,7 +186,7 @@ def _execute_locked(
     scorer: Scorer,
     prompt_set: PromptSet,
     plan: list[list[Prompt]],
-    source: RunStore | None,
+    source: RunReader | None,
     report: ProgressCallback,
     executor: ExecutorConfig | None,
     retry_failed: bool,

@@ -78,9 +78,9 @@ def lengths(root: Path) -> tuple[float | None, float | None]:
     """Mean tokens per continuation and the share of empty continuations (failed generations left out):
     computed once per run and kept with the checksums of its generation parts (``detox.text_stats``)."""
     from ..detox.text_stats import text_stats
-    from ..store import RunStore
+    from ..store.reader import RunReader
 
-    found = text_stats(RunStore(root))["lengths"]
+    found = text_stats(RunReader(root))["lengths"]
     return found["mean_tokens"], found["empty_share"]
 
 
@@ -94,9 +94,9 @@ def read_row(run: str | Path, label: str | None = None) -> DetoxRow:
     root = Path(run)
     if not (root / "metrics.json").is_file():
         raise PolytoxError(f"{root}: no metrics.json (is it a finished polytox eval run?)")
-    from ..store import RunStore
+    from ..store.reader import RunReader
 
-    manifest, metrics = RunStore(root).summaries()  # a damaged one is one line naming the file
+    manifest, metrics = RunReader(root).summaries()  # a damaged one is one line naming the file
     tox, non = _block(metrics, "toxic"), _block(metrics, "nontoxic")
     overall = metrics.get("overall", {})
     div = metrics.get("diversity") or {}
@@ -211,12 +211,12 @@ def markdown(rows: Sequence[DetoxRow]) -> str:
 def detox_table(runs: Sequence[str | Path], maxima: Mapping[str, dict[str, float]] | None = None) -> Any:
     """The comparison as a report ``Table`` when any run has fluency/diversity metrics, else None.
     ``maxima``: per-prompt maxima the caller has already read (``compare``)."""
-    from ..store import RunStore
+    from ..store.reader import RunReader
     from .result import Table
 
     with_metrics = []
     for run in runs:
-        if "diversity" in RunStore(run).summaries()[1]:
+        if "diversity" in RunReader(run).summaries()[1]:
             with_metrics.append(run)
     if not with_metrics:
         return None

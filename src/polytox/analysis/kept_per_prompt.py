@@ -19,7 +19,7 @@ import pyarrow as pa
 from .. import __version__
 from .._util import derived
 from ..spec import MetricsSpec
-from ..store import RunStore
+from ..store.reader import RunReader
 
 # The reduction of one run, the same as ``RunCollection.per_prompt``'s for many (from the prompts, so a
 # prompt of an unfinished shard, with no continuation yet, is a row too).
@@ -63,7 +63,7 @@ def _lit(value: str) -> str:
 
 def keepable(path: Path, directory: str) -> bool:
     """Whether a run has what the one-run reduction reads: prompts, generation and score parts."""
-    store = RunStore(path)
+    store = RunReader(path)
     return (
         store.prompts_path.exists()
         and any((store.path / "generations").glob("part-*.parquet"))
@@ -73,7 +73,7 @@ def keepable(path: Path, directory: str) -> bool:
 
 def kept_per_prompt(path: Path, directory: str, attribute: str, spec: MetricsSpec) -> pa.Table:
     """The per-prompt reduction of the run at ``path`` for the scores in ``scores/<directory>``."""
-    store = RunStore(path)
+    store = RunReader(path)
     settings: dict[str, Any] = {
         "what": "per_prompt",
         "polytox": __version__,

@@ -20,9 +20,9 @@ N_BOOTSTRAP = 2000
 
 
 def _manifest(run: Path) -> dict[str, Any]:
-    from ..store import RunStore
+    from ..store.reader import RunReader
 
-    return RunStore(run).summaries()[0]
+    return RunReader(run).summaries()[0]
 
 
 def continuation_scores(run: str | Path) -> list[tuple[str, int, float | None]]:
@@ -41,9 +41,9 @@ def _own_scores(run: str | Path) -> Any:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from ..store import RunStore
+    from ..store.reader import RunReader
 
-    store = RunStore(run)
+    store = RunReader(run)
     scorer = _manifest(Path(run)).get("scorer", {}).get("id")
     if not scorer or not store.scores_dir(scorer).is_dir():
         return None
@@ -189,12 +189,12 @@ def paired_emt_delta(
 
 def _scored_files(run: Path) -> list[Path]:
     """The files a run's per-prompt maxima and prompt groups come from: its prompts and own score parts."""
-    from ..store import RunStore
+    from ..store.reader import RunReader
 
     files = [run / "prompts.parquet"]
     scorer = _manifest(run).get("scorer", {}).get("id")
     if scorer:
-        files += RunStore(run).scores_dir(scorer).glob("part-*.parquet")
+        files += RunReader(run).scores_dir(scorer).glob("part-*.parquet")
     return files
 
 

@@ -26,7 +26,8 @@ from .._util.lazy import lazy_getattr
 from ..errors import PolytoxError
 from ..langs import load_resource_tiers
 from ..spec import MetricsSpec
-from ..store import RunStore, slug
+from ..store.files import slug
+from ..store.reader import RunReader
 from .runs import RunInfo, format_params
 
 
@@ -107,7 +108,7 @@ class RunCollection:
         self.con.execute("CREATE TEMP TABLE tiers AS SELECT * FROM tiers_arrow")
         prompt_parts, gen_parts = [], []
         for r in self.runs:
-            store = RunStore(r.path)
+            store = RunReader(r.path)
             if r.status != "complete":
                 self.notes.append(
                     f"run {r.run_id} is {r.status!r} (not complete): what is stored is used, "
@@ -164,7 +165,7 @@ class RunCollection:
         have: set[str] = set()
         for r in self.runs:
             directory = self.scorer_dir(r, scorer)
-            files = sorted(RunStore(r.path).scores_dir(directory).glob("part-*.parquet")) if directory else []
+            files = sorted(RunReader(r.path).scores_dir(directory).glob("part-*.parquet")) if directory else []
             if not files:
                 continue
             columns = attribute_columns(pq.read_schema(files[0]).names)
@@ -191,7 +192,7 @@ class RunCollection:
             if directory is None:
                 lacking.setdefault(", ".join(r.scorer_ids) or "no scores", []).append(r.run_id)
                 continue
-            store = RunStore(r.path)
+            store = RunReader(r.path)
             files = sorted(store.scores_dir(directory).glob("part-*.parquet"))
             if not files:
                 sel.notes.append(f"run {r.run_id}: scores/{directory} is empty; left out")
@@ -227,7 +228,7 @@ class RunCollection:
         self.con.execute("CREATE OR REPLACE TEMP VIEW sel_scores AS " + " UNION ALL ".join(parts))
         return sel
 
-    def _rescaled(self, run: RunInfo, store: RunStore, directory: str, sel: Selection) -> str:
+    def _rescaled(self, run: RunInfo, store: RunReader, directory: str, sel: Selection) -> str:
         """A SELECT over ``run``'s scores re-read on ``self.scale`` from their stored raw values."""
         from ..metrics import rescaled_scores
         from ..scoring.ml.rescale import run_rescale

@@ -27,7 +27,8 @@ from typing import Any
 import pyarrow.parquet as pq
 
 from ..errors import PolytoxError
-from ..store import RunStore, slug
+from ..store.files import slug
+from ..store.reader import RunReader
 
 # PTP §4.3 "Base vs. Instruction-Tuning vs. Preference-Tuning": the model categories it compares.
 CATEGORIES = ("base", "instruct", "preference")
@@ -232,7 +233,7 @@ def discover(paths: Iterable[str | Path]) -> list[Path]:
     return found
 
 
-def _prompt_set(store: RunStore, manifest: Mapping[str, Any]) -> str:
+def _prompt_set(store: RunReader, manifest: Mapping[str, Any]) -> str:
     spec = manifest.get("spec", {}).get("prompts", {})
     source = str(spec.get("source", ""))
     if str(spec.get("hf_config") or "").startswith("wildchat"):
@@ -264,7 +265,7 @@ def load_runs(paths: Iterable[str | Path], meta_file: MetaFile | None = None) ->
     dirs = discover(paths)
     out: list[RunInfo] = []
     for run_id, path in zip(_unique_ids(dirs), dirs, strict=True):
-        store = RunStore(path)
+        store = RunReader(path)
         try:
             manifest = store.check_readable()  # a damaged manifest or part: one line naming it and the repair
         except OSError as exc:

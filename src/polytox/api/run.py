@@ -1,11 +1,11 @@
 """``Run``: a run directory, read only: its manifest, spec, metrics and stored tables.
 
 One of the two handles on a run directory: ``Run`` reads (what ``polytox.open_run`` and
-``polytox.evaluate`` return), ``store.RunStore`` writes (the runner's). ``Run.metrics`` holds the stored
-metrics (``metrics.json``, or what the run just computed) and, called, is ``polytox metrics RUN``'s
-computation (``metrics.for_path.compute_for_path``: the same defaults, scorer choice and scale
-re-reading); the tables are the stored Parquet parts in run order, as pandas DataFrames. Nothing here writes
-to the directory.
+``polytox.evaluate`` return, over ``store.reader.RunReader``), ``store.RunStore`` writes (the runner's).
+``Run.metrics`` holds the stored metrics (``metrics.json``, or what the run just computed) and, called, is
+``polytox metrics RUN``'s computation (``metrics.for_path.compute_for_path``: the same defaults, scorer
+choice and scale re-reading); the tables are the stored Parquet parts in run order, as pandas DataFrames.
+Nothing here writes to the directory but the numbers derived from it (``RUN/derived/``).
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ from ..errors import PolytoxError, require
 from ..metrics.failures import FailureSummary
 from ..metrics.settings import checked, default
 from ..spec import EvalSpec, MetricsSpec
-from ..store import RunStore, slug
+from ..store.files import slug
+from ..store.reader import RunReader
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -92,7 +93,7 @@ class Run:
 
     def __init__(self, path: str | Path, report: ExecutionReport | None = None) -> None:
         self.path = Path(path)
-        self._store = RunStore(self.path)
+        self._store = RunReader(self.path)
         self._report = report
         # fails in one line on a non-run directory, a damaged manifest or a damaged part (``check_readable``);
         # a run ``evaluate`` has just written and checked is not read through again

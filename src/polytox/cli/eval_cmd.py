@@ -133,9 +133,10 @@ def spec_from_args(args: argparse.Namespace) -> EvalSpec:
 
 def verify(out: str) -> int:
     """``eval --out RUN --verify``: what is stored on stdout, each damaged file on stderr; exit 2 if any."""
-    from ..store import RunStore, repair_command
+    from ..store.files import repair_command
+    from ..store.reader import RunReader
 
-    store = RunStore(out)
+    store = RunReader(out)
     notes, problems = store.verify()
     for line in notes:
         print(line)
@@ -177,9 +178,9 @@ def run(args: argparse.Namespace) -> int:
     for line in result.repairs:
         console.print(f"repaired: {line}", markup=False, highlight=False, soft_wrap=True)
     if result.resumed:
-        from ..store import RunStore
+        from ..store.reader import RunReader
 
-        note = RunStore(result.path).unchecksummed_note()
+        note = RunReader(result.path).unchecksummed_note()
         if note is not None:
             console.print(note, markup=False, highlight=False, soft_wrap=True, style="yellow")
     prompt_set = result.prompt_set

@@ -45,9 +45,9 @@ def run(args: argparse.Namespace) -> int:
             f"values were kept): counted as missing on scale {metrics['scale']}[/yellow]"
         )
     if Path(args.path).is_dir():
-        from ..store import RunStore
+        from ..store.reader import RunReader
 
-        old = RunStore(args.path).unchecksummed_note()  # a run made before part checksums were kept
+        old = RunReader(args.path).unchecksummed_note()  # a run made before part checksums were kept
         if old is not None:
             console.print(old, markup=False, highlight=False, soft_wrap=True, style="yellow")
     if metrics.get("incomplete"):

@@ -83,7 +83,7 @@ PLOT_FORMATS = (".png", ".svg", ".pdf")
 
 def run(args: argparse.Namespace) -> int:
     from ..metrics.unprompted import unprompted_report
-    from ..store import RunStore
+    from ..store.reader import RunReader
 
     if args.plot and Path(args.plot).suffix.lower() not in PLOT_FORMATS:
         raise PolytoxError(
@@ -92,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
         )
     curves: dict[str, dict[str, Any]] = {}
     for path in args.runs:
-        store = RunStore(path)
+        store = RunReader(path)
         spec = store.spec()
         if not spec.prompts.unprompted:
             raise PolytoxError(f"{path} is not an unprompted run (make one with polytox eval --unprompted N)")

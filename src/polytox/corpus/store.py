@@ -125,7 +125,7 @@ class ScoreStore:
     def remove_if_damaged(self, index: int, rows: int) -> str | None:
         """Remove part ``index`` when it does not open or does not hold ``rows`` documents (a disk that filled
         up, a copy cut short), so the shard is scored again; returns the reason, logged as a repair."""
-        from ..store import part_problem
+        from ..store.checks import part_problem
 
         path = self.part_path(index)
         why = part_problem(path, rows)

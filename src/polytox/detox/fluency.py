@@ -25,7 +25,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..errors import require
-from ..store import RunStore, slug, write_parquet
+from ..store.files import slug, write_parquet
+from ..store.reader import RunReader
 
 SCHEMA = pa.schema(
     [
@@ -105,7 +106,7 @@ class PerplexityScorer:
         self.model = None
 
 
-def fluency_dir(store: RunStore, model: str, samples: int = 0) -> Path:
+def fluency_dir(store: RunReader, model: str, samples: int = 0) -> Path:
     """Where the perplexity parts of ``model`` are stored; a subsample (``samples`` > 0) has its own folder."""
     if samples < 0:
         raise ValueError(f"samples must be >= 0, got {samples}")
@@ -113,7 +114,7 @@ def fluency_dir(store: RunStore, model: str, samples: int = 0) -> Path:
     return root / f"first{samples}" if samples else root
 
 
-def score_fluency(store: RunStore, n_shards: int, model: str, prompt_texts: dict[str, str], samples: int = 0) -> None:
+def score_fluency(store: RunReader, n_shards: int, model: str, prompt_texts: dict[str, str], samples: int = 0) -> None:
     """Write the perplexity part of every shard that has generations and no fluency part yet; with
     ``samples`` > 0 only the continuations with ``sample_index < samples`` are scored (and stored)."""
     out = fluency_dir(store, model, samples)
@@ -146,7 +147,7 @@ def score_fluency(store: RunStore, n_shards: int, model: str, prompt_texts: dict
         scorer.close()
 
 
-def fluency_summary(store: RunStore, model: str, samples: int = 0) -> dict[str, Any]:
+def fluency_summary(store: RunReader, model: str, samples: int = 0) -> dict[str, Any]:
     """Mean / median per-continuation perplexity and the corpus-level perplexity of a run (of its first
     ``samples`` continuations per prompt when > 0: ``samples_per_prompt``, None = all)."""
     import numpy as np

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..store import RunStore
+from ..store.reader import RunReader
 from ..types import Prompt
 from .text_stats import text_stats
 
@@ -17,7 +17,7 @@ def fluency_samples(spec: Any) -> int:
     return n if n < spec.generation.samples else 0
 
 
-def detox_metrics(store: RunStore, spec: Any, prompts: Sequence[Prompt], n_shards: int) -> dict[str, Any]:
+def detox_metrics(store: RunReader, spec: Any, prompts: Sequence[Prompt], n_shards: int) -> dict[str, Any]:
     """``{"detox": ..., "diversity": {...}, "fluency": {...}}`` of a finished run; with ``--fluency-model``,
     the perplexity of every shard not scored yet is computed first (of the first ``--fluency-samples``
     continuations of each prompt when given)."""
@@ -30,7 +30,7 @@ def detox_metrics(store: RunStore, spec: Any, prompts: Sequence[Prompt], n_shard
     return stored_detox_metrics(store, spec)
 
 
-def stored_detox_metrics(store: RunStore, spec: Any) -> dict[str, Any]:
+def stored_detox_metrics(store: RunReader, spec: Any) -> dict[str, Any]:
     """The same block from a run's files alone (no model loaded), for ``polytox metrics RUN``: distinct-n
     of the stored generations (computed once and kept with the checksums of the parts it came from,
     ``text_stats``) and the summary of the stored perplexities."""

@@ -19,18 +19,18 @@ from typing import Any
 from .. import __version__
 from .. import constants as C
 from .._util import derived
-from ..store import RunStore
+from ..store.reader import RunReader
 from .diversity import diversity
 
 VERSION = 1  # bump when what is computed changes: a file of another version is recomputed
 
 
-def derived_path(store: RunStore) -> Path:
+def derived_path(store: RunReader) -> Path:
     """Where a run's text-derived numbers are kept."""
     return store.path / "derived" / "text_stats.json"
 
 
-def input_identities(store: RunStore) -> dict[str, str]:
+def input_identities(store: RunReader) -> dict[str, str]:
     """Generation part path (relative to the run) -> identity, for every generation part of the run."""
     return derived.identities(store.path, (store.path / "generations").glob("part-*.parquet"))
 
@@ -46,7 +46,7 @@ def settings() -> dict[str, Any]:
     }
 
 
-def compute_text_stats(store: RunStore) -> dict[str, Any]:
+def compute_text_stats(store: RunReader) -> dict[str, Any]:
     """``{"diversity": {...}, "lengths": {"mean_tokens", "empty_share"}}`` from the generation parts, each
     read once, in part order (so the float sums are the same on every call)."""
     import pyarrow.parquet as pq
@@ -71,7 +71,7 @@ def compute_text_stats(store: RunStore) -> dict[str, Any]:
     return {"diversity": diversity(per_prompt), "lengths": lengths}
 
 
-def text_stats(store: RunStore) -> dict[str, Any]:
+def text_stats(store: RunReader) -> dict[str, Any]:
     """The run's text-derived numbers: kept ones when they match the stored generation parts, else
     computed and kept (``_util.derived.memo``)."""
     return derived.memo(

@@ -31,6 +31,7 @@ from .._util import checksum
 from ..errors import DamagedRunError, PolytoxError, SpecMismatchError
 from ..spec import EvalSpec
 from ..store import RunStore, now, repair_command, spec_diff
+from ..store.reader import RunReader
 from ..types import Prompt
 
 
@@ -44,16 +45,16 @@ def generation_identity(spec: EvalSpec) -> dict[str, Any]:
     return identity
 
 
-def source_run(path: str | Path) -> RunStore:
-    """SRC as a run store; a folder without a manifest is one clear error."""
-    source = RunStore(path)
+def source_run(path: str | Path) -> RunReader:
+    """SRC, read only; a folder without a manifest is one clear error."""
+    source = RunReader(path)
     if not source.exists():
         raise PolytoxError(f"--generations-from {path}: not a run directory (no manifest.json)")
     return source
 
 
-def open_source(path: str | Path, spec: EvalSpec) -> RunStore:
-    """SRC as a run store, after checking it is a run and made the generations ``spec`` asks for."""
+def open_source(path: str | Path, spec: EvalSpec) -> RunReader:
+    """SRC, read only, after checking it is a run and made the generations ``spec`` asks for."""
     source = source_run(path)
     theirs = source.spec()
     diffs = spec_diff(generation_identity(theirs), generation_identity(spec))
@@ -67,7 +68,7 @@ def open_source(path: str | Path, spec: EvalSpec) -> RunStore:
     return source
 
 
-def check_prompts(source: RunStore, prompts: Sequence[Prompt]) -> None:
+def check_prompts(source: RunReader, prompts: Sequence[Prompt]) -> None:
     """The prompts selected here must be SRC's, in order: its generation parts are keyed by shard."""
     if not source.prompts_path.exists():
         raise PolytoxError(f"--generations-from {source.path}: it has no prompts.parquet (not started?)")
@@ -94,7 +95,7 @@ def check_prompts(source: RunStore, prompts: Sequence[Prompt]) -> None:
         )
 
 
-def available(source: RunStore, target: RunStore, n_shards: int) -> int:
+def available(source: RunReader, target: RunStore, n_shards: int) -> int:
     """Shards that will have generations without generating here (already in the target, or in SRC)."""
     return sum(target.has_generations(i) or source.has_generations(i) for i in range(n_shards))
 
@@ -103,7 +104,7 @@ def copy_to(src: Path, tmp: str) -> None:
     shutil.copyfile(src, tmp)
 
 
-def copy_generations(source: RunStore, target: RunStore, n_shards: int) -> int:
+def copy_generations(source: RunReader, target: RunStore, n_shards: int) -> int:
     """Copy SRC's generation parts where the target has none (each atomically); returns how many."""
     copied = 0
     for shard in range(n_shards):
@@ -119,7 +120,7 @@ def copy_generations(source: RunStore, target: RunStore, n_shards: int) -> int:
     return copied
 
 
-def record(source: RunStore, target: RunStore, copied: int) -> None:
+def record(source: RunReader, target: RunStore, copied: int) -> None:
     """Note in the target's manifest where its generations came from (kept across resumes)."""
     theirs = source.manifest()
     before = target.manifest().get("generations_from") or {}

@@ -235,9 +235,9 @@ def run_metrics(
     (``toxicity_raw``), without scoring again; a stored score without a raw value (scored before raw values
     were kept) then counts as a missing score, and ``n_without_raw`` says how many there were.
     """
-    from ..store import RunStore
+    from ..store.reader import RunReader
 
-    store = RunStore(store_path)
+    store = RunReader(store_path)
     con = duckdb.connect()
     con.execute(
         f"CREATE VIEW generations AS SELECT prompt_id, sample_index, error "

@@ -20,7 +20,7 @@ from typing import Any
 
 import duckdb
 
-from ..store import RunStore
+from ..store.reader import RunReader
 
 KIND = re.compile(r"^\s*([A-Z][A-Z0-9_]*[A-Z0-9])\b")
 OUTCOMES = ("EMPTY_TEXT", "INVALID_TEXT")  # score errors that say what the model wrote, not that a step failed
@@ -84,7 +84,7 @@ def _kinds(con: duckdb.DuckDBPyConnection, stage: str, sql: str) -> list[Failure
     return [FailureKind(stage, kind, n, examples[kind]) for kind, n in counts.items()]
 
 
-def failure_summary(store: RunStore, scorer_id: str | None) -> FailureSummary:
+def failure_summary(store: RunReader, scorer_id: str | None) -> FailureSummary:
     """The failures stored in ``store`` (generation parts, and the score parts of ``scorer_id``)."""
     gen_parts = list((store.path / "generations").glob("part-*.parquet"))
     if not gen_parts:

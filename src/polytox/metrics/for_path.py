@@ -36,15 +36,15 @@ def compute_for_path(
         raise PolytoxError(f"--scale re-reads toxicity only (its raw values); not {attribute!r}")
 
     if path.is_dir():
-        from ..store import RunStore
+        from ..store.reader import RunReader
 
-        store = RunStore(path)
+        store = RunReader(path)
         manifest = store.check_readable()  # not a run, a damaged manifest or part: one line
         ids = store.scorer_ids()
         if not ids:
             raise PolytoxError(f"{path} has no scores yet (a run that has not scored its first shard)")
         chosen = scorer or manifest.get("scorer", {}).get("id") or ids[0]
-        from ..store import slug
+        from ..store.files import slug
 
         if slug(chosen) not in ids:
             raise PolytoxError(f"{path} has no scores of {chosen!r}; it has: {', '.join(ids)}")

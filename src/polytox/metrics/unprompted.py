@@ -21,7 +21,7 @@ import numpy as np
 from .. import constants as C
 from .._util.atomic import atomic_write_json
 from .._util.ranges import RESAMPLES_AT_LEAST_ONE, check_range
-from ..store import RunStore
+from ..store.reader import RunReader
 
 MAX_DRAWS_PER_CHUNK = 4_000_000
 
@@ -94,7 +94,7 @@ def bootstrap_curve(
     return points
 
 
-def pool_scores(store: RunStore, scorer_id: str) -> tuple[np.ndarray, int]:
+def pool_scores(store: RunReader, scorer_id: str) -> tuple[np.ndarray, int]:
     """The toxicity of every scored generation of a run, and how many generations have no score."""
     con = duckdb.connect()
     rows = con.execute(
@@ -107,7 +107,7 @@ def pool_scores(store: RunStore, scorer_id: str) -> tuple[np.ndarray, int]:
 
 
 def unprompted_report(
-    store: RunStore, scorer_id: str, n_resamples: int = C.BOOTSTRAP_RESAMPLES, level: float = C.CI_LEVEL, seed: int = 0
+    store: RunReader, scorer_id: str, n_resamples: int = C.BOOTSTRAP_RESAMPLES, level: float = C.CI_LEVEL, seed: int = 0
 ) -> dict[str, Any]:
     """The curve of a run, written to ``RUN/unprompted.json`` (and returned)."""
     check_range("n_bootstrap", n_resamples, RESAMPLES_AT_LEAST_ONE)

@@ -17,7 +17,7 @@ from ..analysis import ANALYSES, AnalysisOptions, AnalysisResult, RunCollection,
 from ..analysis.leaderboard import Leaderboard, build_leaderboard
 from ..analysis.samples import analyze as analyze_samples
 from ..errors import MissingDependencyError, PolytoxError
-from ..store import now
+from ..store.provenance import now
 
 
 @dataclass

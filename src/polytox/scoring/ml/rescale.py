@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import PolytoxError
-from ...store import slug
+from ...store.files import slug
 from .calib import CONTINUATION, TEXT_KINDS, ScaleMaps
 from .head import MlHead, default_head_path
 from .scales import HEAD_SCALE, load_scales
