@@ -90,9 +90,9 @@ def _spec(
 ) -> EvalSpec:
     """The spec of the merged keys; with none, the spec stored in ``out`` (a resume or a retry)."""
     if not flat and config is None:
-        from ..store import RunStore
+        from ..store.reader import RunReader
 
-        store = RunStore(out)
+        store = RunReader(out)
         if retry_failed:
             return store.spec()
         # ``eval --out RUN`` alone resumes (and repairs) RUN with the spec it recorded
@@ -136,9 +136,9 @@ def resolve_run(
     run_dir = resolve_out(out if out is not None else command.get("out"), retry_failed)
     retry = bool(retry_failed)
     if retry:
-        from ..store import RunStore
+        from ..store.reader import RunReader
 
-        if not RunStore(run_dir).exists():
+        if not RunReader(run_dir).exists():
             raise PolytoxError(
                 f"--retry-failed: {run_dir} is not a run directory (no manifest.json), so there is "
                 "nothing to retry; start the run without --retry-failed"
