@@ -333,9 +333,9 @@ def query(
     tmp = out / ".overlap.parquet.tmp"
     started = False
     if executor is not None and executor.kind == "ray":
-        from .ray import init_ray
+        from ..executors.ray_start import start_ray
 
-        started = init_ray(executor, executor.score_workers * executor.cpus_per_worker + 1)
+        started = start_ray(executor.ray_address, executor.score_workers * executor.cpus_per_worker + 1)
     try:
         _stream_b(index, source, fields, executor, tmp, counts, reservoir, rng, check_sample)
     finally:
