@@ -27,3 +27,27 @@ def test_detox_canonical_form_and_spec_hash_are_pinned(written: str) -> None:
 
 def test_a_run_without_detox_keeps_its_hash() -> None:
     assert spec_from_flat({"model": "tiny"}).spec_hash() == "bf639825c8464155"
+
+
+def test_the_spec_and_the_backends_reach_detox_only_through_its_hooks() -> None:
+    """Importing the spec and the backends loads no detox code; the first ``--detox`` spec loads it through
+    the registry's hook and canonicalises exactly as before."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, polytox.spec as s, polytox.generation.hooks, polytox.generation.vllm_backend\n"
+        "before = 'polytox.detox' in sys.modules\n"
+        "print(before, s.spec_from_flat({'model': 'tiny', 'detox': 'word_filter'}).generation.detox)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
+    assert out.stdout.split() == ["False", "word-filter"]
+
+
+def test_an_unregistered_hook_is_one_clear_error() -> None:
+    from polytox import registry
+    from polytox.errors import PolytoxError
+
+    assert registry.hook("detox.canonical")("atcon") == "atcon"  # a group's provider is imported on first use
+    with pytest.raises(PolytoxError, match="no hook 'other.thing' is registered; known: .*detox.canonical"):
+        registry.hook("other.thing")
