@@ -49,5 +49,5 @@ def test_an_unregistered_hook_is_one_clear_error() -> None:
     from polytox.errors import PolytoxError
 
     assert registry.hook("detox.canonical")("atcon") == "atcon"  # a group's provider is imported on first use
-    with pytest.raises(PolytoxError, match="no hook 'other.thing' is registered; known: .*detox.canonical"):
+    with pytest.raises(PolytoxError, match=r"no hook 'other\.thing' is registered; known: .*detox\.canonical"):
         registry.hook("other.thing")
