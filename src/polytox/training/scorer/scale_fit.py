@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from ...constants import TOXIC_THRESHOLD
+from ...errors import PolytoxError
 from ...scoring.calibration import IsotonicMap, fit_isotonic
 from ...scoring.ml.calib import CONTINUATION, WEB, ScaleMaps
 from ...scoring.ml.head import MlHead, default_head_path
@@ -439,21 +440,27 @@ def fit_named_scales(
     there, the full head first) and their held-out measurements per mode. ``everyday`` anchors the harmless
     end with the fit part of ud-sentences' Parallel UD ids (their raw outputs in ``raw_folder``)."""
     head = MlHead.load(default_head_path())
+    # the full head first: its measurements are the scales' card
+    raws = {mode: load_raw(raw_folder, mode) for mode in ("full", "ngram") if mode in head.scale}
+    raws = {mode: raw for mode, raw in raws.items() if raw}
+    if not raws:
+        raise PolytoxError(
+            f"{raw_folder}: no raw outputs of the head (part-*-full.parquet or part-*-ngram.parquet); "
+            "write them with 'polytox train-scorer-step scale-rows'"
+        )
     previous = load_scales(default_head_path(), head.digest)
     rows = scale_rows(shared)
     sentences = load_everyday(Path(shared) / "ud-sentences") if everyday else []
     fitted: dict[str, ScaleSet] = {}
     measured: dict[str, Any] = {}
-    for mode in ("full", "ngram"):  # the full head first: its measurements are the scales' card
-        raw = load_raw(raw_folder, mode)
-        if raw and mode in head.scale:
-            anchors = everyday_pairs(sentences, raw) if sentences else None
-            if anchors is not None and not len(anchors):
-                raise ValueError(f"--everyday: no raw outputs of the fit part's Parallel UD sentences ({mode})")
-            fitted[mode] = fit_scales(rows, raw, head, mode, previous=previous, anchors=anchors)
-            measured[mode] = measure_scales(
-                rows, raw, head, fitted[mode], mode, before=previous, anchors=anchors, everyday=sentences
-            )
+    for mode, raw in raws.items():
+        anchors = everyday_pairs(sentences, raw) if sentences else None
+        if anchors is not None and not len(anchors):
+            raise ValueError(f"--everyday: no raw outputs of the fit part's Parallel UD sentences ({mode})")
+        fitted[mode] = fit_scales(rows, raw, head, mode, previous=previous, anchors=anchors)
+        measured[mode] = measure_scales(
+            rows, raw, head, fitted[mode], mode, before=previous, anchors=anchors, everyday=sentences
+        )
     first = next(iter(fitted.values()))
     main_mode = next(iter(fitted))
     scales = ScaleSet(
