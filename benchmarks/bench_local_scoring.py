@@ -162,7 +162,7 @@ def bench(workload: str, n: int, path: Path, sentences: list[str], repeats: int,
         scorer.engine.stats.padded_tokens = scorer.engine.stats.real_tokens = 0
         return go
 
-    from polytox.scoring.torch_device import dtype_name, pick_dtype
+    from polytox._util.torch_device import dtype_name, pick_dtype
 
     auto = dtype_name(pick_dtype("auto", "cpu"))
     rows: list[tuple[str, Callable[[], list[float]]]] = [

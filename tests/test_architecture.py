@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 import importlib
 import pkgutil
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -135,6 +136,27 @@ def test_the_default_scorers_inference_stays_apart_from_its_training() -> None:
     graph = grimp.build_graph("polytox")
     assert not graph.chain_exists(importer="polytox.scoring", imported="polytox.training", as_packages=True)
     assert graph.chain_exists(importer="polytox.cli", imported="polytox.training", as_packages=True)
+
+
+# (importer, imported) pairs that would point up or sideways: detox registers its hooks for the spec and the
+# generation backends (``polytox.registry.hook``); devices and dtypes come from ``_util.torch_device``
+UPWARD = [
+    ("polytox.spec", "polytox.detox"),
+    ("polytox.generation", "polytox.detox"),
+    ("polytox.generation", "polytox.scoring"),
+    ("polytox.scoring", "polytox.generation"),
+]
+
+
+def test_no_arrow_points_up_between_spec_generation_scoring_and_detox() -> None:
+    graph = grimp.build_graph("polytox")
+    found = [pair for pair in UPWARD if graph.chain_exists(importer=pair[0], imported=pair[1], as_packages=True)]
+    assert found == []
+    assert graph.chain_exists(importer="polytox.detox", imported="polytox.generation", as_packages=True)
+    # and no contract lets one through: the import-linter ignore lists name none of them
+    contracts = tomllib.loads((PACKAGE.parents[1] / "pyproject.toml").read_text())["tool"]["importlinter"]
+    ignored = [line for c in contracts["contracts"] for line in c.get("ignore_imports", [])]
+    assert [line for line in ignored for a, b in UPWARD if line.startswith(a) and b in line] == []
 
 
 def test_renamed_names_keep_working_and_warn() -> None:

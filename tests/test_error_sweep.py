@@ -315,6 +315,23 @@ CASES: dict[str, list[Case]] = {
         Case("train-scorer --out {tmp}/h.npz --folds x", "argument --folds: invalid int value"),
         Case("train-scorer --out {tmp}/h.npz --shared {emptydir} --no-progress", "emptydir"),
     ],
+    "train-scorer-step": [
+        Case("train-scorer-step", "the following arguments are required: STEP"),
+    ],
+    "train-scorer-step pool": [
+        Case("train-scorer-step pool --shared {emptydir}", "scorer-train/en-perspective.jsonl: missing"),
+        Case("train-scorer-step pool --layers 5,x", "argument --layers: invalid int value: 'x' in '5,x'"),
+    ],
+    "train-scorer-step scale-rows": [
+        Case("train-scorer-step scale-rows --shared {emptydir} --out {tmp}/raw-{n}",
+             "scorer-train/en-perspective.jsonl: missing"),
+        Case("train-scorer-step scale-rows --out {tmp}/raw-{n} --mode big", "argument --mode: invalid choice: 'big'"),
+        Case("train-scorer-step scale-rows --shared {emptydir}", "the following arguments are required: --out"),
+    ],
+    "train-scorer-step scale-fit": [
+        Case("train-scorer-step scale-fit --shared {emptydir} --raw {emptydir}", "no raw outputs of the head"),
+        Case("train-scorer-step scale-fit --shared {emptydir}", "the following arguments are required: --raw"),
+    ],
     "corpus": [
         Case("corpus", "the following arguments are required: STEP"),
     ],

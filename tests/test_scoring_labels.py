@@ -139,10 +139,13 @@ def test_parse_verdict_reads_the_first_word_and_the_codes() -> None:
 
 def test_auto_dtype_uses_bfloat16_only_where_the_cpu_computes_it(monkeypatch: pytest.MonkeyPatch) -> None:
     torch = pytest.importorskip("torch")
-    from polytox.scoring import torch_device
+    from polytox._util import torch_device
 
     monkeypatch.setattr(torch_device, "cpu_has_native_bf16", lambda: True)
     assert torch_device.pick_dtype("auto", "cpu") is torch.bfloat16
+    # generation keeps float32 on every CPU: its sampled tokens never depend on the processor
+    assert torch_device.pick_dtype("auto", "cpu", cpu_bf16=False) is torch.float32
+    assert torch_device.pick_dtype("bfloat16", "cpu", cpu_bf16=False) is torch.bfloat16
     monkeypatch.setattr(torch_device, "cpu_has_native_bf16", lambda: False)
     assert torch_device.pick_dtype("auto", "cpu") is torch.float32
     assert torch_device.pick_dtype("float16", "cpu") is torch.float16

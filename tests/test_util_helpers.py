@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -62,3 +64,22 @@ def test_token_bucket_take_never_blocks_and_goes_into_debt() -> None:
     now[0] = 1.0  # two tokens back
     assert bucket.take(5) == 0.0  # more than the capacity: granted on a full bucket, paid for after
     assert bucket.take() == pytest.approx(2.0)  # 3 tokens of debt + 1 needed, at 2/s
+
+
+def test_open_once_writes_under_a_temporary_name_and_reads_without_writing(tmp_path: Path) -> None:
+    import sqlite3
+
+    from polytox._util.sqlite import open_once
+
+    tmp = tmp_path / "index" / ".texts.sqlite.tmp"
+    db = open_once(tmp, "CREATE TABLE docs (key INTEGER PRIMARY KEY, text TEXT)")
+    db.execute("INSERT INTO docs VALUES (1, 'hello')")
+    db.commit()
+    db.close()
+    final = tmp.replace(tmp.with_name("texts.sqlite"))
+    reader = open_once(final, read_only=True)
+    assert reader.execute("SELECT text FROM docs WHERE key = 1").fetchone() == ("hello",)
+    with pytest.raises(sqlite3.OperationalError, match="readonly"):
+        reader.execute("INSERT INTO docs VALUES (2, 'x')")
+    reader.close()
+    assert sorted(p.name for p in final.parent.iterdir()) == ["texts.sqlite"]  # no journal left beside it

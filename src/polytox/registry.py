@@ -1,8 +1,12 @@
-"""Name -> factory registries for generators and scorers.
+"""Name -> factory registries for generators and scorers, and the hooks a capability provides to lower layers.
 
 Built-ins are lazy ``"module:attr"`` strings, so ``import polytox`` imports no heavy dependency.
 Plugins register through the entry-point groups ``polytox.generators`` and ``polytox.scorers``.
 An unknown name fails with the list of known names and a "did you mean".
+
+Hooks keep the layers pointing down: a capability (``polytox.detox``) registers functions by name when it is
+imported, and the layers below it (the spec, the generation backends) call them through ``hook`` without
+importing it.
 """
 
 from __future__ import annotations
@@ -79,3 +83,27 @@ def resolve(kind: str, name: str) -> Callable[..., Any]:
     for part in attr.split("."):
         obj = getattr(obj, part)
     return obj  # type: ignore[return-value]
+
+
+# Hook group -> the package whose import registers that group's hooks. ``hook`` imports it when a hook of the
+# group is asked for before anything imported it, so every caller gets the same function (a spec built
+# straight from ``polytox.spec_from_flat`` canonicalises ``--detox`` exactly as one built by the CLI).
+HOOK_PROVIDERS: dict[str, str] = {"detox": "polytox.detox"}
+
+_HOOKS: dict[str, Callable[..., Any]] = {}
+
+
+def register_hook(name: str, fn: Callable[..., Any]) -> None:
+    """Register ``fn`` as hook ``name`` (``GROUP.NAME``, e.g. ``detox.canonical``); a later one replaces it."""
+    _HOOKS[name] = fn
+
+
+def hook(name: str) -> Callable[..., Any]:
+    """The function registered as hook ``name``, importing its group's provider first when needed."""
+    if name not in _HOOKS:
+        provider = HOOK_PROVIDERS.get(name.partition(".")[0])
+        if provider is not None:
+            importlib.import_module(provider)
+    if name not in _HOOKS:
+        raise PolytoxError(f"no hook {name!r} is registered; known: {', '.join(sorted(_HOOKS)) or 'none'}")
+    return _HOOKS[name]

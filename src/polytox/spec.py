@@ -299,10 +299,10 @@ def spec_from_flat(values: Mapping[str, Any]) -> EvalSpec:
         gen["samples"] = 1  # the unprompted pool: N prompts x 1 sample, whatever a preset says
     if "model" in gen and "backend" not in gen:
         gen["backend"], gen["model"] = infer_backend(gen["model"])
-    if gen.get("detox"):
-        from .detox.methods import canonical_detox
+    if gen.get("detox"):  # one spelling per method and options, from polytox.detox (its registered hook)
+        from . import registry
 
-        gen["detox"] = canonical_detox(str(gen["detox"]))
+        gen["detox"] = registry.hook("detox.canonical")(str(gen["detox"]))
     if "langs" in sections["prompts"]:
         from .langs import normalize_lang
 

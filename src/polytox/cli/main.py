@@ -38,6 +38,8 @@ SUBCOMMANDS = {
     "unprompted": "polytox.cli.unprompted_cmd",
     "build": "polytox.cli.build_cmd",
     "train-scorer": "polytox.cli.train_scorer_cmd",
+    # the default scorer's other steps (embed the pool, the scales' raw outputs, fit the scales)
+    "train-scorer-step": "polytox.cli.train_scorer_step_cmd",
     # pretraining-corpus analysis (RTP §6)
     "corpus": "polytox.cli.corpus_cmd",
     # polytox serve: local Perspective / OpenAI moderation endpoint (extra "serve")

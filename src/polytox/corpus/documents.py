@@ -21,7 +21,6 @@ gives ``lang = "und"`` (``lang_source = "unknown"``). A missing URL gives ``url 
 
 from __future__ import annotations
 
-import itertools
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -41,7 +40,7 @@ from ..promptset.readers import (
     CorpusSource,
     FieldMap,
     first_field,
-    read_hf_documents,
+    iter_source,
 )
 from .domains import domain_of
 
@@ -183,16 +182,9 @@ def _iter_path(path: Path) -> Iterator[RawRecord]:
 
 
 def iter_raw(source: CorpusSource) -> Iterator[RawRecord]:
-    """The raw records of a source in a stable order, cut to ``source.limit``."""
-    if source.hf_dataset:
-        stream: Iterator[RawRecord] = read_hf_documents(
-            source.hf_dataset, source.hf_config, source.hf_split, source.hf_data_files
-        )
-    elif source.paths:
-        stream = itertools.chain.from_iterable(_iter_path(Path(p)) for p in source.paths)
-    else:
-        raise PolytoxError("no corpus given: pass PATH (repeatable) or --hf-dataset NAME")
-    return itertools.islice(stream, source.limit) if source.limit is not None else stream
+    """The raw records of a source in a stable order, cut to ``source.limit``: the build's reader
+    (``promptset.readers.iter_source``) with ``.txt`` files and folders read too."""
+    return iter_source(source, _iter_path, path_flag="PATH")
 
 
 def iter_docs(

@@ -50,6 +50,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .._util.atomic import atomic_write, atomic_write_json
+from .._util.sqlite import open_once
 from ..constants import NEAR_DUP_JACCARD, NEAR_DUP_PERMUTATIONS, NEAR_DUP_SHINGLE_CHARS, TOXIC_THRESHOLD
 from ..errors import PolytoxError, require
 from ..promptset.dedup import jaccard, shingles
@@ -106,6 +107,9 @@ def _pickle(obj: Any, path: str) -> None:
         pickle.dump(obj, fh, protocol=pickle.HIGHEST_PROTOCOL)
 
 
+TEXTS_SCHEMA = "CREATE TABLE docs (key INTEGER PRIMARY KEY, doc_id TEXT, n_shingles INTEGER, text TEXT)"
+
+
 @dataclass
 class OverlapIndex:
     """The persisted index of corpus A (see the module docstring)."""
@@ -119,7 +123,7 @@ class OverlapIndex:
     @property
     def db(self) -> sqlite3.Connection:
         if self._db is None:
-            self._db = sqlite3.connect(self.path / "texts.sqlite")
+            self._db = open_once(self.path / "texts.sqlite", read_only=True)
         return self._db
 
     def text(self, key: int) -> tuple[str, str]:
@@ -161,8 +165,7 @@ def build_index(
     exact: set[int] = set()
     tmp_db = path / ".texts.sqlite.tmp"
     tmp_db.unlink(missing_ok=True)
-    db = sqlite3.connect(tmp_db)
-    db.execute("CREATE TABLE docs (key INTEGER PRIMARY KEY, doc_id TEXT, n_shingles INTEGER, text TEXT)")
+    db = open_once(tmp_db, TEXTS_SCHEMA)
     sig_tmp = path / ".signatures.bin.tmp"
     sig_dtype: str | None = None
     counts = {"documents": 0, "indexed": 0, "exact_duplicates_within": 0, "not_ok": 0}
@@ -333,9 +336,9 @@ def query(
     tmp = out / ".overlap.parquet.tmp"
     started = False
     if executor is not None and executor.kind == "ray":
-        from .ray import init_ray
+        from ..executors.ray_start import start_ray
 
-        started = init_ray(executor, executor.score_workers * executor.cpus_per_worker + 1)
+        started = start_ray(executor.ray_address, executor.score_workers * executor.cpus_per_worker + 1)
     try:
         _stream_b(index, source, fields, executor, tmp, counts, reservoir, rng, check_sample)
     finally:

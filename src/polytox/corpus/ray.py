@@ -18,7 +18,6 @@ driver, as in the local run.
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -28,43 +27,17 @@ import pyarrow as pa
 
 from ..errors import require
 from ..executors import ExecutorConfig
-from ..executors.ray_data import ray_session
+from ..executors.ray_start import ray_session, start_ray
 from ..prompts.readers import RawRecord
 from ..scoring import Scorer
 from .minhash import band_join
 from .shard_scorer import ShardScorer
 
 WINDOW_SHARDS_PER_WORKER = 64
-FORWARDED_ENV_PREFIXES = ("POLYTOX_", "HF_", "TRANSFORMERS_", "TOKENIZERS_", "OMP_")
 
 
 def _raws_to_rows(raws: list[RawRecord]) -> list[list[Any]]:
     return [[r.location, r.record, r.error] for r in raws]
-
-
-def init_ray(config: ExecutorConfig, cpus_needed: float) -> bool:
-    """Connect to (or start) Ray; True when this call started it (and must shut it down)."""
-    ray = require("ray", "ray")
-    require("ray.data", "ray")
-    if ray.is_initialized():
-        return False
-    env = {k: v for k, v in os.environ.items() if k.startswith(FORWARDED_ENV_PREFIXES)}
-    kwargs: dict[str, Any] = {
-        "include_dashboard": False,
-        "log_to_driver": False,
-        "logging_level": "ERROR",
-        "runtime_env": {"env_vars": env},
-    }
-    if config.ray_address:
-        kwargs["address"] = config.ray_address
-    else:
-        kwargs["num_cpus"] = int(max(os.cpu_count() or 1, cpus_needed + 0.999))
-    ray.init(**kwargs)
-    ctx = ray.data.DataContext.get_current()
-    ctx.enable_progress_bars = False
-    if hasattr(ctx, "print_on_execution_start"):
-        ctx.print_on_execution_start = False
-    return True
 
 
 def _windows(todo: Iterator[tuple[int, list[RawRecord]]], size: int) -> Iterator[list[tuple[int, list[RawRecord]]]]:
@@ -105,7 +78,7 @@ def ray_score(
     if head is None:  # nothing left to score: no Ray start-up
         return details
     todo = itertools.chain([head], todo)
-    started = init_ray(config, workers * config.cpus_per_worker + 1)
+    started = start_ray(config.ray_address, workers * config.cpus_per_worker + 1)
     job_dict = job.to_dict()
     cache = getattr(getattr(scorer, "cache", None), "path", None)
     if cache is not None and job_dict["scorer_options"].get("cache") != "off":
@@ -160,7 +133,7 @@ def ray_band_candidates(
 ) -> set[tuple[int, int]]:
     """Candidate pairs of the banded LSH join, one Ray task per band (see the module docstring)."""
     ray = require("ray", "ray")
-    started = init_ray(config, config.score_workers * config.cpus_per_worker + 1)
+    started = start_ray(config.ray_address, config.score_workers * config.cpus_per_worker + 1)
     try:
         join = ray.remote(num_cpus=config.cpus_per_worker)(band_join)
         a_ref, b_ref = ray.put(a_keys), ray.put(b_keys)

@@ -3,7 +3,8 @@
 Decoding-time methods (word filter, VOCAB-SHIFT, DExperts, ATCON's attribute token, PPLM) are
 ``LogitsAdjuster`` objects that the transformers backend calls where logits become tokens; data-based
 methods (DAPT, ATCON, DExperts' experts, VOCAB-SHIFT's projection, PPLM's head) are trained by
-``polytox detox train``. ``fluency`` and ``diversity`` measure what detoxification costs.
+``polytox detox train``. ``fluency`` and ``diversity`` measure what detoxification costs. Importing the
+package registers its hooks (``hooks``), through which the spec and the generation backends reach it.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .._util.lazy import lazy_getattr
+from . import hooks  # noqa: F401  (registers the detox.* hooks the spec and the generation backends call)
 
 if TYPE_CHECKING:
     from .base import LogitsAdjuster

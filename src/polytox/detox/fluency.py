@@ -44,8 +44,8 @@ class PerplexityScorer:
     """Token-level negative log-likelihood of continuations under a causal LM."""
 
     def __init__(self, model: str, device: str = "auto", batch_size: int = 16) -> None:
+        from .._util.torch_device import pick_device
         from ..models import resolve_model
-        from ..scoring.torch_device import pick_device
 
         transformers = require("transformers", "hf")
         self.torch = require("torch", "hf")

@@ -24,16 +24,13 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
-from ..errors import FatalGenerationError, PolytoxError, require
+from ..errors import FatalGenerationError, require
 from ..spec import EvalSpec
 from ..types import Generation, Prompt, Score
 from .base import Executor, ExecutorStats, Work
-
-FORWARDED_ENV_PREFIXES = ("POLYTOX_", "HF_", "TRANSFORMERS_", "TOKENIZERS_")
+from .ray_start import ray_session, start_ray
 
 
 # ---- rows: a shard's prompts, generations and scores as JSON strings --------------------------------
@@ -102,22 +99,6 @@ def scores_to_json(scores: list[Score]) -> str:
 
 def scores_from_json(blob: str) -> list[Score]:
     return [Score(values=r[0], error=r[1], transient=r[2]) for r in json.loads(blob)]
-
-
-@contextmanager
-def ray_session(ray: Any, started: bool) -> Iterator[None]:
-    """Run a Ray job: Ray's own exceptions become one clear PolytoxError; Ray is shut down if we started it."""
-    try:
-        yield
-    except (KeyboardInterrupt, PolytoxError):
-        raise
-    except Exception as exc:
-        if type(exc).__module__.startswith("ray"):
-            raise PolytoxError(f"the Ray executor failed: {type(exc).__name__}: {exc}") from exc
-        raise
-    finally:
-        if started:
-            ray.shutdown()
 
 
 # ---- actors -------------------------------------------------------------------------------------------
@@ -218,35 +199,16 @@ class RayExecutor(Executor):
 
     name = "ray"
 
-    def _init(self, ray: Any, work: Work) -> bool:
-        """Connect to (or start) Ray; returns True when this call started it (and must shut it down)."""
-        if ray.is_initialized():
-            return False
+    def _start(self, work: Work) -> bool:
+        """Connect to (or start) Ray with room for both pools; True when this call started it."""
         c = self.config
-        env = {k: v for k, v in os.environ.items() if k.startswith(FORWARDED_ENV_PREFIXES)}
         key_env = dict(work.spec.generation.options).get("api_key_env", "OPENAI_API_KEY")
-        if key_env in os.environ:
-            env[key_env] = os.environ[key_env]  # in memory for the workers; never written by polytox
-        kwargs: dict[str, Any] = {
-            "include_dashboard": False,
-            "log_to_driver": False,
-            "logging_level": "ERROR",
-            "runtime_env": {"env_vars": env},
-        }
-        if c.ray_address:
-            kwargs["address"] = c.ray_address
-        else:  # a local Ray: enough logical CPUs for both pools, whatever this machine has
-            needed = (c.gen_workers + c.score_workers) * c.cpus_per_worker + 1
-            kwargs["num_cpus"] = int(max(os.cpu_count() or 1, needed + 0.999))
-        ray.init(**kwargs)
-        return True
+        # the API key is passed in memory for the workers; never written by polytox
+        env = {key_env: os.environ[key_env]} if key_env in os.environ else {}
+        return start_ray(c.ray_address, (c.gen_workers + c.score_workers) * c.cpus_per_worker + 1, env)
 
     def _dataset(self, ray: Any, work: Work, todo: list[int]) -> Any:
         c = self.config
-        ctx = ray.data.DataContext.get_current()
-        ctx.enable_progress_bars = False
-        if hasattr(ctx, "print_on_execution_start"):
-            ctx.print_on_execution_start = False
         rows = [
             {
                 "shard": i,
@@ -301,7 +263,7 @@ class RayExecutor(Executor):
         wall = time.perf_counter()
         if not todo:
             return stats
-        started = self._init(ray, work)
+        started = self._start(work)
         stats.details["ray_init_seconds"] = round(time.perf_counter() - wall, 3)
         model_recorded = False
         first: float | None = None

@@ -40,9 +40,9 @@ from typing import Any, ClassVar
 
 from .._util import ranges as R
 from .._util.options import Option, with_defaults
+from .._util.torch_device import pick_device, pick_dtype
 from ..errors import PolytoxError, require
 from ..models import resolve_model
-from ..scoring.torch_device import pick_device
 from ..spec import GenerationSpec
 from ..types import Generation, GenerationRequest, Prompt
 from . import attention_plan
@@ -51,28 +51,13 @@ from .continuous import DecodeSettings, decode, decode_capacity, worth_compactin
 from .cuda_graphs import GraphedStep
 from .decode_plan import CUDA_READ_FLOOR, DecodeChoice, initial_choice, should_compile
 from .hf_cache import cache_kw, cache_of
+from .hooks import decoding_hook
 from .prompting import PromptTooLongError, encode_prompt, wants_chat_template
 from .sampling import FALLBACKS, METHODS, resolve_fallback, resolve_method, row_uniforms, sample_next
 from .slot_plan import STEP_BYTES_PER_VOCAB, SlotPlan, free_device_bytes, kv_bytes_per_row, plan_slots
 from .slots import ATTENTION_ATTR, SlotCache, register_attention
 
 log = logging.getLogger("polytox")
-
-
-def pick_dtype(requested: str, device: str) -> Any:
-    """``auto`` -> bfloat16 on GPUs that support it, float16 on other GPUs, float32 on CPU.
-
-    Unlike the classifier scorers (``scoring.torch_device.pick_dtype``), generation stays float32 on every
-    CPU: sampled tokens must not depend on whether the CPU happens to compute bfloat16 natively."""
-    import torch
-
-    if requested != "auto":
-        return getattr(torch, requested)
-    if device.startswith("cuda"):
-        return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
-    if device == "mps":
-        return torch.float16
-    return torch.float32
 
 
 def select_rows(cache: Any, index: Any) -> None:
@@ -127,7 +112,7 @@ class TransformersGenerator(Generator):
         started = time.perf_counter()
         path, instruct = resolve_model(spec.model)
         self.device = pick_device(spec.device)
-        self.dtype = pick_dtype(spec.dtype, self.device)
+        self.dtype = pick_dtype(spec.dtype, self.device, cpu_bf16=False)  # sampled tokens never depend on the CPU
         self.tokenizer = transformers.AutoTokenizer.from_pretrained(path)
         self.tokenizer.padding_side = "left"
         self.model = transformers.AutoModelForCausalLM.from_pretrained(path, dtype=self.dtype)
@@ -150,11 +135,8 @@ class TransformersGenerator(Generator):
         if self.pad_id is None:
             self.pad_id = self.eos_ids[0] if self.eos_ids else 0
         self.instruct = instruct
-        # --- detox hook (polytox.detox): decoding-time detoxification, None without --detox ---
-        from ..detox.methods import build_adjuster
-
-        self.detox = build_adjuster(spec, self)
-        # --- end detox hook ---
+        # decoding-time detoxification (registered by polytox.detox), None without --detox
+        self.detox = decoding_hook(spec, self)
         options = with_defaults(f"backend {self.name!r}", self.OPTIONS, dict(spec.options), flag="--model-opt")
         self.static_cache = bool(options["static_cache"])
         on_gpu = self.device.startswith("cuda")

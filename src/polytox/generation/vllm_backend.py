@@ -50,6 +50,7 @@ from ..models import EMBEDDED, resolve_model
 from ..spec import GenerationSpec
 from ..types import Generation, GenerationRequest
 from .base import Generator, failed
+from .hooks import vllm_bad_word_ids, vllm_bad_words
 from .prompting import PromptIds, PromptTooLongError, encode_prompt, wants_chat_template
 
 SEED_BITS = 31  # seeds sent to vLLM / HTTP servers: non-negative int32, accepted everywhere
@@ -103,9 +104,7 @@ def sampling_kwargs(spec: GenerationSpec, n: int, seed: int, bad_words: bool = T
         "max_tokens": spec.max_new_tokens,
     }
     if spec.detox and bad_words:  # polytox.detox: only the word filter has a vLLM equivalent (``bad_words``)
-        from ..detox.vllm_map import vllm_sampling_extras
-
-        kwargs.update(vllm_sampling_extras(spec.detox))
+        kwargs.update(vllm_bad_words(spec.detox))
     return kwargs
 
 
@@ -213,9 +212,7 @@ class VLLMGenerator(Generator):
         """Options, detox method and the model name (``polytox.models.lookup``), before any work."""
         parse_options(spec)
         if spec.detox:
-            from ..detox.vllm_map import vllm_sampling_extras
-
-            vllm_sampling_extras(spec.detox)
+            vllm_bad_words(spec.detox)
         from ..models.lookup import check_model
 
         check_model(spec.model)
@@ -229,9 +226,7 @@ class VLLMGenerator(Generator):
     ) -> None:
         self.spec = spec
         if spec.detox:  # polytox.detox: refuse methods vLLM cannot run before loading anything
-            from ..detox.vllm_map import vllm_sampling_extras
-
-            vllm_sampling_extras(spec.detox)
+            vllm_bad_words(spec.detox)
         self.options = parse_options(spec)
         self.options.setdefault("seed_mode", self.OPTIONS["seed_mode"].default)
         if llm_cls is None or sampling_params_cls is None:
@@ -245,9 +240,7 @@ class VLLMGenerator(Generator):
         self.tokenizer = self.llm.get_tokenizer()
         self.bad_word_ids: list[list[int]] = []
         if spec.detox:  # the word filter's token sequences, every spelling vLLM's own bad_words would drop too
-            from ..detox.vllm_map import bad_word_sequences
-
-            self.bad_word_ids = bad_word_sequences(spec.detox, self.tokenizer)
+            self.bad_word_ids = vllm_bad_word_ids(spec.detox, self.tokenizer)
         self.max_model_len = self._max_model_len()
         self.chat = wants_chat_template(spec.chat_template, self.tokenizer)
         self.dead: str | None = None  # set once the engine died: every later call fails at once

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 import itertools
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -100,16 +100,23 @@ def read_hf_documents(
         yield RawRecord(f"hf://{name}/{config or ''}/{split}:row {i}", record=row)
 
 
-def iter_source(source: CorpusSource) -> Iterator[RawRecord]:
-    """The raw records of a source in a stable order, cut to ``limit`` records when set."""
+def iter_source(
+    source: CorpusSource,
+    read_path: Callable[[Path], Iterator[RawRecord]] = read_records,
+    *,
+    path_flag: str = "--input PATH",
+) -> Iterator[RawRecord]:
+    """The raw records of a source in a stable order, cut to ``limit`` records when set. ``read_path`` reads
+    one local path (``polytox.corpus`` passes one that also reads folders of ``.txt`` files); ``path_flag``
+    names the flag for a path in the error when the source names nothing."""
     if source.hf_dataset:
         stream: Iterator[RawRecord] = read_hf_documents(
             source.hf_dataset, source.hf_config, source.hf_split, source.hf_data_files
         )
     elif source.paths:
-        stream = itertools.chain.from_iterable(read_records(Path(p)) for p in source.paths)
+        stream = itertools.chain.from_iterable(read_path(Path(p)) for p in source.paths)
     else:
-        raise PolytoxError("no corpus given: pass --input PATH (repeatable) or --hf-dataset NAME")
+        raise PolytoxError(f"no corpus given: pass {path_flag} (repeatable) or --hf-dataset NAME")
     return itertools.islice(stream, source.limit) if source.limit is not None else stream
 
 

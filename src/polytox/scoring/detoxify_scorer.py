@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from .._util.options import Option
+from .._util.torch_device import dtype_name, pick_device, pick_dtype
 from ..errors import PolytoxError, require
 from .hf_classifier import (
     ENGINE_OPTIONS,
@@ -46,9 +47,9 @@ from .hf_classifier import (
     check_truncation,
     load_sequence_classifier,
 )
+from .hf_load import quiet_transformers
 from .labels import LabelPlan, normalize_label
 from .model_identity import checkpoint_identity, local_fingerprint
-from .torch_device import dtype_name, pick_device, pick_dtype, quiet_transformers
 
 JIGSAW_2018 = ("toxicity", "severe_toxicity", "obscene", "threat", "insult", "identity_attack")
 JIGSAW_2019 = (

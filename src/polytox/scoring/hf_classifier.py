@@ -15,7 +15,7 @@ mapping in YAML):
   no budget). Defaults: 16 and 4096 on CPU (larger batches are slower there, measured), 64 and 16384
   on a GPU.
 - ``device``: ``auto`` (cuda > mps > cpu) or a torch device; ``dtype``: ``auto`` (see
-  ``torch_device``: bfloat16 on GPUs and on CPUs with native bfloat16, else float32) | ``float32`` |
+  ``_util.torch_device``: bfloat16 on GPUs and on CPUs with native bfloat16, else float32) | ``float32`` |
   ``float16`` | ``bfloat16``.
 - ``languages``: ``any`` (default) or a comma list; texts in other languages become errors, not scores.
 - ``trust_remote_code``: ``true`` for checkpoints that ship their own model code.
@@ -31,13 +31,14 @@ from typing import Any, ClassVar
 
 from .._util import ranges as R
 from .._util.options import Option, as_bool, as_int
-from ..errors import PolytoxError, require
+from .._util.torch_device import dtype_name, pick_device, pick_dtype
+from ..errors import PolytoxError
 from ..types import Score
 from .base import Scorer, config_digest
 from .classifier_engine import TRUNCATION_SIDES, SequenceClassifier, default_max_length
+from .hf_load import load_pretrained
 from .labels import LabelPlan, build_label_plan, choose_activation
 from .model_identity import checkpoint_identity
-from .torch_device import dtype_name, pick_device, pick_dtype, quiet_transformers
 
 # (texts, padded tokens) per forward pass. On CPU a BERT-base forward costs the same per text from 16
 # texts up (GEMMs are large enough; bigger batches fall out of cache and get slower): measured in
@@ -69,23 +70,17 @@ def load_sequence_classifier(
     model: str, *, revision: str = "", device: str = "cpu", dtype: Any = None, trust_remote_code: bool = False
 ) -> tuple[Any, Any]:
     """``(model, tokenizer)`` from a Hub id or a local folder, on ``device`` in ``dtype``, in eval mode."""
-    transformers = require("transformers", "hf")
-    require("torch", "hf")
-    quiet_transformers()
-    kwargs: dict[str, Any] = {"trust_remote_code": trust_remote_code}
-    if revision:
-        kwargs["revision"] = revision
-    try:
-        tokenizer = transformers.AutoTokenizer.from_pretrained(model, **kwargs)
-        clf = transformers.AutoModelForSequenceClassification.from_pretrained(model, **kwargs)
-    except (OSError, ValueError) as exc:
-        raise PolytoxError(
-            f"could not load sequence-classification checkpoint {model!r}: {exc}. A Hub id needs network "
-            f"access the first time (HF_HUB_OFFLINE must be unset); offline, pass model=FOLDER of a "
-            f"checkpoint saved with save_pretrained."
-        ) from exc
-    clf = clf.to(device=device, dtype=dtype) if dtype is not None else clf.to(device)
-    return clf.eval(), tokenizer
+    return load_pretrained(
+        "AutoModelForSequenceClassification",
+        model,
+        revision=revision,
+        device=device,
+        dtype=dtype,
+        trust_remote_code=trust_remote_code,
+        what="sequence-classification checkpoint",
+        hint="A Hub id needs network access the first time (HF_HUB_OFFLINE must be unset); offline, pass "
+        "model=FOLDER of a checkpoint saved with save_pretrained.",
+    )
 
 
 # The engine's options, the same for every local classifier (``hf``, ``detoxify``): declared once here.

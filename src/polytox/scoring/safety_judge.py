@@ -39,11 +39,13 @@ from typing import Any, ClassVar
 from .. import constants as C
 from .._util import ranges as R
 from .._util.options import Option, as_bool, as_int
-from ..errors import PolytoxError, require
+from .._util.torch_device import dtype_name, pick_device, pick_dtype
+from ..errors import PolytoxError
 from ..types import Score
 from .base import Scorer, config_digest
 from .batching import pad_batch, plan_batches
 from .hf_classifier import as_languages
+from .hf_load import load_pretrained
 from .llama_guard_prompt import (
     FORMATS,
     LLAMA_GUARD_3,
@@ -54,7 +56,6 @@ from .llama_guard_prompt import (
     render_documented,
 )
 from .model_identity import checkpoint_identity
-from .torch_device import dtype_name, pick_device, pick_dtype, quiet_transformers
 
 ROLES = ("user", "assistant")
 PROBABILITIES = ("full", "pair")
@@ -147,12 +148,16 @@ class LlamaGuardScorer(Scorer):
         self.device = pick_device(device)
         torch_dtype = pick_dtype(dtype, self.device)
         self.dtype = dtype_name(torch_dtype)
-        self.model, self.tokenizer = load_causal_lm(
+        self.model, self.tokenizer = load_pretrained(
+            "AutoModelForCausalLM",
             model,
             revision=revision,
             device=self.device,
             dtype=torch_dtype,
             trust_remote_code=as_bool(trust_remote_code, "trust_remote_code"),
+            what="the judge",
+            hint="Llama Guard weights are gated on the Hub: accept the licence, log in (huggingface-cli login) "
+            "and download once with network; offline, pass model=FOLDER of a saved checkpoint.",
         )
         self.format = resolve_format(format, self.tokenizer)
         listed = categories_in_prompt(self.render("x"))
@@ -329,26 +334,6 @@ class LlamaGuardScorer(Scorer):
 
     def close(self) -> None:
         self.model.to("cpu")
-
-
-def load_causal_lm(model: str, *, revision: str, device: str, dtype: Any, trust_remote_code: bool) -> tuple[Any, Any]:
-    transformers = require("transformers", "hf")
-    require("torch", "hf")
-    quiet_transformers()
-    kwargs: dict[str, Any] = {"trust_remote_code": trust_remote_code}
-    if revision:
-        kwargs["revision"] = revision
-    try:
-        tokenizer = transformers.AutoTokenizer.from_pretrained(model, **kwargs)
-        lm = transformers.AutoModelForCausalLM.from_pretrained(model, **kwargs)
-    except (OSError, ValueError) as exc:
-        raise PolytoxError(
-            f"could not load the judge {model!r}: {exc}. Llama Guard weights are gated on the Hub: accept "
-            f"the "
-            f"licence, log in (huggingface-cli login) and download once with network; offline, pass "
-            f"model=FOLDER of a saved checkpoint."
-        ) from exc
-    return lm.to(device=device, dtype=dtype).eval(), tokenizer
 
 
 def resolve_format(requested: str, tokenizer: Any) -> str:

@@ -17,12 +17,12 @@ import numpy as np
 
 from ..._util import ranges as R
 from ..._util.options import Option
+from ..._util.torch_device import pick_device
 from ...errors import BadValueError, MissingDependencyError, PolytoxError, require
 from ...models import EMBEDDED, converted
 from ...types import RAW_KEY, Score
 from ..base import Scorer
 from ..perspective import parse_attributes
-from ..torch_device import pick_device
 from .calib import CONTINUATION, TEXT_KINDS, WEB, ScaleMaps
 from .embed_cache import EmbeddingCache
 from .embedder import HiddenStateEmbedder, resolve_dtype

@@ -5,16 +5,14 @@ pack, thinned per source (``pack.POOL_RATES``), and optionally the everyday sent
 ``extract`` embeds the pool into the embedding cache tier by tier, in chunks, so an interrupted extraction
 resumes and a partial one still covers what matters most.
 
-Run it in the background before training::
+Run it in the background before training (``polytox train-scorer-step pool`` calls ``embed_pool``)::
 
-    python -m polytox.training.scorer.pool --shared ../shared/data --layers 5,7,9
+    polytox train-scorer-step pool --shared ../shared/data --layers 5,7,9
 """
 
 from __future__ import annotations
 
-import argparse
 import logging
-import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -82,32 +80,6 @@ def extract(
     return embedder.computed
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--shared", required=True, help="the shared data folder (rtp/, rtp-lx/, scorer-train/)")
-    p.add_argument("--backbone", default="gemma-3-270m")
-    p.add_argument("--layers", default="5,7,9")
-    p.add_argument("--max-tokens", type=int, default=128)
-    p.add_argument("--batch-size", type=int, default=32)
-    p.add_argument("--cache", default=None, help="embedding cache file (default: the polytox cache)")
-    p.add_argument("--threads", type=int, default=None)
-    p.add_argument("--max-tier", type=int, default=4)
-    args = p.parse_args(argv)
-    rows = training_pool(args.shared, everyday=True)
-    counts = {t: sum(tier(r) == t for r in rows) for t in range(1, 5)}
-    print(f"pool: {len(rows)} rows, per tier {counts}", flush=True)
-    extract(
-        rows,
-        args.backbone,
-        [int(x) for x in args.layers.split(",")],
-        max_tokens=args.max_tokens,
-        batch_size=args.batch_size,
-        cache_path=args.cache,
-        threads=args.threads,
-        max_tier=args.max_tier,
-    )
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+def tier_counts(rows: Sequence[Example]) -> dict[int, int]:
+    """How many pool rows each embedding tier (1 first) holds."""
+    return {t: sum(tier(r) == t for r in rows) for t in range(1, 5)}

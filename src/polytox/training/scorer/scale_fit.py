@@ -1,7 +1,8 @@
 """Fit the named scales (``scales.py``) on the committed head's raw outputs and measure them held out.
 
 Inputs: the rows of ``scale_rows.py`` (each with its era or rater-share target and the head's split) and the
-head's raw output of each text (``python -m polytox.training.scorer.scale_rows`` writes them). Everything is
+head's raw output of each text (``polytox train-scorer-step scale-rows`` writes them); ``fit_named_scales``
+(``polytox train-scorer-step scale-fit``) fits and measures them. Everything is
 fitted on the training split and measured on the held-out split; nothing here retrains the head.
 
 - **English, per era.** ``perspective-2020`` takes the head's *web* map and ``perspective-2022`` its
@@ -27,8 +28,6 @@ split, where that optimism would show.
 
 from __future__ import annotations
 
-import argparse
-import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -36,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from ...constants import TOXIC_THRESHOLD
+from ...errors import PolytoxError
 from ...scoring.calibration import IsotonicMap, fit_isotonic
 from ...scoring.ml.calib import CONTINUATION, WEB, ScaleMaps
 from ...scoring.ml.head import MlHead, default_head_path
@@ -46,9 +46,7 @@ from ...scoring.ml.scales import (
     PERSPECTIVE_2022,
     Scale,
     ScaleSet,
-    default_scales_path,
     load_scales,
-    write_scales,
 )
 from .data import Example
 from .everyday import EverydayRow, everyday_gaps, everyday_pairs, load_everyday
@@ -435,36 +433,34 @@ def load_raw(folder: Path | str, mode: str = "full") -> dict[tuple[str, str], fl
     return out
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    import json
-
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--shared", required=True, help="the shared data folder (rtp/, rtp-lx/, scorer-train/)")
-    p.add_argument("--raw", required=True, help="the folder 'python -m polytox.training.scorer.scale_rows' wrote")
-    p.add_argument("--out", default=str(default_scales_path()))
-    p.add_argument("--measurements", help="write the held-out measurements (JSON) here too")
-    p.add_argument(
-        "--everyday",
-        action="store_true",
-        help="anchor the harmless end with the fit part of ud-sentences' Parallel UD ids (their raw outputs in --raw)",
-    )
-    args = p.parse_args(argv)
+def fit_named_scales(
+    shared: Path | str, raw_folder: Path | str, *, everyday: bool = False
+) -> tuple[ScaleSet, dict[str, Any]]:
+    """The named scales fitted on the committed head's raw outputs in ``raw_folder`` (each head mode found
+    there, the full head first) and their held-out measurements per mode. ``everyday`` anchors the harmless
+    end with the fit part of ud-sentences' Parallel UD ids (their raw outputs in ``raw_folder``)."""
     head = MlHead.load(default_head_path())
+    # the full head first: its measurements are the scales' card
+    raws = {mode: load_raw(raw_folder, mode) for mode in ("full", "ngram") if mode in head.scale}
+    raws = {mode: raw for mode, raw in raws.items() if raw}
+    if not raws:
+        raise PolytoxError(
+            f"{raw_folder}: no raw outputs of the head (part-*-full.parquet or part-*-ngram.parquet); "
+            "write them with 'polytox train-scorer-step scale-rows'"
+        )
     previous = load_scales(default_head_path(), head.digest)
-    rows = scale_rows(args.shared)
-    everyday = load_everyday(Path(args.shared) / "ud-sentences") if args.everyday else []
+    rows = scale_rows(shared)
+    sentences = load_everyday(Path(shared) / "ud-sentences") if everyday else []
     fitted: dict[str, ScaleSet] = {}
     measured: dict[str, Any] = {}
-    for mode in ("full", "ngram"):  # the full head first: its measurements are the scales' card
-        raw = load_raw(args.raw, mode)
-        if raw and mode in head.scale:
-            anchors = everyday_pairs(everyday, raw) if everyday else None
-            if anchors is not None and not len(anchors):
-                raise ValueError(f"--everyday: no raw outputs of the fit part's Parallel UD sentences ({mode})")
-            fitted[mode] = fit_scales(rows, raw, head, mode, previous=previous, anchors=anchors)
-            measured[mode] = measure_scales(
-                rows, raw, head, fitted[mode], mode, before=previous, anchors=anchors, everyday=everyday
-            )
+    for mode, raw in raws.items():
+        anchors = everyday_pairs(sentences, raw) if sentences else None
+        if anchors is not None and not len(anchors):
+            raise ValueError(f"--everyday: no raw outputs of the fit part's Parallel UD sentences ({mode})")
+        fitted[mode] = fit_scales(rows, raw, head, mode, previous=previous, anchors=anchors)
+        measured[mode] = measure_scales(
+            rows, raw, head, fitted[mode], mode, before=previous, anchors=anchors, everyday=sentences
+        )
     first = next(iter(fitted.values()))
     main_mode = next(iter(fitted))
     scales = ScaleSet(
@@ -483,11 +479,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         },
         info={**first.info, "mode_fitted": list(fitted), "measured_mode": main_mode},
     )
-    write_scales(scales, args.out)
-    if args.measurements:
-        Path(args.measurements).write_text(json.dumps(measured, indent=1) + "\n", encoding="utf-8")
-    print(json.dumps({n: s.info["heldout"] for n, s in scales.scales.items()}, indent=1))
-    return 0
+    return scales, measured
 
 
 def carried_eras(name: str, block: dict[str, Any], previous: ScaleSet | None, fitted: ScaleSet) -> dict[str, Any]:
@@ -529,7 +521,3 @@ def _card_block(name: str, measured: Mapping[str, Any]) -> dict[str, Any]:
     if name in measured.get("everyday", {}):  # everyday text against English's (ud-sentences' check part)
         out["everyday"] = measured["everyday"][name]
     return out
-
-
-if __name__ == "__main__":
-    sys.exit(main())

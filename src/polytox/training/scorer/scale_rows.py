@@ -14,16 +14,15 @@ are pool rows (``pool.training_pool``) with a stated target:
   score, with that English source's score and era as the target (the cross-language scales).
 
 The split is the head's own (``pack.heldout_mask`` over the whole pool), so scales are fitted on the
-training split only and measured on the held-out split. ``python -m polytox.training.scorer.scale_rows`` writes
-every such row's raw output of the committed head to a parquet file (a backbone pass per text; it resumes).
+training split only and measured on the held-out split. ``write_raw_outputs`` (``polytox train-scorer-step
+scale-rows``) writes every such row's raw output of the committed head to parquet parts (a backbone pass per
+text; it resumes).
 """
 
 from __future__ import annotations
 
-import argparse
-import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -137,41 +136,41 @@ def raw_outputs(
     return out
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def write_raw_outputs(
+    shared: Path | str,
+    out: Path | str,
+    *,
+    mode: str = "full",
+    chunk: int = 1000,
+    threads: int = 1,
+    max_priority: int = 4,
+    say: Callable[[str], None] = lambda line: None,
+) -> int:
+    """Write the committed head's raw output (mode ``mode``) of every scale row's text of priority at most
+    ``max_priority`` to ``out/part-NNNN-MODE.parquet``, ``chunk`` texts a part; parts already there are kept
+    (a run resumes). ``say`` gets a progress line per part. Returns how many distinct texts there are."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--shared", required=True, help="the shared data folder (rtp/, rtp-lx/, scorer-train/)")
-    p.add_argument("--out", required=True, help="a folder: one parquet part per chunk (resumes)")
-    p.add_argument("--mode", default="full")
-    p.add_argument("--chunk", type=int, default=1000)
-    p.add_argument("--threads", type=int, default=1)
-    p.add_argument("--max-priority", type=int, default=4)
-    args = p.parse_args(argv)
-    rows = scale_rows(args.shared)
+    rows = scale_rows(shared)
     # one backbone pass per (text, lang): a text anchored to several eras is read once
     seen: dict[tuple[str, str], int] = {}
     for r in sorted(rows, key=priority):
-        if priority(r) <= args.max_priority:
+        if priority(r) <= max_priority:
             seen.setdefault((r.text, r.lang), priority(r))
     todo = list(seen)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    folder = Path(out)
+    folder.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
-    print(f"{len(rows)} rows, {len(todo)} distinct texts", flush=True)
-    for n, start in enumerate(range(0, len(todo), args.chunk)):
-        part = out / f"part-{n:04d}-{args.mode}.parquet"
+    say(f"{len(rows)} rows, {len(todo)} distinct texts")
+    for n, start in enumerate(range(0, len(todo), chunk)):
+        part = folder / f"part-{n:04d}-{mode}.parquet"
         if part.exists():
             continue
-        chunk = todo[start : start + args.chunk]
-        raw = raw_outputs([t for t, _ in chunk], [lang for _, lang in chunk], args.mode, args.threads)
-        table = pa.table({"text": [t for t, _ in chunk], "lang": [lang for _, lang in chunk], "raw": raw})
+        texts = todo[start : start + chunk]
+        raw = raw_outputs([t for t, _ in texts], [lang for _, lang in texts], mode, threads)
+        table = pa.table({"text": [t for t, _ in texts], "lang": [lang for _, lang in texts], "raw": raw})
         pq.write_table(table, str(part) + ".tmp")
         Path(str(part) + ".tmp").rename(part)
-        print(f"{start + len(chunk)}/{len(todo)} {time.perf_counter() - started:.0f}s", flush=True)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+        say(f"{start + len(texts)}/{len(todo)} {time.perf_counter() - started:.0f}s")
+    return len(todo)

@@ -1,4 +1,5 @@
-"""Device and dtype for local neural scorers: ``auto`` picks the best available, both are recorded.
+"""Device and dtype for local torch models (scorers, generation backends, fluency): ``auto`` picks the best
+available, both are recorded. It sits below scoring and generation, which both use it.
 
 ``auto`` device: CUDA, else Apple MPS, else CPU. ``auto`` dtype: bfloat16 on a GPU that supports it,
 float16 on other GPUs and MPS; on CPU, bfloat16 when the processor computes it natively (AVX512-BF16 or
@@ -6,7 +7,8 @@ AMX: recent Xeon and EPYC), where it is several times faster than float32 for a 
 (docs/scorers-local.md; ``benchmarks/bench_local_scoring.py`` measures it), else float32 (emulated half
 precision is slower than float32). Reduced precision moves probabilities by up to about 1e-2, so the dtype
 is part of a scorer's cache identity: float32 and bfloat16 scores are never mixed. ``dtype=float32`` gives
-exact float32 scores.
+exact float32 scores. Generation asks for ``cpu_bf16=False``: float32 on every CPU, so sampled tokens never
+depend on whether the processor computes bfloat16 natively.
 """
 
 from __future__ import annotations
@@ -34,8 +36,9 @@ def pick_device(requested: str = "auto") -> str:
     return requested
 
 
-def pick_dtype(requested: str, device: str) -> Any:
-    """The torch dtype for ``requested`` (``auto`` or a name in ``DTYPES``) on ``device``."""
+def pick_dtype(requested: str, device: str, *, cpu_bf16: bool = True) -> Any:
+    """The torch dtype for ``requested`` (``auto`` or a name in ``DTYPES``) on ``device``; ``cpu_bf16=False``
+    keeps ``auto`` at float32 on every CPU."""
     import torch
 
     if requested not in DTYPES:
@@ -46,7 +49,7 @@ def pick_dtype(requested: str, device: str) -> Any:
         return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
     if device == "mps":
         return torch.float16
-    return torch.bfloat16 if device == "cpu" and cpu_has_native_bf16() else torch.float32
+    return torch.bfloat16 if cpu_bf16 and device == "cpu" and cpu_has_native_bf16() else torch.float32
 
 
 def cpu_has_native_bf16() -> bool:
@@ -64,11 +67,3 @@ def cpu_has_native_bf16() -> bool:
 
 def dtype_name(dtype: Any) -> str:
     return str(dtype).removeprefix("torch.")
-
-
-def quiet_transformers() -> None:
-    """No weight-loading progress bars or advisory warnings in the middle of a scoring progress bar."""
-    from transformers.utils import logging as hf_logging
-
-    hf_logging.set_verbosity_error()
-    hf_logging.disable_progress_bar()
