@@ -54,6 +54,7 @@ from .data import Example
 from .everyday import EverydayRow, everyday_gaps, everyday_pairs, load_everyday
 from .group_bootstrap import group_weights, percentile_ci, weighted_auc, weighted_mean
 from .pack import unit_hash
+from .scale_anchored import flat_runs
 from .scale_languages import Equating, Pairs, fit_equated, in_check_part, language_checks, summarise
 from .scale_rows import ERA_2020, ERA_2022, ERA_UNKNOWN, RATERS, ScaleRow, scale_rows
 
@@ -309,7 +310,18 @@ def measure_scales(
     out["everyday"] = measure_everyday(
         [r for r in everyday if r.check and (r.text, r.lang) in raw], raw, scales, mode, before
     )
+    out["flat"] = measure_flat(scales, mode)
     return out
+
+
+def measure_flat(scales: ScaleSet, mode: str) -> dict[str, dict[str, dict[str, float]]]:
+    """Per Perspective scale and language, the map's widest flat step (``scale_anchored.flat_runs``): where
+    one step covers a band of raw outputs, every text in it reads one value."""
+    return {
+        name: {lang: flat_runs(m) for lang, m in sorted(scales.get(name).maps[mode].per_lang.items())}
+        for name in PAIR_SCALES
+        if name in scales.scales and mode in scales.get(name).maps
+    }
 
 
 PAIR_SCALES = (PERSPECTIVE_2020, PERSPECTIVE_2022)
@@ -528,6 +540,8 @@ def _card_block(name: str, measured: Mapping[str, Any]) -> dict[str, Any]:
         out["pairs"] = measured["pairs"][name]
     if name in measured.get("everyday", {}):  # everyday text against English's (ud-sentences' check part)
         out["everyday"] = measured["everyday"][name]
+    if name in measured.get("flat", {}):  # each language map's widest flat step
+        out["flat"] = measured["flat"][name]
     return out
 
 
