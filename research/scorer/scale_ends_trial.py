@@ -28,9 +28,9 @@ from polytox.scoring.ml.calib import ScaleMaps
 from polytox.scoring.ml.head import MlHead, default_head_path
 from polytox.scoring.ml.scales import PERSPECTIVE_2020, PERSPECTIVE_2022, load_scales
 from polytox.training.scorer.everyday import EverydayRow, everyday_gaps, everyday_pairs, load_everyday
-from polytox.training.scorer.scale_anchored import Anchors, fit_anchored, flat_runs
-from polytox.training.scorer.scale_fit import load_raw, lx_pairs
-from polytox.training.scorer.scale_languages import language_checks, summarise
+from polytox.training.scorer.scale_anchored import Anchors, flat_runs
+from polytox.training.scorer.scale_fit import ANCHORED, load_raw, lx_pairs, other_maps
+from polytox.training.scorer.scale_languages import Pairs, language_checks, summarise
 from polytox.training.scorer.scale_rows import ScaleRow, scale_rows
 
 from .everyday_trial import fitted_kappa, level_cuts, load_parts
@@ -49,8 +49,9 @@ TARGETS = (
 TIE_CELLS, SHIP_MARGIN = 3, 4
 
 
-def candidate_maps(head: MlHead, lx_fit: Anchors, pud: Anchors, other: Anchors) -> dict[str, dict[str, ScaleMaps]]:
-    """Each candidate's maps on each Perspective scale; English maps are the shipped ones in all."""
+def candidate_maps(head: MlHead, lx_fit: Pairs, pud: Pairs, other: Anchors) -> dict[str, dict[str, ScaleMaps]]:
+    """Each candidate's maps on each Perspective scale, through the shipped fit (``scale_fit.other_maps``);
+    English maps are the shipped ones in all."""
     shipped = load_scales(default_head_path(), head.digest)
     assert shipped is not None
     langs = sorted(set(head.languages) - {"en"})
@@ -58,8 +59,8 @@ def candidate_maps(head: MlHead, lx_fit: Anchors, pud: Anchors, other: Anchors) 
     for name in SCALES:
         c0 = shipped.get(name).maps["full"]
         out["C0"][name] = c0
-        for cand, anchors in (("C1", Anchors.concat(lx_fit, pud)), ("C2", Anchors.concat(lx_fit, pud, other))):
-            per_lang, fallback = fit_anchored(anchors, c0.english, langs)
+        for cand, unpaired in (("C1", None), ("C2", other)):
+            per_lang, fallback = other_maps(lx_fit, c0.english, langs, ANCHORED, anchors=pud, unpaired=unpaired)
             out[cand][name] = ScaleMaps(english=c0.english, fallback=fallback, per_lang=per_lang)
     return out
 
@@ -194,10 +195,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--table", action="store_true", help="print the tables of --out and stop")
     args = p.parse_args(argv)
     if args.table:
-        result = json.loads(Path(args.out).read_text(encoding="utf-8"))
+        shown = json.loads(Path(args.out).read_text(encoding="utf-8"))
         for scale in SCALES:
-            print(f"\n{scale} (C0 / C1 / C2)\n\n{table(result, scale)}")
-        print(json.dumps(result["decision"], indent=1))
+            print(f"\n{scale} (C0 / C1 / C2)\n\n{table(shown, scale)}")
+        print(json.dumps(shown["decision"], indent=1))
         return 0
     head = MlHead.load(default_head_path())
     srows = scale_rows(args.shared)
@@ -209,8 +210,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         got, parts = load_parts(path, rows)
         sel += got
         ud.update({(r.text, r.lang): float(v) for r, v in zip(got, parts["raw"], strict=True)})
-    lx_fit = Anchors.from_pairs(lx_pairs(srows, lx, check=False))
-    pud = Anchors.from_pairs(everyday_pairs(sel, ud), everyday=True)
+    lx_fit = lx_pairs(srows, lx, check=False)
+    pud = everyday_pairs(sel, ud)
     other = Anchors.from_unpaired(sel, ud)
     maps = candidate_maps(head, lx_fit, pud, other)
     check_ud = [r for r in sel if r.check]
