@@ -6,7 +6,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
+from polytox.scoring.ml.head import MlHead, default_head_path
 from polytox.scoring.ml.scale_card import FLAT_FLAG, ends_table, scales_detail
+from polytox.scoring.ml.scales import PERSPECTIVE_2020, PERSPECTIVE_2022, load_scales
+from polytox.training.scorer.scale_anchored import flat_runs
 
 HELD = {
     "everyday": {
@@ -64,3 +69,26 @@ def test_the_detail_prints_the_ends_of_each_scale(tmp_path: Path) -> None:
     out = scales_detail(str(path))
     assert "perspective-2020, the three ends per language against English's" in out
     assert "| pl | -0.012 | +0.081 (+12.0) |" in out
+
+
+def test_the_committed_scales_carry_each_maps_flat_step(capsys: pytest.CaptureFixture[str]) -> None:
+    """``scale_fit --flat-only`` measured the committed maps: every language and English, equal to what the
+    maps give now, and the card names Spanish's wide step under perspective-2022 (raw 0.205-0.411 reads 0.69:
+    the band of short sentences issue 61 saw lifted)."""
+    from polytox.cli.main import main
+
+    head = MlHead.load(default_head_path())
+    scales = load_scales(default_head_path(), head.digest)
+    assert scales is not None
+    for name in (PERSPECTIVE_2020, PERSPECTIVE_2022):
+        maps = scales.get(name).maps["full"]
+        flat = scales.get(name).info["heldout"]["flat"]
+        assert set(flat) == {"en", *maps.per_lang} and len(flat) == 18  # 16 PTP languages, hi-Latn, English
+        assert flat["en"] == flat_runs(maps.english)
+        assert all(flat[lang] == flat_runs(m) for lang, m in maps.per_lang.items())
+    es = scales.get(PERSPECTIVE_2022).info["heldout"]["flat"]["es"]
+    assert es == {"from": 0.2049, "to": 0.4107, "width": 0.2058, "value": 0.6948}
+    assert main(["scorers", "--scales"]) == 0
+    out = capsys.readouterr().out
+    assert "perspective-2022, the three ends per language against English's" in out
+    assert "| es | -0.008 | +0.006 (+6.1) | +0.020 | +0.009 (0.296) | raw 0.205-0.411 reads 0.69 |" in out

@@ -207,11 +207,14 @@ def ends_table(name: str, held: Any) -> list[str]:
     flat = held.get("flat") or {}
     if not (everyday or pairs):
         return []
+    en = flat.get("en", {})
+    en_step = f"{en['from']:.3f}-{en['to']:.3f} reads {en['value']:.2f}" if en.get("width") else "none"
     out = [
         "",
         f"{name}, the three ends per language against English's (everyday: ud-sentences' check part; harmless "
         "web and toxic: RTP-LX held-out pairs, out of fold; a constant guess: every gap 0, its MAE in brackets; "
-        f"flat step: the widest band of raw output one map step covers, named from {FLAT_FLAG:g} wide)",
+        f"flat step: the widest band of raw output one map step covers, named from {FLAT_FLAG:g} wide; "
+        f"English's own map: raw {en_step})",
         "",
         "| lang | everyday mean - en | harmless web mean - en (share >= 0.5, pt) | toxic pairs mean - en | "
         "MAE - en's (constant's MAE) | flat step |",

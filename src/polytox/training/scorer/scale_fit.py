@@ -369,10 +369,30 @@ def measure_flat(scales: ScaleSet, mode: str) -> dict[str, dict[str, dict[str, f
     """Per Perspective scale and language, the map's widest flat step (``scale_anchored.flat_runs``): where
     one step covers a band of raw outputs, every text in it reads one value."""
     return {
-        name: {lang: flat_runs(m) for lang, m in sorted(scales.get(name).maps[mode].per_lang.items())}
+        name: {
+            "en": flat_runs(scales.get(name).maps[mode].english),
+            **{lang: flat_runs(m) for lang, m in sorted(scales.get(name).maps[mode].per_lang.items())},
+        }
         for name in PAIR_SCALES
         if name in scales.scales and mode in scales.get(name).maps
     }
+
+
+def with_flat(scales: ScaleSet, mode: str = "full") -> ScaleSet:
+    """``scales`` with every Perspective scale's flat steps (``measure_flat``) in its held-out block, no map
+    changed: the card's reading of maps already fitted (``--flat-only``)."""
+    flat = measure_flat(scales, mode)
+    return ScaleSet(
+        head=scales.head,
+        default=scales.default,
+        scales={
+            n: Scale(n, s.maps, {**s.info, "heldout": {**s.info.get("heldout", {}), "flat": flat[n]}})
+            if n in flat
+            else s
+            for n, s in scales.scales.items()
+        },
+        info=scales.info,
+    )
 
 
 PAIR_SCALES = (PERSPECTIVE_2020, PERSPECTIVE_2022)
@@ -504,8 +524,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     import json
 
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--shared", required=True, help="the shared data folder (rtp/, rtp-lx/, scorer-train/)")
-    p.add_argument("--raw", required=True, help="the folder 'python -m polytox.training.scorer.scale_rows' wrote")
+    p.add_argument("--shared", help="the shared data folder (rtp/, rtp-lx/, scorer-train/; required to fit)")
+    p.add_argument("--raw", help="the folder 'python -m polytox.training.scorer.scale_rows' wrote (required to fit)")
     p.add_argument("--out", default=str(default_scales_path()))
     p.add_argument("--measurements", help="write the held-out measurements (JSON) here too")
     p.add_argument(
@@ -524,9 +544,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="--form anchored: the fit part's other everyday sentences (raw outputs in --raw) as one more stratum",
     )
+    p.add_argument(
+        "--flat-only",
+        action="store_true",
+        help="refit nothing: measure the committed scales' flat steps into their card data (--shared, --raw unused)",
+    )
     args = p.parse_args(argv)
     head = MlHead.load(default_head_path())
     previous = load_scales(default_head_path(), head.digest)
+    if args.flat_only:
+        if previous is None:
+            raise ValueError(f"no scales fitted for head {head.digest} to measure")
+        write_scales(with_flat(previous, str(previous.info.get("measured_mode", "full"))), args.out)
+        return 0
+    if not (args.shared and args.raw):
+        p.error("--shared and --raw are required to fit")
     rows = scale_rows(args.shared)
     everyday = load_everyday(Path(args.shared) / "ud-sentences") if args.everyday else []
     fitted: dict[str, ScaleSet] = {}
