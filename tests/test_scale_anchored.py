@@ -59,3 +59,37 @@ def test_a_translation_reads_its_source_value() -> None:
     assert sorted(per_lang) == ["de"]
     assert per_lang["de"](np.array([0.3, 0.6])) == pytest.approx([0.2, 0.5], abs=1e-3)
     assert fallback(np.array([0.3])) == pytest.approx([0.2], abs=1e-3)
+
+
+def test_scale_fit_anchored_form_keeps_english_and_takes_everyday_text_to_englishs_level() -> None:
+    """``fit_scales(form="anchored")``: English maps untouched, no flat step, and everyday German that the
+    head reads raw 0.25 (English: 0.02) pulled toward English's value of the same sentences (not onto it:
+    the synthetic RTP-LX pairs put German's middle at the same raw output, which one monotone map cannot
+    serve both ways, the failure log.md's "One scale at both ends" measured)."""
+    from polytox.scoring.ml.head import MlHead, default_head_path
+    from polytox.scoring.ml.scales import PERSPECTIVE_2020, PERSPECTIVE_2022
+    from polytox.training.scorer.everyday import EverydayRow, everyday_pairs
+    from polytox.training.scorer.scale_fit import ANCHORED, fit_scales
+    from tests.test_scales import _lx_rows
+
+    rows, raw = _lx_rows()
+    head = MlHead.load(default_head_path())
+    everyday = [
+        EverydayRow(f"{lang} {k}", lang, f"UD_{lang}-PUD", f"s{k}", True, False, k % 2 == 0)
+        for k in range(200)
+        for lang in ("en", "de")
+    ]
+    for r in everyday:
+        raw[(r.text, r.lang)] = 0.25 if r.lang == "de" else 0.02
+    anchors = everyday_pairs(everyday, raw)
+    plain = fit_scales(rows, raw, head, anchors=anchors)
+    smooth = fit_scales(rows, raw, head, anchors=anchors, form=ANCHORED)
+    unanchored = fit_scales(rows, raw, head, form=ANCHORED)
+    for name in (PERSPECTIVE_2020, PERSPECTIVE_2022):
+        maps = smooth.get(name).maps["full"]
+        assert maps.english == plain.get(name).maps["full"].english
+        assert smooth.get(name).info["cross_language"]["form"] == ANCHORED
+        assert flat_runs(maps.per_lang["de"])["width"] == 0.0
+        de, en = maps.apply(np.array([0.25]), ["de"])[0], maps.apply(np.array([0.02]), ["en"])[0]
+        without = unanchored.get(name).maps["full"].apply(np.array([0.25]), ["de"])[0]
+        assert abs(de - en) < abs(without - en) - 0.05, (name, de, without, en)
