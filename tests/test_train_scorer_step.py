@@ -70,3 +70,28 @@ def test_the_steps_refuse_a_tier_outside_1_to_4(capsys: pytest.CaptureFixture[st
         main(["train-scorer-step", "pool", "--max-tier", "5"])
     assert stop.value.code == 2
     assert "argument --max-tier" in capsys.readouterr().err
+
+
+def test_scale_fit_forms_are_the_fits_forms() -> None:
+    """The parser names the map forms without importing training; they are the fit's own."""
+    from polytox.cli.train_scorer_step_cmd import MAP_FORMS
+    from polytox.training.scorer.scale_fit import FORMS
+
+    assert MAP_FORMS == FORMS
+
+
+def test_scale_fit_flat_only_rewrites_only_the_flat_steps(tmp_path: Path) -> None:
+    """``--flat-only`` refits nothing: the written scales equal the committed ones, flat steps included."""
+    import json
+
+    from polytox.scoring.ml.scales import default_scales_path
+
+    out = tmp_path / "scales.json"
+    assert main(["train-scorer-step", "scale-fit", "--flat-only", "--out", str(out)]) == 0
+    assert json.loads(out.read_text("utf-8")) == json.loads(default_scales_path().read_text("utf-8"))
+
+
+def test_scale_fit_without_raw_outputs_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["train-scorer-step", "scale-fit", "--shared", "/nonexistent"]) != 0
+    err = capsys.readouterr().err
+    assert "--raw" in err and "Traceback" not in err

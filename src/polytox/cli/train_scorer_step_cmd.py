@@ -16,7 +16,12 @@ from typing import Any
 
 from .._util.ranges import AT_LEAST_ONE, COUNT, Range
 from .checks import number, number_list
+from ..errors import PolytoxError
 from .common import DATA_ENV, console, data_folder, out_console
+
+# ``training.scorer.scale_fit.FORMS`` (a test keeps them equal): named here so that building the parser
+# imports no training code
+MAP_FORMS = ("equipercentile", "anchored")
 
 DESCRIPTION = """\
 The default scorer's steps around 'polytox train-scorer', each resumable:
@@ -83,13 +88,29 @@ def register(sub: Any) -> None:
         description="fit the named scales on the raw outputs and measure them",
     )
     _shared(fit)
-    fit.add_argument("--raw", required=True, help="the folder 'polytox train-scorer-step scale-rows' wrote")
+    fit.add_argument("--raw", help="the folder 'polytox train-scorer-step scale-rows' wrote (required to fit)")
     fit.add_argument("--out", default=None, help="the scales file (default: the one the scorer loads)")
     fit.add_argument("--measurements", help="write the held-out measurements (JSON) here too")
     fit.add_argument(
         "--everyday",
         action="store_true",
         help="anchor the harmless end with the fit part of ud-sentences' Parallel UD ids (raw outputs in --raw)",
+    )
+    fit.add_argument(
+        "--form",
+        choices=MAP_FORMS,
+        default=MAP_FORMS[0],
+        help="the other languages' maps: quantile equating, or smooth maps anchored at both ends",
+    )
+    fit.add_argument(
+        "--other-genres",
+        action="store_true",
+        help="--form anchored: the fit part's other everyday sentences (raw outputs in --raw) as one more stratum",
+    )
+    fit.add_argument(
+        "--flat-only",
+        action="store_true",
+        help="refit nothing: measure the committed scales' flat steps into their card data (--out)",
     )
     fit.set_defaults(func=run_scale_fit)
 
@@ -142,9 +163,16 @@ def run_scale_rows(args: argparse.Namespace) -> int:
 
 def run_scale_fit(args: argparse.Namespace) -> int:
     from ..scoring.ml.scales import default_scales_path, write_scales
-    from ..training.scorer.scale_fit import fit_named_scales
+    from ..training.scorer.scale_fit import fit_named_scales, measure_flat_steps
 
-    scales, measured = fit_named_scales(_data(args), args.raw, everyday=args.everyday)
+    if args.flat_only:
+        measure_flat_steps(args.out or default_scales_path())
+        return 0
+    if not args.raw:
+        raise PolytoxError("train-scorer-step scale-fit: give --raw DIR (the raw outputs to fit on), or --flat-only")
+    scales, measured = fit_named_scales(
+        _data(args), args.raw, everyday=args.everyday, form=args.form, other_genres=args.other_genres
+    )
     write_scales(scales, args.out or default_scales_path())
     if args.measurements:
         Path(args.measurements).write_text(json.dumps(measured, indent=1) + "\n", encoding="utf-8")

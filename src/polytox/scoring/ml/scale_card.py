@@ -85,6 +85,8 @@ def scales_detail(path: str | None = None) -> str:
     for name, block in data["scales"].items():
         lines += everyday_table(name, block.get("heldout", {}).get("everyday", {}))
     for name, block in data["scales"].items():
+        lines += ends_table(name, block.get("heldout", {}))
+    for name, block in data["scales"].items():
         langs = block.get("heldout", {}).get("languages")
         if not langs:
             continue
@@ -187,6 +189,49 @@ def everyday_table(name: str, block: Any) -> list[str]:
             f"| {lang} | {m['n_pud']} | {pair(lang, 'gap') if m['n_pud'] else '-'} | "
             f"{pair(lang, 'share_gap', True) if m['n_pud'] else '-'} | {m['n_other']} | "
             f"{pair(lang, 'other_share_gap', True) if m['n_other'] else '-'} |"
+        )
+    return out
+
+
+FLAT_FLAG = 0.05  # a flat step this wide in raw output, or wider, is named on the card
+
+
+def ends_table(name: str, held: Any) -> list[str]:
+    """All three ends per language, side by side (issue 61): everyday Parallel UD text, harmless web prompts and
+    toxic pairs (RTP-LX, every held-out pair out of fold) against English's, the MAE to the English source's
+    2020 score beside a constant guess's, and the map's widest flat step (``scale_anchored.flat_runs``,
+    written by ``scale_fit``). A constant guess reads every language alike: its gaps are all 0, which is why
+    the MAE and its constant sit beside them."""
+    everyday = (held.get("everyday") or {}).get("after") or {}
+    pairs = (held.get("pairs") or {}).get("oof") or {}
+    flat = held.get("flat") or {}
+    if not (everyday or pairs):
+        return []
+    en = flat.get("en", {})
+    en_step = f"{en['from']:.3f}-{en['to']:.3f} reads {en['value']:.2f}" if en.get("width") else "none"
+    out = [
+        "",
+        f"{name}, the three ends per language against English's (everyday: ud-sentences' check part; harmless "
+        "web and toxic: RTP-LX held-out pairs, out of fold; a constant guess: every gap 0, its MAE in brackets; "
+        f"flat step: the widest band of raw output one map step covers, named from {FLAT_FLAG:g} wide; "
+        f"English's own map: raw {en_step})",
+        "",
+        "| lang | everyday mean - en | harmless web mean - en (share >= 0.5, pt) | toxic pairs mean - en | "
+        "MAE - en's (constant's MAE) | flat step |",
+        "| --- | ---: | --- | ---: | --- | --- |",
+    ]
+    for lang in sorted(set(everyday) | set(pairs)):
+        if lang == "en":
+            continue
+        e, m, f = everyday.get(lang, {}), pairs.get(lang, {}), flat.get(lang, {})
+        step = "-"
+        if f.get("width", 0) >= FLAT_FLAG:
+            step = f"raw {f['from']:.3f}-{f['to']:.3f} reads {f['value']:.2f}"
+        out.append(
+            f"| {lang} | {fmt_num(e.get('gap'), 3, signed=True)} | {fmt_num(m.get('harmless_diff'), 3, signed=True)} "
+            f"({fmt_num(_points(m.get('harmless_share_diff')), 1, signed=True)}) | "
+            f"{fmt_num(m.get('toxic_diff'), 3, signed=True)} | {fmt_num(m.get('mae_diff'), 3, signed=True)} "
+            f"({fmt_num(m.get('mae_constant'))}) | {step} |"
         )
     return out
 

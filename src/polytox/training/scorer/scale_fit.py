@@ -47,11 +47,13 @@ from ...scoring.ml.scales import (
     Scale,
     ScaleSet,
     load_scales,
+    write_scales,
 )
 from .data import Example
 from .everyday import EverydayRow, everyday_gaps, everyday_pairs, load_everyday
 from .group_bootstrap import group_weights, percentile_ci, weighted_auc, weighted_mean
 from .pack import unit_hash
+from .scale_anchored import JOINT_WEIGHT, MIN_SLOPE, Anchors, fit_anchored, flat_runs
 from .scale_languages import Equating, Pairs, fit_equated, in_check_part, language_checks, summarise
 from .scale_rows import ERA_2020, ERA_2022, ERA_UNKNOWN, RATERS, ScaleRow, scale_rows
 
@@ -93,6 +95,49 @@ def language_maps(
     return per_lang, compose(english, as_map(None), equating.n_pairs)
 
 
+EQUIPERCENTILE, ANCHORED = "equipercentile", "anchored"
+FORMS = (EQUIPERCENTILE, ANCHORED)
+
+
+def other_maps(
+    pairs: Pairs,
+    english: IsotonicMap,
+    langs: Sequence[str],
+    form: str = EQUIPERCENTILE,
+    shrink: float = SHRINK,
+    anchors: Pairs | None = None,
+    unpaired: Anchors | None = None,
+) -> tuple[dict[str, IsotonicMap], IsotonicMap]:
+    """(per-language maps, fallback) of the other languages on the scale whose English map is ``english``,
+    from RTP-LX fit ``pairs`` and the everyday ``anchors`` (Parallel UD pairs): ``equipercentile``, the
+    quantile equating composed with ``english``; ``anchored`` (``scale_anchored``), each anchor read as its
+    English text's value, with ``unpaired`` (other everyday sentences, paired by quantile) as one more stratum."""
+    if form == ANCHORED:
+        parts = [Anchors.from_pairs(pairs)]
+        if anchors is not None:
+            parts.append(Anchors.from_pairs(anchors, everyday=True))
+        if unpaired is not None:
+            parts.append(unpaired)
+        return fit_anchored(Anchors.concat(*parts), english, langs)
+    if form != EQUIPERCENTILE:
+        raise ValueError(f"unknown form {form!r}: {', '.join(FORMS)}")
+    return language_maps(
+        fit_equated(pairs if anchors is None else Pairs.concat(pairs, anchors), shrink), english, langs
+    )
+
+
+def anchored_text(n_pairs: int, n_anchors: int, n_unpaired: int) -> str:
+    """How the ``anchored`` form's maps were fitted, as the scales file says it."""
+    return (
+        f"one smooth monotone map per language straight onto the scale (every slope >= {MIN_SLOPE:g}), fitted "
+        f"by weighted least squares of each anchor's English value: RTP-LX pairs of the head's held-out fit part "
+        f"({n_pairs:,}; harmless, toxic and middle strata), {n_anchors:,} everyday Parallel UD sentences with "
+        f"their English ones and {n_unpaired:,} quantiles of other everyday sentences (fiction, legal, reviews) "
+        f"against English's, each stratum of a language weighing the same; other languages at "
+        f"{JOINT_WEIGHT:g} of a language's own weight"
+    )
+
+
 def lx_pairs(rows: Sequence[ScaleRow], raw: Mapping[tuple[str, str], float], check: bool) -> Pairs:
     """RTP-LX pairs of the held-out split's fit part (``check=False``) or check part, each with its English
     text's 2020 Perspective score where it has one (``scale_languages``: why the held-out split)."""
@@ -132,19 +177,22 @@ def fit_scales(
     shrink: float = SHRINK,
     previous: ScaleSet | None = None,
     anchors: Pairs | None = None,
+    form: str = EQUIPERCENTILE,
+    unpaired: Anchors | None = None,
 ) -> ScaleSet:
     """The named scales of ``head`` (see the module docstring); English maps from training rows, the other
     languages' from the fit part of the held-out RTP-LX pairs (``scale_languages``) and ``anchors`` (more
     toxicity-preserving pairs: ``everyday.everyday_pairs``, the harmless end). With ``previous`` (scales of
-    the same head), ``raters`` keeps its English map: a refit moves no English value."""
+    the same head), ``raters`` keeps its English map: a refit moves no English value. ``form``: the other
+    languages' maps, ``other_maps``."""
     head_maps = ScaleMaps.from_json(head.scale[mode])
     langs_all = sorted(set(head.languages) - {"en"})
     pairs = lx_pairs(rows, raw, check=False)
     n_anchors = 0 if anchors is None else len(anchors)
     equating = fit_equated(pairs if anchors is None else Pairs.concat(pairs, anchors), shrink)
     web, cont = head_maps.english_map(WEB), head_maps.english_map(CONTINUATION)
-    per_2020, fallback_2020 = language_maps(equating, web, langs_all)
-    per_2022, fallback_2022 = language_maps(equating, cont, langs_all)
+    per_2020, fallback_2020 = other_maps(pairs, web, langs_all, form, shrink, anchors, unpaired)
+    per_2022, fallback_2022 = other_maps(pairs, cont, langs_all, form, shrink, anchors, unpaired)
     p2020 = ScaleMaps(english=web, fallback=fallback_2020, per_lang=per_2020)
     p2022 = ScaleMaps(english=cont, fallback=fallback_2022, per_lang=per_2022)
     kept = previous.scales.get(RATERS) if previous is not None and previous.head == head.digest else None
@@ -159,7 +207,8 @@ def fit_scales(
     n_2020 = sum(1 for r in rows if r.target == ERA_2020 and not r.heldout)
     n_2022 = sum(1 for r in rows if r.target == ERA_2022 and not r.heldout)
     cross_info = {
-        "form": "equipercentile",
+        "form": form,
+        "n_unpaired_anchors": 0 if unpaired is None else len(unpaired),
         "shrink": shrink,
         "n_pairs": len(pairs),
         "n_everyday_pairs": n_anchors,
@@ -168,6 +217,8 @@ def fit_scales(
         "languages_with_own_map": sorted(equating.own),
     }
     other = other_languages_text(equating.n_pairs - n_anchors, len(pairs), n_anchors, shrink)
+    if form == ANCHORED:
+        other = anchored_text(len(pairs), n_anchors, 0 if unpaired is None else len(unpaired))
     scales = {
         PERSPECTIVE_2020: Scale(
             PERSPECTIVE_2020,
@@ -261,6 +312,8 @@ def measure_scales(
     before: ScaleSet | None = None,
     anchors: Pairs | None = None,
     everyday: Sequence[EverydayRow] = (),
+    form: str = EQUIPERCENTILE,
+    unpaired: Anchors | None = None,
 ) -> dict[str, Any]:
     """Held-out error of every scale on every era's data, real-run EMT / EP / AT, and the languages (on
     ``before`` too, for the pairs' checks; ``anchors``: the extra pairs the maps were fitted with;
@@ -303,11 +356,42 @@ def measure_scales(
                 for name in MEASURED
             }
     out["languages"] = measure_languages(held, raw, head, scales, mode)
-    out["pairs"] = measure_pairs(rows, raw, scales, mode, before, anchors=anchors)
+    out["pairs"] = measure_pairs(rows, raw, scales, mode, before, anchors=anchors, form=form, unpaired=unpaired)
     out["everyday"] = measure_everyday(
         [r for r in everyday if r.check and (r.text, r.lang) in raw], raw, scales, mode, before
     )
+    out["flat"] = measure_flat(scales, mode)
     return out
+
+
+def measure_flat(scales: ScaleSet, mode: str) -> dict[str, dict[str, dict[str, float]]]:
+    """Per Perspective scale and language, the map's widest flat step (``scale_anchored.flat_runs``): where
+    one step covers a band of raw outputs, every text in it reads one value."""
+    return {
+        name: {
+            "en": flat_runs(scales.get(name).maps[mode].english),
+            **{lang: flat_runs(m) for lang, m in sorted(scales.get(name).maps[mode].per_lang.items())},
+        }
+        for name in PAIR_SCALES
+        if name in scales.scales and mode in scales.get(name).maps
+    }
+
+
+def with_flat(scales: ScaleSet, mode: str = "full") -> ScaleSet:
+    """``scales`` with every Perspective scale's flat steps (``measure_flat``) in its held-out block, no map
+    changed: the card's reading of maps already fitted (``--flat-only``)."""
+    flat = measure_flat(scales, mode)
+    return ScaleSet(
+        head=scales.head,
+        default=scales.default,
+        scales={
+            n: Scale(n, s.maps, {**s.info, "heldout": {**s.info.get("heldout", {}), "flat": flat[n]}})
+            if n in flat
+            else s
+            for n, s in scales.scales.items()
+        },
+        info=scales.info,
+    )
 
 
 PAIR_SCALES = (PERSPECTIVE_2020, PERSPECTIVE_2022)
@@ -324,6 +408,8 @@ def measure_pairs(
     before: ScaleSet | None = None,
     shrink: float = SHRINK,
     anchors: Pairs | None = None,
+    form: str = EQUIPERCENTILE,
+    unpaired: Anchors | None = None,
 ) -> dict[str, Any]:
     """``scale_languages.language_checks`` on each Perspective scale: ``after`` on the check part's RTP-LX
     pairs (the shipped maps; no fit or choice read them), ``oof`` on every held-out pair, each Index group read
@@ -349,9 +435,9 @@ def measure_pairs(
         for k in range(OOF_FOLDS):
             test = fold == k
             if test.any():
-                fold_pairs = every.subset(~test)
-                equating = fit_equated(fold_pairs if anchors is None else Pairs.concat(fold_pairs, anchors), shrink)
-                per_lang, fallback = language_maps(equating, english, sorted(set(every.lang.tolist())))
+                per_lang, fallback = other_maps(
+                    every.subset(~test), english, sorted(set(every.lang.tolist())), form, shrink, anchors, unpaired
+                )
                 maps = ScaleMaps(english=english, fallback=fallback, per_lang=per_lang)
                 values[test] = maps.apply(every.r_t[test], every.lang[test].tolist())
         english_values = ScaleMaps(english=english, fallback=english).apply(every.r_e, ["en"] * len(every))
@@ -434,11 +520,18 @@ def load_raw(folder: Path | str, mode: str = "full") -> dict[tuple[str, str], fl
 
 
 def fit_named_scales(
-    shared: Path | str, raw_folder: Path | str, *, everyday: bool = False
+    shared: Path | str,
+    raw_folder: Path | str,
+    *,
+    everyday: bool = False,
+    form: str = EQUIPERCENTILE,
+    other_genres: bool = False,
 ) -> tuple[ScaleSet, dict[str, Any]]:
     """The named scales fitted on the committed head's raw outputs in ``raw_folder`` (each head mode found
     there, the full head first) and their held-out measurements per mode. ``everyday`` anchors the harmless
-    end with the fit part of ud-sentences' Parallel UD ids (their raw outputs in ``raw_folder``)."""
+    end with the fit part of ud-sentences' Parallel UD ids (their raw outputs in ``raw_folder``). ``form`` picks the other languages' maps (quantile equating, or smooth maps anchored at
+    both ends, ``scale_anchored``); ``other_genres`` adds, with the anchored form, the fit part's other everyday
+    sentences as one more stratum."""
     head = MlHead.load(default_head_path())
     # the full head first: its measurements are the scales' card
     raws = {mode: load_raw(raw_folder, mode) for mode in ("full", "ngram") if mode in head.scale}
@@ -457,10 +550,11 @@ def fit_named_scales(
         anchors = everyday_pairs(sentences, raw) if sentences else None
         if anchors is not None and not len(anchors):
             raise ValueError(f"--everyday: no raw outputs of the fit part's Parallel UD sentences ({mode})")
-        fitted[mode] = fit_scales(rows, raw, head, mode, previous=previous, anchors=anchors)
-        measured[mode] = measure_scales(
-            rows, raw, head, fitted[mode], mode, before=previous, anchors=anchors, everyday=sentences
+        unpaired = Anchors.from_unpaired(sentences, raw) if other_genres else None
+        fitted[mode] = fit_scales(
+            rows, raw, head, mode, previous=previous, anchors=anchors, form=form, unpaired=unpaired
         )
+        measured[mode] = measure_scales(rows, raw, head, fitted[mode], mode, previous, anchors, sentences, form, unpaired)
     first = next(iter(fitted.values()))
     main_mode = next(iter(fitted))
     scales = ScaleSet(
@@ -520,4 +614,16 @@ def _card_block(name: str, measured: Mapping[str, Any]) -> dict[str, Any]:
         out["pairs"] = measured["pairs"][name]
     if name in measured.get("everyday", {}):  # everyday text against English's (ud-sentences' check part)
         out["everyday"] = measured["everyday"][name]
+    if name in measured.get("flat", {}):  # each language map's widest flat step
+        out["flat"] = measured["flat"][name]
     return out
+
+
+def measure_flat_steps(out: Path | str) -> None:
+    """Refit nothing: measure the committed scales' flat steps (each language map's widest run of raw values
+    read as one value) into their card data at ``out``."""
+    head = MlHead.load(default_head_path())
+    previous = load_scales(default_head_path(), head.digest)
+    if previous is None:
+        raise ValueError(f"no scales fitted for head {head.digest} to measure")
+    write_scales(with_flat(previous, str(previous.info.get("measured_mode", "full"))), out)
