@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from .._util.ranges import AT_LEAST_ONE, COUNT, Range
-from .checks import number, number_list
 from ..errors import PolytoxError
+from .checks import number, number_list
 from .common import DATA_ENV, console, data_folder, out_console
 
 # ``training.scorer.scale_fit.FORMS`` (a test keeps them equal): named here so that building the parser

@@ -529,8 +529,9 @@ def fit_named_scales(
 ) -> tuple[ScaleSet, dict[str, Any]]:
     """The named scales fitted on the committed head's raw outputs in ``raw_folder`` (each head mode found
     there, the full head first) and their held-out measurements per mode. ``everyday`` anchors the harmless
-    end with the fit part of ud-sentences' Parallel UD ids (their raw outputs in ``raw_folder``). ``form`` picks the other languages' maps (quantile equating, or smooth maps anchored at
-    both ends, ``scale_anchored``); ``other_genres`` adds, with the anchored form, the fit part's other everyday
+    end with the fit part of ud-sentences' Parallel UD ids (their raw outputs in ``raw_folder``). ``form``
+    picks the other languages' maps (quantile equating, or smooth maps anchored at both ends,
+    ``scale_anchored``); ``other_genres`` adds, with the anchored form, the fit part's other everyday
     sentences as one more stratum."""
     head = MlHead.load(default_head_path())
     # the full head first: its measurements are the scales' card
@@ -554,7 +555,9 @@ def fit_named_scales(
         fitted[mode] = fit_scales(
             rows, raw, head, mode, previous=previous, anchors=anchors, form=form, unpaired=unpaired
         )
-        measured[mode] = measure_scales(rows, raw, head, fitted[mode], mode, previous, anchors, sentences, form, unpaired)
+        measured[mode] = measure_scales(
+            rows, raw, head, fitted[mode], mode, previous, anchors, sentences, form, unpaired
+        )
     first = next(iter(fitted.values()))
     main_mode = next(iter(fitted))
     scales = ScaleSet(
