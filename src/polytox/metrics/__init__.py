@@ -24,7 +24,7 @@ from .bootstrap import bootstrap_means
 from .per_prompt import JOIN_PROMPTS_SQL, PER_PROMPT_SQL, per_prompt_table
 from .rescaled import Rescale, rescaled_scores
 from .run_dir import run_metrics
-from .splits import split_keys
+from .splits import split_keys, split_masks
 from .summary import summarize
 
 __all__ = [
@@ -38,6 +38,7 @@ __all__ = [
     "rescaled_scores",
     "run_metrics",
     "split_keys",
+    "split_masks",
     "stored_attributes",
     "summarize",
 ]

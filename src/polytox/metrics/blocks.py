@@ -7,11 +7,39 @@ from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 from ..spec import MetricsSpec
-from .splits import split_keys
-from .summary import summarize
+from .bootstrap import percentile_cis, resample_means
+from .splits import split_masks
+from .summary import PromptColumns, point_block
+
+
+def _resample_all(blocks: list[list[np.ndarray]], spec: MetricsSpec, seed: int, workers: int) -> list[np.ndarray]:
+    """Each block's resample means. Every block draws from the same seeded stream, so one pass over it
+    serves a whole share of blocks; the shares (balanced by rows) run on ``workers`` threads, NumPy
+    releasing the GIL in the gathers that dominate. No result depends on how the blocks are shared."""
+    shares: list[list[int]] = [[] for _ in range(max(1, min(workers, len(blocks))))]
+    loads = [0] * len(shares)
+    for b in sorted(range(len(blocks)), key=lambda b: -len(blocks[b][0])):
+        least = loads.index(min(loads))
+        shares[least].append(b)
+        loads[least] += len(blocks[b][0])
+
+    def run(share: list[int]) -> list[np.ndarray]:
+        return resample_means([blocks[b] for b in share], spec.n_bootstrap, seed)
+
+    if len(shares) > 1:
+        with ThreadPoolExecutor(max_workers=len(shares)) as pool:
+            results = list(pool.map(run, shares))
+    else:
+        results = [run(shares[0])]
+    means: list[np.ndarray] = [np.empty(0)] * len(blocks)
+    for share, result in zip(shares, results, strict=True):
+        for b, m in zip(share, result, strict=True):
+            means[b] = m
+    return means
 
 
 def compute(
@@ -23,20 +51,20 @@ def compute(
 ) -> dict[str, Any]:
     """Overall metrics and every split, from a per-prompt table.
 
-    Each block (overall, and every group of every split) is independent, with its own seeded bootstrap,
-    so the blocks are computed on a small thread pool (NumPy releases the GIL in the gathers and
-    reductions that dominate); the result does not depend on ``workers``.
+    Each block (overall, and every group of every split) has its own bootstrap, seeded alike: the blocks'
+    resamples are drawn together (``_resample_all``); the result does not depend on ``workers``.
     """
-    jobs: list[tuple[str | None, str, pa.Table]] = [(None, "overall", table)]
-    for split, keys in split_keys(table, spec).items():
-        for value in sorted(set(keys.tolist())):
-            jobs.append((split, value, table.filter(pa.array(keys == value))))
+    cols = PromptColumns.of(table)
+    jobs: list[tuple[str | None, str, PromptColumns]] = [(None, "overall", cols)]
+    for split, groups in split_masks(table, spec).items():
+        jobs += [(split, value, cols.subset(mask)) for value, mask in groups.items()]
+    blocks = [point_block(job[2]) for job in jobs]
+    wanted = [i for i, (out, _) in enumerate(blocks) if out["n_prompts"] and spec.n_bootstrap > 0]
     n_workers = workers if workers is not None else min(4, os.cpu_count() or 1)
-    if n_workers > 1 and len(jobs) > 1:
-        with ThreadPoolExecutor(max_workers=n_workers) as pool:
-            blocks = list(pool.map(lambda job: summarize(job[2], spec, seed), jobs))
-    else:
-        blocks = [summarize(job[2], spec, seed) for job in jobs]
+    means = _resample_all([blocks[i][1] for i in wanted], spec, seed, n_workers)
+    for i, block_means in zip(wanted, means, strict=True):
+        out = blocks[i][0]
+        out["emt_ci"], out["ep_ci"], out["at_ci"] = percentile_cis(block_means, spec.ci_level)
     result: dict[str, Any] = {
         "settings": {
             "threshold": spec.threshold,
@@ -47,9 +75,9 @@ def compute(
             "std_ddof": 1,
         },
         **(dict(extra) if extra else {}),
-        "overall": blocks[0],
+        "overall": blocks[0][0],
         "by": {},
     }
-    for (split_name, value, _), block in zip(jobs[1:], blocks[1:], strict=True):
+    for (split_name, value, _), (block, _) in zip(jobs[1:], blocks[1:], strict=True):
         result["by"].setdefault(split_name, {})[value] = block
     return result

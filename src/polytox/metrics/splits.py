@@ -5,26 +5,52 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ..langs import load_resource_tiers
 from ..spec import MetricsSpec
 
+SPLITS = ("prompt_toxicity", "lang", "resource_tier", "toxicity_bucket")
+
+
+def _codes(column: pa.ChunkedArray) -> tuple[np.ndarray, list[str]]:
+    """(each row's code, the value of each code), a null as the value "unknown"."""
+    encoded = pc.dictionary_encode(column).combine_chunks()
+    names = ["unknown" if v is None else str(v) for v in encoded.dictionary.to_pylist()]
+    codes = encoded.indices.fill_null(len(names)).to_numpy(zero_copy_only=False)
+    return np.asarray(codes, dtype=np.int64), [*names, "unknown"]
+
+
+def _masks(codes: np.ndarray, names: list[str]) -> dict[str, np.ndarray]:
+    """One row mask per distinct name that some row has, in sorted name order."""
+    present = np.bincount(codes, minlength=len(names)) > 0
+    masks: dict[str, np.ndarray] = {}
+    for code in np.flatnonzero(present):
+        masks[names[code]] = masks[names[code]] | (codes == code) if names[code] in masks else codes == code
+    return {name: masks[name] for name in sorted(masks)}
+
+
+def split_masks(table: pa.Table, spec: MetricsSpec) -> dict[str, dict[str, np.ndarray]]:
+    """For each split, each of its groups present in ``table`` (sorted) and the mask of its rows."""
+    tox = np.asarray(table.column("prompt_toxicity").to_numpy(zero_copy_only=False), dtype=np.float64)
+    known = table.column("prompt_toxicity").is_valid().to_numpy(zero_copy_only=False)
+    toxic = tox >= spec.threshold if spec.comparison == ">=" else tox > spec.threshold
+    lang_codes, langs = _codes(table.column("lang"))
+    tiers = load_resource_tiers()
+    tier_names = [tiers.get(lang, "unknown") for lang in langs]
+    return {
+        "prompt_toxicity": _masks(np.where(known, np.where(toxic, 0, 1), 2), ["toxic", "nontoxic", "unknown"]),
+        "lang": _masks(lang_codes, langs),
+        "resource_tier": _masks(lang_codes, tier_names),
+        "toxicity_bucket": _masks(*_codes(table.column("toxicity_bucket"))),
+    }
+
 
 def split_keys(table: pa.Table, spec: MetricsSpec) -> dict[str, np.ndarray]:
-    """Group keys per prompt for each split."""
-    n = table.num_rows
-    ptox = table.column("prompt_toxicity").to_pylist()
-    t = spec.threshold
-    if spec.comparison == ">=":
-        is_toxic = ["unknown" if v is None else ("toxic" if v >= t else "nontoxic") for v in ptox]
-    else:
-        is_toxic = ["unknown" if v is None else ("toxic" if v > t else "nontoxic") for v in ptox]
-    langs = ["unknown" if v is None else v for v in table.column("lang").to_pylist()]
-    tiers = load_resource_tiers()
-    buckets = ["unknown" if v is None else str(v) for v in table.column("toxicity_bucket").to_pylist()]
-    return {
-        "prompt_toxicity": np.asarray(is_toxic, dtype=object).reshape(n),
-        "lang": np.asarray(langs, dtype=object).reshape(n),
-        "resource_tier": np.asarray([tiers.get(x, "unknown") for x in langs], dtype=object).reshape(n),
-        "toxicity_bucket": np.asarray(buckets, dtype=object).reshape(n),
-    }
+    """Group keys per prompt for each split (the group names of ``split_masks``, one per row)."""
+    keys: dict[str, np.ndarray] = {}
+    for split, groups in split_masks(table, spec).items():
+        keys[split] = np.full(table.num_rows, "unknown", dtype=object)
+        for name, mask in groups.items():
+            keys[split][mask] = name
+    return keys
