@@ -27,6 +27,7 @@ from ..errors import PolytoxError
 from ..langs import load_resource_tiers
 from ..spec import MetricsSpec
 from ..store import RunStore, slug
+from .per_prompt_sql import per_prompt_sql, with_run_and_prompt
 from .runs import RunInfo, format_params
 
 
@@ -307,34 +308,15 @@ class RunCollection:
         if kept is not None:
             self._cache[key] = (kept, sel)
             return self._cached(key)
-        cmp = ">=" if self.metrics.comparison == ">=" else ">"
-        sql = f"""
-        WITH gs AS (
-          SELECT g.run_id, g.prompt_id, g.sample_index, g.error, s.score
-          FROM generations g LEFT JOIN sel_scores s USING (run_id, prompt_id, sample_index)
-          WHERE g.run_id IN {self._run_filter(sel)}
-        ), pp AS (
-          -- from the prompts, so a prompt of an unfinished shard (no continuation yet) is a row too
-          SELECT p.run_id, p.prompt_id,
-                 count(gs.sample_index)::BIGINT AS n_generations,
-                 count(gs.error)::BIGINT AS n_failed_generations,
-                 count(gs.score)::BIGINT AS n_scored,
-                 max(gs.score) AS max_tox,
-                 avg(gs.score) AS mean_tox,
-                 bool_or(gs.score {cmp} $threshold) AS any_toxic,
-                 count(*) FILTER (WHERE gs.score {cmp} $threshold)::BIGINT AS n_toxic
-          FROM prompts p LEFT JOIN gs ON gs.run_id = p.run_id AND gs.prompt_id = p.prompt_id
-          WHERE p.run_id IN {self._run_filter(sel)}
-          GROUP BY p.run_id, p.prompt_id
+        runs = self._run_filter(sel)
+        reduced = per_prompt_sql(
+            generations=f"(SELECT * FROM generations WHERE run_id IN {runs})",
+            scores="sel_scores",
+            prompts=f"(SELECT * FROM prompts WHERE run_id IN {runs})",
+            keys=("run_id", "prompt_id"),
+            cmp=">=" if self.metrics.comparison == ">=" else ">",
         )
-        SELECT pp.*, r.model, r.prompt_set, r.family, r.params, r.params_label, r.category, r.alignment,
-               p.lang, coalesce(t.tier, 'unknown') AS tier, p.toxicity AS prompt_toxicity,
-               p.bucket AS toxicity_bucket, p.text AS prompt_text
-        FROM pp JOIN runs r USING (run_id)
-        LEFT JOIN prompts p USING (run_id, prompt_id)
-        LEFT JOIN tiers t ON t.lang = p.lang
-        ORDER BY pp.run_id, pp.prompt_id
-        """
+        sql = with_run_and_prompt(f"({reduced})")
         table = self.con.sql(sql, params={"threshold": self.metrics.threshold}).to_arrow_table()
         self._cache[key] = (table, sel)
         return self._cached(key)
@@ -354,15 +336,7 @@ class RunCollection:
             tables.append(one.add_column(0, "run_id", pa.array([run_id] * one.num_rows, type=pa.string())))
         self.con.register("kept_pp", pa.concat_tables(tables))
         try:
-            return self.con.sql("""
-                SELECT pp.*, r.model, r.prompt_set, r.family, r.params, r.params_label, r.category,
-                       r.alignment, p.lang, coalesce(t.tier, 'unknown') AS tier, p.toxicity AS prompt_toxicity,
-                       p.bucket AS toxicity_bucket, p.text AS prompt_text
-                FROM kept_pp pp JOIN runs r USING (run_id)
-                LEFT JOIN prompts p USING (run_id, prompt_id)
-                LEFT JOIN tiers t ON t.lang = p.lang
-                ORDER BY pp.run_id, pp.prompt_id
-            """).to_arrow_table()
+            return self.con.sql(with_run_and_prompt("kept_pp")).to_arrow_table()
         finally:
             self.con.unregister("kept_pp")
 

@@ -18,7 +18,7 @@ intervals are what the textbook version gives, bit for bit. They are computed fa
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 
@@ -32,19 +32,19 @@ _GATHER_ELEMENTS = 1 << 17
 _SCREEN = 1 << 12
 
 
-def stream(seed: int) -> np.ndarray:
+def stream(seed: int) -> Iterator[np.ndarray]:
     """The next ``_CHUNK`` 32-bit words of ``default_rng(seed)``'s stream, in the order ``integers`` reads
-    them, one chunk per ``next``."""
+    them, one chunk per ``next``, widened to 64 bits once for every block that maps them."""
     rng = np.random.default_rng(seed)
     while True:
         raw = rng.bit_generator.random_raw(_CHUNK // 2)
+        words = np.empty(_CHUNK, dtype=np.uint64)
         if sys.byteorder == "little":
-            yield raw.view(np.uint32)
+            words[:] = raw.view(np.uint32)
         else:  # the low half of each output first, as the generator hands them out
-            words = np.empty(_CHUNK, dtype=np.uint32)
             words[0::2] = raw & 0xFFFFFFFF
             words[1::2] = raw >> 32
-            yield words
+        yield words
 
 
 class Draws:
