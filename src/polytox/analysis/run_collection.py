@@ -81,6 +81,7 @@ class RunCollection:
         self._cache: dict[tuple[str, str | None, str], tuple[pa.Table, Selection]] = {}
         self.con = duckdb.connect()
         self._rescaled_tables: list[pa.Table] = []  # registered Arrow tables must outlive their queries
+        self._scores_sql: str | None = None  # the view of the last ``select``, until a query reads it
         self._load()
 
     # ---- loading --------------------------------------------------------------------------------
@@ -181,7 +182,8 @@ class RunCollection:
     def select(
         self, scorer: str | None = None, attribute: str = "toxicity", run_ids: Sequence[str] | None = None
     ) -> Selection:
-        """Create the temp view ``sel_scores(run_id, prompt_id, sample_index, score, score_error)``."""
+        """Choose each run's scores; the temp view ``sel_scores(run_id, prompt_id, sample_index, score,
+        score_error)`` over them is created when a query first reads it (``_scores_view``)."""
         sel = Selection(scorer=scorer, attribute=attribute)
         parts = []
         lacking: dict[str, list[str]] = {}
@@ -193,11 +195,11 @@ class RunCollection:
                 lacking.setdefault(", ".join(r.scorer_ids) or "no scores", []).append(r.run_id)
                 continue
             store = RunStore(r.path)
-            files = sorted(store.scores_dir(directory).glob("part-*.parquet"))
-            if not files:
+            first = min(store.scores_dir(directory).glob("part-*.parquet"), default=None)
+            if first is None:
                 sel.notes.append(f"run {r.run_id}: scores/{directory} is empty; left out")
                 continue
-            columns = pq.read_schema(files[0]).names
+            columns = pq.read_schema(first).names
             if attribute not in columns:
                 attrs = attribute_columns(columns)
                 sel.notes.append(
@@ -225,8 +227,16 @@ class RunCollection:
                 "SELECT NULL::VARCHAR AS run_id, NULL::VARCHAR AS prompt_id, NULL::INTEGER AS "
                 "sample_index, NULL::DOUBLE AS score, NULL::VARCHAR AS score_error WHERE false"
             )
-        self.con.execute("CREATE OR REPLACE TEMP VIEW sel_scores AS " + " UNION ALL ".join(parts))
+        self._scores_sql = "CREATE OR REPLACE TEMP VIEW sel_scores AS " + " UNION ALL ".join(parts)
         return sel
+
+    def _scores_view(self) -> None:
+        """Create the view ``sel_scores`` of the last ``select``. Binding it reads the footer of every score
+        part (their columns are united by name), so it waits for a query that reads the scores: one that
+        finds each run's per-prompt table kept does not."""
+        if self._scores_sql is not None:
+            self.con.execute(self._scores_sql)
+            self._scores_sql = None
 
     def _rescaled(self, run: RunInfo, store: RunStore, directory: str, sel: Selection) -> str:
         """A SELECT over ``run``'s scores re-read on ``self.scale`` from their stored raw values."""
@@ -261,6 +271,7 @@ class RunCollection:
         if key in self._cache:
             return self._cached(key)
         sel = self.select(scorer, attribute)
+        self._scores_view()
         sql = f"""
         SELECT g.run_id, r.model, r.prompt_set, r.family, r.params, r.params_label, r.category, r.alignment,
                g.prompt_id, g.sample_index, p.lang, coalesce(t.tier, 'unknown') AS tier,
@@ -308,6 +319,7 @@ class RunCollection:
         if kept is not None:
             self._cache[key] = (kept, sel)
             return self._cached(key)
+        self._scores_view()
         runs = self._run_filter(sel)
         reduced = per_prompt_sql(
             generations=f"(SELECT * FROM generations WHERE run_id IN {runs})",
