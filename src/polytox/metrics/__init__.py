@@ -18,27 +18,19 @@ only re-exports them.
 
 from __future__ import annotations
 
-from .attributes import check_attribute, stored_attributes
 from .blocks import compute
 from .bootstrap import bootstrap_means
-from .per_prompt import JOIN_PROMPTS_SQL, PER_PROMPT_SQL, per_prompt_table
+from .per_prompt import per_prompt_table
 from .rescaled import Rescale, rescaled_scores
 from .run_dir import run_metrics
-from .splits import split_keys, split_masks
 from .summary import summarize
 
 __all__ = [
-    "JOIN_PROMPTS_SQL",
-    "PER_PROMPT_SQL",
     "Rescale",
     "bootstrap_means",
-    "check_attribute",
     "compute",
     "per_prompt_table",
     "rescaled_scores",
     "run_metrics",
-    "split_keys",
-    "split_masks",
-    "stored_attributes",
     "summarize",
 ]
