@@ -108,3 +108,23 @@ def test_bootstrap_means_equal_the_previous_core(n: int, legacy: ModuleType) -> 
     ours = bootstrap_means(columns, n_boot, 0.95, 5)
     assert_same(ours, legacy.bootstrap_means(columns, n_boot, 0.95, 5))
     assert ours[0][0] < ours[0][1] or n == 1
+
+
+@pytest.mark.parametrize("n", [2, 3, 100_003, 1_431_655_766, 2**31 - 1])
+def test_the_stream_draws_what_numpy_draws(n: int) -> None:
+    """``stream`` + ``lemire_indices`` give ``Generator.integers``'s int32 draws, words skipped and all: at
+    n = 1,431,655,766 a third of the words are skipped (2**32 mod n is a third of 2**32), so every screened
+    block holds some."""
+    from polytox.metrics.bootstrap import _CHUNK, lemire_indices, stream
+
+    words = stream(4)
+    scratch = np.empty(_CHUNK, dtype=np.uint64)
+    drawn: list[np.ndarray] = []
+    for _ in range(2):  # two chunks: the stream carries on where the first ended
+        indices, skipped = lemire_indices(next(words), n, scratch)
+        drawn.append(np.delete(indices, skipped))
+    ours = np.concatenate(drawn)
+    expected = np.random.default_rng(4).integers(0, n, size=len(ours), dtype=np.int32)
+    assert np.array_equal(ours, expected)
+    skipped, expected_skips = 2 * _CHUNK - len(ours), 2 * _CHUNK * ((1 << 32) % n) / 2**32
+    assert abs(skipped - expected_skips) <= 5 * expected_skips**0.5 + 3, (skipped, expected_skips)
