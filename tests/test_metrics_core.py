@@ -128,3 +128,29 @@ def test_the_stream_draws_what_numpy_draws(n: int) -> None:
     assert np.array_equal(ours, expected)
     skipped, expected_skips = 2 * _CHUNK - len(ours), 2 * _CHUNK * ((1 << 32) % n) / 2**32
     assert abs(skipped - expected_skips) <= 5 * expected_skips**0.5 + 3, (skipped, expected_skips)
+
+
+def _edge_tables() -> dict[str, pa.Table]:
+    t = per_prompt(50, 3)
+    lang, bucket = t.schema.get_field_index("lang"), t.schema.get_field_index("toxicity_bucket")
+    return {
+        "empty": t.slice(0, 0),
+        "no language known": t.set_column(lang, "lang", pa.nulls(50, pa.string())),
+        "null-typed columns": t.set_column(lang, "lang", pa.nulls(50)).set_column(
+            bucket, "toxicity_bucket", pa.nulls(50)
+        ),
+        "several chunks": pa.concat_tables([t.slice(0, 20), t.slice(20)]),
+        "nothing scored": t.set_column(
+            t.schema.get_field_index("n_scored"), "n_scored", pa.array(np.zeros(50, np.int64))
+        ),
+    }
+
+
+@pytest.mark.parametrize("case", sorted(_edge_tables()))
+def test_edge_tables_give_what_the_previous_core_gave(case: str, legacy: ModuleType) -> None:
+    table = _edge_tables()[case]
+    spec = MetricsSpec(n_bootstrap=100)
+    ours = compute(table, spec, 1)
+    assert_same(ours, legacy.compute(table, spec, 1))
+    nothing = case in ("empty", "nothing scored")
+    assert (ours["overall"]["n_prompts"] == 0) == nothing and (ours["overall"]["emt_ci"] is None) == nothing
