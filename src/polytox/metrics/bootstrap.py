@@ -35,11 +35,12 @@ _SCREEN = 1 << 12
 
 def stream(seed: int) -> Iterator[np.ndarray]:
     """The next ``_CHUNK`` 32-bit words of ``default_rng(seed)``'s stream, in the order ``integers`` reads
-    them, one chunk per ``next``, widened to 64 bits once for every block that maps them."""
+    them, one chunk per ``next``, widened to 64 bits once for every block that maps them. The same array is
+    refilled by the next ``next``."""
     rng = np.random.default_rng(seed)
+    words = np.empty(_CHUNK, dtype=np.uint64)  # one buffer, refilled: each chunk is used up before the next
     while True:
         raw = rng.bit_generator.random_raw(_CHUNK // 2)
-        words = np.empty(_CHUNK, dtype=np.uint64)
         if sys.byteorder == "little":
             words[:] = raw.view(np.uint32)
         else:  # the low half of each output first, as the generator hands them out
