@@ -140,6 +140,7 @@ def _edge_tables() -> dict[str, pa.Table]:
             bucket, "toxicity_bucket", pa.nulls(50)
         ),
         "several chunks": pa.concat_tables([t.slice(0, 20), t.slice(20)]),
+        "one language": t.set_column(lang, "lang", pa.array(["en"] * 50)),
         "nothing scored": t.set_column(
             t.schema.get_field_index("n_scored"), "n_scored", pa.array(np.zeros(50, np.int64))
         ),
@@ -152,5 +153,8 @@ def test_edge_tables_give_what_the_previous_core_gave(case: str, legacy: ModuleT
     spec = MetricsSpec(n_bootstrap=100)
     ours = compute(table, spec, 1)
     assert_same(ours, legacy.compute(table, spec, 1))
+    if case == "one language":  # every prompt in one group: the overall block, computed once, each its own dict
+        assert ours["by"]["lang"]["en"] == ours["by"]["resource_tier"]["high"] == ours["overall"]
+        assert ours["by"]["lang"]["en"] is not ours["overall"]
     nothing = case in ("empty", "nothing scored")
     assert (ours["overall"]["n_prompts"] == 0) == nothing and (ours["overall"]["emt_ci"] is None) == nothing

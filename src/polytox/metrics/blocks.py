@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import os
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -52,18 +53,26 @@ def compute(
     """Overall metrics and every split, from a per-prompt table.
 
     Each block (overall, and every group of every split) has its own bootstrap, seeded alike: the blocks'
-    resamples are drawn together (``_resample_all``); the result does not depend on ``workers``.
+    resamples are drawn together (``_resample_all``), and groups of the same prompts share one block; the
+    result does not depend on ``workers``.
     """
     cols = PromptColumns.of(table)
-    jobs: list[tuple[str | None, str, PromptColumns]] = [(None, "overall", cols)]
+    jobs: list[tuple[str | None, str, bytes]] = [(None, "overall", b"all")]
+    subsets: dict[bytes, PromptColumns] = {b"all": cols}
     for split, groups in split_masks(table, spec).items():
-        jobs += [(split, value, cols.subset(mask)) for value, mask in groups.items()]
-    blocks = [point_block(job[2]) for job in jobs]
-    wanted = [i for i, (out, _) in enumerate(blocks) if out["n_prompts"] and spec.n_bootstrap > 0]
+        for value, mask in groups.items():
+            # a group of every prompt (a one-language run's language and tier) or the same prompts as
+            # another group (unknown toxicity, unknown bucket) is the same block: computed once
+            key = b"all" if mask.all() else mask.tobytes()
+            if key not in subsets:
+                subsets[key] = cols.subset(mask)
+            jobs.append((split, value, key))
+    blocks = {key: point_block(subset) for key, subset in subsets.items()}
+    wanted = [key for key, (out, _) in blocks.items() if out["n_prompts"] and spec.n_bootstrap > 0]
     n_workers = workers if workers is not None else min(4, os.cpu_count() or 1)
-    means = _resample_all([blocks[i][1] for i in wanted], spec, seed, n_workers)
-    for i, block_means in zip(wanted, means, strict=True):
-        out = blocks[i][0]
+    means = _resample_all([blocks[key][1] for key in wanted], spec, seed, n_workers)
+    for key, block_means in zip(wanted, means, strict=True):
+        out = blocks[key][0]
         out["emt_ci"], out["ep_ci"], out["at_ci"] = percentile_cis(block_means, spec.ci_level)
     result: dict[str, Any] = {
         "settings": {
@@ -75,9 +84,9 @@ def compute(
             "std_ddof": 1,
         },
         **(dict(extra) if extra else {}),
-        "overall": blocks[0][0],
+        "overall": copy.deepcopy(blocks[b"all"][0]),
         "by": {},
     }
-    for (split_name, value, _), (block, _) in zip(jobs[1:], blocks[1:], strict=True):
-        result["by"].setdefault(split_name, {})[value] = block
+    for split_name, value, key in jobs[1:]:
+        result["by"].setdefault(split_name, {})[value] = copy.deepcopy(blocks[key][0])  # each its own dict
     return result
