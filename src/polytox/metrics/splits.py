@@ -45,12 +45,3 @@ def split_masks(table: pa.Table, spec: MetricsSpec) -> dict[str, dict[str, np.nd
         "toxicity_bucket": _masks(*_codes(table.column("toxicity_bucket"))),
     }
 
-
-def split_keys(table: pa.Table, spec: MetricsSpec) -> dict[str, np.ndarray]:
-    """Group keys per prompt for each split (the group names of ``split_masks``, one per row)."""
-    keys: dict[str, np.ndarray] = {}
-    for split, groups in split_masks(table, spec).items():
-        keys[split] = np.full(table.num_rows, "unknown", dtype=object)
-        for name, mask in groups.items():
-            keys[split][mask] = name
-    return keys
