@@ -44,4 +44,3 @@ def split_masks(table: pa.Table, spec: MetricsSpec) -> dict[str, dict[str, np.nd
         "resource_tier": _masks(lang_codes, tier_names),
         "toxicity_bucket": _masks(*_codes(table.column("toxicity_bucket"))),
     }
-
