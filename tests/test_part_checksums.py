@@ -407,3 +407,21 @@ def test_the_detox_comparison_reads_summaries_only_through_their_checksums(
     if damage == "manifest":
         with pytest.raises(DamagedRunError, match=r"manifest\.json"):
             _manifest(run)
+
+
+def test_verified_files_are_keyed_by_their_resolved_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The memo's key is the file's resolved path however it is reached: through a linked folder, a
+    relative path, or a link to the file itself."""
+    from polytox._util.verified import _key
+
+    real = tmp_path / "real"
+    (real / "sub").mkdir(parents=True)
+    part = real / "sub" / "part-00000.parquet"
+    part.write_bytes(b"x")
+    (tmp_path / "linked").symlink_to(real)
+    (tmp_path / "file-link").symlink_to(part)
+    monkeypatch.chdir(tmp_path)
+    expected = str(part.resolve())
+    for path in (part, tmp_path / "linked" / "sub" / part.name, Path("linked/sub") / part.name,
+                 tmp_path / "file-link", tmp_path / "linked" / "sub" / ".." / "sub" / part.name):
+        assert _key(path) == expected, path

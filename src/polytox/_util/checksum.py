@@ -20,6 +20,7 @@ from typing import Any
 from .atomic import atomic_write, atomic_write_text
 
 SUFFIX = ".sha256"
+_HEX = frozenset("0123456789abcdef")
 
 
 def sidecar(path: Path) -> Path:
@@ -59,7 +60,7 @@ def recorded(path: Path) -> str | None:
         return ""
     fields = text.split()
     digest = fields[0] if fields else ""
-    ok = len(digest) == 64 and all(c in "0123456789abcdef" for c in digest)
+    ok = len(digest) == 64 and _HEX.issuperset(digest)
     return digest if ok else ""
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import os
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -22,39 +23,43 @@ from .atomic import atomic_write_text
 
 # Recorded hashes already read in this process, by checksum file and that file's (size, time, inode):
 # one command asks for the same part's identity several times (metrics, text stats, pairs).
-_RECORDED: dict[Path, tuple[tuple[int, int, int], str | None]] = {}
+_RECORDED: dict[str, tuple[tuple[int, int, int], str | None]] = {}
 
 
-def _recorded(path: Path) -> str | None:
+def _recorded(path: str) -> str | None:
     """``checksum.recorded(path)``, read again only when the checksum file's size, time or inode changed."""
-    side = checksum.sidecar(path)
+    folder, name = os.path.split(path)
+    side = os.path.join(folder, f".{name}{checksum.SUFFIX}")  # ``checksum.sidecar`` without pathlib's cost
     try:
-        stat = side.stat()
+        stat = os.stat(side)
     except FileNotFoundError:
         return None
     key = (stat.st_size, stat.st_mtime_ns, stat.st_ino)
     seen = _RECORDED.get(side)
     if seen is not None and seen[0] == key:
         return seen[1]
-    digest = checksum.recorded(path)
+    digest = checksum.recorded(Path(path))
     _RECORDED[side] = (key, digest)
     return digest
 
 
-def identity(path: Path) -> str:
+def identity(path: Path | str) -> str:
     """What a derived number trusts a file by: the SHA-256 recorded with it (``-`` when none was kept),
     its size and its modification time in ns: a repaired or rewritten file differs in all three, a file
     changed in place at least in its time."""
-    stat = path.stat()
-    return f"{_recorded(path) or '-'}:{stat.st_size}:{stat.st_mtime_ns}"
+    stat = os.stat(path)
+    return f"{_recorded(str(path)) or '-'}:{stat.st_size}:{stat.st_mtime_ns}"
 
 
 def identities(root: Path, files: Iterable[Path]) -> dict[str, str]:
-    """``files`` (under ``root``) by their path relative to ``root`` -> ``identity``; absent files are left out."""
+    """``files`` (under ``root``) by their path relative to ``root`` -> ``identity``; absent files are left out.
+    (Thousands of parts per run: plain strings, not ``Path`` objects, on the way.)"""
+    base = os.path.join(str(root), "")
     out: dict[str, str] = {}
-    for path in sorted(files):
+    for name in sorted(map(str, files)):
+        relative = name[len(base) :] if name.startswith(base) else Path(name).relative_to(root).as_posix()
         with contextlib.suppress(FileNotFoundError):
-            out[path.relative_to(root).as_posix()] = identity(path)
+            out[relative.replace(os.sep, "/")] = identity(name)
     return out
 
 

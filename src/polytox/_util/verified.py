@@ -18,6 +18,7 @@ nothing there). A cache that cannot be opened or written is skipped: every file 
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import sqlite3
 import time
@@ -29,6 +30,22 @@ from .sqlite import open_wal
 FILE_NAME = "verified-v1.sqlite"
 SETTLED_SECONDS = 2.0  # far above any file system's timestamp tick (ext4, xfs: the kernel's, ~4 ms; NFS: 1 s)
 SCHEMA = "CREATE TABLE IF NOT EXISTS verified (path TEXT PRIMARY KEY, stat TEXT NOT NULL, token TEXT NOT NULL)"
+
+
+@functools.lru_cache(maxsize=4096)
+def _real_dir(folder: str) -> str:
+    return os.path.realpath(folder)
+
+
+def _key(path: Path) -> str:
+    """``str(path.resolve())``, the folder resolved once per process: a run's parts share a few folders,
+    and resolving each part walks every component of its path. A part that is itself a link is resolved
+    in full."""
+    name = str(path)
+    if ".." in path.parts or os.path.islink(name):  # where a lexical absolute path could differ
+        return str(path.resolve())
+    folder, base = os.path.split(os.path.abspath(name))
+    return os.path.join(_real_dir(folder), base)
 
 
 def _stat(path: Path) -> tuple[str, float] | None:
@@ -63,7 +80,7 @@ class VerifiedFiles:
         if stat is None or db is None:
             return False
         try:
-            row = db.execute("SELECT stat, token FROM verified WHERE path = ?", (str(path.resolve()),)).fetchone()
+            row = db.execute("SELECT stat, token FROM verified WHERE path = ?", (_key(path),)).fetchone()
         except sqlite3.Error:
             return False
         return row is not None and row[0] == stat[0] and row[1] == token
@@ -80,7 +97,7 @@ class VerifiedFiles:
         with contextlib.suppress(sqlite3.Error):  # a read-only or full cache: the file is hashed next time
             db.execute(
                 "INSERT OR REPLACE INTO verified (path, stat, token) VALUES (?, ?, ?)",
-                (str(path.resolve()), stat[0], token),
+                (_key(path), stat[0], token),
             )
 
 

@@ -20,28 +20,7 @@ from .. import __version__
 from .._util import derived
 from ..spec import MetricsSpec
 from ..store.reader import RunReader
-
-# The reduction of one run, the same as ``RunCollection.per_prompt``'s for many (from the prompts, so a
-# prompt of an unfinished shard, with no continuation yet, is a row too).
-PER_PROMPT_SQL = """
-WITH gs AS (
-  SELECT g.prompt_id, g.sample_index, g.error, s.score
-  FROM read_parquet({gens}) g
-  LEFT JOIN (SELECT prompt_id, sample_index, CAST({column} AS DOUBLE) AS score
-             FROM read_parquet({scores}, union_by_name = true)) s USING (prompt_id, sample_index)
-)
-SELECT p.prompt_id,
-       count(gs.sample_index)::BIGINT AS n_generations,
-       count(gs.error)::BIGINT AS n_failed_generations,
-       count(gs.score)::BIGINT AS n_scored,
-       max(gs.score) AS max_tox,
-       avg(gs.score) AS mean_tox,
-       bool_or(gs.score {cmp} $threshold) AS any_toxic,
-       count(*) FILTER (WHERE gs.score {cmp} $threshold)::BIGINT AS n_toxic
-FROM read_parquet({prompts}) p LEFT JOIN gs USING (prompt_id)
-GROUP BY p.prompt_id
-ORDER BY p.prompt_id
-"""
+from .per_prompt_sql import per_prompt_sql
 
 SCHEMA = pa.schema(
     [
@@ -89,12 +68,15 @@ def kept_per_prompt(path: Path, directory: str, attribute: str, spec: MetricsSpe
         return derived.identities(store.path, files)
 
     def compute() -> dict[str, Any]:
-        sql = PER_PROMPT_SQL.format(
-            gens=_lit(store.glob("generations")),
-            scores=_lit(store.glob("scores", directory)),
-            prompts=_lit(str(store.prompts_path)),
-            column='"' + attribute.replace('"', '""') + '"',
+        column = '"' + attribute.replace('"', '""') + '"'
+        sql = per_prompt_sql(  # the same reduction as ``RunCollection.per_prompt``'s for many runs
+            generations=f"read_parquet({_lit(store.glob('generations'))})",
+            scores=f"(SELECT prompt_id, sample_index, CAST({column} AS DOUBLE) AS score "
+            f"FROM read_parquet({_lit(store.glob('scores', directory))}, union_by_name = true))",
+            prompts=f"read_parquet({_lit(str(store.prompts_path))})",
+            keys=("prompt_id",),
             cmp=">=" if spec.comparison == ">=" else ">",
+            order=True,
         )
         with duckdb.connect() as con:
             table = con.sql(sql, params={"threshold": spec.threshold}).to_arrow_table()

@@ -28,6 +28,7 @@ from ..langs import load_resource_tiers
 from ..spec import MetricsSpec
 from ..store.files import slug
 from ..store.reader import RunReader
+from .per_prompt_sql import per_prompt_sql, with_run_and_prompt
 from .runs import RunInfo, format_params
 
 
@@ -81,6 +82,7 @@ class RunCollection:
         self._cache: dict[tuple[str, str | None, str], tuple[pa.Table, Selection]] = {}
         self.con = duckdb.connect()
         self._rescaled_tables: list[pa.Table] = []  # registered Arrow tables must outlive their queries
+        self._scores_sql: str | None = None  # the view of the last ``select``, until a query reads it
         self._load()
 
     # ---- loading --------------------------------------------------------------------------------
@@ -181,7 +183,8 @@ class RunCollection:
     def select(
         self, scorer: str | None = None, attribute: str = "toxicity", run_ids: Sequence[str] | None = None
     ) -> Selection:
-        """Create the temp view ``sel_scores(run_id, prompt_id, sample_index, score, score_error)``."""
+        """Choose each run's scores; the temp view ``sel_scores(run_id, prompt_id, sample_index, score,
+        score_error)`` over them is created when a query first reads it (``_scores_view``)."""
         sel = Selection(scorer=scorer, attribute=attribute)
         parts = []
         lacking: dict[str, list[str]] = {}
@@ -193,11 +196,11 @@ class RunCollection:
                 lacking.setdefault(", ".join(r.scorer_ids) or "no scores", []).append(r.run_id)
                 continue
             store = RunReader(r.path)
-            files = sorted(store.scores_dir(directory).glob("part-*.parquet"))
-            if not files:
+            first = min(store.scores_dir(directory).glob("part-*.parquet"), default=None)
+            if first is None:
                 sel.notes.append(f"run {r.run_id}: scores/{directory} is empty; left out")
                 continue
-            columns = pq.read_schema(files[0]).names
+            columns = pq.read_schema(first).names
             if attribute not in columns:
                 attrs = attribute_columns(columns)
                 sel.notes.append(
@@ -225,8 +228,16 @@ class RunCollection:
                 "SELECT NULL::VARCHAR AS run_id, NULL::VARCHAR AS prompt_id, NULL::INTEGER AS "
                 "sample_index, NULL::DOUBLE AS score, NULL::VARCHAR AS score_error WHERE false"
             )
-        self.con.execute("CREATE OR REPLACE TEMP VIEW sel_scores AS " + " UNION ALL ".join(parts))
+        self._scores_sql = "CREATE OR REPLACE TEMP VIEW sel_scores AS " + " UNION ALL ".join(parts)
         return sel
+
+    def _scores_view(self) -> None:
+        """Create the view ``sel_scores`` of the last ``select``. Binding it reads the footer of every score
+        part (their columns are united by name), so it waits for a query that reads the scores: one that
+        finds each run's per-prompt table kept does not."""
+        if self._scores_sql is not None:
+            self.con.execute(self._scores_sql)
+            self._scores_sql = None
 
     def _rescaled(self, run: RunInfo, store: RunReader, directory: str, sel: Selection) -> str:
         """A SELECT over ``run``'s scores re-read on ``self.scale`` from their stored raw values."""
@@ -261,6 +272,7 @@ class RunCollection:
         if key in self._cache:
             return self._cached(key)
         sel = self.select(scorer, attribute)
+        self._scores_view()
         sql = f"""
         SELECT g.run_id, r.model, r.prompt_set, r.family, r.params, r.params_label, r.category, r.alignment,
                g.prompt_id, g.sample_index, p.lang, coalesce(t.tier, 'unknown') AS tier,
@@ -308,34 +320,16 @@ class RunCollection:
         if kept is not None:
             self._cache[key] = (kept, sel)
             return self._cached(key)
-        cmp = ">=" if self.metrics.comparison == ">=" else ">"
-        sql = f"""
-        WITH gs AS (
-          SELECT g.run_id, g.prompt_id, g.sample_index, g.error, s.score
-          FROM generations g LEFT JOIN sel_scores s USING (run_id, prompt_id, sample_index)
-          WHERE g.run_id IN {self._run_filter(sel)}
-        ), pp AS (
-          -- from the prompts, so a prompt of an unfinished shard (no continuation yet) is a row too
-          SELECT p.run_id, p.prompt_id,
-                 count(gs.sample_index)::BIGINT AS n_generations,
-                 count(gs.error)::BIGINT AS n_failed_generations,
-                 count(gs.score)::BIGINT AS n_scored,
-                 max(gs.score) AS max_tox,
-                 avg(gs.score) AS mean_tox,
-                 bool_or(gs.score {cmp} $threshold) AS any_toxic,
-                 count(*) FILTER (WHERE gs.score {cmp} $threshold)::BIGINT AS n_toxic
-          FROM prompts p LEFT JOIN gs ON gs.run_id = p.run_id AND gs.prompt_id = p.prompt_id
-          WHERE p.run_id IN {self._run_filter(sel)}
-          GROUP BY p.run_id, p.prompt_id
+        self._scores_view()
+        runs = self._run_filter(sel)
+        reduced = per_prompt_sql(
+            generations=f"(SELECT * FROM generations WHERE run_id IN {runs})",
+            scores="sel_scores",
+            prompts=f"(SELECT * FROM prompts WHERE run_id IN {runs})",
+            keys=("run_id", "prompt_id"),
+            cmp=">=" if self.metrics.comparison == ">=" else ">",
         )
-        SELECT pp.*, r.model, r.prompt_set, r.family, r.params, r.params_label, r.category, r.alignment,
-               p.lang, coalesce(t.tier, 'unknown') AS tier, p.toxicity AS prompt_toxicity,
-               p.bucket AS toxicity_bucket, p.text AS prompt_text
-        FROM pp JOIN runs r USING (run_id)
-        LEFT JOIN prompts p USING (run_id, prompt_id)
-        LEFT JOIN tiers t ON t.lang = p.lang
-        ORDER BY pp.run_id, pp.prompt_id
-        """
+        sql = with_run_and_prompt(f"({reduced})")
         table = self.con.sql(sql, params={"threshold": self.metrics.threshold}).to_arrow_table()
         self._cache[key] = (table, sel)
         return self._cached(key)
@@ -355,15 +349,7 @@ class RunCollection:
             tables.append(one.add_column(0, "run_id", pa.array([run_id] * one.num_rows, type=pa.string())))
         self.con.register("kept_pp", pa.concat_tables(tables))
         try:
-            return self.con.sql("""
-                SELECT pp.*, r.model, r.prompt_set, r.family, r.params, r.params_label, r.category,
-                       r.alignment, p.lang, coalesce(t.tier, 'unknown') AS tier, p.toxicity AS prompt_toxicity,
-                       p.bucket AS toxicity_bucket, p.text AS prompt_text
-                FROM kept_pp pp JOIN runs r USING (run_id)
-                LEFT JOIN prompts p USING (run_id, prompt_id)
-                LEFT JOIN tiers t ON t.lang = p.lang
-                ORDER BY pp.run_id, pp.prompt_id
-            """).to_arrow_table()
+            return self.con.sql(with_run_and_prompt("kept_pp")).to_arrow_table()
         finally:
             self.con.unregister("kept_pp")
 
