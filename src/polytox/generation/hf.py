@@ -148,8 +148,7 @@ class TransformersGenerator(Generator):
         self.read_floor = floor if options["read_bucket"] is None else int(options["read_bucket"])
         self.compile_backend = str(options["compile_backend"])
         self.slots_option = options["slots"]
-        self.sampler = str(options["sampler"])
-        resolve_method(self.sampler, self.device)  # a wrong name fails here, before any work
+        self.sampler = str(options["sampler"])  # one of the row's choices: checked with the options, before any work
         self.fallback = resolve_fallback(str(options["sampler_fallback"]), self.device.split(":")[0])
         self.fallback_overflows = 0
         self.slot_plan: SlotPlan | None = None
