@@ -41,9 +41,11 @@ class Field:
     ``polytox eval`` reads), or the command of a numeric flag. ``field``: the spec field when it differs from
     ``key``. ``flag``: False for a spec field with no flag, YAML key or keyword. ``message``: a refusal in its
     own words (``{key}``, ``{value}``, ``{choices}``) where the generic line is not the one users know.
-    ``items``: for a flag holding a comma list of numbers of ``kind`` (``--layers 5,7,9``), how many (0: any
-    number; None: one value, not a list). ``path``: for a flag naming an output, the place it must be
-    (``file``, ``dir``, or ``file-or-stdout``: a file, or ``-`` for standard output); checked before any work.
+    ``required``: an option that must be given, not empty (a detox method's model or weights); its help
+    reads ``required: WHAT``, and the refusal names WHAT. ``items``: for a flag holding a comma list of
+    numbers of ``kind`` (``--layers 5,7,9``), how many (0: any number; None: one value, not a list).
+    ``path``: for a flag naming an output, the place it must be (``file``, ``dir``, or ``file-or-stdout``: a
+    file, or ``-`` for standard output); checked before any work.
     """
 
     kind: str = "str"
@@ -60,6 +62,7 @@ class Field:
     metavar: str = ""
     flag: bool = True
     message: str = ""
+    required: bool = False
     items: int | None = None
     path: str = ""
 
