@@ -330,7 +330,8 @@ CASES: dict[str, list[Case]] = {
     ],
     "train-scorer-step scale-fit": [
         Case("train-scorer-step scale-fit --shared {emptydir} --raw {emptydir}", "no raw outputs of the head"),
-        Case("train-scorer-step scale-fit --shared {emptydir}", "the following arguments are required: --raw"),
+        Case("train-scorer-step scale-fit --shared {emptydir}",
+             "train-scorer-step scale-fit: give --raw DIR (the raw outputs to fit on), or --flat-only"),
     ],
     "corpus": [
         Case("corpus", "the following arguments are required: STEP"),
@@ -562,8 +563,28 @@ def output_cases() -> list[tuple[str, str, str, str]]:
     return cases
 
 
+def list_cases() -> list[tuple[str, str, str, str]]:
+    """(command, flag, value, expected words) for every flag of a comma list of numbers (``NUMBER_LISTS``):
+    an item that is not a number, an item out of range, and a list of the wrong length where the row fixes it."""
+    cases = []
+    for cmd, action in checked_actions():
+        checked = action.type.checked  # type: ignore[union-attr]
+        if checked.kind != "list":
+            continue
+        row, flag = checked.rule, max(action.option_strings, key=len)
+        good = "1" if row.kind == "int" else "1.0"
+        n = row.items or 2
+        cases.append((cmd, flag, ",".join([good] * (n - 1) + ["x"]), f"invalid {row.kind} value: 'x'"))
+        low = str(int(row.range.lo) - 1) if row.kind == "int" else str(float(row.range.lo) - 1)
+        cases.append((cmd, flag, ",".join([good] * (n - 1) + [low]), f"must be {row.range.describe()}"))
+        if row.items:
+            cases.append((cmd, flag, ",".join([good] * (n + 1)), f"expected {n} {row.kind} value(s)"))
+    return cases
+
+
 NUMERIC = numeric_cases()
 OUTPUT = output_cases()
+LISTS = list_cases()
 
 
 def test_every_numeric_flag_has_a_range() -> None:
@@ -574,9 +595,25 @@ def test_every_numeric_flag_has_a_range() -> None:
         if action.type in (int, float):
             raise AssertionError(f"{cmd} {action.option_strings}: unchecked numeric flag")
     assert len({(c, f) for c, f, _, _ in NUMERIC}) >= 100
-    from polytox.cli.checks import OUTPUTS
+    from polytox.cli.checks import NUMBER_LISTS, OUTPUTS
 
-    assert len({(c, f) for c, f, _, _ in OUTPUT}) == len(OUTPUTS)  # every entry of the table names a real flag
+    # every row of the tables names a real flag (``install`` attached it)
+    assert len({(c, f) for c, f, _, _ in OUTPUT}) == len(OUTPUTS) == 33
+    assert len({(c, f) for c, f, _, _ in LISTS}) == len(NUMBER_LISTS) == 4
+    # train-scorer-step's numbers and outputs are rows too, swept like every other command's
+    assert {("train-scorer-step pool", "--max-tier"), ("train-scorer-step pool", "--batch-size"),
+            ("train-scorer-step scale-rows", "--chunk")} <= {(c, f) for c, f, _, _ in NUMERIC}
+    assert {("train-scorer-step scale-rows", "--out"), ("train-scorer-step scale-fit", "--out"),
+            ("train-scorer-step scale-fit", "--measurements")} <= {(c, f) for c, f, _, _ in OUTPUT}
+
+
+@pytest.mark.parametrize(("command", "flag", "value", "expect"), LISTS,
+                         ids=[f"{c.replace(' ', '-')}{f}={v}" for c, f, v, _ in LISTS])
+def test_every_number_list_flag_with_a_bad_item_or_length(command: str, flag: str, value: str, expect: str,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run_in_process([*command.split(), f"{flag}={value}"], capsys)
+    check_one_line(code, out, err, Case("", expect), f"argument {flag}")
+    assert expect in err, err
 
 
 @pytest.mark.parametrize(("command", "flag", "value", "expect"), NUMERIC,

@@ -11,7 +11,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 from polytox.detox.corpus import Corpus  # noqa: E402
-from polytox.detox.methods import canonical_detox, parse_detox  # noqa: E402
+from polytox.detox.methods import METHODS, canonical_detox, check_detox, method_options, parse_detox  # noqa: E402
 from polytox.errors import PolytoxError  # noqa: E402
 from polytox.generation.hf import TransformersGenerator  # noqa: E402
 from polytox.generation.hf_cache import cache_of  # noqa: E402
@@ -58,6 +58,14 @@ def test_detox_option_parsing_and_spec_identity() -> None:
         parse_detox("magic")
     with pytest.raises(PolytoxError, match="unknown option"):
         parse_detox("vocab-shift:strength=3")
+    # a required option is a row's mark, checked before any work (``detox.check``), in the words it always had
+    with pytest.raises(PolytoxError, match=r"^--detox dexperts needs anti=\.\.\. \(an LM trained on toxic text\)$"):
+        check_detox("dexperts:expert=/x")
+    with pytest.raises(PolytoxError, match=r"needs head=\.\.\."):
+        method_options("pplm", {"head": ""})
+    assert [k for k, row in METHODS["dexperts"][2].items() if row.required] == ["expert", "anti"]
+    beta = METHODS["vocab-shift"][2]["beta"].default
+    assert beta == 3.0 and method_options("vocab-shift", {"path": "/x"}) == {"path": "/x", "beta": beta}
     plain = spec_from_flat({"model": "tiny"})
     a = spec_from_flat({"model": "tiny", "detox": "vocab-shift:path=/x,beta=3"})
     b = spec_from_flat({"model": "tiny", "detox": "vocab-shift:beta=3,path=/x"})

@@ -1,12 +1,13 @@
 """``Field``: the one schema class of polytox, for every setting, flag and component option.
 
-A run setting of ``polytox eval`` (a row of ``polytox.settings.TABLE``), an execution setting, a numeric flag
-of another command (``cli.checks``), an option many components name alike (``COMMON_OPTIONS`` below) and
-an option a scorer, generator backend or detox method declares (its ``OPTIONS``) are each one ``Field``:
-a name, a kind, a range or choices, a default and a help text, plus where a run setting lives (its section
-and spec field), whether it names the run (``hashed``) and how its flag is shown. ``problem`` is a setting's
-refusal of a converted value and ``convert`` its reading of a flag or YAML value; ``valid``, ``accepts`` and
-``allowed`` are an option's check of a ``KEY=VALUE`` value as given and its words for it
+A run setting of ``polytox eval`` (a row of ``polytox.settings.TABLE``), an execution setting, a numeric,
+number-list or output flag of another command (``cli.checks``), an option many components name alike
+(``COMMON_OPTIONS`` below) and an option a scorer, generator backend or detox method declares (its
+``OPTIONS``) are each one ``Field``: a name, a kind, a range or choices, a default and a help text, plus
+where a run setting lives (its section and spec field), whether it names the run (``hashed``), how its flag
+is shown, and for a flag of a list of numbers or of an output, how many items or which kind of place.
+``problem`` is a setting's refusal of a converted value and ``convert`` its reading of a flag or YAML value;
+``valid``, ``accepts`` and ``allowed`` are an option's check of a ``KEY=VALUE`` value as given and its words for it
 (``_util.options`` applies them). ``settings.Setting`` and ``_util.options.Option`` are this class.
 """
 
@@ -40,6 +41,11 @@ class Field:
     ``polytox eval`` reads), or the command of a numeric flag. ``field``: the spec field when it differs from
     ``key``. ``flag``: False for a spec field with no flag, YAML key or keyword. ``message``: a refusal in its
     own words (``{key}``, ``{value}``, ``{choices}``) where the generic line is not the one users know.
+    ``required``: an option that must be given, not empty (a detox method's model or weights); its help
+    reads ``required: WHAT``, and the refusal names WHAT. ``items``: for a flag holding a comma list of
+    numbers of ``kind`` (``--layers 5,7,9``), how many (0: any number; None: one value, not a list).
+    ``path``: for a flag naming an output, the place it must be (``file``, ``dir``, or ``file-or-stdout``: a
+    file, or ``-`` for standard output); checked before any work.
     """
 
     kind: str = "str"
@@ -56,6 +62,9 @@ class Field:
     metavar: str = ""
     flag: bool = True
     message: str = ""
+    required: bool = False
+    items: int | None = None
+    path: str = ""
 
     @property
     def name(self) -> str:

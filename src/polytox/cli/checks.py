@@ -6,11 +6,15 @@
   command and flag, then by flag alone; else its row of the settings table), so ``--threshold 2`` is
   refused by argparse with one line and exit code 2; a numeric flag without a rule is a programming error
   (``install`` raises), so a new flag cannot skip the check;
-- each flag that names an output with its kind (a file, a folder, a file or '-' for stdout): a folder
-  where a file is wanted, a file where a folder is wanted, a path under a file, or a place that cannot be
-  written (probed by creating and removing a temporary file in the nearest existing folder: permission
-  bits alone say nothing for root, nor for a read-only mount) is refused before anything runs;
-- comma lists of numbers (``train-scorer --layers 5,7,9``) with the type and range of each item.
+- each flag that names an output with its kind (a ``Field`` of ``OUTPUTS``, whose ``path`` is a file, a
+  folder, or a file or '-' for stdout): a folder where a file is wanted, a file where a folder is wanted,
+  a path under a file, or a place that cannot be written (probed by creating and removing a temporary file
+  in the nearest existing folder: permission bits alone say nothing for root, nor for a read-only mount) is
+  refused before anything runs;
+- comma lists of numbers (``train-scorer --layers 5,7,9``: a ``Field`` of ``NUMBER_LISTS``) with the kind
+  and range of each item and, where the row says (``items``), their number.
+
+Every rule is a row of the one schema class (``_util.schema.Field``), looked up by command and flag.
 
 A run setting's range is its row of the settings table (``polytox.settings``), which also checks YAML specs
 and ``polytox.evaluate``'s keywords (``spec.EvalSpec.validate``), so a value means the same in a config
@@ -41,6 +45,8 @@ from .._util.ranges import (
 )
 from .._util.schema import Field
 from ..settings import range_of
+
+TIER = Range(1, 4, integer=True)  # embedding tiers and scale-row priorities run 1 (first) to 4
 
 
 def _number(dest: str, rule: Range, command: str = "") -> Field:
@@ -86,6 +92,11 @@ FLAG_NUMBERS: tuple[Field, ...] = (
     _number("ngram_features", AT_LEAST_ONE),
     _number("folds", Range(2, integer=True)),
     _number("subset", SHARE_OPEN),
+    # train-scorer-step
+    _number("threads", AT_LEAST_ONE),
+    _number("chunk", AT_LEAST_ONE),
+    _number("max_tier", TIER),
+    _number("max_priority", TIER),
     # corpus
     _number("min_domain_docs", COUNT),
     _number("min_docs", COUNT),
@@ -110,6 +121,7 @@ FLAG_NUMBERS: tuple[Field, ...] = (
     # a flag that means something else in one command
     _number("batch_size", AT_LEAST_ONE, "train-scorer"),  # texts per forward pass (eval's 0 = automatic)
     _number("batch_size", AT_LEAST_ONE, "detox train"),
+    _number("batch_size", AT_LEAST_ONE, "train-scorer-step pool"),
     _number("max_steps", Range(-1, integer=True), "detox train"),  # -1 = no cap (epochs decide)
     # the curve is the resamples' mean: none is no curve
     _number("n_bootstrap", RESAMPLES_AT_LEAST_ONE, "unprompted"),
@@ -117,46 +129,64 @@ FLAG_NUMBERS: tuple[Field, ...] = (
 # fmt: on
 BY_FLAG: dict[tuple[str, str], Field] = {(f.section, f.key): f for f in FLAG_NUMBERS}
 
-# (command, dest) -> "file" | "dir" | "file-or-stdout"
-OUTPUTS: dict[tuple[str, str], str] = {
-    ("eval", "out"): "dir",
-    ("build", "out"): "dir",
-    ("build stats", "stats_out"): "dir",
-    ("score", "out"): "file",
-    ("import", "out"): "dir",
-    ("calibrate", "out"): "file",
-    ("compare-scorers", "report"): "file",
-    ("leaderboard", "csv"): "file",
-    ("leaderboard", "markdown"): "file",
-    ("leaderboard", "json"): "file-or-stdout",
-    ("analyze", "plot_dir"): "dir",
-    ("analyze", "json"): "file-or-stdout",
-    ("analyze", "markdown"): "file",
-    ("report", "out"): "file",
-    ("report", "markdown"): "file",
-    ("report", "json"): "file",
-    ("unprompted", "plot"): "file",
-    ("train-scorer", "out"): "file",
-    ("train-scorer", "measurements"): "file",
-    ("train-scorer", "embedding_cache"): "file",
-    ("train-scorer", "plot"): "file",
-    ("corpus score", "out"): "dir",
-    ("corpus stats", "stats_out"): "dir",
-    ("corpus provenance", "prov_out"): "dir",
-    ("corpus overlap", "index"): "dir",
-    ("corpus overlap", "out"): "dir",
-    ("detox corpus", "out"): "dir",
-    ("detox train", "out"): "dir",
-    ("detox compare", "markdown"): "file",
-    ("detox compare", "json"): "file-or-stdout",
-}
 
-# (command, dest) -> (item type, item range, how many items: None = any)
-NUMBER_LISTS: dict[tuple[str, str], tuple[type, Range, int | None]] = {
-    ("train-scorer", "layers"): (int, COUNT, None),
-    ("train-scorer", "attention_penalties"): (float, NON_NEGATIVE, 2),
-    ("train-scorer", "english_attention_penalties"): (float, NON_NEGATIVE, 2),
-}
+def _output(dest: str, place: str, command: str) -> Field:
+    """The row of flag ``dest`` of ``command`` naming an output: a ``file``, a ``dir`` or ``file-or-stdout``."""
+    return Field("str", key=dest, section=command, path=place)
+
+
+def _numbers(dest: str, kind: str, rule: Range, items: int, command: str) -> Field:
+    """The row of flag ``dest`` of ``command`` holding a comma list of ``items`` numbers (0: any number)."""
+    return Field(kind, range=rule, key=dest, section=command, items=items)
+
+
+# The flags naming an output, as rows (``Field.path``: the kind of place each must be).
+# fmt: off
+OUTPUTS: tuple[Field, ...] = (
+    _output("out", "dir", "eval"),
+    _output("out", "dir", "build"),
+    _output("stats_out", "dir", "build stats"),
+    _output("out", "file", "score"),
+    _output("out", "dir", "import"),
+    _output("out", "file", "calibrate"),
+    _output("report", "file", "compare-scorers"),
+    _output("csv", "file", "leaderboard"),
+    _output("markdown", "file", "leaderboard"),
+    _output("json", "file-or-stdout", "leaderboard"),
+    _output("plot_dir", "dir", "analyze"),
+    _output("json", "file-or-stdout", "analyze"),
+    _output("markdown", "file", "analyze"),
+    _output("out", "file", "report"),
+    _output("markdown", "file", "report"),
+    _output("json", "file", "report"),
+    _output("plot", "file", "unprompted"),
+    _output("out", "file", "train-scorer"),
+    _output("measurements", "file", "train-scorer"),
+    _output("embedding_cache", "file", "train-scorer"),
+    _output("plot", "file", "train-scorer"),
+    _output("out", "dir", "train-scorer-step scale-rows"),
+    _output("out", "file", "train-scorer-step scale-fit"),
+    _output("measurements", "file", "train-scorer-step scale-fit"),
+    _output("out", "dir", "corpus score"),
+    _output("stats_out", "dir", "corpus stats"),
+    _output("prov_out", "dir", "corpus provenance"),
+    _output("index", "dir", "corpus overlap"),
+    _output("out", "dir", "corpus overlap"),
+    _output("out", "dir", "detox corpus"),
+    _output("out", "dir", "detox train"),
+    _output("markdown", "file", "detox compare"),
+    _output("json", "file-or-stdout", "detox compare"),
+)
+
+# The flags holding a comma list of numbers, as rows (``Field.items``: how many, 0 for any number).
+NUMBER_LISTS: tuple[Field, ...] = (
+    _numbers("layers", "int", COUNT, 0, "train-scorer"),
+    _numbers("layers", "int", COUNT, 0, "train-scorer-step pool"),
+    _numbers("attention_penalties", "float", NON_NEGATIVE, 2, "train-scorer"),
+    _numbers("english_attention_penalties", "float", NON_NEGATIVE, 2, "train-scorer"),
+)
+# fmt: on
+ROWS: dict[tuple[str, str], Field] = {(f.section, f.key): f for f in (*OUTPUTS, *NUMBER_LISTS)}
 
 
 @dataclass(frozen=True)
@@ -187,8 +217,12 @@ def number(kind: type, rule: Range) -> Callable[[str], Any]:
     return convert
 
 
-def number_list(kind: type, rule: Range, count: int | None) -> Callable[[str], str]:
-    """An argparse type for a comma list of numbers; the command splits it again (the text is returned)."""
+def number_list(row: Field) -> Callable[[str], str]:
+    """An argparse type for a comma list of numbers (``row.items`` of them, 0: any number), each of
+    ``row.kind`` within ``row.range``; the command splits it again (the text is returned)."""
+    kind: type = int if row.kind == "int" else float
+    count = row.items or None
+    convert_one = number(kind, row.range or Range())
 
     def convert(text: str) -> str:
         items = [part.strip() for part in text.split(",") if part.strip()]
@@ -196,7 +230,6 @@ def number_list(kind: type, rule: Range, count: int | None) -> Callable[[str], s
             raise argparse.ArgumentTypeError(
                 f"expected {count or 'a comma list of'} {kind.__name__} value(s) separated by commas, got {text!r}"
             )
-        convert_one = number(kind, rule)
         for item in items:
             try:
                 convert_one(item)
@@ -204,7 +237,7 @@ def number_list(kind: type, rule: Range, count: int | None) -> Callable[[str], s
                 raise argparse.ArgumentTypeError(f"{exc} in {text!r}") from None
         return text
 
-    convert.checked = Checked("list", (kind, rule, count))  # type: ignore[attr-defined]
+    convert.checked = Checked("list", row)  # type: ignore[attr-defined]
     return convert
 
 
@@ -275,13 +308,14 @@ def install(parser: argparse.ArgumentParser) -> None:
     """Attach the checks above to every subcommand's flags; a numeric flag without a rule raises."""
     for command, action in command_actions(parser):
         key = (command, action.dest)
+        row = ROWS.get(key)
         if action.type in (int, float):
-            row = BY_FLAG.get(key) or BY_FLAG.get(("", action.dest))
-            rule = row.range if row is not None else range_of(action.dest)
+            number_row = BY_FLAG.get(key) or BY_FLAG.get(("", action.dest))
+            rule = number_row.range if number_row is not None else range_of(action.dest)
             if rule is None:
                 raise RuntimeError(f"{command} --{action.dest}: numeric flag without a range in cli/checks.py")
             action.type = number(action.type, rule)
-        elif key in OUTPUTS:
-            action.type = output(OUTPUTS[key], action.default)
-        elif key in NUMBER_LISTS:
-            action.type = number_list(*NUMBER_LISTS[key])
+        elif row is not None and row.path:
+            action.type = output(row.path, action.default)
+        elif row is not None and row.items is not None:
+            action.type = number_list(row)

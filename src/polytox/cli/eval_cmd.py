@@ -22,10 +22,11 @@ from rich.markup import escape
 from .. import settings as S
 from ..api.resolve import Resolved, command_settings, resolve_out, resolve_run
 from ..api.resolve import executor_config as _executor_config
-from ..executors import EXECUTORS, ExecutorConfig
+from ..executors import ExecutorConfig
 from ..spec import EvalSpec
 from .common import console, metrics_table, out_console, print_json, progress_bar
 from .failure_report import exit_code, failure_lines, parse_max_failed, retry_line
+from .flags import argument
 
 DESCRIPTION = """\
 Evaluate a model: generate K continuations per prompt, score them, and report the RTP / PTP metrics
@@ -59,28 +60,16 @@ def register(sub: Any) -> None:
 
 
 def add_setting_flags(p: Any, settings: Iterable[S.Setting]) -> None:
-    """One flag per row of the settings table: numbers get their range from ``cli.checks.install``."""
+    """One flag per row of the settings table (``flags.argument``), default None: a flag not given leaves
+    the value to ``--config`` or the table's default."""
     for s in settings:
-        names = [s.option, *([s.short] if s.short else [])]
-        extra: dict[str, Any] = {"help": s.help.replace("%", "%%")}
-        if s.metavar:
-            extra["metavar"] = s.metavar
-        if s.kind in ("int", "float"):
-            extra["type"] = int if s.kind == "int" else float
-        elif s.kind == "bool":
-            extra.update(action="store_true", default=None)
-        elif s.kind in ("langs", "options"):
-            extra["action"] = "append"
-        if s.choices and s.section != "executor":
-            extra["choices"] = list(s.choices)
-        p.add_argument(*names, **extra)
+        argument(p, s, unset=True)
 
 
 def _add_execution_flags(p: argparse.ArgumentParser) -> None:
     """The flags that are not part of the spec: execution, failures, adopting a run, output."""
     x = p.add_argument_group("execution (not part of the spec: a run may resume with other settings)")
-    add_setting_flags(x, S.rows("executor"))
-    x._group_actions[0].choices = list(EXECUTORS)  # the executors the package has (the table names them)
+    add_setting_flags(x, S.rows("executor"))  # --executor: the executors the package has (a test keeps them)
     f = p.add_argument_group("failures (not part of the spec)")
     f.add_argument(
         "--retry-failed",

@@ -6,7 +6,9 @@ settings' rows (``settings.TABLE``, what ``polytox eval`` takes), the metrics se
 (``metrics.settings``, what ``polytox metrics`` and ``Run.metrics(...)`` take), or the rows below where a
 flag of the same name means something else in some commands (``--seed`` of a sampler, ``--lang`` of one
 corpus). ``add`` is the only place these option strings are given to argparse (a test walks every
-subcommand and the sources); numbers are range-checked by their row's range when parsed.
+subcommand and the sources); numbers are range-checked by their row's range when parsed. ``argument``, which
+``add`` calls, is the one function that turns a row into an argparse flag; ``polytox eval`` builds all its
+setting flags with it too.
 """
 
 from __future__ import annotations
@@ -55,11 +57,15 @@ SCORED_ATTRIBUTE = _row("attribute", "str", "toxicity", "which attribute of the 
 # fmt: on
 
 
-def add(p: Any, row: S.Setting, *, dest: str | None = None, unset: bool = False) -> argparse.Action:
-    """``row`` as a flag of parser (or group) ``p``. ``unset``: default None, for commands where a
-    config file may give the value (a flag given wins; one not given must not hide the file's)."""
-    if row.option not in SHARED_OPTIONS:
-        raise ValueError(f"{row.option} is not a shared flag")
+def argument(p: Any, row: S.Setting, *, dest: str | None = None, unset: bool = False) -> argparse.Action:
+    """``row`` as a flag of parser (or group) ``p``: the one place a row of the schema becomes an argparse
+    flag (``polytox eval``'s flags, one per row of ``settings.TABLE``, and the shared flags of ``add``).
+
+    The flag is ``--key`` (and the row's short form), with the row's help, metavar and choices; a number is
+    parsed and range-checked by the row's range (``checks.number``), a bool is a switch, a language list or
+    ``KEY=VALUE`` options may be repeated. ``unset``: default None, for commands where a config file may give
+    the value (a flag given wins; one not given must not hide the file's)."""
+    names = [row.option, *([row.short] if row.short else [])]
     extra: dict[str, Any] = {"help": row.help.replace("%", "%%"), "default": None if unset else row.default}
     if dest:
         extra["dest"] = dest
@@ -74,7 +80,14 @@ def add(p: Any, row: S.Setting, *, dest: str | None = None, unset: bool = False)
         extra.update(action="append", default=None)
     if row.choices:
         extra["choices"] = list(row.choices)
-    return p.add_argument(row.option, **extra)  # type: ignore[no-any-return]
+    return p.add_argument(*names, **extra)  # type: ignore[no-any-return]
+
+
+def add(p: Any, row: S.Setting, *, dest: str | None = None, unset: bool = False) -> argparse.Action:
+    """``row`` as a shared flag (one of ``SHARED_OPTIONS``) of parser (or group) ``p`` (``argument``)."""
+    if row.option not in SHARED_OPTIONS:
+        raise ValueError(f"{row.option} is not a shared flag")
+    return argument(p, row, dest=dest, unset=unset)
 
 
 def add_threshold(p: Any) -> None:

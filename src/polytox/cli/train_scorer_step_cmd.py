@@ -14,9 +14,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .._util.ranges import AT_LEAST_ONE, COUNT, Range
 from ..errors import PolytoxError
-from .checks import number, number_list
 from .common import DATA_ENV, console, data_folder, out_console
 
 # ``training.scorer.scale_fit.FORMS`` (a test keeps them equal): named here so that building the parser
@@ -41,8 +39,6 @@ example:
   polytox train-scorer-step scale-fit --shared DATA --raw raw/ --out scales.json
 """  # the user-facing text of --help (the module docstring is for developers)
 
-TIER = Range(1, 4, integer=True)  # embedding tiers and scale-row priorities run 1 (first) to 4
-
 
 def register(sub: Any) -> None:
     p = sub.add_parser(
@@ -59,14 +55,13 @@ def register(sub: Any) -> None:
     )
     _shared(pool)
     pool.add_argument("--backbone", default="gemma-3-270m", help="LM whose hidden states are embedded")
-    pool.add_argument(
-        "--layers", default="5,7,9", type=number_list(int, COUNT, None), help="decoder layers to mean-pool"
-    )
-    pool.add_argument("--max-tokens", type=number(int, AT_LEAST_ONE), default=128, help="tokens per text")
-    pool.add_argument("--batch-size", type=number(int, AT_LEAST_ONE), default=32, help="texts per forward pass")
+    # numbers, the --layers list and the outputs are checked by their rows in cli/checks.py
+    pool.add_argument("--layers", default="5,7,9", help="decoder layers to mean-pool")
+    pool.add_argument("--max-tokens", type=int, default=128, help="tokens per text")
+    pool.add_argument("--batch-size", type=int, default=32, help="texts per forward pass")
     pool.add_argument("--cache", default=None, help="embedding cache file (default: the polytox cache)")
-    pool.add_argument("--threads", type=number(int, AT_LEAST_ONE), default=None, help="torch threads")
-    pool.add_argument("--max-tier", type=number(int, TIER), default=4, help="embed tiers 1..N only")
+    pool.add_argument("--threads", type=int, default=None, help="torch threads")
+    pool.add_argument("--max-tier", type=int, default=4, help="embed tiers 1..N only")
     pool.set_defaults(func=run_pool)
 
     rows = steps.add_parser(
@@ -77,9 +72,9 @@ def register(sub: Any) -> None:
     _shared(rows)
     rows.add_argument("--out", required=True, help="a folder: one parquet part per chunk (resumes)")
     rows.add_argument("--mode", choices=("full", "ngram"), default="full", help="the head mode read")
-    rows.add_argument("--chunk", type=number(int, AT_LEAST_ONE), default=1000, help="texts per part")
-    rows.add_argument("--threads", type=number(int, AT_LEAST_ONE), default=1, help="torch threads")
-    rows.add_argument("--max-priority", type=number(int, TIER), default=4, help="rows of priority 1..N only")
+    rows.add_argument("--chunk", type=int, default=1000, help="texts per part")
+    rows.add_argument("--threads", type=int, default=1, help="torch threads")
+    rows.add_argument("--max-priority", type=int, default=4, help="rows of priority 1..N only")
     rows.set_defaults(func=run_scale_rows)
 
     fit = steps.add_parser(

@@ -7,21 +7,24 @@ prepended to its training documents); pass it with ``--model`` and add ``--detox
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
 
 from .. import constants as C
+from .._util.options import Option
 from ..errors import PolytoxError
 from .base import LogitsAdjuster
+from .methods import METHODS
 
 
 class AttributeToken(LogitsAdjuster):
     """``--detox atcon[:token=<|nontoxic|>]``."""
 
     name = "atcon"
+    OPTIONS: ClassVar[Mapping[str, Option]] = METHODS[name][2]
 
     def __init__(self, generator: Any, options: dict[str, Any]) -> None:
-        self.token = options["token"] or C.ATCON_NONTOXIC_TOKEN
+        self.token = options["token"] or self.OPTIONS["token"].default  # ``token=`` (empty): the row's default
         ids = generator.tokenizer.convert_tokens_to_ids([self.token])
         unk = generator.tokenizer.unk_token_id
         if not ids or ids[0] is None or (unk is not None and ids[0] == unk):

@@ -38,10 +38,3 @@ class LogitsAdjuster:
 
     def describe(self) -> dict[str, Any]:
         return {"method": self.name}
-
-
-def need(options: dict[str, Any], key: str, method: str, hint: str) -> str:
-    """A required option, or a clear error naming how to produce it."""
-    if not options.get(key):
-        raise PolytoxError(f"--detox {method} needs {key}=... ({hint})")
-    return options[key]

@@ -16,7 +16,7 @@ from typing import Any
 from ..errors import PolytoxError, require
 from ..generation.hf_cache import cache_kw, cache_of
 from ..generation.prompting import left_padded
-from .base import LogitsAdjuster, need
+from .base import LogitsAdjuster
 
 
 def load_lm(path: str, device: str, dtype: Any) -> tuple[Any, Any]:
@@ -137,8 +137,8 @@ class DExperts(LogitsAdjuster):
     name = "dexperts"
 
     def __init__(self, generator: Any, options: dict[str, Any]) -> None:
-        self.expert_path = need(options, "expert", self.name, "an LM trained on non-toxic text")
-        self.anti_path = need(options, "anti", self.name, "an LM trained on toxic text")
+        self.expert_path = str(options["expert"])  # required, both: ``methods.method_options`` checked them
+        self.anti_path = str(options["anti"])
         self.alpha = float(options["alpha"])
         self.expert, tok_e = load_lm(self.expert_path, generator.device, generator.dtype)
         self.anti, tok_a = load_lm(self.anti_path, generator.device, generator.dtype)

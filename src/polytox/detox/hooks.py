@@ -1,9 +1,9 @@
 """The hooks ``polytox.detox`` provides to the layers below it, registered in ``polytox.registry`` on import.
 
 ``detox.canonical`` gives the spec one spelling of a ``--detox`` string (its hash names the run);
-``detox.adjuster`` builds the transformers backend's decoding hook; ``detox.vllm_sampling`` and
-``detox.vllm_bad_words`` map the word filter onto vLLM. Each imports its module on first call, so importing
-``polytox.detox`` stays light.
+``detox.check`` refuses, before any work, a method missing a required option; ``detox.adjuster`` builds the
+transformers backend's decoding hook; ``detox.vllm_sampling`` and ``detox.vllm_bad_words`` map the word
+filter onto vLLM. Each imports its module on first call, so importing ``polytox.detox`` stays light.
 """
 
 from __future__ import annotations
@@ -17,6 +17,12 @@ def _canonical(value: str) -> str:
     from .methods import canonical_detox
 
     return canonical_detox(value)
+
+
+def _check(value: str) -> None:
+    from .methods import check_detox
+
+    check_detox(value)
 
 
 def _adjuster(spec: Any, generator: Any) -> Any:
@@ -38,6 +44,7 @@ def _vllm_bad_words(detox: str, tokenizer: Any) -> list[list[int]]:
 
 
 register_hook("detox.canonical", _canonical)
+register_hook("detox.check", _check)
 register_hook("detox.adjuster", _adjuster)
 register_hook("detox.vllm_sampling", _vllm_sampling)
 register_hook("detox.vllm_bad_words", _vllm_bad_words)

@@ -11,7 +11,8 @@ from ..errors import PolytoxError
 from .base import LogitsAdjuster
 
 # name -> (module, class, its options): each method's options declared once (``polytox._util.options``), with
-# their kinds, ranges and defaults; the class receives them typed, every one present (its default when not given).
+# their kinds, ranges, defaults and whether they are required; the class receives them typed, every one present
+# (its default when not given).
 METHODS: dict[str, tuple[str, str, dict[str, Option]]] = {
     "word-filter": (
         "word_filter",
@@ -27,7 +28,7 @@ METHODS: dict[str, tuple[str, str, dict[str, Option]]] = {
         "vocab_shift",
         "VocabShift",
         {
-            "path": Option("str", help="required: a folder from polytox detox train vocab-shift"),
+            "path": Option("str", required=True, help="required: a folder from polytox detox train vocab-shift"),
             "beta": Option("float", range=R.NON_NEGATIVE, default=C.VOCAB_SHIFT_BETA, help="shift strength"),
         },
     ),
@@ -35,8 +36,8 @@ METHODS: dict[str, tuple[str, str, dict[str, Option]]] = {
         "dexperts",
         "DExperts",
         {
-            "expert": Option("str", help="required: an LM trained on non-toxic text"),
-            "anti": Option("str", help="required: an LM trained on toxic text"),
+            "expert": Option("str", required=True, help="required: an LM trained on non-toxic text"),
+            "anti": Option("str", required=True, help="required: an LM trained on toxic text"),
             "alpha": Option("float", range=R.NON_NEGATIVE, default=C.DEXPERTS_ALPHA, help="steering strength"),
         },
     ),
@@ -49,7 +50,7 @@ METHODS: dict[str, tuple[str, str, dict[str, Option]]] = {
         "pplm",
         "PPLM",
         {
-            "head": Option("str", help="required: a folder from polytox detox train pplm-head"),
+            "head": Option("str", required=True, help="required: a folder from polytox detox train pplm-head"),
             "step_size": Option("float", range=R.NON_NEGATIVE, default=C.PPLM_STEP_SIZE, help="gradient step"),
             "iterations": Option("int", range=R.COUNT, default=C.PPLM_NUM_ITERATIONS, help="steps per token"),
             "gamma": Option("float", range=R.NON_NEGATIVE, default=C.PPLM_GAMMA, help="gradient norm exponent"),
@@ -83,8 +84,18 @@ def parse_detox(value: str) -> tuple[str, dict[str, str]]:
 
 
 def method_options(name: str, options: dict[str, str]) -> dict[str, Any]:
-    """Every option of method ``name``: the given ones typed, the others at their declared default."""
+    """Every option of method ``name``: the given ones typed, the others at their declared default; a required
+    option not given (or empty) is refused, naming what it takes (its row's help after ``required:``)."""
+    for key, row in METHODS[name][2].items():
+        if row.required and not options.get(key):
+            raise PolytoxError(f"--detox {name} needs {key}=... ({row.help.removeprefix('required: ')})")
     return with_defaults(f"--detox {name}", METHODS[name][2], options)
+
+
+def check_detox(value: str) -> None:
+    """Refuse a ``--detox`` value its method cannot run with (a required option missing, as well as what
+    ``parse_detox`` refuses) before any work: the backend's check calls it (the ``detox.check`` hook)."""
+    method_options(*parse_detox(value))
 
 
 def canonical_detox(value: str) -> str:

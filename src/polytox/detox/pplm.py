@@ -26,7 +26,7 @@ from ..errors import PolytoxError
 from ..generation.hf_cache import cache_kw, cache_of
 from ..generation.sampling import row_uniforms, sample_next
 from ..types import Generation
-from .base import LogitsAdjuster, need
+from .base import LogitsAdjuster
 
 HEAD_WEIGHTS = "pplm_head.safetensors"
 NONTOXIC = 0
@@ -63,7 +63,7 @@ class PPLM(LogitsAdjuster):
     owns_decoding = True
 
     def __init__(self, generator: Any, options: dict[str, Any]) -> None:
-        self.head_path = need(options, "head", self.name, "a folder from polytox detox train pplm-head")
+        self.head_path = str(options["head"])  # required: ``methods.method_options`` refused a run without it
         self.head = load_head(self.head_path).to(generator.device)
         hidden = int(getattr(generator.model.config, "hidden_size", 0) or self.head.in_features)
         if self.head.in_features != hidden:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import PolytoxError
-from .base import LogitsAdjuster, need
+from .base import LogitsAdjuster
 
 WEIGHTS = "vocab_shift.safetensors"
 NONTOXIC, TOXIC = 0, 1
@@ -36,7 +36,7 @@ class VocabShift(LogitsAdjuster):
     name = "vocab-shift"
 
     def __init__(self, generator: Any, options: dict[str, Any]) -> None:
-        self.path = need(options, "path", self.name, "a folder from polytox detox train vocab-shift")
+        self.path = str(options["path"])  # required: ``methods.method_options`` refused a run without it
         self.beta = float(options["beta"])
         self.W = load_shift(self.path)
         meta = Path(self.path) / "detox.json"

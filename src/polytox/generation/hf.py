@@ -51,7 +51,7 @@ from .continuous import DecodeSettings, decode, decode_capacity, worth_compactin
 from .cuda_graphs import GraphedStep
 from .decode_plan import CUDA_READ_FLOOR, DecodeChoice, initial_choice, should_compile
 from .hf_cache import cache_kw, cache_of
-from .hooks import decoding_hook
+from .hooks import check_decoding, decoding_hook
 from .prompting import PromptTooLongError, encode_prompt, wants_chat_template
 from .sampling import FALLBACKS, METHODS, resolve_fallback, resolve_method, row_uniforms, sample_next
 from .slot_plan import STEP_BYTES_PER_VOCAB, SlotPlan, free_device_bytes, kv_bytes_per_row, plan_slots
@@ -98,8 +98,10 @@ class TransformersGenerator(Generator):
 
     @classmethod
     def check(cls, spec: GenerationSpec) -> None:
-        """Options, then the model name (``polytox.models.lookup``): a wrong name fails before any work."""
+        """Options, the detox method's, then the model name (``polytox.models.lookup``): a wrong name fails
+        before any work."""
         super().check(spec)
+        check_decoding(spec)
         from ..models.lookup import check_model
 
         check_model(spec.model)
@@ -148,8 +150,7 @@ class TransformersGenerator(Generator):
         self.read_floor = floor if options["read_bucket"] is None else int(options["read_bucket"])
         self.compile_backend = str(options["compile_backend"])
         self.slots_option = options["slots"]
-        self.sampler = str(options["sampler"])
-        resolve_method(self.sampler, self.device)  # a wrong name fails here, before any work
+        self.sampler = str(options["sampler"])  # one of the row's choices: checked with the options, before any work
         self.fallback = resolve_fallback(str(options["sampler_fallback"]), self.device.split(":")[0])
         self.fallback_overflows = 0
         self.slot_plan: SlotPlan | None = None

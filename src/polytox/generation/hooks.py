@@ -33,6 +33,12 @@ class DecodingHook(Protocol):
         ...
 
 
+def check_decoding(spec: Any) -> None:
+    """Refuse ``spec.detox`` before any work when its method cannot run as given (a required option missing)."""
+    if getattr(spec, "detox", ""):
+        registry.hook("detox.check")(spec.detox)
+
+
 def decoding_hook(spec: Any, generator: Any) -> DecodingHook | None:
     """The hook of ``spec.detox`` bound to a loaded transformers generator; None without ``--detox``."""
     if not getattr(spec, "detox", ""):
