@@ -11,12 +11,13 @@ import json
 import os
 from collections import Counter, defaultdict
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pyarrow.parquet as pq
 import pytest
 
 from polytox import registry
+from polytox._util.options import Option
 from polytox.cli.main import main
 from polytox.constants import toxicity_bucket
 from polytox.langs import PTP_LANGUAGES, normalize_lang
@@ -238,8 +239,13 @@ class FlakyScorer(FakeScorer):
     """Crashes (a transient error) on German texts while the flag file exists."""
 
     name = "flaky"
+    # a scorer that declares OPTIONS (here inherited) is checked against them: a new option is a new row
+    OPTIONS: ClassVar[dict[str, Option]] = {
+        **FakeScorer.OPTIONS,
+        "flag": Option(kind="str", default="", help="the flag file"),
+    }
 
-    def __init__(self, flag: str = "", **kw: Any) -> None:
+    def __init__(self, flag: str = OPTIONS["flag"].default, **kw: Any) -> None:
         super().__init__(**kw)
         self.flag = Path(flag)
 
@@ -336,6 +342,7 @@ def test_sigkill_mid_scan_then_resume(shared_data: Path, tmp_path: Path) -> None
     code = f"""
 import sys
 from polytox import registry
+from polytox._util.options import Option
 from polytox.promptset import BuildSpec, CorpusSource, build
 from tests.build_corpus import slow_fake_scorer
 registry.SCORERS["slowfake"] = slow_fake_scorer

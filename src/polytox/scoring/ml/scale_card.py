@@ -197,7 +197,7 @@ FLAT_FLAG = 0.05  # a flat step this wide in raw output, or wider, is named on t
 
 
 def ends_table(name: str, held: Any) -> list[str]:
-    """All three ends per language, side by side (issue 61): everyday Parallel UD text, harmless web prompts and
+    """All three ends per language, side by side: everyday Parallel UD text, harmless web prompts and
     toxic pairs (RTP-LX, every held-out pair out of fold) against English's, the MAE to the English source's
     2020 score beside a constant guess's, and the map's widest flat step (``scale_anchored.flat_runs``,
     written by ``scale_fit``). A constant guess reads every language alike: its gaps are all 0, which is why

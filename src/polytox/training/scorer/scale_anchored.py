@@ -1,4 +1,4 @@
-"""Per-language maps fitted straight onto a scale, anchored at both ends and smooth (issue 61).
+"""Per-language maps fitted straight onto a scale, anchored at both ends and smooth.
 
 The equipercentile maps (``scale_languages``) match a language's whole distribution of raw outputs to
 English's. Harmless web prompts that sit between the everyday anchors at the bottom and the toxic pairs at
