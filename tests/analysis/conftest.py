@@ -167,7 +167,7 @@ def build_runs(shared_data: Path, root: Path) -> Built:
             samples=2,
         )
     finally:
-        registry.GENERATORS.pop("echo", None)
+        registry.unregister("generator", "echo")
     return b
 
 
