@@ -195,6 +195,26 @@ def invariance(candidate: tuple[PolytoxMlScorer, Callable[[], Any]], texts: list
             (("one batch", together), ("other batch", mixed), ("1 thread", single))}
 
 
+def timed(candidates: dict[str, tuple[PolytoxMlScorer, Callable[[], Any]]], names: list[str], texts: list[str],
+          langs: list[str], rounds: int, chunk: int) -> tuple[dict[str, float], dict[str, np.ndarray]]:
+    """Seconds per candidate for all ``texts`` (sum over calls of ``chunk`` texts of each call's median over
+    ``rounds``) and each candidate's paired speedups (today's time / its time, same call, same round). The
+    candidates take turns on each call, the first one rotating, so a burst of load from other jobs falls
+    on neighbours in time and a slow drift cancels in the ratios."""
+    starts = range(0, len(texts), chunk)
+    times = {name: np.zeros((rounds, len(starts))) for name in names}
+    for r in range(rounds):
+        for c, start in enumerate(starts):
+            part, part_langs = texts[start : start + chunk], langs[start : start + chunk]
+            turn = (r + c) % len(names)
+            for name in names[turn:] + names[:turn]:
+                began = time.perf_counter()
+                score(candidates[name], part, part_langs)
+                times[name][r, c] = time.perf_counter() - began
+    seconds = {name: float(np.median(t, axis=0).sum()) for name, t in times.items()}
+    return seconds, {name: (times["today"] / t).ravel() for name, t in times.items()}
+
+
 def block_flops(scorer: PolytoxMlScorer) -> float:
     """Multiply-add FLOPs per token of the blocks a pass runs (linear layers; attention's own products,
     under 3% at these lengths, left out)."""
@@ -220,6 +240,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--chunk", type=int, default=50, help="texts per timed call")
     parser.add_argument("--only", default=",".join(CANDIDATES), help="comma list of candidates, today first")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
@@ -236,32 +257,30 @@ def main() -> None:
     console = Console(width=170)
     flops = block_flops(candidates["today"][0])
     peak = gemm_peak()
-    table = Table(title=f"polytox-ml (full), candidates interleaved, {args.rounds} rounds (medians); "
+    table = Table(title=f"polytox-ml (full), candidates interleaved per {args.chunk}-text call, {args.rounds} rounds "
+                        f"(texts/s: sum of per-call medians; speedup: median of paired ratios to today); "
                         f"{args.n} texts per set; torch threads {torch.get_num_threads()}; "
                         f"float32 GEMM peak {peak / 1e9:.0f} GFLOP/s")
-    for col in ("set", "candidate", "texts/s", "speedup", "max |score diff|", "AUC", "AUC change",
+    for col in ("set", "candidate", "texts/s", "speedup (25-75%)", "max |score diff|", "AUC", "AUC change",
                 "share of fp32 GEMM peak", "setup s"):
         table.add_column(col, justify="left" if col in ("set", "candidate") else "right")
     embedder = candidates["today"][0]._embedder
     assert embedder is not None
     for set_name, (texts, langs, labels) in sets.items():
-        times: dict[str, list[float]] = {name: [] for name in names}
-        values: dict[str, np.ndarray] = {}
-        for _ in range(args.rounds):
-            for name in names:
-                started = time.perf_counter()
-                values[name] = score(candidates[name], texts, langs)
-                times[name].append(time.perf_counter() - started)
+        values = {name: score(candidates[name], texts, langs) for name in names}
+        seconds, speedup = timed(candidates, names, texts, langs, args.rounds, args.chunk)
+        print(f"timed {set_name}", file=sys.stderr, flush=True)
         ids, lengths = embedder._tokenize(texts)
         order = np.sort(lengths)
         padded = sum(len(order[i:i + embedder.batch_size]) * int(order[i:i + embedder.batch_size].max())
                      for i in range(0, len(order), embedder.batch_size))
         auc0 = roc_auc_score(labels, values["today"])
         for name in names:
-            rate = len(texts) / float(np.median(times[name]))
+            rate = len(texts) / seconds[name]
             auc = roc_auc_score(labels, values[name])
-            share = padded * flops / float(np.median(times[name])) / peak
-            table.add_row(set_name, name, f"{rate:.1f}", f"{rate / (len(texts) / np.median(times['today'])):.2f}x",
+            share = padded * flops / seconds[name] / peak
+            low, mid, high = np.percentile(speedup[name], [25, 50, 75])
+            table.add_row(set_name, name, f"{rate:.1f}", f"{mid:.2f}x ({low:.2f}-{high:.2f})",
                           f"{np.abs(values[name] - values['today']).max():.2e}", f"{auc:.4f}", f"{auc - auc0:+.4f}",
                           f"{share:.0%}", f"{setup[name]:.0f}")
     console.print(table)
