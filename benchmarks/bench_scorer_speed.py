@@ -25,6 +25,9 @@ lengths and languages scored alone, in two different batches (one reversed) and 
 difference from "alone". And the share of the hardware used: FLOPs of the blocks read per token (padding
 included) against a float32 matmul of the same shapes timed in the same run. The machine may be shared:
 the rates carry others' load, the interleaving keeps the ratios fair. Usage:
+Caveat: with ``onnx`` and a torch-run candidate in one process, ONNX Runtime's thread pool and torch's
+OpenMP threads fight over the cores (ORT's idle spinning is switched off, yet a run with ``compile`` and
+``onnx`` together slowed every candidate 5-10x); time ``onnx`` against ``today`` alone (``--only today,onnx``).
 python benchmarks/bench_scorer_speed.py [--n 200] [--rounds 3] [--threads 2] [--only today,compile]
 """
 
@@ -47,9 +50,8 @@ from rich.table import Table
 from sklearn.metrics import roc_auc_score
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_scorer_bf16 import labelled_sets  # noqa: E402
-
-from polytox.scoring.ml.scorer import PolytoxMlScorer  # noqa: E402
+from bench_scorer_bf16 import labelled_sets
+from polytox.scoring.ml.scorer import PolytoxMlScorer
 
 
 @contextlib.contextmanager
@@ -123,7 +125,7 @@ class _Trunk(torch.nn.Module):
 
 
 def _onnx(scorer: PolytoxMlScorer) -> PolytoxMlScorer:
-    import onnxruntime as ort  # noqa: PLC0415 - optional, only this candidate needs it
+    import onnxruntime as ort  # optional: only this candidate needs it
 
     embedder = scorer._embedder
     assert embedder is not None
@@ -132,9 +134,15 @@ def _onnx(scorer: PolytoxMlScorer) -> PolytoxMlScorer:
     ids, lengths = embedder._tokenize(["Das Wetter ist heute schön.", "Tu es vraiment un imbécile."])
     matrix, mask = embedder._pad(ids, np.arange(2), lengths)
     batch, width = torch.export.Dim("batch", min=1, max=4096), torch.export.Dim("width", min=1, max=embedder.max_tokens)
-    torch.onnx.export(_Trunk(embedder._lm, embedder.layers).eval(), (matrix, mask), str(path), dynamo=True,
-                      input_names=["input_ids", "attention_mask"], external_data=True,
-                      dynamic_shapes={"input_ids": {0: batch, 1: width}, "attention_mask": {0: batch, 1: width}})
+    torch.onnx.export(
+        _Trunk(embedder._lm, embedder.layers).eval(),
+        (matrix, mask),
+        str(path),
+        dynamo=True,
+        input_names=["input_ids", "attention_mask"],
+        external_data=True,
+        dynamic_shapes={"input_ids": {0: batch, 1: width}, "attention_mask": {0: batch, 1: width}},
+    )
     sessions: dict[int, Any] = {}
 
     def run_layers(ids: torch.Tensor, mask: torch.Tensor, on_layer: Callable[[int, Any], None]) -> None:
@@ -178,8 +186,12 @@ def score(candidate: tuple[PolytoxMlScorer, Callable[[], Any]], texts: list[str]
         return np.array([s.values["toxicity"] for s in scorer.score_batch(texts, langs)])
 
 
-def invariance(candidate: tuple[PolytoxMlScorer, Callable[[], Any]], texts: list[str], langs: list[str],
-               filler: tuple[list[str], list[str]]) -> dict[str, float]:
+def invariance(
+    candidate: tuple[PolytoxMlScorer, Callable[[], Any]],
+    texts: list[str],
+    langs: list[str],
+    filler: tuple[list[str], list[str]],
+) -> dict[str, float]:
     """Max |diff| from each text scored alone: in one batch, in a reversed batch padded with ``filler``
     texts, and alone with 1 torch thread."""
     alone = np.array([score(candidate, [t], [g])[0] for t, g in zip(texts, langs, strict=True)])
@@ -191,12 +203,20 @@ def invariance(candidate: tuple[PolytoxMlScorer, Callable[[], Any]], texts: list
         single = np.array([score(candidate, [t], [g])[0] for t, g in zip(texts, langs, strict=True)])
     finally:
         torch.set_num_threads(threads)
-    return {name: float(np.abs(v - alone).max()) for name, v in
-            (("one batch", together), ("other batch", mixed), ("1 thread", single))}
+    return {
+        name: float(np.abs(v - alone).max())
+        for name, v in (("one batch", together), ("other batch", mixed), ("1 thread", single))
+    }
 
 
-def timed(candidates: dict[str, tuple[PolytoxMlScorer, Callable[[], Any]]], names: list[str], texts: list[str],
-          langs: list[str], rounds: int, chunk: int) -> tuple[dict[str, float], dict[str, np.ndarray]]:
+def timed(
+    candidates: dict[str, tuple[PolytoxMlScorer, Callable[[], Any]]],
+    names: list[str],
+    texts: list[str],
+    langs: list[str],
+    rounds: int,
+    chunk: int,
+) -> tuple[dict[str, float], dict[str, np.ndarray]]:
     """Seconds per candidate for all ``texts`` (sum over calls of ``chunk`` texts of each call's median over
     ``rounds``) and each candidate's paired speedups (today's time / its time, same call, same round). The
     candidates take turns on each call, the first one rotating, so a burst of load from other jobs falls
@@ -215,12 +235,29 @@ def timed(candidates: dict[str, tuple[PolytoxMlScorer, Callable[[], Any]]], name
     return seconds, {name: (times["today"] / t).ravel() for name, t in times.items()}
 
 
+def padded_tokens(embedder: Any, texts: list[str], chunk: int) -> int:
+    """Token positions the timed calls run through the blocks: each call's texts sorted by length and cut
+    into batches of ``batch_size``, each padded to its longest."""
+    lengths = embedder._tokenize(texts)[1]
+    total, size = 0, embedder.batch_size
+    for start in range(0, len(lengths), chunk):
+        order = np.sort(lengths[start : start + chunk])
+        total += sum(len(order[i : i + size]) * int(order[i : i + size].max()) for i in range(0, len(order), size))
+    return total
+
+
 def block_flops(scorer: PolytoxMlScorer) -> float:
     """Multiply-add FLOPs per token of the blocks a pass runs (linear layers; attention's own products,
     under 3% at these lengths, left out)."""
     blocks, deepest = _read_blocks(scorer)
-    return float(sum(2 * m.in_features * m.out_features for b in list(blocks)[:deepest]
-                     for m in b.modules() if isinstance(m, torch.nn.Linear)))
+    return float(
+        sum(
+            2 * m.in_features * m.out_features
+            for b in list(blocks)[:deepest]
+            for m in b.modules()
+            if isinstance(m, torch.nn.Linear)
+        )
+    )
 
 
 def gemm_peak(tokens: int = 1024, repeats: int = 20) -> float:
@@ -257,12 +294,23 @@ def main() -> None:
     console = Console(width=170)
     flops = block_flops(candidates["today"][0])
     peak = gemm_peak()
-    table = Table(title=f"polytox-ml (full), candidates interleaved per {args.chunk}-text call, {args.rounds} rounds "
-                        f"(texts/s: sum of per-call medians; speedup: median of paired ratios to today); "
-                        f"{args.n} texts per set; torch threads {torch.get_num_threads()}; "
-                        f"float32 GEMM peak {peak / 1e9:.0f} GFLOP/s")
-    for col in ("set", "candidate", "texts/s", "speedup (25-75%)", "max |score diff|", "AUC", "AUC change",
-                "share of fp32 GEMM peak", "setup s"):
+    table = Table(
+        title=f"polytox-ml (full), candidates interleaved per {args.chunk}-text call, {args.rounds} rounds "
+        f"(texts/s: sum of per-call medians; speedup: median of paired ratios to today); "
+        f"{args.n} texts per set; torch threads {torch.get_num_threads()}; "
+        f"float32 GEMM peak {peak / 1e9:.0f} GFLOP/s"
+    )
+    for col in (
+        "set",
+        "candidate",
+        "texts/s",
+        "speedup (25-75%)",
+        "max |score diff|",
+        "AUC",
+        "AUC change",
+        "share of fp32 GEMM peak",
+        "setup s",
+    ):
         table.add_column(col, justify="left" if col in ("set", "candidate") else "right")
     embedder = candidates["today"][0]._embedder
     assert embedder is not None
@@ -270,19 +318,24 @@ def main() -> None:
         values = {name: score(candidates[name], texts, langs) for name in names}
         seconds, speedup = timed(candidates, names, texts, langs, args.rounds, args.chunk)
         print(f"timed {set_name}", file=sys.stderr, flush=True)
-        ids, lengths = embedder._tokenize(texts)
-        order = np.sort(lengths)
-        padded = sum(len(order[i:i + embedder.batch_size]) * int(order[i:i + embedder.batch_size].max())
-                     for i in range(0, len(order), embedder.batch_size))
+        padded = padded_tokens(embedder, texts, args.chunk)
         auc0 = roc_auc_score(labels, values["today"])
         for name in names:
             rate = len(texts) / seconds[name]
             auc = roc_auc_score(labels, values[name])
             share = padded * flops / seconds[name] / peak
             low, mid, high = np.percentile(speedup[name], [25, 50, 75])
-            table.add_row(set_name, name, f"{rate:.1f}", f"{mid:.2f}x ({low:.2f}-{high:.2f})",
-                          f"{np.abs(values[name] - values['today']).max():.2e}", f"{auc:.4f}", f"{auc - auc0:+.4f}",
-                          f"{share:.0%}", f"{setup[name]:.0f}")
+            table.add_row(
+                set_name,
+                name,
+                f"{rate:.1f}",
+                f"{mid:.2f}x ({low:.2f}-{high:.2f})",
+                f"{np.abs(values[name] - values['today']).max():.2e}",
+                f"{auc:.4f}",
+                f"{auc - auc0:+.4f}",
+                f"{share:.0%}",
+                f"{setup[name]:.0f}",
+            )
     console.print(table)
     lx_texts, lx_langs, _ = sets["RTP-LX, 17 languages (human >= 3)"]
     en_texts, en_langs, _ = sets["en continuations (Perspective >= 0.5)"]
