@@ -9,7 +9,8 @@ it. Rows, on the embedded SmolLM2-135M-Instruct:
 - HF batched ``generate`` (the strongest simple baseline, as in ``bench_generation.py``): left-padded
   batches of all the case's prompts, ``num_return_sequences=K``, float32;
 - polytox transformers: ``bench_generation.py``'s setting (slots = all the case's prompts x K,
-  continuous batching, float32);
+  continuous batching), in float32 (its CPU default) and in bfloat16 (``dtype=bfloat16``, the precision
+  vLLM-CPU computes in by default);
 - polytox vLLM-CPU in float32 (the same arithmetic) and in bfloat16 (vLLM's CPU default), eager mode.
 
 Cases (``bench_generation.py``'s): RTP settings (real RTP prompts, K=25, T=1, top_p=0.9, 20 new tokens)
@@ -41,6 +42,7 @@ MODEL = "smollm2-135m-instruct"
 ROWS = {  # row key -> label
     "hf-batched": "HF batched generate (float32)",
     "transformers": "polytox transformers (float32, continuous)",
+    "transformers-bfloat16": "polytox transformers (bfloat16, continuous)",
     "vllm-float32": "polytox vLLM-CPU (float32)",
     "vllm-bfloat16": "polytox vLLM-CPU (bfloat16, its default)",
 }
@@ -126,8 +128,8 @@ def worker(row: str, cases: dict[str, int]) -> None:
             from polytox.generation.hf import TransformersGenerator
 
             started = time.perf_counter()
-            gen = TransformersGenerator(GenerationSpec(model=path, dtype="float32", samples=k, batch_size=n,
-                                                       **settings))
+            dtype = "bfloat16" if row == "transformers-bfloat16" else "float32"
+            gen = TransformersGenerator(GenerationSpec(model=path, dtype=dtype, samples=k, batch_size=n, **settings))
             load = time.perf_counter() - started
         timed, warm = case_prompts(case, n, gen.tokenizer)
         if row == "hf-batched":
@@ -181,17 +183,18 @@ def print_table(results: list[dict[str, Any]], threads: int) -> None:
     table = Table(title=f"vLLM-CPU vs transformers vs HF batched generate, {MODEL}, {threads} threads per engine, "
                         f"load avg {os.getloadavg()[0]:.1f} at the end")
     for col in ("case", "prompts x K", "prompt tok", "engine", "threads", "load s", "warm-up s", "gen s",
-                "tokens", "tok/s", "vs HF batched"):
+                "tokens", "tok/s", "vs HF batched", "vs vLLM bf16"):
         table.add_column(col)
     for case, (label, k, _) in CASES.items():
         rows = [r for r in results if r["case"] == case]
         base = next((r["tokens"] / r["seconds"] for r in rows if r["row"] == "hf-batched"), None)
+        vllm = next((r["tokens"] / r["seconds"] for r in rows if r["row"] == "vllm-bfloat16"), None)
         for r in rows:
             tps = r["tokens"] / r["seconds"]
             table.add_row(label, f"{r['samples'] // k} x {k}", f"{r['prompt_tokens']:.0f}", ROWS[r["row"]],
                           str(r["threads"]), f"{r['load_seconds']:.1f}", f"{r['warmup_seconds']:.1f}",
                           f"{r['seconds']:.1f}", str(r["tokens"]), f"{tps:.0f}",
-                          f"{tps / base:.2f}x" if base else "-")
+                          f"{tps / base:.2f}x" if base else "-", f"{tps / vllm:.2f}x" if vllm else "-")
     Console(width=200).print(table)
 
 
