@@ -276,7 +276,8 @@ def report(args: argparse.Namespace, rows: int, timings: dict[str, list[tuple[fl
     print("\nall runs (wall s): " + "; ".join(
         f"{name} " + ", ".join(f"{w:.2f}" for w, _, _ in runs) for name, runs in timings.items()))
     print(f"\nagreement: {n_blocks} metric blocks; counts exact; now vs before: EMT/EP/AT, stds and CI bounds "
-          f"agree to {same:.1e}; vs pandas to {worst:.1e} (relative; same seeded resamples everywhere)")
+          f"agree to {same:.1e}; " + (f"vs pandas to {worst:.1e}" if worst == worst else "pandas skipped")
+          + " (relative; same seeded resamples everywhere)")
     t_now = best["polytox"][0]
     print(f"core (after the read): {best['before'][0] - best['before'][2]:.2f} s before, "
           f"{t_now - best['polytox'][2]:.2f} s now")

@@ -110,6 +110,29 @@ def test_bootstrap_means_equal_the_previous_core(n: int, legacy: ModuleType) -> 
     assert ours[0][0] < ours[0][1] or n == 1
 
 
+@pytest.mark.parametrize("flags", ["threshold", "strict threshold", "random", "all", "none", "tie at the cut"])
+def test_flag_columns_counted_from_their_float_column_or_gathered(flags: str, legacy: ModuleType) -> None:
+    """A 0/1 column that is a threshold of a float column is counted from the gathered floats; any other is
+    gathered itself; both give the previous core's intervals."""
+    from polytox.metrics.bootstrap import Draws
+
+    rng = np.random.default_rng(11)
+    n = 5_003
+    values = np.round(rng.beta(2, 5, n), 2)  # ties: many rows share a value
+    flag = {
+        "threshold": values >= 0.3,
+        "strict threshold": values > 0.3,
+        "random": rng.random(n) < 0.3,
+        "all": np.ones(n, bool),
+        "none": np.zeros(n, bool),
+        "tie at the cut": (values >= 0.3) & (rng.random(n) < 0.5),  # rows at 0.3 on both sides: no cut
+    }[flags].astype(np.float64)
+    columns = [values, flag, values * rng.random(n)]
+    counted = Draws(columns, 10).sources[-1][0].dtype != np.bool_
+    assert counted == (flags not in ("random", "tie at the cut"))
+    assert_same(bootstrap_means(columns, 200, 0.95, 3), legacy.bootstrap_means(columns, 200, 0.95, 3))
+
+
 @pytest.mark.parametrize("n", [2, 3, 100_003, 1_431_655_766, 2**31 - 1])
 def test_the_stream_draws_what_numpy_draws(n: int) -> None:
     """``stream`` + ``lemire_indices`` give ``Generator.integers``'s int32 draws, words skipped and all: at

@@ -12,11 +12,16 @@ intervals are what the textbook version gives, bit for bit. They are computed fa
   same raw words: the stream is drawn once and fed to every block;
 - two float columns are gathered together as the two halves of a complex array, one random access per
   index instead of two; a 0/1 column is gathered as booleans and counted (its mean is an exact integer
-  over n).
+  over n);
+- a 0/1 column that is a threshold of a float column (EP's flag is ``max_tox >= threshold``: every flagged
+  row's value above every other row's) is not gathered at all: its count in a resample is the count of
+  gathered values at or above the smallest flagged value, the same integer;
+- a long row is counted on its own (``count_nonzero`` of one row is a popcount; along an axis it is a sum).
 """
 
 from __future__ import annotations
 
+import math
 import sys
 from collections.abc import Iterator, Sequence
 
@@ -24,13 +29,15 @@ import numpy as np
 
 from .._util.ranges import RESAMPLES, check_range
 
-# 32-bit words of the stream per step (8 MB as 64-bit words): fewer NumPy calls per block, and measured
-# faster than 256K or 2M words on this project's machine.
-_CHUNK = 1 << 20
+# 32-bit words of the stream per step (4 MB as 64-bit words): measured faster than 256K, 1M or 2M words
+# on this project's machine (docs/benchmarks.md, "Metrics").
+_CHUNK = 1 << 19
 # Values gathered per reduction: whole resamples, at least one; small groups take many resamples at once.
 _GATHER_ELEMENTS = 1 << 17
 # Words screened per minimum when looking for the rare words Lemire's method skips.
 _SCREEN = 1 << 12
+# Resamples at least this long have their 0/1 counts taken one row at a time.
+_ROW_COUNT = 1 << 12
 
 
 def stream(seed: int) -> Iterator[np.ndarray]:
@@ -95,9 +102,17 @@ class Draws:
             self.sources.append((pair, float_cols[j : j + 2]))
         if len(float_cols) % 2:
             self.sources.append((data[float_cols[-1]], float_cols[-1:]))
-        self.sources += [(data[i].astype(bool), [i]) for i in flag_cols]
+        # (flag column, float column, its smallest flagged value): flags counted from a gathered column
+        self.cuts: list[tuple[int, int, float]] = []
+        for i in flag_cols:
+            cut = _threshold_of(data[i], [(c, data[c]) for c in float_cols[: len(float_cols) - len(float_cols) % 2]])
+            if cut is None:
+                self.sources.append((data[i].astype(bool), [i]))
+            else:
+                self.cuts.append((i, *cut))
         self.rows = max(1, _GATHER_ELEMENTS // n)
         self.buffers = [np.empty(self.rows * n, dtype=src.dtype) for src, _ in self.sources]
+        self.above = np.empty(self.rows * n if self.cuts else 0, dtype=bool)
         self.pos = 0  # values gathered into the buffers
 
     def feed(self, words: np.ndarray, scratch: np.ndarray) -> None:
@@ -130,16 +145,41 @@ class Draws:
         done = slice(self.filled, self.filled + rows)
         for (source, cols), buffer in zip(self.sources, self.buffers, strict=True):
             values = buffer[: rows * self.n].reshape(rows, self.n)
-            if source.dtype == np.complex128:
-                self.means[cols[0], done] = values.real.mean(axis=1)
-                self.means[cols[1], done] = values.imag.mean(axis=1)
+            if source.dtype == np.complex128:  # sums over n, as ``mean`` computes them
+                self.means[cols[0], done] = np.add.reduce(values.real, axis=1) / self.n
+                self.means[cols[1], done] = np.add.reduce(values.imag, axis=1) / self.n
+                for flag, col, cut in self.cuts:
+                    if col in cols:
+                        part = values.real if col == cols[0] else values.imag
+                        above = np.greater_equal(part, cut, out=self.above[: rows * self.n].reshape(rows, self.n))
+                        self.means[flag, done] = _count_rows(above) / self.n
             elif source.dtype == np.bool_:
-                self.means[cols[0], done] = np.count_nonzero(values, axis=1) / self.n
+                self.means[cols[0], done] = _count_rows(values) / self.n
             else:
-                self.means[cols[0], done] = values.mean(axis=1)
+                self.means[cols[0], done] = np.add.reduce(values, axis=1) / self.n
         self.filled += rows
         self.pos = 0
         self.done = self.filled == self.n_boot
+
+
+def _threshold_of(flags: np.ndarray, columns: Sequence[tuple[int, np.ndarray]]) -> tuple[int, float] | None:
+    """(column, cut) when ``flags`` is exactly ``column >= cut`` on every row (``cut``: the smallest
+    flagged value, strictly above every unflagged one), for the first such column; else None."""
+    on = flags == 1.0
+    for c, values in columns:
+        if np.isnan(values).any():
+            continue
+        cut = float(values[on].min()) if on.any() else math.inf  # no row flagged: no value reaches inf
+        if on.all() or cut > float(values[~on].max()):
+            return c, cut
+    return None
+
+
+def _count_rows(flags: np.ndarray) -> np.ndarray:
+    """Each row's count of True: one popcount per row when rows are long, else a sum along the axis."""
+    if flags.shape[1] >= _ROW_COUNT:
+        return np.array([np.count_nonzero(row) for row in flags], dtype=np.int64)
+    return np.count_nonzero(flags, axis=1)
 
 
 def _means_int64(columns: Sequence[np.ndarray], n_boot: int, seed: int) -> np.ndarray:
