@@ -9,8 +9,9 @@ it. Rows, on the embedded SmolLM2-135M-Instruct:
 - HF batched ``generate`` (the strongest simple baseline, as in ``bench_generation.py``): left-padded
   batches of all the case's prompts, ``num_return_sequences=K``, float32;
 - polytox transformers: ``bench_generation.py``'s setting (slots = all the case's prompts x K,
-  continuous batching), in float32 (its CPU default) and in bfloat16 (``dtype=bfloat16``, the precision
-  vLLM-CPU computes in by default);
+  continuous batching), in float32 (its CPU default: linear layers through oneDNN's kernel), in float32
+  through MKL's sgemm (the default before, ``transformers-mkl``) and in bfloat16 (``dtype=bfloat16``, the
+  precision vLLM-CPU computes in by default);
 - polytox vLLM-CPU in float32 (the same arithmetic) and in bfloat16 (vLLM's CPU default), eager mode.
 
 Cases (``bench_generation.py``'s): RTP settings (real RTP prompts, K=25, T=1, top_p=0.9, 20 new tokens)
@@ -41,6 +42,7 @@ HERE = Path(__file__).resolve().parent
 MODEL = "smollm2-135m-instruct"
 ROWS = {  # row key -> label
     "hf-batched": "HF batched generate (float32)",
+    "transformers-mkl": "polytox transformers (float32, MKL: before)",
     "transformers": "polytox transformers (float32, continuous)",
     "transformers-bfloat16": "polytox transformers (bfloat16, continuous)",
     "vllm-float32": "polytox vLLM-CPU (float32)",
@@ -130,6 +132,10 @@ def worker(row: str, cases: dict[str, int]) -> None:
             started = time.perf_counter()
             dtype = "bfloat16" if row == "transformers-bfloat16" else "float32"
             gen = TransformersGenerator(GenerationSpec(model=path, dtype=dtype, samples=k, batch_size=n, **settings))
+            if row == "transformers-mkl":  # the float32 default before oneDNN took its linear layers
+                from polytox._util.onednn import restore_linears
+
+                restore_linears(gen.model)
             load = time.perf_counter() - started
         timed, warm = case_prompts(case, n, gen.tokenizer)
         if row == "hf-batched":

@@ -105,3 +105,34 @@ def test_the_default_scorer_backbone_runs_through_onednn(tmp_path: Path) -> None
     bf16 = HiddenStateEmbedder(path, (1,), dtype="bfloat16")
     bf16._load()
     assert all(type(m) is torch.nn.Linear for m in bf16._lm.modules() if isinstance(m, torch.nn.Linear))
+
+
+@needs_onednn
+def test_cpu_generation_runs_through_onednn_and_draws_the_same_tokens(tmp_path: Path) -> None:
+    """The transformers backend routes a float32 CPU model through oneDNN (said in its manifest), draws the
+    tokens torch's path draws (seeded sampling: only a draw within float32 rounding of a boundary could
+    differ), and a compiled decode step takes torch's path, which dynamo can trace."""
+    pytest.importorskip("transformers")
+    import dataclasses
+
+    from polytox._util.onednn import restore_linears
+    from polytox.generation.hf import TransformersGenerator
+    from polytox.spec import GenerationSpec
+    from polytox.types import GenerationRequest, Prompt, derive_seed
+
+    from .tiny_models import make_tiny_lm
+
+    path = make_tiny_lm(tmp_path / "llama", arch="llama")
+    spec = GenerationSpec(model=str(path), samples=4, max_new_tokens=12, temperature=1.0, top_p=0.9,
+                          batch_size=3, chat_template="never", dtype="float32", device="cpu")
+    prompts = [Prompt(f"p{i}", text, "en") for i, text in enumerate(["the weather was", "shut up", "my neighbour"])]
+    reqs = [GenerationRequest(p, j, derive_seed(0, p.id, j)) for p in prompts for j in range(4)]
+    gen = TransformersGenerator(spec)
+    assert gen.onednn_linears > 0 and gen.describe()["linear_kernel"] == "onednn"
+    ours = [o.text for o in gen.generate(reqs)]
+    assert restore_linears(gen.model) == gen.onednn_linears
+    theirs = [o.text for o in gen.generate(reqs)]
+    assert all(ours) and sum(a == b for a, b in zip(ours, theirs, strict=True)) >= 0.9 * len(reqs)
+    compiled = TransformersGenerator(dataclasses.replace(spec, options=(("compile", "true"),)))
+    assert compiled.onednn_linears == 0 and compiled.describe()["linear_kernel"] == "torch"
+    assert all(type(m) is torch.nn.Linear for m in compiled.model.modules() if isinstance(m, torch.nn.Linear))

@@ -68,6 +68,18 @@ def use_onednn_linears(module: Any) -> int:
     return count
 
 
+def restore_linears(module: Any) -> int:
+    """Undo ``use_onednn_linears`` (for ``torch.compile``, which cannot trace oneDNN's op); returns how many."""
+    import torch
+
+    count = 0
+    for child in module.modules():
+        if _CLASS is not None and type(child) is _CLASS:
+            child.__class__ = torch.nn.Linear
+            count += 1
+    return count
+
+
 _CLASS: Any = None
 
 

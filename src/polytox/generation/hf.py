@@ -39,6 +39,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from .._util import ranges as R
+from .._util.onednn import restore_linears, use_onednn_linears
 from .._util.options import Option, with_defaults
 from .._util.torch_device import pick_device, pick_dtype
 from ..errors import PolytoxError, require
@@ -119,6 +120,9 @@ class TransformersGenerator(Generator):
         self.tokenizer.padding_side = "left"
         self.model = transformers.AutoModelForCausalLM.from_pretrained(path, dtype=self.dtype)
         self.model.to(self.device).eval()
+        # float32 on CPU: oneDNN's linear kernel (MKL's sgemm takes its AVX2 path on AMD CPUs; _util/onednn.py)
+        on_cpu_fp32 = self.device == "cpu" and self.dtype == self.torch.float32
+        self.onednn_linears = use_onednn_linears(self.model) if on_cpu_fp32 else 0
         self.load_seconds = time.perf_counter() - started
         config = self.model.config
         self.context = int(
@@ -180,6 +184,9 @@ class TransformersGenerator(Generator):
         if mode == "graphs":
             self._step = GraphedStep(self.model)
         elif mode == "inductor":
+            if self.onednn_linears:  # dynamo cannot trace oneDNN's linear op: the compiled step takes torch's path
+                restore_linears(self.model)
+                self.onednn_linears = 0
             dynamo = self.torch._dynamo.config  # one graph per (rows, read-length bucket); a few at most
             dynamo.cache_size_limit = max(int(dynamo.cache_size_limit), 64)
             on_gpu = self.device.startswith("cuda")
@@ -274,6 +281,7 @@ class TransformersGenerator(Generator):
             "model": self.spec.model,
             "device": self.device,
             "dtype": str(self.dtype),
+            "linear_kernel": "onednn" if self.onednn_linears else "torch",
             "chat_template": self.use_chat,
             "context": self.context,
             "eos_ids": self.eos_ids,
