@@ -24,6 +24,8 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from ..errors import FatalGenerationError, require
@@ -34,6 +36,21 @@ from .ray_start import ray_session, start_ray
 
 
 # ---- rows: a shard's prompts, generations and scores as JSON strings --------------------------------
+@contextmanager
+def closing_rows(rows: Iterable[Any]) -> Iterator[Iterator[Any]]:
+    """Ray Data's rows, closed on the way out, before Ray is shut down: a loop left early (a fatal failure)
+    stops the streaming executor and its prefetch threads here. Left to the garbage collector, one of them
+    could reach Ray after ``ray.shutdown()``, and Ray then ends the whole process ("The core worker has
+    already been shutdown ... The process will exit")."""
+    iterator = iter(rows)
+    try:
+        yield iterator
+    finally:
+        close = getattr(iterator, "close", None)
+        if close is not None:
+            close()
+
+
 def prompts_to_json(prompts: list[Prompt]) -> str:
     return json.dumps(
         [
@@ -267,8 +284,8 @@ class RayExecutor(Executor):
         stats.details["ray_init_seconds"] = round(time.perf_counter() - wall, 3)
         model_recorded = False
         first: float | None = None
-        with ray_session(ray, started):
-            for row in self._dataset(ray, work, todo).iter_rows():
+        with ray_session(ray, started), closing_rows(self._dataset(ray, work, todo).iter_rows()) as rows:
+            for row in rows:
                 if first is None:  # actor start-up (processes, imports, model load) ends here
                     first = time.perf_counter()
                     stats.details["first_result_seconds"] = round(first - wall, 3)
