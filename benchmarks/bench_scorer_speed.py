@@ -55,6 +55,7 @@ from sklearn.metrics import roc_auc_score
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_scorer_bf16 import labelled_sets
+from polytox._util.onednn import restore_linears
 from polytox.scoring.ml.scorer import PolytoxMlScorer
 
 
@@ -77,9 +78,7 @@ def _mkl(scorer: PolytoxMlScorer) -> PolytoxMlScorer:
     """The blocks' linear layers back on torch's own path (MKL's sgemm for float32 on CPU)."""
     blocks, deepest = _read_blocks(scorer)
     for block in list(blocks)[:deepest]:
-        for module in block.modules():
-            if isinstance(module, torch.nn.Linear):
-                module.__class__ = torch.nn.Linear
+        restore_linears(block)
     return scorer
 
 
