@@ -48,8 +48,11 @@ lint: install
 
 # PRUNE_VENVS=1 (CI) removes each side virtualenv once its tests pass: about 8 GB back before the main suite,
 # which converts the embedded models again in its own temporary caches.
+# Ray's runtime is global to a process: the tests that start it run in a pytest process of their own, so
+# nothing Ray leaves behind can end the main suite's process.
 test: install lint browser test-vllm-ci test-integrations
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -m "not ray"
+	$(PY) -m pytest -q -m ray
 
 test-fast: install
 	$(PY) -m pytest -q -m "not slow and not model"

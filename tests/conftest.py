@@ -7,6 +7,10 @@ from pathlib import Path
 
 import pytest
 
+# A Ray call made after ray.shutdown() (a thread of Ray Data's still running) would start a new local Ray
+# inside the test process; with auto-connect off it raises instead, and the test that left it fails.
+os.environ.setdefault("RAY_ENABLE_AUTO_CONNECT", "0")
+
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 DATA = SHARED / "data"
 

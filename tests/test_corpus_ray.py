@@ -17,7 +17,7 @@ from .corpus_helpers import NGRAM, planted_pair, write_corpus
 
 pytest.importorskip("ray")
 pytest.importorskip("sklearn")
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.ray]
 
 class Stop(Exception):
     pass

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import json
 import shutil
+import threading
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -14,8 +17,8 @@ from polytox.runner import execute_run as evaluate
 
 from .test_executors import Interrupt, fake_spec, parts
 
-pytest.importorskip("ray")
-pytestmark = pytest.mark.slow
+ray = pytest.importorskip("ray")
+pytestmark = [pytest.mark.slow, pytest.mark.ray]
 
 RAY = ExecutorConfig(kind="ray", gen_workers=2, score_workers=1, cpus_per_worker=0.5)
 
@@ -71,8 +74,35 @@ def test_ray_stops_on_a_fatal_generation_failure_and_keeps_the_shards_written(
     one_worker = ExecutorConfig(kind="ray", gen_workers=1, score_workers=1, cpus_per_worker=0.5)
     with pytest.raises(RunStoppedError, match=r"FAKE_ENGINE_DEAD.*2 of 5 shard"):
         evaluate(spec, tmp_path / "run", executor=one_worker)
+    assert not ray.is_initialized()
     assert len(list((tmp_path / "run" / "scores").rglob("part-*.parquet"))) == 2
     monkeypatch.delenv(FAULTS_ENV)
     evaluate(spec, tmp_path / "ref", executor=ExecutorConfig(kind="serial"))
     evaluate(spec, tmp_path / "run", executor=ExecutorConfig(kind="serial"), retry_failed=True)
     assert parts(tmp_path / "run") == parts(tmp_path / "ref")
+
+
+class _Slow:
+    """A Ray Data map that takes a moment per row, so rows are still in flight when the loop is left."""
+
+    def __call__(self, batch: dict[str, Any]) -> dict[str, Any]:
+        time.sleep(0.2)
+        return batch
+
+
+def test_rows_left_early_leave_no_ray_data_thread_running() -> None:
+    """Leaving the rows early (a fatal row) returns only once Ray Data's pipeline threads have ended: one still
+    calling Ray after ``ray.shutdown()`` ends the whole process (exit status 1, nothing printed) or starts a
+    stray local Ray in it. Closing alone leaves two of them running for a moment."""
+    from polytox.executors.ray_start import closing_rows, ray_session, start_ray
+
+    workers = ("iter_threaded", "StreamingExecutor")
+    started = start_ray(None, 2)
+    with ray_session(ray, started):
+        ds = ray.data.from_items([{"x": i} for i in range(12)], override_num_blocks=12).map_batches(
+            _Slow, batch_size=1, compute=ray.data.ActorPoolStrategy(size=1), num_cpus=0.5)
+        with closing_rows(ds.iter_rows()) as rows:
+            assert next(rows) == {"x": 0}
+            assert [t for t in threading.enumerate() if t.name.startswith(workers)]  # the pipeline is running
+        assert not [t.name for t in threading.enumerate() if t.name.startswith(workers)]
+    assert not ray.is_initialized()

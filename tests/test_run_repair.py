@@ -121,6 +121,7 @@ def test_a_damaged_manifest_without_a_recorded_spec_is_one_line(clean_runs: dict
 
 
 @pytest.mark.slow
+@pytest.mark.ray
 def test_damage_then_resume_under_ray(clean_runs: dict[str, Path], tmp_path: Path,
                                       capsys: pytest.CaptureFixture[str]) -> None:
     """The Ray Data executor resumes a damaged run to the same parts (repair runs before any executor): one

@@ -51,6 +51,7 @@ def test_unprompted_generation_starts_from_the_start_token(tmp_path: Path, tiny_
 
 
 @pytest.mark.slow
+@pytest.mark.ray
 def test_ray_equals_local_with_the_tiny_model(tmp_path: Path, tiny_gpt2: Path) -> None:
     pytest.importorskip("ray")
     spec = spec_for(tiny_gpt2, source="demo", langs=("en",), limit=8)

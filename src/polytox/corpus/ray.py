@@ -27,7 +27,7 @@ import pyarrow as pa
 
 from ..errors import require
 from ..executors import ExecutorConfig
-from ..executors.ray_start import ray_session, start_ray
+from ..executors.ray_start import closing_rows, ray_session, start_ray
 from ..prompts.readers import RawRecord
 from ..scoring import Scorer
 from .minhash import band_join
@@ -100,19 +100,20 @@ def ray_score(
                 num_gpus=config.gpus_per_score_worker,
                 num_cpus=config.cpus_per_worker,
             )
-            for row in ds.iter_rows():
-                table = pa.ipc.open_stream(row["ipc"]).read_all()
-                if first is None:  # Ray start-up, actor start and scorer load end here
-                    first = time.perf_counter()
-                    details["first_result_seconds"] = round(first - wall, 3)
-                else:
-                    steady_docs += table.num_rows
-                store.write_part(int(row["shard"]), table)
-                summary.shards_scored += 1
-                summary.documents_scored_now += table.num_rows
-                details["actor_seconds"] += float(row["seconds"])
-                if progress is not None:
-                    progress(summary.documents_scored_now, summary.shards_scored)
+            with closing_rows(ds.iter_rows()) as window_rows:
+                for row in window_rows:
+                    table = pa.ipc.open_stream(row["ipc"]).read_all()
+                    if first is None:  # Ray start-up, actor start and scorer load end here
+                        first = time.perf_counter()
+                        details["first_result_seconds"] = round(first - wall, 3)
+                    else:
+                        steady_docs += table.num_rows
+                    store.write_part(int(row["shard"]), table)
+                    summary.shards_scored += 1
+                    summary.documents_scored_now += table.num_rows
+                    details["actor_seconds"] += float(row["seconds"])
+                    if progress is not None:
+                        progress(summary.documents_scored_now, summary.shards_scored)
             details["windows"] += 1
     details["actor_seconds"] = round(details["actor_seconds"], 3)
     if first is not None:  # steady state: from the first finished shard to the last

@@ -24,33 +24,16 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
 from typing import Any
 
 from ..errors import FatalGenerationError, require
 from ..spec import EvalSpec
 from ..types import Generation, Prompt, Score
 from .base import Executor, ExecutorStats, Work
-from .ray_start import ray_session, start_ray
+from .ray_start import closing_rows, ray_session, start_ray
 
 
 # ---- rows: a shard's prompts, generations and scores as JSON strings --------------------------------
-@contextmanager
-def closing_rows(rows: Iterable[Any]) -> Iterator[Iterator[Any]]:
-    """Ray Data's rows, closed on the way out, before Ray is shut down: a loop left early (a fatal failure)
-    stops the streaming executor and its prefetch threads here. Left to the garbage collector, one of them
-    could reach Ray after ``ray.shutdown()``, and Ray then ends the whole process ("The core worker has
-    already been shutdown ... The process will exit")."""
-    iterator = iter(rows)
-    try:
-        yield iterator
-    finally:
-        close = getattr(iterator, "close", None)
-        if close is not None:
-            close()
-
-
 def prompts_to_json(prompts: list[Prompt]) -> str:
     return json.dumps(
         [

@@ -3,13 +3,16 @@
 ``start_ray`` connects to a cluster (``--ray-address``) or starts a local Ray with enough logical CPUs for the
 job's actors, forwards the driver's polytox, Hugging Face and thread settings to the workers, and keeps Ray and
 Ray Data quiet (no dashboard, no progress bars). ``ray_session`` turns Ray's own exceptions into one clear error
-and shuts Ray down when ``start_ray`` started it.
+and shuts Ray down when ``start_ray`` started it. ``closing_rows`` iterates a Ray dataset's rows so that none of
+Ray Data's threads outlives the iteration (and so reaches Ray after that shutdown).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping
+import threading
+import time
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
@@ -60,3 +63,33 @@ def ray_session(ray: Any, started: bool) -> Iterator[None]:
     finally:
         if started:
             ray.shutdown()
+
+
+# Ray Data's per-iteration threads: ``iter_threaded`` workers run the block pipeline and the streaming
+# executor; they still call Ray for a moment after the consumer closes the rows. ("Prefetcher", also per
+# iteration, parks forever on a condition once left and never calls Ray again.)
+_RAY_DATA_WORKERS = ("iter_threaded", "StreamingExecutor")
+_JOIN_SECONDS = 60.0
+
+
+@contextmanager
+def closing_rows(rows: Iterable[Any]) -> Iterator[Iterator[Any]]:
+    """Ray Data's rows, closed on the way out, before Ray is shut down: a loop left early (a fatal failure)
+    stops the streaming executor here, and the threads Ray Data started for this iteration are waited for
+    (at most a minute). Closing only signals them: a worker inside a Ray call finishes it, then closes its
+    pipeline (more Ray calls). Left running past ``ray.shutdown()``, such a call either starts a new local
+    Ray in the caller's process or meets a core worker mid-shutdown, and Ray then ends the whole process
+    with exit status 1 and no message on stdout ("The core worker has already been shutdown ... The
+    process will exit")."""
+    before = set(threading.enumerate())
+    iterator = iter(rows)
+    try:
+        yield iterator
+    finally:
+        close = getattr(iterator, "close", None)
+        if close is not None:
+            close()
+        deadline = time.monotonic() + _JOIN_SECONDS
+        for thread in threading.enumerate():
+            if thread not in before and thread.name.startswith(_RAY_DATA_WORKERS):
+                thread.join(timeout=max(0.0, deadline - time.monotonic()))
