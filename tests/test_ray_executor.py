@@ -102,7 +102,7 @@ def test_rows_left_early_leave_no_ray_data_thread_running() -> None:
         ds = ray.data.from_items([{"x": i} for i in range(12)], override_num_blocks=12).map_batches(
             _Slow, batch_size=1, compute=ray.data.ActorPoolStrategy(size=1), num_cpus=0.5)
         with closing_rows(ds.iter_rows()) as rows:
-            assert next(rows) == {"x": 0}
+            assert next(rows)["x"] in range(12)  # Ray Data keeps no order by default
             assert [t for t in threading.enumerate() if t.name.startswith(workers)]  # the pipeline is running
         assert not [t.name for t in threading.enumerate() if t.name.startswith(workers)]
     assert not ray.is_initialized()
