@@ -86,6 +86,7 @@ FLAG_NUMBERS: tuple[Field, ...] = (
     _number("other_rtplx_weight", NON_NEGATIVE),
     _number("attention_human_weight", NON_NEGATIVE),
     _number("everyday_weight", NON_NEGATIVE),
+    _number("consistency_weight", NON_NEGATIVE),
     _number("weight_rtplx", NON_NEGATIVE),
     _number("web_gen_share", PROBABILITY),
     _number("continuation_gen_share", PROBABILITY),

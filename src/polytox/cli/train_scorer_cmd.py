@@ -116,6 +116,14 @@ def _add_probe_flags(p: argparse.ArgumentParser) -> None:
         f"{EVERYDAY_WEIGHT:g}; 0: left out)",
     )
     p.add_argument(
+        "--consistency-weight",
+        type=float,
+        default=0.0,
+        help="weight of each training pair of a translation and its English source (RTP-LX, toxicity "
+        "preserved; Parallel UD) in the non-English ridges, pulling the two outputs together (0: no such "
+        "term; research/scorer/log.md, 'A consistency term')",
+    )
+    p.add_argument(
         "--english-attention",
         action=argparse.BooleanOptionalAction,
         default=True,
@@ -227,6 +235,7 @@ def run(args: argparse.Namespace) -> int:
         attention_alpha_v=penalties[1],
         attention_human_weight=args.attention_human_weight or None,
         everyday_weight=args.everyday_weight or None,
+        consistency_weight=args.consistency_weight or None,
         english_attention=args.english_attention,
         english_attention_alpha_w=en_penalties[0],
         english_attention_alpha_v=en_penalties[1],

@@ -40,14 +40,12 @@ from ...scoring.ml.embedder import HiddenStateEmbedder
 from ...scoring.ml.head import SPLINE_DEGREE, Combiner, CurvedCombiner, MlHead, apply_combiner
 from ...scoring.ml.ngrams import NgramConfig, fit_idf, hashed_counts, tfidf
 from .attention_fit import AttentionScores, attention_embedder, english_fit_rows, fit_attention, fit_english_attention
+from .consistency import CULTURAL_INDEX_START, translation_pairs
 from .data import EVERYDAY_DOMAIN, Example
 from .pack import heldout_mask, join_components, unit_hash
 
 log = logging.getLogger("polytox")
 
-# RTP-LX (de Wynter et al. 2024), as DATA.md records it: prompts with Index >= 1000 are culturally
-# specific additions per language, not translations of a shared source prompt.
-CULTURAL_INDEX_START = 1000
 HEAD_VERSION = "6"  # part of the scorer version: bumped so scores cached for older heads are not reused
 # The training data's families, as the scorer id names them (``training_data``): the task prefix of each
 # row (``task_of``) -> its short name.
@@ -75,6 +73,8 @@ LATER_OPTIONS = (
     "fit_tasks",
     "combiner_splines",
     "everyday_weight",
+    "consistency_weight",
+    "pair_weight",
 )
 
 
@@ -144,6 +144,11 @@ class TrainConfig:
     # at one target, they leave a head no room to read a text's language as toxicity
     # (docs/scorer-scales.md, "Everyday text")
     everyday_weight: float | None = EVERYDAY_WEIGHT
+    # a consistency term in the non-English ridges: one difference row per training pair of a translation and
+    # its English source (``consistency.translation_pairs``), target 0, at this weight (None: none).
+    # ``pair_weight`` is what one fit reads (set by ``other_config``: the English ridges never get the term)
+    consistency_weight: float | None = None
+    pair_weight: float | None = None
     folds: int = 5
     subset: float | None = None  # keep this share of joined groups (seeded by hash; for tests and ablations)
     batch_size: int = 32
@@ -183,6 +188,7 @@ def other_config(config: TrainConfig) -> TrainConfig:
         fit_tasks=config.other_fit_tasks,
         alpha_ngram=config.other_alpha_ngram or config.alpha_ngram,
         alpha_emb=config.other_alpha_emb or config.alpha_emb,
+        pair_weight=config.consistency_weight,
     )
 
 
@@ -331,18 +337,24 @@ def fit_parts(config: TrainConfig, feats: Features, examples: Sequence[Example],
     weight = np.array([task_weight(names[t], config) for t in feats.tasks[rows]])
     if config.fit_tasks is not None:  # zero weight, not fewer rows: the idf and standardisation stay shared
         weight *= np.array([names[t].startswith(config.fit_tasks) for t in feats.tasks[rows]])
+    pairs = translation_pairs(examples, rows) if config.pair_weight else None
+    if pairs is not None and not config.task_offsets:
+        raise PolytoxError("the consistency term needs task offsets (they are the intercepts its rows leave out)")
     n_tasks = len(names)
     idf = fit_idf(feats.counts[rows]).astype(np.float16).astype(np.float32)  # as stored in the head
     x = tfidf(feats.counts[rows], idf)
     if config.task_offsets:
         x = _with_offsets(x, feats.tasks[rows], n_tasks, sparse_input=True)
+    y, w = target, weight
+    if pairs is not None:
+        x, y, w = _with_pair_rows(x, target, weight, pairs, config.pair_weight or 0.0, sparse_input=True)
     ngram = linear.Ridge(
         alpha=config.alpha_ngram,
         solver="lsqr",
         fit_intercept=not config.task_offsets,
         tol=NGRAM_TOL_OFFSETS if config.task_offsets else NGRAM_TOL,
     )
-    ngram.fit(x, target, sample_weight=weight)
+    ngram.fit(x, y, sample_weight=w)
     n_feat = feats.counts.shape[1]
     parts = Parts(
         idf=idf, w_ngram=ngram.coef_[:n_feat].astype(np.float16).astype(np.float32), b_ngram=float(ngram.intercept_)
@@ -355,11 +367,46 @@ def fit_parts(config: TrainConfig, feats: Features, examples: Sequence[Example],
         z = (z - mean) / scale
         if config.task_offsets:
             z = _with_offsets(z, feats.tasks[rows], n_tasks, sparse_input=False)
-        model = linear.Ridge(alpha=config.alpha_emb, solver="cholesky").fit(z, target, sample_weight=weight)
+        if pairs is None:
+            model = linear.Ridge(alpha=config.alpha_emb, solver="cholesky").fit(z, target, sample_weight=weight)
+            b_emb = float(model.intercept_)
+        else:  # centred as sklearn centres for its intercept, over the text rows only: differences need none
+            z_mean = np.average(z, axis=0, weights=weight)
+            y_mean = float(np.average(target, weights=weight))
+            z, y, w = _with_pair_rows(
+                z - z_mean, target - y_mean, weight, pairs, config.pair_weight or 0.0, sparse_input=False
+            )
+            model = linear.Ridge(alpha=config.alpha_emb, solver="cholesky", fit_intercept=False)
+            model.fit(z, y, sample_weight=w)
+            b_emb = y_mean - float(z_mean @ model.coef_)
         parts.emb_mean, parts.emb_scale = mean.astype(np.float32), scale.astype(np.float32)
         parts.w_emb = model.coef_[: len(mean)].astype(np.float32)
-        parts.b_emb = float(model.intercept_)
+        parts.b_emb = b_emb
     return parts
+
+
+def _with_pair_rows(
+    x: Any,
+    target: np.ndarray,
+    weight: np.ndarray,
+    pairs: tuple[np.ndarray, np.ndarray],
+    pair_weight: float,
+    sparse_input: bool,
+) -> tuple[Any, np.ndarray, np.ndarray]:
+    """``x`` with one difference row per pair below it (translation minus source: every offset and
+    intercept column 0), target 0 and weight ``pair_weight`` each."""
+    t_pos, s_pos = pairs
+    diff = x[t_pos] - x[s_pos]
+    if sparse_input:
+        sparse = require("scipy.sparse", "ml")
+        stacked = sparse.vstack([x, diff], format="csr")
+    else:
+        stacked = np.vstack([x, diff])
+    return (
+        stacked,
+        np.concatenate([target, np.zeros(len(t_pos))]),
+        np.concatenate([weight, np.full(len(t_pos), pair_weight)]),
+    )
 
 
 def part_outputs(parts: Parts, feats: Features, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
