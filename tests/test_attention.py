@@ -46,6 +46,27 @@ def test_mean_pools_and_take_handle_empty_texts() -> None:
     np.testing.assert_array_equal(sub_states, states[[2, 3, 4, 5, 0, 1]])
 
 
+def test_standardised_states_are_one_new_array_with_the_out_of_place_values() -> None:
+    """The probe fit standardises its token states in place on one copy: the same bits as
+    ``(x - mean) / scale``, and the caller's array is never written, whatever its dtype."""
+    import torch
+
+    from polytox.scoring.ml.attention import _standardised
+
+    rng = np.random.default_rng(0)
+    mean, scale = rng.normal(size=16), rng.uniform(0.5, 2.0, size=16)
+    for stored in (np.float16, np.float32, np.float64):
+        states = rng.normal(size=(300, 16)).astype(stored)
+        kept = states.copy()
+        for dtype in ("float32", "float64"):
+            x = torch.from_numpy(np.asarray(states, dtype=dtype))
+            expected = (x - torch.from_numpy(np.asarray(mean, dtype=dtype))) / torch.from_numpy(
+                np.asarray(scale, dtype=dtype))
+            got = _standardised(states, mean, scale, dtype)
+            assert torch.equal(got, expected) and got.dtype == getattr(torch, dtype)
+        np.testing.assert_array_equal(states, kept)
+
+
 def _bags(rng: np.random.Generator, n: int, dims: int = 8) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Texts of 5-40 noise tokens; a toxic text hides one token far along the first axis."""
     lengths = rng.integers(5, 41, size=n)
