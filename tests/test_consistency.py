@@ -124,3 +124,70 @@ def test_english_parts_and_the_default_head_are_untouched(
     # unset, the option changes nothing a head records (heads trained before it keep their digest)
     assert "consistency_weight" not in config.to_dict() and "pair_weight" not in config.to_dict()
     assert pulled.meta["config"]["consistency_weight"] == 3.0
+
+
+def test_the_probe_term_pulls_paired_scores_together_and_is_absent_by_default() -> None:
+    """Token bags in two "languages": the second carries a constant shift along one axis the target does not
+    depend on. The pair term makes the probe read a text and its shifted twin alike."""
+    from polytox.scoring.ml.attention import fit_attention_probe
+
+    rng = np.random.default_rng(1)
+    n, dims = 120, 6
+    lengths = rng.integers(4, 12, size=n)
+    offsets = np.concatenate([[0], np.cumsum(np.concatenate([lengths, lengths]))])
+    base = [rng.normal(size=(length, dims)) for length in lengths]
+    toxic = rng.random(n) < 0.4
+    for bag, bad in zip(base, toxic, strict=True):
+        if bad:
+            bag[0, 0] += 4.0
+    shifted = [bag + np.eye(dims)[1] * 1.5 for bag in base]
+    states = np.concatenate(base + shifted).astype(np.float16)
+    target = np.concatenate([toxic, toxic]).astype(float) + np.concatenate([np.zeros(n), np.full(n, 0.3)])
+    pairs = (np.arange(n, 2 * n), np.arange(n))
+
+    def gap(probe: object) -> float:
+        scores = probe.score(states, offsets)  # type: ignore[attr-defined]
+        return float(np.abs(scores[pairs[0]] - scores[pairs[1]]).mean())
+
+    plain = fit_attention_probe(states, offsets, target, 1.0, 10.0)
+    again = fit_attention_probe(states, offsets, target, 1.0, 10.0, pairs=None, pair_weight=5.0)
+    np.testing.assert_array_equal(again.w, plain.w)  # without pairs the weight changes nothing
+    pulled = fit_attention_probe(states, offsets, target, 1.0, 10.0, pairs=pairs, pair_weight=5.0)
+    assert gap(pulled) < 0.5 * gap(plain), (gap(plain), gap(pulled))
+
+
+def test_english_pud_sources_join_the_probe_fit_at_weight_zero() -> None:
+    from polytox.training.scorer.attention_fit import fit_row_groups
+
+    examples = [_lx("en", 5, 2.0), _lx("de", 5, 2.2), _ud("en", "ud:pud:n01"), _ud("sv", "ud:pud:n01"),
+                _ud("en", "ud:UD_English-EWT:x")]
+    rows = np.arange(len(examples))
+    plain = fit_row_groups(examples, rows, None, 1.0)
+    assert [(r.tolist(), w) for r, w in plain] == [([0, 1], 1.0), ([3], 1.0)]
+    with_sources = fit_row_groups(examples, rows, None, 1.0, sources=True)
+    assert [(r.tolist(), w) for r, w in with_sources] == [([0, 1], 1.0), ([3], 1.0), ([2], 0.0)]
+
+
+def test_a_small_retrain_with_the_probe_term_changes_only_the_non_english_probe(
+        shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """End to end on a tiny random backbone: each fold's probe fit gets its own rows' pairs (positions into
+    the token states it reads), the non-English probe moves, the English probe and ridges do not."""
+    pytest.importorskip("torch")
+    from polytox.training.scorer.pool import training_pool
+
+    from .tiny_models import make_tiny_lm
+
+    backbone = make_tiny_lm(tmp_path_factory.mktemp("gemma3"), arch="gemma3")
+    cache = tmp_path_factory.mktemp("cache") / "emb.sqlite"
+    config = TrainConfig(shared=str(shared_data), backbone=str(backbone), layers=(1, 3), ngram=SMALL_NGRAM,
+                         folds=3, subset=0.01, embedding_cache=str(cache))
+    examples = select(training_pool(shared_data, everyday=True), config)
+    feats = build_features(config, examples)
+    base = train(config, examples, feats=replace(feats)).head
+    pulled = train(replace(config, probe_consistency_weight=1.0), examples, feats=replace(feats)).head
+    assert base.probe is not None and pulled.probe is not None and base.probe_en is not None
+    assert pulled.probe_en is not None
+    np.testing.assert_array_equal(pulled.probe_en.w, base.probe_en.w)
+    np.testing.assert_array_equal(pulled.w_ngram, base.w_ngram)
+    assert not np.allclose(pulled.probe.w, base.probe.w)
+    assert pulled.meta["config"]["probe_consistency_weight"] == 1.0

@@ -124,6 +124,12 @@ def _add_probe_flags(p: argparse.ArgumentParser) -> None:
         "term; research/scorer/log.md, 'A consistency term')",
     )
     p.add_argument(
+        "--probe-consistency-weight",
+        type=float,
+        default=0.0,
+        help="the same pairs' term in the non-English attention probe's fit, at this weight per pair (0: none)",
+    )
+    p.add_argument(
         "--english-attention",
         action=argparse.BooleanOptionalAction,
         default=True,
@@ -236,6 +242,7 @@ def run(args: argparse.Namespace) -> int:
         attention_human_weight=args.attention_human_weight or None,
         everyday_weight=args.everyday_weight or None,
         consistency_weight=args.consistency_weight or None,
+        probe_consistency_weight=args.probe_consistency_weight or None,
         english_attention=args.english_attention,
         english_attention_alpha_w=en_penalties[0],
         english_attention_alpha_v=en_penalties[1],

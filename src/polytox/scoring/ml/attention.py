@@ -184,9 +184,14 @@ def fit_attention_probe(
     max_iter: int = PROBE_ITERATIONS,
     weight: np.ndarray | None = None,
     dtype: str = "float32",
+    pairs: tuple[np.ndarray, np.ndarray] | None = None,
+    pair_weight: float = 0.0,
 ) -> AttentionProbe:
     """Fit the probe to ``target`` (one value per text), starting from the mean-pool ridge (penalty
     ``alpha_w``); ``alpha_v`` penalises the attention query (large: stays near mean pooling).
+
+    ``pairs`` (text numbers ``(t, s)``) add ``pair_weight * (score_t - score_s)^2`` each to the loss: a
+    consistency term between a translation and its source (``train.TrainConfig.probe_consistency_weight``).
 
     ``dtype="float32"`` with ``max_iter`` ``PROBE_ITERATIONS`` is the head's fit: it stops short of the
     optimum, so last-bit changes of its inputs move the probe (docs/default-scorer.md).
@@ -208,15 +213,17 @@ def fit_attention_probe(
     v = torch.zeros(x.shape[1], dtype=tdtype, requires_grad=True)
     b = torch.tensor(float(intercept), dtype=tdtype, requires_grad=True)
     tolerances = CONVERGED_TOLERANCES if dtype == "float64" else {}
+    pair_t, pair_s = (None, None) if pairs is None else (torch.from_numpy(pairs[0]), torch.from_numpy(pairs[1]))
     opt = torch.optim.LBFGS(
         [w, v, b], lr=1, max_iter=max_iter, history_size=20, line_search_fn="strong_wolfe", **tolerances
     )
 
     def closure() -> Any:
         opt.zero_grad()
-        loss = (
-            (wt * (_pooled_scores(x, seg, n, v, w, b) - y) ** 2).sum() + alpha_w * (w**2).sum() + alpha_v * (v**2).sum()
-        )
+        scores = _pooled_scores(x, seg, n, v, w, b)
+        loss = (wt * (scores - y) ** 2).sum() + alpha_w * (w**2).sum() + alpha_v * (v**2).sum()
+        if pair_t is not None:
+            loss = loss + pair_weight * ((scores[pair_t] - scores[pair_s]) ** 2).sum()
         loss.backward()
         return loss
 

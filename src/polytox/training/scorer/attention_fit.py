@@ -34,6 +34,7 @@ from ...scoring.ml.attention import PROBE_ITERATIONS, AttentionProbe, fit_attent
 from ...scoring.ml.embed_cache import EmbeddingCache
 from ...scoring.ml.embedder import HiddenStateEmbedder
 from ...types import text_hash
+from .consistency import PUD_GROUP, translation_pairs
 from .data import EVERYDAY_DOMAIN, Example
 
 log = logging.getLogger("polytox")
@@ -93,10 +94,13 @@ def fit_row_groups(
     train_rows: np.ndarray,
     human_weight: float | None,
     everyday_weight: float | None = None,
+    sources: bool = False,
 ) -> list[tuple[np.ndarray, float]]:
     """The probe's fit rows as (rows, weight) groups: the training split's RTP-LX rows at weight 1, its
     non-English human-labelled pack rows at ``human_weight`` and its non-English everyday sentences at
-    ``everyday_weight`` (each group none when its weight is None)."""
+    ``everyday_weight`` (each group none when its weight is None); with ``sources``, the English Parallel UD
+    sentences at weight 0, which enter the fit only through a consistency term's pairs (RTP-LX's English
+    sources are fit rows already)."""
     groups = [(np.array([i for i in train_rows if examples[i].source == "rtp-lx"], dtype=np.int64), 1.0)]
     if everyday_weight is not None:
         groups.append(
@@ -118,6 +122,15 @@ def fit_row_groups(
                 float(human_weight),
             )
         )
+    if sources:
+        english_pud = [
+            i
+            for i in train_rows
+            if examples[i].domain == EVERYDAY_DOMAIN
+            and examples[i].lang == "en"
+            and examples[i].group.startswith(PUD_GROUP)
+        ]
+        groups.append((np.array(english_pud, dtype=np.int64), 0.0))
     return [(rows, weight) for rows, weight in groups if len(rows)]
 
 
@@ -150,11 +163,14 @@ def fold_probes(
     final: bool = True,
     progress: Progress | None = None,
     max_iter: int = PROBE_ITERATIONS,
+    pairs_of: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]] | None = None,
+    pair_weight: float = 0.0,
 ) -> list[AttentionProbe]:
     """One probe per fold, fitted on the ``fit_rows`` (example rows) outside it, then (``final``) one on all
     of them: the head's. ``position`` maps an example row to its text in ``states`` / ``offsets``;
     ``weight`` (per text of ``states``, None: unweighted) weighs the rows in the fit; ``max_iter`` caps each
-    fit's L-BFGS iterations (the head's by default)."""
+    fit's L-BFGS iterations (the head's by default). ``pairs_of(rows)`` (positions in ``rows``) gives each
+    fit the pairs of its consistency term, at ``pair_weight`` each."""
     probes: list[AttentionProbe] = []
     left_out = [*folds, np.zeros(0, dtype=np.int64)] if final else list(folds)  # the last: none left out
     for k, fold in enumerate(left_out):
@@ -166,6 +182,8 @@ def fold_probes(
                 *penalties,
                 max_iter=max_iter,
                 weight=None if weight is None else weight[position[rows]],
+                pairs=None if pairs_of is None else pairs_of(rows),
+                pair_weight=pair_weight,
             )
         )
         if progress:
@@ -220,14 +238,16 @@ def fit_attention(
     progress: Progress | None = None,
     human_weight: float | None = None,
     everyday_weight: float | None = None,
+    pair_weight: float | None = None,
 ) -> AttentionScores:
     """The non-English probe: fold probes and the head's probe on the fit rows of ``train_rows``
-    (``fit_row_groups``), and their scores of every non-English text.
+    (``fit_row_groups``), and their scores of every non-English text; with ``pair_weight``, each fit has
+    the consistency term over its rows' translation pairs (``consistency.translation_pairs``).
 
     ``target(rows)`` gives the regression target of example rows (``train.pooled_target``); ``embedder``
     reads the head's backbone and layers (its embedding cache, if any, keeps the probes' scores)."""
     fit_rows, row_weight, states, offsets = non_english_fit(
-        embedder, examples, train_rows, human_weight, cache_dir, everyday_weight
+        embedder, examples, train_rows, human_weight, cache_dir, everyday_weight, sources=pair_weight is not None
     )
     other = np.array([i for i, e in enumerate(examples) if e.lang != "en"], dtype=np.int64)
     return fit_scored(
@@ -244,6 +264,8 @@ def fit_attention(
         other,
         "attention",
         progress,
+        None if pair_weight is None else (lambda rows: translation_pairs(examples, rows)),
+        pair_weight or 0.0,
     )
 
 
@@ -254,13 +276,14 @@ def non_english_fit(
     human_weight: float | None,
     cache_dir: Path | None,
     everyday_weight: float | None = None,
+    sources: bool = False,
 ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray, np.ndarray]:
     """The non-English probe's fit: (rows, their weights, token states, offsets) of ``fit_row_groups``.
     The weights are None with neither ``human_weight`` nor ``everyday_weight``: every row is RTP-LX then,
     and the fit is unweighted."""
-    groups = fit_row_groups(examples, train_rows, human_weight, everyday_weight)
+    groups = fit_row_groups(examples, train_rows, human_weight, everyday_weight, sources)
     rows, row_weight, states, offsets = group_states(embedder, examples, groups, cache_dir)
-    unweighted = human_weight is None and everyday_weight is None
+    unweighted = human_weight is None and everyday_weight is None and not sources
     return rows, None if unweighted else row_weight, states, offsets
 
 
@@ -317,6 +340,8 @@ def fit_scored(
     scored: np.ndarray,
     name: str,
     progress: Progress | None,
+    pairs_of: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]] | None = None,
+    pair_weight: float = 0.0,
 ) -> AttentionScores:
     """Fold probes and the head's probe fitted on ``fit_rows`` (example rows among ``rows``, whose token
     states ``token_states`` holds in that order; ``row_weight`` per row of ``rows``, None: unweighted),
@@ -337,6 +362,8 @@ def fit_scored(
         penalties,
         row_weight,
         progress=None if progress is None else lambda what, done, total: progress(f"{name} probes", done, total),
+        pairs_of=pairs_of,
+        pair_weight=pair_weight,
     )
     del states
     callback = (lambda done, total: progress(f"{name} scores", done, total)) if progress else None

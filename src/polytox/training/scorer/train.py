@@ -75,6 +75,7 @@ LATER_OPTIONS = (
     "everyday_weight",
     "consistency_weight",
     "pair_weight",
+    "probe_consistency_weight",
 )
 
 
@@ -149,6 +150,9 @@ class TrainConfig:
     # ``pair_weight`` is what one fit reads (set by ``other_config``: the English ridges never get the term)
     consistency_weight: float | None = None
     pair_weight: float | None = None
+    # the same term in the non-English probe's fit, at this weight per pair (None: none); the English
+    # Parallel UD sources join that fit at weight 0 (research/scorer/log.md, "the non-English probe too")
+    probe_consistency_weight: float | None = None
     folds: int = 5
     subset: float | None = None  # keep this share of joined groups (seeded by hash; for tests and ablations)
     batch_size: int = 32
@@ -753,6 +757,7 @@ def attention_scores(
             progress,
             config.attention_human_weight,
             config.everyday_weight,
+            config.probe_consistency_weight,
         )
     finally:
         embedder.close()
