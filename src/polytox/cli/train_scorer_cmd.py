@@ -121,7 +121,7 @@ def _add_probe_flags(p: argparse.ArgumentParser) -> None:
         default=0.0,
         help="weight of each training pair of a translation and its English source (RTP-LX, toxicity "
         "preserved; Parallel UD) in the non-English ridges, pulling the two outputs together (0: no such "
-        "term; research/scorer/log.md, 'A consistency term')",
+        "term)",
     )
     p.add_argument(
         "--probe-consistency-weight",

@@ -5,7 +5,7 @@ a shared prompt, not a culturally specific addition) whose two mean ratings are 
 apart, or a Parallel UD sentence and the English sentence of the same id. In a ridge each pair becomes one
 *difference row*, ``x_t - x_s`` with target 0, so its objective gains ``weight * (f(t) - f(s))^2``: a
 language cannot keep a level or a slope of its own that its English sources do not have
-(research/scorer/log.md, "A consistency term in the non-English ridges").
+(measured, not adopted: docs/scorer-scales.md).
 """
 
 from __future__ import annotations

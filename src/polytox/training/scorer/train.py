@@ -151,7 +151,7 @@ class TrainConfig:
     consistency_weight: float | None = None
     pair_weight: float | None = None
     # the same term in the non-English probe's fit, at this weight per pair (None: none); the English
-    # Parallel UD sources join that fit at weight 0 (research/scorer/log.md, "the non-English probe too")
+    # Parallel UD sources join that fit at weight 0 (docs/scorer-scales.md)
     probe_consistency_weight: float | None = None
     folds: int = 5
     subset: float | None = None  # keep this share of joined groups (seeded by hash; for tests and ablations)
