@@ -6,7 +6,9 @@ raw logit of a translation minus its English source's splits into the combiners'
 ``(bias_o - bias_e) + sum_k (w_o,k * part_t,k - w_e,k * part_s,k)`` over the n-gram ridge, the mean-pool ridge
 and the attention probe (the non-English texts' own ridges and probe against the English ones). Printed per
 language on harmless pairs (both sides' mean rating below 1.5) and toxic pairs (both 3 or more), for each
-head given, with the spread across languages (largest minus smallest language mean) per term.
+head given, with the spread across languages (largest minus smallest language mean) per term. ``within``:
+each non-English part's translation-minus-source difference with the source read through the same
+non-English path, the quantity the consistency term pulls together (mean |d| and correlation).
 
     python -m research.scorer.consistency_parts --heads src/polytox/data/polytox-ml-head.npz,/tmp/v3/head.npz
 """
@@ -17,6 +19,7 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +59,25 @@ def contributions(head: MlHead, parts: dict[str, np.ndarray], t: np.ndarray, s: 
     return out
 
 
+def within_path(
+    head: MlHead, lx: Sequence[Example], parts: dict[str, np.ndarray], t: np.ndarray, s: np.ndarray, sources: list[int]
+) -> dict[str, Any]:
+    """Each non-English part's translation-minus-source difference with the source read through the same
+    non-English path (what the consistency term pulls together): mean |d| and the correlation, per part."""
+    as_other = [replace(lx[i], lang="de") for i in sources]  # any non-English language takes that path
+    other = raw_outputs(head, as_other)
+    at = {i: k for k, i in enumerate(sources)}
+    src = np.array([at[i] for i in s])
+    out: dict[str, Any] = {}
+    for name in ("ngram", "emb", "probe"):
+        a, b = parts[name][t], other[name][src]
+        out[name] = {
+            "mean_abs": round(float(np.abs(a - b).mean()), 4),
+            "corr": round(float(np.corrcoef(a, b)[0, 1]), 4),
+        }
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--shared", default="../shared/data")
@@ -71,11 +93,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     }
     langs = np.array([lx[i].lang for i in t])
     result: dict[str, Any] = {"n_pairs": len(t), "strata": {k: int(v.sum()) for k, v in strata.items()}}
+    sources = sorted(set(s.tolist()))
     for path in args.heads.split(","):
         head = MlHead.load(path)
         parts = raw_outputs(head, lx)
         terms = contributions(head, parts, t, s)
-        block: dict[str, Any] = {}
+        block: dict[str, Any] = {"within": within_path(head, lx, parts, t, s, sources)}
         for stratum, sel in strata.items():
             per_lang = {
                 lang: {name: round(float(terms[name][sel & (langs == lang)].mean()), 3) for name in TERMS}
@@ -87,7 +110,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             }
             block[stratum] = {"per_lang": per_lang, "spread": spread}
         result[head.digest] = block
-        print(head.digest, json.dumps({k: v["spread"] for k, v in block.items()}))
+        print(head.digest, json.dumps({k: v.get("spread", v) for k, v in block.items()}))
     if args.out:
         Path(args.out).write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
     return 0

@@ -110,6 +110,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--card-before", default=str(HERE.parents[1] / "src" / "polytox" / "data" / "polytox-ml-card.json"))
     p.add_argument("--card-after", required=True)
     p.add_argument("--out", default=str(RESULT))
+    p.add_argument("--name", default="V3", help="the candidate's name in the printed tables")
     args = p.parse_args(argv)
     before_all = json.loads(Path(args.before).read_text(encoding="utf-8"))
     after_all = json.loads(Path(args.after).read_text(encoding="utf-8"))
@@ -135,7 +136,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     }
     Path(args.out).write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
     for scale in (PERSPECTIVE_2022, PERSPECTIVE_2020):
-        print(f"\n{scale} (head 6 / V3)\n\n{result[scale]['table']}")
+        print(f"\n{scale} (head 6 / {args.name})\n\n{result[scale]['table']}")
         print(
             "misses",
             [m["n"] for m in result[scale]["misses"]],
