@@ -124,10 +124,12 @@ def test_api_key_comes_from_the_environment_and_is_never_stored(monkeypatch: pyt
 
 
 def test_concurrency_limit_holds() -> None:
-    with FakeOpenAI(latency=0.15) as server:
+    # each request lasts long enough that every allowed worker is in flight at once even on a loaded machine
+    # (at 0.15 s a busy 2-core runner once saw 3 of 4)
+    with FakeOpenAI(latency=0.4) as server:
         make(server, samples=1, concurrency="2").generate(reqs([f"p {i}" for i in range(8)], 1))
         assert server.peak_in_flight == 2
-    with FakeOpenAI(latency=0.15) as server:
+    with FakeOpenAI(latency=0.4) as server:
         make(server, samples=1, concurrency="4").generate(reqs([f"p {i}" for i in range(8)], 1))
         assert server.peak_in_flight == 4
 
