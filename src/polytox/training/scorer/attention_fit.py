@@ -34,7 +34,7 @@ from ...scoring.ml.attention import PROBE_ITERATIONS, AttentionProbe, fit_attent
 from ...scoring.ml.embed_cache import EmbeddingCache
 from ...scoring.ml.embedder import HiddenStateEmbedder
 from ...types import text_hash
-from .consistency import PUD_GROUP, translation_pairs
+from .consistency import translated, translation_pairs
 from .data import EVERYDAY_DOMAIN, Example
 
 log = logging.getLogger("polytox")
@@ -126,9 +126,7 @@ def fit_row_groups(
         english_pud = [
             i
             for i in train_rows
-            if examples[i].domain == EVERYDAY_DOMAIN
-            and examples[i].lang == "en"
-            and examples[i].group.startswith(PUD_GROUP)
+            if examples[i].domain == EVERYDAY_DOMAIN and examples[i].lang == "en" and translated(examples[i])
         ]
         groups.append((np.array(english_pud, dtype=np.int64), 0.0))
     return [(rows, weight) for rows, weight in groups if len(rows)]

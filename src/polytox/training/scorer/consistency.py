@@ -23,7 +23,9 @@ CULTURAL_INDEX_START = 1000
 PUD_GROUP = "ud:pud:"  # the group of a Parallel UD id and its translations (``everyday.everyday_examples``)
 
 
-def _translated(ex: Example) -> bool:
+def translated(ex: Example) -> bool:
+    """Whether ``ex`` shares its source with its group's texts in other languages: an RTP-LX translation
+    (not a cultural addition) or a Parallel UD sentence."""
     if ex.source == "rtp-lx" and ex.group.startswith("lx:"):
         return int(ex.group.split(":", 1)[1]) < CULTURAL_INDEX_START
     return ex.domain == EVERYDAY_DOMAIN and ex.group.startswith(PUD_GROUP)
@@ -41,13 +43,13 @@ def translation_pairs(examples: Sequence[Example], rows: np.ndarray) -> tuple[np
     source: dict[str, int] = {}
     for pos, i in enumerate(rows):
         ex = examples[i]
-        if ex.lang == "en" and _translated(ex):
+        if ex.lang == "en" and translated(ex):
             source.setdefault(ex.group, pos)
     t_pos: list[int] = []
     s_pos: list[int] = []
     for pos, i in enumerate(rows):
         ex = examples[i]
-        if ex.lang == "en" or not _translated(ex):
+        if ex.lang == "en" or not translated(ex):
             continue
         s = source.get(ex.group)
         if s is not None and _preserves(ex, examples[rows[s]]):

@@ -40,7 +40,7 @@ from ...scoring.ml.embedder import HiddenStateEmbedder
 from ...scoring.ml.head import SPLINE_DEGREE, Combiner, CurvedCombiner, MlHead, apply_combiner
 from ...scoring.ml.ngrams import NgramConfig, fit_idf, hashed_counts, tfidf
 from .attention_fit import AttentionScores, attention_embedder, english_fit_rows, fit_attention, fit_english_attention
-from .consistency import CULTURAL_INDEX_START, translation_pairs
+from .consistency import translated, translation_pairs
 from .data import EVERYDAY_DOMAIN, Example
 from .pack import heldout_mask, join_components, unit_hash
 
@@ -304,7 +304,7 @@ def pooled_target(examples: Sequence[Example], rows: np.ndarray, weight: float) 
     sums: dict[str, list[float]] = {}
     for i in rows:
         ex = examples[i]
-        if ex.source == "rtp-lx" and int(ex.group.split(":", 1)[1]) < CULTURAL_INDEX_START:
+        if ex.source == "rtp-lx" and translated(ex):
             sums.setdefault(ex.group, []).append(ex.target)
     out = own.copy()
     for k, i in enumerate(rows):
