@@ -9,8 +9,8 @@ outputs and its maps on ``perspective-2022``:
 - ``rho_cross``: the translation's raw output against the *English* annotators' rating, the same people
   ``rho_e`` reads, so ``rho_cross - rho_e`` compares the two paths on one judgement;
 - ``harmless`` / ``toxic``: the mean of translation minus English value on the pairs both sides' annotators
-  rate harmless (below 1.5) or toxic (3 or more, not only preserving pairs), check part only (the per-language maps were fitted on the
-  fit part), the quantities issue 61's targets read.
+  rate harmless (below 1.5) or toxic (3 or more, not only preserving pairs), check part only (the
+  per-language maps were fitted on the fit part), the quantities issue 61's targets read.
 
 If a path agrees better with its annotators than the English path does with its own, then among pairs chosen
 by those annotators it reads more extreme: lower on harmless ones, higher on toxic ones. This holds under any
@@ -79,7 +79,9 @@ def summary(rows: dict[str, dict[str, Any]]) -> dict[str, Any]:
         "languages": len(langs),
         "rho_t_minus_rho_e_mean": round(float(gap.mean()), 4),
         "languages_rho_t_above_rho_e": int((gap > 0).sum()),
-        "rho_cross_minus_rho_e_mean": round(float(np.mean([rows[k]["rho_cross"] - rows[k]["rho_e"] for k in langs])), 4),
+        "rho_cross_minus_rho_e_mean": round(
+            float(np.mean([rows[k]["rho_cross"] - rows[k]["rho_e"] for k in langs])), 4
+        ),
         "harmless_mean": round(float(harmless.mean()), 4),
         "toxic_mean": round(float(toxic.mean()), 4),
         "corr_gap_with_toxic_minus_harmless": round(float(np.corrcoef(gap, toxic - harmless)[0, 1]), 4),

@@ -88,6 +88,7 @@ FLAG_NUMBERS: tuple[Field, ...] = (
     _number("everyday_weight", NON_NEGATIVE),
     _number("consistency_weight", NON_NEGATIVE),
     _number("probe_consistency_weight", NON_NEGATIVE),
+    _number("teacher_weight", NON_NEGATIVE),
     _number("weight_rtplx", NON_NEGATIVE),
     _number("web_gen_share", PROBABILITY),
     _number("continuation_gen_share", PROBABILITY),

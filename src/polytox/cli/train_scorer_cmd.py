@@ -130,6 +130,13 @@ def _add_probe_flags(p: argparse.ArgumentParser) -> None:
         help="the same pairs' term in the non-English attention probe's fit, at this weight per pair (0: none)",
     )
     p.add_argument(
+        "--teacher-weight",
+        type=float,
+        default=0.0,
+        help="weight of one teacher row per training pair in the non-English ridges: the translation's "
+        "features with the English path's out-of-fold reading of its source as target (0: none)",
+    )
+    p.add_argument(
         "--english-attention",
         action=argparse.BooleanOptionalAction,
         default=True,
@@ -243,6 +250,7 @@ def run(args: argparse.Namespace) -> int:
         everyday_weight=args.everyday_weight or None,
         consistency_weight=args.consistency_weight or None,
         probe_consistency_weight=args.probe_consistency_weight or None,
+        teacher_weight=args.teacher_weight or None,
         english_attention=args.english_attention,
         english_attention_alpha_w=en_penalties[0],
         english_attention_alpha_v=en_penalties[1],

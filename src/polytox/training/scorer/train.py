@@ -76,6 +76,7 @@ LATER_OPTIONS = (
     "consistency_weight",
     "pair_weight",
     "probe_consistency_weight",
+    "teacher_weight",
 )
 
 
@@ -153,6 +154,10 @@ class TrainConfig:
     # the same term in the non-English probe's fit, at this weight per pair (None: none); the English
     # Parallel UD sources join that fit at weight 0 (docs/scorer-scales.md)
     probe_consistency_weight: float | None = None
+    # teacher rows in the non-English ridges: per training pair, the translation's features with the English
+    # path's out-of-fold reading of its source as target (``english_reading``), at this weight, under one free
+    # offset of their own (None: none; measured, not adopted: docs/scorer-scales.md)
+    teacher_weight: float | None = None
     folds: int = 5
     subset: float | None = None  # keep this share of joined groups (seeded by hash; for tests and ablations)
     batch_size: int = 32
@@ -334,7 +339,15 @@ def _with_offsets(x: Any, tasks: np.ndarray, n_tasks: int, sparse_input: bool) -
     return np.hstack([x, onehot])
 
 
-def fit_parts(config: TrainConfig, feats: Features, examples: Sequence[Example], rows: np.ndarray) -> Parts:
+def fit_parts(
+    config: TrainConfig,
+    feats: Features,
+    examples: Sequence[Example],
+    rows: np.ndarray,
+    teacher: np.ndarray | None = None,
+) -> Parts:
+    """The two ridges fitted on ``rows``; with ``config.teacher_weight`` and ``teacher`` (the English path's
+    reading of each English row, indexed like ``examples``), each pair among ``rows`` adds a teacher row."""
     linear = require("sklearn.linear_model", "ml")
     target = pooled_target(examples, rows, config.index_mean_weight)
     names = feats.task_names
@@ -344,11 +357,22 @@ def fit_parts(config: TrainConfig, feats: Features, examples: Sequence[Example],
     pairs = translation_pairs(examples, rows) if config.pair_weight else None
     if pairs is not None and not config.task_offsets:
         raise PolytoxError("the consistency term needs task offsets (they are the intercepts its rows leave out)")
+    taught = _teacher_rows(config, examples, rows, teacher)
+    if taught is not None and pairs is not None:
+        raise PolytoxError("teacher rows and the consistency term are separate candidates: set one")
     n_tasks = len(names)
+    tasks = feats.tasks[rows]
     idf = fit_idf(feats.counts[rows]).astype(np.float16).astype(np.float32)  # as stored in the head
     x = tfidf(feats.counts[rows], idf)
+    if taught is not None:  # the teacher rows are one more task: their own offset column, no other
+        t_pos, values, t_weight = taught
+        x = require("scipy.sparse", "ml").vstack([x, x[t_pos]], format="csr")
+        tasks = np.concatenate([tasks, np.full(len(t_pos), n_tasks)])
+        target = np.concatenate([target, values])
+        weight = np.concatenate([weight, t_weight])
+        n_tasks += 1
     if config.task_offsets:
-        x = _with_offsets(x, feats.tasks[rows], n_tasks, sparse_input=True)
+        x = _with_offsets(x, tasks, n_tasks, sparse_input=True)
     y, w = target, weight
     if pairs is not None:
         x, y, w = _with_pair_rows(x, target, weight, pairs, config.pair_weight or 0.0, sparse_input=True)
@@ -369,8 +393,10 @@ def fit_parts(config: TrainConfig, feats: Features, examples: Sequence[Example],
         scale = z.std(axis=0)
         scale[scale < 1e-6] = 1.0
         z = (z - mean) / scale
+        if taught is not None:
+            z = np.vstack([z, z[taught[0]]])
         if config.task_offsets:
-            z = _with_offsets(z, feats.tasks[rows], n_tasks, sparse_input=False)
+            z = _with_offsets(z, tasks, n_tasks, sparse_input=False)
         if pairs is None:
             model = linear.Ridge(alpha=config.alpha_emb, solver="cholesky").fit(z, target, sample_weight=weight)
             b_emb = float(model.intercept_)
@@ -387,6 +413,59 @@ def fit_parts(config: TrainConfig, feats: Features, examples: Sequence[Example],
         parts.w_emb = model.coef_[: len(mean)].astype(np.float32)
         parts.b_emb = b_emb
     return parts
+
+
+def _teacher_rows(
+    config: TrainConfig, examples: Sequence[Example], rows: np.ndarray, teacher: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """(positions in ``rows`` of the translations, their sources' English readings, the rows' weights) for
+    the teacher rows of a fit, or None without them. Pairs whose source has no reading are left out."""
+    if teacher is None or not config.teacher_weight:
+        return None
+    if not config.task_offsets:
+        raise PolytoxError("teacher rows need task offsets (they carry one of their own)")
+    t_pos, s_pos = translation_pairs(examples, rows)
+    values = teacher[rows[s_pos]]
+    keep = np.isfinite(values)
+    return t_pos[keep], values[keep], np.full(int(keep.sum()), config.teacher_weight)
+
+
+def english_reading(
+    config: TrainConfig,
+    examples: Sequence[Example],
+    feats: Features,
+    raw: dict[str, np.ndarray],
+    folds: Sequence[np.ndarray],
+) -> np.ndarray:
+    """The English path's out-of-fold reading of every English training row on the head's web map (NaN
+    elsewhere): its ridges' out-of-fold outputs in ``raw`` and its probe's, through an English combiner
+    fitted on the other folds, then maps fitted without the fold (``oof_calibrated``). Teacher rows read it
+    for their sources."""
+    mode = modes_of(feats)[0]
+    all_rows = np.concatenate(list(folds))
+    combined = np.full(len(examples), np.nan)
+    probe = raw.get("probe")
+    for test_rows in folds:
+        fit_rows = np.setdiff1d(all_rows, test_rows)
+        sel, labels, weight = combiner_rows(config, examples, fit_rows)
+        full = mode == "full"
+        combiner = fit_combiner(
+            raw["ngram"][sel],
+            raw["emb"][sel] if full else None,
+            labels,
+            weight,
+            None if probe is None else probe[sel],
+            curved=full and mode in (config.combiner_splines or ()),
+        )
+        combined[test_rows] = apply_combiner(
+            combiner,
+            raw["ngram"][test_rows],
+            raw["emb"][test_rows] if full else None,
+            None if probe is None else probe[test_rows],
+        )
+    reading = oof_calibrated(config, examples, combined, folds)
+    english = np.array([e.lang == "en" for e in examples])
+    return np.where(english, reading, np.nan)
 
 
 def _with_pair_rows(
@@ -563,7 +642,8 @@ def cross_validate(
 ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], list[np.ndarray]]:
     """Out-of-fold part outputs on ``train_rows`` and the nested out-of-fold combined score per mode.
 
-    Returns (combined OOF score per mode, raw part outputs {"ngram", "emb"}, the folds as row arrays).
+    Returns (combined OOF score per mode, raw part outputs {"ngram", "emb", ...; "teacher": the English
+    readings teacher rows read, with ``teacher_weight``}, the folds as row arrays).
     The combiner for fold k is fitted on the other folds' outputs only, so the combined score is
     out-of-fold too; the maps (``oof_calibrated``) are fitted the same way.
     """
@@ -573,26 +653,33 @@ def cross_validate(
             raise PolytoxError("the attention probe's out-of-fold scores follow other folds")
     n = len(examples)
     raw = {"ngram": np.full(n, np.nan), "emb": np.full(n, np.nan)}
-    for k, test_rows in enumerate(folds):
-        fit_rows = np.setdiff1d(train_rows, test_rows)
-        parts = fit_parts(config, feats, examples, fit_rows)
-        s_ngram, s_emb = part_outputs(parts, feats, test_rows)
-        raw["ngram"][test_rows] = s_ngram
-        if s_emb is not None:
-            raw["emb"][test_rows] = s_emb
-        if config.other_rtplx_weight is not None:  # non-English rows: their own ridges' outputs
-            other_rows = test_rows[np.array([examples[i].lang != "en" for i in test_rows], dtype=bool)]
-            other = fit_parts(other_config(config), feats, examples, fit_rows)
-            o_ngram, o_emb = part_outputs(other, feats, other_rows)
-            raw.setdefault("ngram" + OTHER, np.full(n, np.nan))[other_rows] = o_ngram
-            if o_emb is not None:
-                raw.setdefault("emb" + OTHER, np.full(n, np.nan))[other_rows] = o_emb
-        if progress:
-            progress("cross-validation", k + 1, len(folds))
     if feats.attention is not None:
         raw["probe" + OTHER] = feats.attention.oof
     if feats.attention_en is not None:
         raw["probe"] = feats.attention_en.oof
+    steps = len(folds) * (2 if config.other_rtplx_weight is not None else 1)
+    for k, test_rows in enumerate(folds):
+        parts = fit_parts(config, feats, examples, np.setdiff1d(train_rows, test_rows))
+        s_ngram, s_emb = part_outputs(parts, feats, test_rows)
+        raw["ngram"][test_rows] = s_ngram
+        if s_emb is not None:
+            raw["emb"][test_rows] = s_emb
+        if progress:
+            progress("cross-validation", k + 1, steps)
+    # the teacher rows read the English path's out-of-fold reading, so the non-English ridges come second
+    teacher = english_reading(config, examples, feats, raw, folds) if config.teacher_weight else None
+    if teacher is not None:
+        raw["teacher"] = teacher
+    if config.other_rtplx_weight is not None:  # non-English rows: their own ridges' outputs
+        for k, test_rows in enumerate(folds):
+            other_rows = test_rows[np.array([examples[i].lang != "en" for i in test_rows], dtype=bool)]
+            other = fit_parts(other_config(config), feats, examples, np.setdiff1d(train_rows, test_rows), teacher)
+            o_ngram, o_emb = part_outputs(other, feats, other_rows)
+            raw.setdefault("ngram" + OTHER, np.full(n, np.nan))[other_rows] = o_ngram
+            if o_emb is not None:
+                raw.setdefault("emb" + OTHER, np.full(n, np.nan))[other_rows] = o_emb
+            if progress:
+                progress("cross-validation", len(folds) + k + 1, steps)
     combined: dict[str, np.ndarray] = {}
     english = np.array([e.lang == "en" for e in examples])
     probe, probe_en = raw.get("probe" + OTHER), raw.get("probe")
@@ -810,7 +897,9 @@ def train(
     combined, raw, folds = cross_validate(config, examples, feats, train_rows, progress)
     parts = fit_parts(config, feats, examples, train_rows)
     other_parts = (
-        fit_parts(other_config(config), feats, examples, train_rows) if config.other_rtplx_weight is not None else None
+        fit_parts(other_config(config), feats, examples, train_rows, raw.get("teacher"))
+        if config.other_rtplx_weight is not None
+        else None
     )
     combine: dict[str, Combiner] = {}
     maps: dict[str, ScaleMaps] = {}
