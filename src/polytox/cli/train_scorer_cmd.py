@@ -82,7 +82,34 @@ def register(sub: Any) -> None:
         help="one free offset per label definition in the non-English ridges' fit (default: on)",
     )
     _add_probe_flags(p)
+    _add_pair_flags(p)
     p.set_defaults(func=run)
+
+
+def _add_pair_flags(p: argparse.ArgumentParser) -> None:
+    """The terms over translation pairs (a text and its English source), all off by default: measured
+    candidates for one scale across languages (docs/scorer-scales.md)."""
+    p.add_argument(
+        "--consistency-weight",
+        type=float,
+        default=0.0,
+        help="weight of each training pair of a translation and its English source (RTP-LX, toxicity "
+        "preserved; Parallel UD) in the non-English ridges, pulling the two outputs together (0: no such "
+        "term)",
+    )
+    p.add_argument(
+        "--probe-consistency-weight",
+        type=float,
+        default=0.0,
+        help="the same pairs' term in the non-English attention probe's fit, at this weight per pair (0: none)",
+    )
+    p.add_argument(
+        "--teacher-weight",
+        type=float,
+        default=0.0,
+        help="weight of one teacher row per training pair in the non-English ridges: the translation's "
+        "features with the English path's out-of-fold reading of its source as target (0: none)",
+    )
 
 
 def _add_probe_flags(p: argparse.ArgumentParser) -> None:
@@ -114,27 +141,6 @@ def _add_probe_flags(p: argparse.ArgumentParser) -> None:
         help="weight per row of the everyday sentences' trainable fit part (ud-sentences/, presumed "
         f"harmless in every language) in the ridges, the non-English combiner and probe (default: "
         f"{EVERYDAY_WEIGHT:g}; 0: left out)",
-    )
-    p.add_argument(
-        "--consistency-weight",
-        type=float,
-        default=0.0,
-        help="weight of each training pair of a translation and its English source (RTP-LX, toxicity "
-        "preserved; Parallel UD) in the non-English ridges, pulling the two outputs together (0: no such "
-        "term)",
-    )
-    p.add_argument(
-        "--probe-consistency-weight",
-        type=float,
-        default=0.0,
-        help="the same pairs' term in the non-English attention probe's fit, at this weight per pair (0: none)",
-    )
-    p.add_argument(
-        "--teacher-weight",
-        type=float,
-        default=0.0,
-        help="weight of one teacher row per training pair in the non-English ridges: the translation's "
-        "features with the English path's out-of-fold reading of its source as target (0: none)",
     )
     p.add_argument(
         "--english-attention",
