@@ -65,6 +65,13 @@ def test_the_english_reading_is_an_out_of_fold_web_value_of_english_rows_only(
     # it reads the English path: the same English outputs as without teacher rows, and it ranks what it read
     np.testing.assert_array_equal(raw["ngram"][english], base_raw["ngram"][english])
     np.testing.assert_array_equal(teacher, english_reading(config, examples, feats, raw, folds))
+    # the English probe scores English texts and RTP-LX rows only (``fit_english_attention``): the reading
+    # stays finite where it is read
+    rng = np.random.default_rng(1)
+    scored = english | np.array([e.source == "rtp-lx" for e in examples])
+    probe = np.where(scored, raw["ngram"] + 0.1 * rng.normal(size=len(examples)), np.nan)
+    with_probe = english_reading(config, examples, feats, {**raw, "probe": probe}, folds)
+    assert np.isfinite(with_probe[english & in_rows]).all() and np.isnan(with_probe[~english]).all()
     persp = np.array([e.domain == "perspective" for e in examples]) & english & in_rows
     target = np.array([e.target for e in examples])
     assert np.corrcoef(teacher[persp], target[persp])[0, 1] > 0.5

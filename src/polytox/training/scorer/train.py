@@ -463,8 +463,9 @@ def english_reading(
             raw["emb"][test_rows] if full else None,
             None if probe is None else probe[test_rows],
         )
-    reading = oof_calibrated(config, examples, combined, folds)
+    # maps from English rows only: the English probe reads no other text, so their combined score is NaN
     english = np.array([e.lang == "en" for e in examples])
+    reading = oof_calibrated(config, examples, combined, [f[english[f]] for f in folds])
     return np.where(english, reading, np.nan)
 
 
