@@ -1,5 +1,6 @@
-"""A consistency term in the non-English ridges: head 6 against `V3` under the rule (log.md, "A consistency
-term in the non-English ridges").
+"""A retrained candidate against head 6 under the consistency study's rule (log.md, "A consistency term in
+the non-English ridges"): `V3`, `V4` (the consistency term) and `V5` (teacher rows, "Tying the two paths")
+are judged by the same gates.
 
 Reads what the two heads' runs wrote beforehand (nothing here runs the backbone):
 - ``--before`` / ``--after``: ``scale_ends_trial`` results, each read at its own head's shipped maps
