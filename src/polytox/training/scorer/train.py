@@ -442,21 +442,14 @@ def english_reading(
     fitted on the other folds, then maps fitted without the fold (``oof_calibrated``). Teacher rows read it
     for their sources."""
     mode = modes_of(feats)[0]
+    full = mode == "full"
     all_rows = np.concatenate(list(folds))
     combined = np.full(len(examples), np.nan)
-    probe = raw.get("probe")
+    probe = raw.get("probe") if full else None
     for test_rows in folds:
-        fit_rows = np.setdiff1d(all_rows, test_rows)
-        sel, labels, weight = combiner_rows(config, examples, fit_rows)
-        full = mode == "full"
-        combiner = fit_combiner(
-            raw["ngram"][sel],
-            raw["emb"][sel] if full else None,
-            labels,
-            weight,
-            None if probe is None else probe[sel],
-            curved=full and mode in (config.combiner_splines or ()),
-        )
+        combiner = fit_one_combiner(config, examples, np.setdiff1d(all_rows, test_rows), raw, mode, other=False)
+        if combiner is None:
+            raise PolytoxError("the English combiner's rows of a fold carry one label only")
         combined[test_rows] = apply_combiner(
             combiner,
             raw["ngram"][test_rows],
@@ -723,21 +716,36 @@ def fit_combiners(
     for key, other in ((mode, False), (mode + OTHER, True)):
         if other and not (config.split_combiner or config.other_rtplx_weight is not None):
             continue
-        sel, labels, weight = combiner_rows(config, examples, rows, other)
-        if len(set(labels.tolist())) < 2:
-            continue
-        suffix = OTHER if other and "ngram" + OTHER in raw else ""
-        probe_key = "probe" + (OTHER if other else "")
-        probe = raw[probe_key][sel] if mode == "full" and probe_key in raw else None
-        out[key] = fit_combiner(
-            raw["ngram" + suffix][sel],
-            raw["emb" + suffix][sel] if mode == "full" else None,
-            labels,
-            weight,
-            probe,
-            curved=mode == "full" and key in (config.combiner_splines or ()),
-        )
+        combiner = fit_one_combiner(config, examples, rows, raw, mode, other)
+        if combiner is not None:
+            out[key] = combiner
     return out
+
+
+def fit_one_combiner(
+    config: TrainConfig,
+    examples: Sequence[Example],
+    rows: np.ndarray,
+    raw: dict[str, np.ndarray],
+    mode: str,
+    other: bool,
+) -> Combiner | None:
+    """The English (or with ``other`` the non-English) combiner of ``mode`` (``fit_combiners``), None where
+    its rows among ``rows`` carry one label only."""
+    sel, labels, weight = combiner_rows(config, examples, rows, other)
+    if len(set(labels.tolist())) < 2:
+        return None
+    suffix = OTHER if other and "ngram" + OTHER in raw else ""
+    probe_key = "probe" + (OTHER if other else "")
+    probe = raw[probe_key][sel] if mode == "full" and probe_key in raw else None
+    return fit_combiner(
+        raw["ngram" + suffix][sel],
+        raw["emb" + suffix][sel] if mode == "full" else None,
+        labels,
+        weight,
+        probe,
+        curved=mode == "full" and (mode + OTHER if other else mode) in (config.combiner_splines or ()),
+    )
 
 
 def other_view(raw: dict[str, np.ndarray], english: np.ndarray, part: str) -> np.ndarray:
