@@ -134,7 +134,8 @@ def versus(values: np.ndarray, persp: np.ndarray, ratings: np.ndarray) -> dict[s
 def measure(
     by_lang: dict[str, Rated], head: Callable[[list[str], str], np.ndarray] | None
 ) -> dict[str, dict[str, Any]]:
-    """Per language and reader (``READERS``): ``agreement`` of each reading with the rows' annotators."""
+    """Per language and reader (``READERS``): ``agreement`` of each reading with the rows' annotators, and
+    with a ``head``, its distance from the Perspective reading (``versus``)."""
     out: dict[str, dict[str, Any]] = {}
     for lang, d in by_lang.items():
         row: dict[str, Any] = {
