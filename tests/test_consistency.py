@@ -55,13 +55,19 @@ def test_pairs_are_preserving_translations_of_a_source_among_the_rows() -> None:
     assert translation_pairs(examples, np.array([1, 2, 9])) == (pytest.approx([]), pytest.approx([]))
 
 
-@pytest.fixture(scope="module")
-def small(shared_data: Path) -> tuple[TrainConfig, list[Example], Features]:
+def small_pool(shared_data: Path) -> tuple[TrainConfig, list[Example], Features]:
+    """A 5% pool with Parallel UD rows, 3 folds and small n-gram features, no backbone (the teacher's tests
+    read it too)."""
     from polytox.training.scorer.pool import training_pool
 
     config = TrainConfig(shared=str(shared_data), backbone=None, ngram=SMALL_NGRAM, folds=3, subset=0.05)
     examples = select(training_pool(shared_data, everyday=True), config)
     return config, examples, build_features(config, examples)
+
+
+@pytest.fixture(scope="module")
+def small(shared_data: Path) -> tuple[TrainConfig, list[Example], Features]:
+    return small_pool(shared_data)
 
 
 def _pair_gap(parts_feats: tuple[object, Features], pairs: tuple[np.ndarray, np.ndarray], rows: np.ndarray,

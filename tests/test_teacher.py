@@ -10,38 +10,32 @@ import numpy as np
 import pytest
 
 from polytox.errors import PolytoxError
-from polytox.scoring.ml.ngrams import NgramConfig
 from polytox.training.scorer.consistency import translation_pairs
 from polytox.training.scorer.data import Example
 from polytox.training.scorer.pack import heldout_mask
 from polytox.training.scorer.train import (
     Features,
     TrainConfig,
-    build_features,
     cross_validate,
     english_reading,
     fit_parts,
     other_config,
     part_outputs,
-    select,
     train,
 )
-
-SMALL_NGRAM = NgramConfig(n_features=2**14)
+from tests.test_consistency import small_pool
 
 
 @pytest.fixture(scope="module")
 def small(shared_data: Path) -> tuple[TrainConfig, list[Example], Features]:
-    """A 5% pool with synthetic mean-pool features: a language shift the target does not follow, plus signal."""
-    from polytox.training.scorer.pool import training_pool
-
-    config = TrainConfig(shared=str(shared_data), backbone=None, ngram=SMALL_NGRAM, folds=3, subset=0.05)
-    examples = select(training_pool(shared_data, everyday=True), config)
+    """``small_pool`` with synthetic mean-pool features: a language shift the target does not follow, plus
+    signal."""
+    config, examples, feats = small_pool(shared_data)
     rng = np.random.default_rng(0)
     shift = {lang: rng.normal(size=16) for lang in sorted({e.lang for e in examples})}
     signal = np.array([e.target for e in examples])[:, None] * rng.normal(size=16)
     emb = np.stack([shift[e.lang] for e in examples]) + signal + 0.3 * rng.normal(size=(len(examples), 16))
-    return config, examples, replace(build_features(config, examples), emb=emb.astype(np.float32))
+    return config, examples, replace(feats, emb=emb.astype(np.float32))
 
 
 def _train_rows(examples: list[Example]) -> np.ndarray:
